@@ -1,0 +1,274 @@
+"""Typed, validated configuration: one frozen dataclass per concern, one TOML file per profile.
+
+A profile file (``configs/<profile>.toml``) has the sections ``[data]``, ``[model]``, ``[train]`` and
+``[search]`` that every model of the profile shares, and one ``[runs."<model name>"]`` table per paper
+model that overrides them (``arch``, ``max_len``, a longer budget for RNNsearch-50*)::
+
+    name = "smoke"
+    [model]
+    m = 16
+    [runs."RNNsearch-50"]
+    model = { arch = "RNNsearch" }
+    data = { max_len = 50 }
+
+Defaults live here, in one place, and are the paper's (``../shared/PAPER.md`` §6, §9). Unknown keys and
+wrong types are errors that name the file and the key. The resolved config of every run is saved next to
+its results (:func:`to_dict`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Where the profile files live (``configs/`` at the repository root).
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is invalid; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and wiring of RNNsearch / RNNencdec (App. A.2.3; GroundHog ``state.py``).
+
+    Vocabulary sizes count table rows: the special symbols ``<pad>``=0 (GroundHog's unused row 0),
+    ``<unk>``=1 and ``</s>``=2, then the shortlist words. 30001 rows = 29,998 words + 3, as GroundHog's
+    ``n_sym=30001``.
+    """
+
+    arch: str = "RNNsearch"  # "RNNsearch" (attention) or "RNNencdec" (c = h→_{T_x})
+    src_vocab: int = 30001  # K_x, rows of the source embedding
+    trg_vocab: int = 30001  # K_y, rows of the target embedding and the softmax
+    m: int = 620  # word embedding dimension
+    n: int = 1000  # hidden units: each encoder direction, and the decoder
+    n_align: int = 1000  # n', hidden units of the alignment model
+    l: int = 500  # maxout units of the deep output (2l pre-maxout)
+    output_rank: int | None = 620  # GroundHog's W_o = W2 W1 (rank 620); None = the paper's W_o
+    gate_bias: bool = False  # GroundHog: only the GRU candidate has a bias; True adds r/z biases
+    embedding_bias: bool = True  # GroundHog's embedder is a linear layer with a learned bias
+
+    def __post_init__(self):
+        if self.arch not in ("RNNsearch", "RNNencdec"):
+            raise ConfigError(f"model.arch must be 'RNNsearch' or 'RNNencdec', not {self.arch!r}")
+        for name in ("src_vocab", "trg_vocab", "m", "n", "n_align", "l"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"model.{name} must be positive, got {getattr(self, name)}")
+        if min(self.src_vocab, self.trg_vocab) < 4:
+            raise ConfigError(
+                "model vocabularies need at least 4 rows (<pad>, <unk>, </s>, a word)"
+            )
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Where the WMT'14 files are and how they become minibatches (§4.1, App. B.2, GroundHog)."""
+
+    data_dir: str | None = None  # the WMT'14 layout; NMT_DATA overrides; None = ./data/wmt14
+    cache_dir: str | None = None  # tokenized/numericalized caches; NMT_CACHE overrides
+    train: tuple[str, ...] = ("europarl-v7.fr-en",)  # corpus names under train/
+    dev: tuple[str, ...] = ("newstest2012", "newstest2013")
+    test: str = "newstest2014"
+    src_lang: str = "en"
+    trg_lang: str = "fr"
+    src_words: int = 29998  # shortlist words; rows = words + 3 specials (must match the model)
+    trg_words: int = 29998
+    max_len: int = 50  # drop (never truncate) pairs with more words on either side; EOS not counted
+    max_train_pairs: int | None = None  # reduced profiles: keep the first N usable pairs
+    batch_size: int = 80
+    sort_k_batches: int = 20  # sort this many batches at a time by max(len_x, len_y)
+    seed: int = 1234
+
+    def __post_init__(self):
+        if self.max_len <= 0 or self.batch_size <= 0 or self.sort_k_batches <= 0:
+            raise ConfigError("data.max_len, data.batch_size and data.sort_k_batches must be > 0")
+
+    def resolved_data_dir(self) -> Path:
+        """``NMT_DATA`` if set, else ``data_dir``, else ``./data/wmt14``."""
+        return Path(os.environ.get("NMT_DATA") or self.data_dir or "data/wmt14").expanduser()
+
+    def resolved_cache_dir(self) -> Path:
+        """``NMT_CACHE`` if set, else ``cache_dir``, else ``./.cache``."""
+        return Path(os.environ.get("NMT_CACHE") or self.cache_dir or ".cache").expanduser()
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The training recipe (§4.2, App. B.2; GroundHog ``SGD_adadelta``)."""
+
+    rho: float = 0.95  # Adadelta
+    eps: float = 1e-6
+    lr: float = 1.0
+    clip_norm: float = 1.0  # global L2 norm
+    nonfinite: str = "shrink"  # GroundHog: g <- 0.1 * theta; or "skip"
+    max_updates: int | None = None  # budgets: whichever comes first
+    max_epochs: float | None = None
+    max_hours: float | None = None
+    eval_every: int = 1000  # updates between dev evaluations
+    dev_bleu_sentences: int = 200  # dev sample decoded (greedy) at each evaluation; 0 = none
+    patience: int | None = None  # early stopping on dev NLL (RNNsearch-50*); None = off
+    checkpoint_minutes: float = 10.0
+    precision: str = "bf16"  # "bf16" autocast (AMX / tensor cores) or "fp32" (the paper)
+    device: str = "auto"  # "auto", "cpu", "cuda"
+    threads: int | None = None  # torch CPU threads; None = torch default
+    seed: int = 1234
+
+    def __post_init__(self):
+        if self.nonfinite not in ("shrink", "skip"):
+            raise ConfigError(f"train.nonfinite must be 'shrink' or 'skip', not {self.nonfinite!r}")
+        if self.precision not in ("bf16", "fp32"):
+            raise ConfigError(f"train.precision must be 'bf16' or 'fp32', not {self.precision!r}")
+        if self.max_updates is None and self.max_epochs is None and self.max_hours is None:
+            raise ConfigError("train needs a budget: max_updates, max_epochs or max_hours")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Beam search as GroundHog's ``sample.py`` (PAPER.md §4, A9)."""
+
+    beam: int = 10
+    normalize: bool = False  # divide cost by length (incl. EOS) when choosing the best
+    min_len_ratio: float = 0.5  # EOS forbidden before floor(|x| * ratio) steps (|x| incl. EOS)
+    max_len_ratio: float = 3.0  # stop after |x| * ratio steps
+    batch_size: int = 32  # sentences decoded together
+
+    def __post_init__(self):
+        if self.beam < 1:
+            raise ConfigError(f"search.beam must be >= 1, got {self.beam}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one model of a profile needs: the resolved config saved with its results."""
+
+    name: str
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(max_updates=288_000))
+    search: SearchConfig = field(default_factory=SearchConfig)
+
+    def __post_init__(self):
+        if self.model.src_vocab != self.data.src_words + 3 or self.model.trg_vocab != (
+            self.data.trg_words + 3
+        ):
+            raise ConfigError(
+                f"run {self.name!r}: model vocab rows ({self.model.src_vocab}, "
+                f"{self.model.trg_vocab}) must equal data words + 3 "
+                f"({self.data.src_words + 3}, {self.data.trg_words + 3})"
+            )
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profile: a name, a description, and its runs in the paper's order."""
+
+    name: str
+    description: str
+    runs: dict[str, RunConfig]
+    path: str
+
+
+_SECTIONS = {"model": ModelConfig, "data": DataConfig, "train": TrainConfig, "search": SearchConfig}
+
+
+def _coerce(cls, value, where: str):
+    """Check ``value`` against the annotation ``cls`` (int, float, str, bool, tuples, optionals)."""
+    origin = typing.get_origin(cls)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(cls)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(arg, value, where)
+            except ConfigError:
+                pass
+        raise ConfigError(f"{where}: {value!r} is not a {cls}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        (item,) = typing.get_args(cls)[:1]
+        return tuple(_coerce(item, v, where) for v in value)
+    if cls is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if cls in (int, float, str, bool) and type(value) is cls:
+        return value
+    raise ConfigError(f"{where}: expected {cls.__name__}, got {value!r}")
+
+
+def make(cls, values: dict, where: str):
+    """Build dataclass ``cls`` from ``values``; unknown keys and wrong types raise ConfigError."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    try:
+        return cls(**{k: _coerce(hints[k], v, f"{where}.{k}") for k, v in values.items()})
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def profile_path(name_or_path: str | os.PathLike) -> Path:
+    """``smoke`` -> ``configs/smoke.toml``; an existing path is returned as is."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists():
+        return p
+    return CONFIG_DIR / f"{name_or_path}.toml"
+
+
+def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> Profile:
+    """Read and validate a profile file. ``section_overrides`` (e.g. ``train={"max_updates": 5}``)
+    are applied to every run after the file, for command-line overrides and tests."""
+    path = profile_path(name_or_path)
+    if not path.is_file():
+        known = sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+        raise ConfigError(f"{path}: no such profile file (known profiles: {known})")
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    unknown = sorted(set(doc) - {"name", "description", "runs", *_SECTIONS})
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level key(s) {unknown}")
+    runs = {}
+    for run_name, run in doc.get("runs", {}).items():
+        bad = sorted(set(run) - set(_SECTIONS))
+        if bad:
+            raise ConfigError(f"{path}: runs.{run_name!r}: unknown key(s) {bad}")
+        parts = {}
+        for sec, cls in _SECTIONS.items():
+            values = {**doc.get(sec, {}), **run.get(sec, {}), **section_overrides.get(sec, {})}
+            parts[sec] = make(cls, values, f"{path}: runs.{run_name!r}.{sec}")
+        try:
+            runs[run_name] = RunConfig(name=run_name, **parts)
+        except ConfigError as e:
+            raise ConfigError(f"{path}: {e}") from None
+    if not runs:
+        raise ConfigError(f'{path}: a profile needs at least one [runs."<name>"] table')
+    return Profile(doc.get("name", path.stem), doc.get("description", ""), runs, str(path))
+
+
+def to_dict(cfg) -> dict:
+    """A JSON-ready dict of any config dataclass (tuples become lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+
+
+def run_from_dict(d: dict) -> RunConfig:
+    """Inverse of :func:`to_dict` for a RunConfig (e.g. read back from a checkpoint)."""
+    parts = {sec: make(cls, d.get(sec, {}), f"config.{sec}") for sec, cls in _SECTIONS.items()}
+    return RunConfig(name=d["name"], **parts)
+
+
+def run_dir_name(run_name: str) -> str:
+    """A file-system-safe name: ``RNNsearch-50*`` -> ``RNNsearch-50star``."""
+    return run_name.replace("*", "star")

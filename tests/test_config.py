@@ -1,0 +1,98 @@
+"""Config files: every profile loads, unknown keys and wrong types are errors that name the place."""
+
+import json
+
+import pytest
+
+from nmt_lib.config import (
+    CONFIG_DIR,
+    ConfigError,
+    DataConfig,
+    ModelConfig,
+    load_profile,
+    make,
+    run_dir_name,
+    run_from_dict,
+    to_dict,
+)
+
+PAPER_MODELS = ["RNNencdec-30", "RNNsearch-30", "RNNencdec-50", "RNNsearch-50", "RNNsearch-50*"]
+
+
+@pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_profile_has_the_five_paper_models(path):
+    prof = load_profile(path)
+    assert list(prof.runs) == PAPER_MODELS
+    for name, run in prof.runs.items():
+        assert run.model.arch == name.split("-")[0]
+    short, long = prof.runs["RNNsearch-30"].data.max_len, prof.runs["RNNsearch-50"].data.max_len
+    assert short < long
+    assert prof.runs["RNNencdec-30"].data.max_len == short
+    if prof.name != "smoke":
+        assert (short, long) == (30, 50)
+
+
+def test_paper_profile_uses_the_papers_settings():
+    run = load_profile("paper").runs["RNNsearch-50"]
+    assert (run.model.m, run.model.n, run.model.n_align, run.model.l) == (620, 1000, 1000, 500)
+    assert (run.data.batch_size, run.data.sort_k_batches) == (80, 20)
+    assert (run.train.rho, run.train.eps, run.train.clip_norm) == (0.95, 1e-6, 1.0)
+    assert run.train.precision == "fp32"
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "p.toml"
+    p.write_text(text)
+    return p
+
+
+def test_unknown_key_is_an_error_naming_file_and_key(tmp_path):
+    p = _write(tmp_path, '[model]\nhidden = 3\n[runs."A"]\n')
+    with pytest.raises(ConfigError, match=r"p\.toml.*hidden"):
+        load_profile(p)
+
+
+def test_wrong_type_is_an_error(tmp_path):
+    p = _write(tmp_path, '[model]\nn = "big"\n[runs."A"]\n')
+    with pytest.raises(ConfigError, match=r"model\.n"):
+        load_profile(p)
+
+
+def test_unknown_run_section_and_empty_profile(tmp_path):
+    with pytest.raises(ConfigError, match="optim"):
+        load_profile(_write(tmp_path, '[runs."A"]\noptim = {}\n'))
+    with pytest.raises(ConfigError, match="at least one"):
+        load_profile(_write(tmp_path, 'name = "x"\n'))
+
+
+def test_missing_profile_lists_the_known_ones():
+    with pytest.raises(ConfigError, match="smoke"):
+        load_profile("no-such-profile")
+
+
+def test_vocab_rows_must_match_shortlist_plus_specials(tmp_path):
+    p = _write(tmp_path, '[data]\nsrc_words = 10\n[train]\nmax_updates = 1\n[runs."A"]\n')
+    with pytest.raises(ConfigError, match="data words \\+ 3"):
+        load_profile(p)
+
+
+def test_overrides_apply_to_every_run_and_round_trip():
+    prof = load_profile("smoke", train={"max_updates": 3})
+    assert {r.train.max_updates for r in prof.runs.values()} == {3}
+    run = prof.runs["RNNsearch-50*"]
+    d = json.loads(json.dumps(to_dict(run)))
+    assert run_from_dict(d) == run
+    assert run_dir_name(run.name) == "RNNsearch-50star"
+
+
+def test_validation_of_values():
+    with pytest.raises(ConfigError):
+        ModelConfig(arch="Transformer")
+    with pytest.raises(ConfigError):
+        make(DataConfig, {"max_len": 0}, "data")
+    assert make(DataConfig, {"train": ["a", "b"]}, "data").train == ("a", "b")
+
+
+def test_env_overrides_data_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("NMT_DATA", str(tmp_path))
+    assert DataConfig(data_dir="elsewhere").resolved_data_dir() == tmp_path
