@@ -68,6 +68,7 @@ def test_job(pytest_args: list[str]) -> int:
     """ruff (lint + format check), then the whole pytest suite; returns pytest's exit code."""
     _run(VENV / "bin" / "ruff", "check", ".")
     _run(VENV / "bin" / "ruff", "format", "--check", ".")
+    # pytest runs last and prints nothing after it: its summary line closes the output (CI reads it)
     _say("pytest " + " ".join(pytest_args))
     return subprocess.run([PY, "-m", "pytest", *pytest_args], cwd=ROOT).returncode
 
@@ -92,7 +93,8 @@ def cli() -> int:
     except subprocess.CalledProcessError as e:
         _say(f"failed: {' '.join(map(str, e.cmd))} (exit {e.returncode})")
         code = e.returncode or 1
-    _say(f"{args.cmd} finished in {time.time() - t0:.0f} s with exit code {code}")
+    if args.cmd == "main" or code != 0:
+        _say(f"{args.cmd} finished in {time.time() - t0:.0f} s with exit code {code}")
     return code
 
 
