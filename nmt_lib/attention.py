@@ -1,0 +1,73 @@
+"""The alignment model of RNNsearch (§3.1, App. A.1.2, A.2.2): additive attention.
+
+::
+
+    e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j)
+    α_ij = exp(e_ij) / Σ_k exp(e_ik)        (over real source positions only)
+    c_i  = Σ_j α_ij h_j
+
+No biases (GroundHog). ``U_a h_j`` does not depend on ``i``: it is computed once per sentence
+(:meth:`Attention.precompute`) and passed in. Pure functions of their arguments; nothing is cached
+on the module. Imports only torch.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def alignment_scores(s_prev: Tensor, Uh: Tensor, W_a: Tensor, v_a: Tensor) -> Tensor:
+    """``e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j)`` (App. A.1.2).
+
+    Args:
+        s_prev: ``[B, n]`` decoder state ``s_{i-1}``.
+        Uh: ``[B, Tx, n']`` precomputed ``U_a h_j``.
+        W_a: ``[n', n]``; v_a: ``[n']``.
+    Returns:
+        ``[B, Tx]`` the energies ``e_i·``.
+    """
+    Ws = nn.functional.linear(s_prev, W_a)  # [B, n']
+    return torch.matmul(torch.tanh(Uh + Ws.unsqueeze(1)), v_a)  # [B, Tx]
+
+
+def masked_softmax(e: Tensor, mask: Tensor) -> Tensor:
+    """Softmax over source positions with exactly zero weight on padding, in float32 or wider.
+
+    Args:
+        e: ``[B, Tx]``; mask: ``[B, Tx]`` bool, True on real tokens (at least one per row).
+    Returns:
+        ``[B, Tx]`` the weights ``α_i·`` (rows sum to 1).
+    """
+    e = e.float() if e.dtype in (torch.float16, torch.bfloat16) else e
+    return e.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+
+
+def context(alpha: Tensor, h: Tensor) -> Tensor:
+    """``c_i = Σ_j α_ij h_j`` (Eq. 5): ``alpha [B, Tx]``, ``h [B, Tx, 2n]`` -> ``[B, 2n]``."""
+    return torch.bmm(alpha.unsqueeze(1).to(h.dtype), h).squeeze(1)
+
+
+class Attention(nn.Module):
+    """Parameters ``W_a [n', n]``, ``U_a [n', 2n]``, ``v_a [n']`` of the alignment model."""
+
+    def __init__(self, n: int, annotation_size: int, n_align: int):
+        super().__init__()
+        self.W_a = nn.Parameter(torch.empty(n_align, n))
+        self.U_a = nn.Parameter(torch.empty(n_align, annotation_size))
+        self.v_a = nn.Parameter(torch.zeros(n_align))
+
+    def precompute(self, h: Tensor) -> Tensor:
+        """``U_a h_j`` for every position, once per sentence: ``[B, Tx, 2n] -> [B, Tx, n']``."""
+        return nn.functional.linear(h, self.U_a)
+
+    def forward(self, s_prev: Tensor, h: Tensor, Uh: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """Context and weights for one decoder step.
+
+        Args:
+            s_prev: ``[B, n]``; h: ``[B, Tx, 2n]``; Uh: ``[B, Tx, n']``; mask: ``[B, Tx]`` bool.
+        Returns:
+            ``c [B, 2n]``, ``alpha [B, Tx]``.
+        """
+        alpha = masked_softmax(alignment_scores(s_prev, Uh, self.W_a, self.v_a), mask)
+        return context(alpha, h), alpha

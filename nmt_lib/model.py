@@ -1,0 +1,182 @@
+"""RNNsearch and RNNencdec (§3, App. A.2; PAPER.md §2.3–2.4), initialised per App. B.1.
+
+The interface (``CONTRIBUTING.md``)::
+
+    model = build_model(cfg)
+    logp, alpha = model(x, x_mask, y, y_mask)        # [B, Ty] (0 at padding), [B, Ty, Tx] | None
+    model.score(x, x_mask, y, y_mask)                # [B]
+    enc = model.encode(x, x_mask); enc.select(idx)
+    s = model.init_state(enc)                        # s_0 [B, n]
+    logp_next, c, alpha_i = model.readout_step(enc, s_prev, y_prev)   # y_prev None at step 1
+    s = model.next_state(s_prev, y, c)
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from .config import ModelConfig
+from .decoder import Decoder
+from .encoder import Encoder
+
+
+class Encoded(NamedTuple):
+    """What the decoder needs from the source, batch-first.
+
+    mask: ``[B, Tx]`` bool source mask. h: ``[B, Tx, 2n]`` annotations, Uh: ``[B, Tx, n']``
+    ``U_a h_j`` (RNNsearch; None for RNNencdec). c: ``[B, n]`` fixed context ``h→_{T_x}``
+    (RNNencdec; None for RNNsearch).
+    """
+
+    mask: Tensor
+    h: Tensor | None = None
+    Uh: Tensor | None = None
+    c: Tensor | None = None
+
+    def select(self, idx: Tensor) -> Encoded:
+        """Rows ``idx`` (``[B']`` long) of every field, e.g. to reorder or repeat for a beam."""
+        return Encoded(*(None if t is None else t.index_select(0, idx) for t in self))
+
+
+class EncoderDecoder(nn.Module):
+    """What RNNsearch and RNNencdec share: everything but the encoding and the context."""
+
+    encoder: Encoder
+    decoder: Decoder
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+
+    def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
+        """``x [B, Tx]`` long, ``x_mask [B, Tx]`` bool -> :class:`Encoded`."""
+        raise NotImplementedError
+
+    def init_state(self, enc: Encoded) -> Tensor:
+        """``s_0 [B, n]``."""
+        raise NotImplementedError
+
+    def context(self, enc: Encoded, s_prev: Tensor) -> tuple[Tensor, Tensor | None]:
+        """``c_i [B, ctx]``, ``alpha_i [B, Tx]`` or None."""
+        raise NotImplementedError
+
+    def forward(
+        self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor
+    ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing.
+
+        Args:
+            x: ``[B, Tx]`` long, x_mask: ``[B, Tx]`` bool, y: ``[B, Ty]`` long, y_mask: ``[B, Ty]``.
+        Returns:
+            ``logp [B, Ty]`` float32, ``log p(y_i | y_<i, x)``, 0 at padding;
+            ``alpha [B, Ty, Tx]`` (RNNsearch) or None (RNNencdec).
+        """
+        enc = self.encode(x, x_mask)
+        return self.decoder(self.init_state(enc), y, y_mask, enc.h, enc.Uh, enc.mask, enc.c)
+
+    def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
+        """``log p(y | x)`` per sentence, ``[B]``."""
+        return self(x, x_mask, y, y_mask)[0].sum(1)
+
+    def readout_step(
+        self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Next-word distribution from ``s_{i-1}`` (GroundHog steps 1–3).
+
+        Args:
+            enc: :class:`Encoded` ``[B, ...]``; s_prev: ``[B, n]``; y_prev: ``[B]`` long, or None at
+            the first step (zero previous-word term, GroundHog).
+        Returns:
+            ``logp_next [B, K]`` float32 log-softmax, ``c [B, ctx]``, ``alpha_i [B, Tx]`` or None.
+        """
+        c, alpha = self.context(enc, s_prev)
+        e_prev = None if y_prev is None else self.decoder.embed(y_prev)
+        logits = self.decoder.logits(s_prev, e_prev, c)  # [B, K]
+        return self.decoder.log_softmax(logits), c, alpha
+
+    def next_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
+        """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``."""
+        return self.decoder.step_state(s_prev, y, c)
+
+
+class RNNsearch(EncoderDecoder):
+    """Bidirectional encoder, attention, ``s_0 = tanh(W_s h←_1 + b_s)`` (App. A.2)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        n = cfg.n
+        self.encoder = Encoder(cfg.src_vocab, cfg.m, n, True, cfg.embedding_bias, cfg.gate_bias)
+        self.decoder = Decoder(
+            cfg.trg_vocab, cfg.m, n, 2 * n, cfg.l, cfg.n_align, cfg.output_rank, n,
+            cfg.embedding_bias, cfg.gate_bias,
+        )  # fmt: skip
+
+    def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
+        h = self.encoder(x, x_mask)  # [B, Tx, 2n]
+        return Encoded(x_mask, h, self.decoder.attention.precompute(h))  # U_a h_j once
+
+    def init_state(self, enc: Encoded) -> Tensor:
+        return self.decoder.init_state(enc.h[:, 0, self.cfg.n :])  # h←_1
+
+    def context(self, enc: Encoded, s_prev: Tensor) -> tuple[Tensor, Tensor | None]:
+        return self.decoder.attend(s_prev, enc.h, enc.Uh, enc.mask)
+
+
+class RNNencdec(EncoderDecoder):
+    """Forward encoder, ``c_i = c = h→_{T_x}`` at every step, ``s_0 = tanh(W_s c + b_s)`` (§2.3)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        n = cfg.n
+        self.encoder = Encoder(cfg.src_vocab, cfg.m, n, False, cfg.embedding_bias, cfg.gate_bias)
+        self.decoder = Decoder(
+            cfg.trg_vocab, cfg.m, n, n, cfg.l, None, cfg.output_rank, n,
+            cfg.embedding_bias, cfg.gate_bias,
+        )  # fmt: skip
+
+    def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
+        return Encoded(x_mask, c=Encoder.last_forward(self.encoder(x, x_mask)))  # [B, n]
+
+    def init_state(self, enc: Encoded) -> Tensor:
+        return self.decoder.init_state(enc.c)
+
+    def context(self, enc: Encoded, s_prev: Tensor) -> tuple[Tensor, Tensor | None]:
+        return enc.c, None
+
+
+#: Parameter names (last component) with special initialisations (App. B.1).
+RECURRENT = ("U", "U_z", "U_r")  # random orthogonal
+ALIGNMENT = ("W_a", "U_a")  # N(0, 0.001²)
+
+
+@torch.no_grad()
+def init_parameters(model: nn.Module) -> None:
+    """App. B.1 / PAPER.md §3: orthogonal ``U, U_z, U_r`` (each matrix), N(0, 0.001²) for ``W_a``,
+    ``U_a``, zeros for ``v_a`` and every bias (``b*``), N(0, 0.01²) for everything else."""
+    for name, p in model.named_parameters():
+        if p.is_meta:
+            continue
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf in RECURRENT:
+            nn.init.orthogonal_(p)
+        elif leaf in ALIGNMENT:
+            nn.init.normal_(p, 0.0, 0.001)
+        elif leaf == "v_a" or leaf.startswith("b"):
+            nn.init.zeros_(p)
+        else:
+            nn.init.normal_(p, 0.0, 0.01)
+
+
+def build_model(cfg: ModelConfig) -> EncoderDecoder:
+    """RNNsearch or RNNencdec (``cfg.arch``), initialised per App. B.1, on the default device."""
+    model = (RNNsearch if cfg.arch == "RNNsearch" else RNNencdec)(cfg)
+    init_parameters(model)
+    return model
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of scalar parameters."""
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,125 @@
+"""The decoder (App. A.2.2 in GroundHog's step order, PAPER.md §2.4) against its literal equations."""
+
+import math
+
+import pytest
+import torch
+from torch.func import functional_call
+
+from nmt_lib.decoder import Decoder
+
+B, Tx, Ty, K_y, m, n, n_align, l = 3, 5, 4, 11, 5, 4, 3, 3
+X_LENGTHS, Y_LENGTHS = [5, 3, 1], [4, 2, 3]
+
+
+def sig(v):
+    return 1 / (1 + torch.exp(-v))
+
+
+def setup(attention=True, output_rank=2, gate_bias=False, embedding_bias=True, seed=0):
+    torch.manual_seed(seed)
+    ctx = 2 * n if attention else n
+    dec = Decoder(
+        K_y, m, n, ctx, l, n_align if attention else None, output_rank, n, embedding_bias, gate_bias
+    ).double()
+    with torch.no_grad():
+        for p in dec.parameters():
+            p.normal_(0, 0.5)
+    g = torch.Generator().manual_seed(seed + 1)
+    s0 = torch.randn(B, n, generator=g, dtype=torch.float64)
+    h = torch.randn(B, Tx, ctx, generator=g, dtype=torch.float64)  # annotations, garbage at pads
+    c = torch.randn(B, ctx, generator=g, dtype=torch.float64)  # RNNencdec's fixed context
+    x_mask = torch.tensor([[j < L for j in range(Tx)] for L in X_LENGTHS])
+    y_mask = torch.tensor([[i < L for i in range(Ty)] for L in Y_LENGTHS])
+    y = torch.randint(3, K_y, (B, Ty), generator=g).masked_fill(~y_mask, 0)
+    return dec, s0, h, c, x_mask, y, y_mask
+
+
+def reference(dec, s0, h, c_fixed, y, attention):
+    """One sentence at a time: for i = 1..Ty, attention and readout from s_{i-1} and y_{i-1}
+    (previous-word term 0 at i = 1), then s_i from y_i and the same c_i."""
+    P = {k: v.detach() for k, v in dec.named_parameters()}
+    zero = torch.zeros(n, dtype=torch.float64)
+    b_E = P.get("b_E", torch.zeros(m, dtype=torch.float64))
+    logp = torch.zeros(B, Ty, dtype=torch.float64)
+    alpha = torch.zeros(B, Ty, Tx, dtype=torch.float64)
+    for b in range(B):
+        s = s0[b]
+        for i in range(Y_LENGTHS[b]):
+            if attention:
+                e = []
+                for j in range(X_LENGTHS[b]):
+                    hidden = torch.tanh(P["attention.W_a"] @ s + P["attention.U_a"] @ h[b, j])
+                    e.append(float(P["attention.v_a"] @ hidden))
+                total = sum(math.exp(e_j) for e_j in e)
+                c = torch.zeros(2 * n, dtype=torch.float64)
+                for j in range(X_LENGTHS[b]):
+                    alpha[b, i, j] = math.exp(e[j]) / total
+                    c = c + alpha[b, i, j] * h[b, j]
+            else:
+                c = c_fixed[b]
+            t_tilde = P["U_o"] @ s + P["b_o"] + P["C_o"] @ c
+            if i > 0:
+                t_tilde = t_tilde + P["V_o"] @ (P["E"][y[b, i - 1]] + b_E)
+            t = torch.stack([torch.maximum(t_tilde[2 * k], t_tilde[2 * k + 1]) for k in range(l)])
+            W_o = P["W_o"] if "W_o" in P else P["W2"] @ P["W1"]
+            logits = W_o @ t + P["b_y"]
+            logp[b, i] = logits[y[b, i]] - math.log(sum(math.exp(v) for v in logits.tolist()))
+            e_y = P["E"][y[b, i]] + b_E  # the word just emitted, y_i
+            r = sig(P["gru.W_r"] @ e_y + P["gru.U_r"] @ s + P["C_r"] @ c + P.get("gru.b_r", zero))
+            z = sig(P["gru.W_z"] @ e_y + P["gru.U_z"] @ s + P["C_z"] @ c + P.get("gru.b_z", zero))
+            s_tilde = torch.tanh(P["gru.W"] @ e_y + P["gru.b"] + P["gru.U"] @ (r * s) + P["C"] @ c)
+            s = (1 - z) * s + z * s_tilde
+    return logp, alpha
+
+
+CASES = [  # attention, output_rank, gate_bias, embedding_bias
+    (True, 2, False, True),  # RNNsearch, GroundHog-exact
+    (False, 2, False, True),  # RNNencdec
+    (True, None, True, False),  # paper's full W_o, all gate biases, no embedding bias
+]
+
+
+@pytest.mark.parametrize("attention,output_rank,gate_bias,embedding_bias", CASES)
+def test_decoder_equals_literal_equations(attention, output_rank, gate_bias, embedding_bias):
+    dec, s0, h, c, x_mask, y, y_mask = setup(attention, output_rank, gate_bias, embedding_bias)
+    if attention:
+        logp, alpha = dec(s0, y, y_mask, h, dec.attention.precompute(h), x_mask)
+    else:
+        logp, alpha = dec(s0, y, y_mask, c=c)
+        assert alpha is None
+    logp_ref, alpha_ref = reference(dec, s0, h, c, y, attention)
+    torch.testing.assert_close(logp, logp_ref, rtol=1e-12, atol=1e-12)
+    if attention:
+        torch.testing.assert_close(alpha, alpha_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_init_state():
+    dec, s0, *_ = setup()
+    for b in range(B):
+        expected = torch.tanh(dec.W_s.detach() @ s0[b] + dec.b_s.detach())
+        torch.testing.assert_close(dec.init_state(s0)[b], expected)
+
+
+def test_logp_and_alpha_zero_at_target_padding():
+    dec, s0, h, _, x_mask, y, y_mask = setup()
+    logp, alpha = dec(s0, y, y_mask, h, dec.attention.precompute(h), x_mask)
+    assert (logp[~y_mask] == 0).all() and (logp[y_mask] < 0).all()
+    assert (alpha[~y_mask] == 0).all()
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_decoder_gradcheck(attention):
+    dec, s0, h, c, x_mask, y, y_mask = setup(attention, gate_bias=True)
+    names = [k for k, _ in dec.named_parameters()]
+
+    def f(s0, h, c, *params):
+        params = dict(zip(names, params, strict=True))
+        if attention:
+            Uh = h @ params["attention.U_a"].t()
+            return functional_call(dec, params, (s0, y, y_mask, h, Uh, x_mask))[0]
+        return functional_call(dec, params, (s0, y, y_mask), {"c": c})[0]
+
+    args = (s0, h, c, *(p.detach() for p in dec.parameters()))
+    args = tuple(a.clone().requires_grad_() for a in args)
+    assert torch.autograd.gradcheck(f, args, fast_mode=True)

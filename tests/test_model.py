@@ -1,0 +1,239 @@
+"""RNNsearch and RNNencdec end to end: literal equations, the step interface, padding invariance,
+parameter counts (PAPER.md §2.5) and initialisation (App. B.1)."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from torch.func import functional_call
+
+from nmt_lib.config import ModelConfig
+from nmt_lib.model import Encoded, build_model, count_parameters
+
+CFG = ModelConfig(src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, output_rank=2)
+B, Tx, Ty, n, l = 3, 6, 5, 4, 3
+X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]
+ARCHS = ["RNNsearch", "RNNencdec"]
+
+
+def sig(v):
+    return 1 / (1 + torch.exp(-v))
+
+
+def setup(arch, seed=0, **overrides):
+    torch.manual_seed(seed)
+    model = build_model(dataclasses.replace(CFG, arch=arch, **overrides)).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.5)  # large random weights: App. B.1's tiny ones would hide mistakes
+    x_mask = torch.tensor([[j < L for j in range(Tx)] for L in X_LENGTHS])
+    y_mask = torch.tensor([[i < L for i in range(Ty)] for L in Y_LENGTHS])
+    x = torch.randint(3, CFG.src_vocab, (B, Tx)).masked_fill(~x_mask, 0)
+    y = torch.randint(3, CFG.trg_vocab, (B, Ty)).masked_fill(~y_mask, 0)
+    return model, x, x_mask, y, y_mask
+
+
+def gru(P, p, inp, h, c=None):
+    """App. A.1.1 / A.2.2, one step; ``c`` enters all three pre-activations through C, C_z, C_r."""
+    ctx = {k: (P["decoder." + k] @ c if c is not None else 0) for k in ("C", "C_z", "C_r")}
+    r = sig(P[p + "W_r"] @ inp + P[p + "U_r"] @ h + ctx["C_r"])
+    z = sig(P[p + "W_z"] @ inp + P[p + "U_z"] @ h + ctx["C_z"])
+    h_tilde = torch.tanh(P[p + "W"] @ inp + P[p + "b"] + P[p + "U"] @ (r * h) + ctx["C"])
+    return (1 - z) * h + z * h_tilde
+
+
+def reference(model, x, y, arch):
+    """Per sentence, unpadded, column vectors: App. A.2 in GroundHog's order (PAPER.md §2.4)."""
+    P = {k: v.detach() for k, v in model.named_parameters()}
+    logp = torch.zeros(B, Ty, dtype=torch.float64)
+    alpha = torch.zeros(B, Ty, Tx, dtype=torch.float64)
+    zero = torch.zeros(n, dtype=torch.float64)
+    for b in range(B):
+        Lx, Ly = X_LENGTHS[b], Y_LENGTHS[b]
+        e = [P["encoder.E_bar"][x[b, j]] + P["encoder.b_E"] for j in range(Lx)]  # ē(x_j)
+        h_fwd, h_bwd = [zero], [zero]  # h→_0, h←_{Lx+1}
+        for j in range(Lx):
+            h_fwd.append(gru(P, "encoder.forward_gru.", e[j], h_fwd[-1]))
+        if arch == "RNNencdec":
+            c = h_fwd[-1]  # h→_{T_x}: after reading EOS
+            s = torch.tanh(P["decoder.W_s"] @ c + P["decoder.b_s"])
+        else:
+            for j in reversed(range(Lx)):
+                h_bwd.insert(0, gru(P, "encoder.backward_gru.", e[j], h_bwd[0]))
+            h = [torch.cat([h_fwd[j + 1], h_bwd[j]]) for j in range(Lx)]  # [h→_j; h←_j]
+            s = torch.tanh(P["decoder.W_s"] @ h_bwd[0] + P["decoder.b_s"])  # s_0 from h←_1
+        for i in range(Ly):
+            if arch == "RNNsearch":
+                W_a, U_a, v_a = (P["decoder.attention." + k] for k in ("W_a", "U_a", "v_a"))
+                energies = [float(v_a @ torch.tanh(W_a @ s + U_a @ h[j])) for j in range(Lx)]
+                total = sum(math.exp(v) for v in energies)
+                c = 0
+                for j in range(Lx):
+                    alpha[b, i, j] = math.exp(energies[j]) / total
+                    c = c + alpha[b, i, j] * h[j]
+            t_tilde = P["decoder.U_o"] @ s + P["decoder.b_o"] + P["decoder.C_o"] @ c
+            if i > 0:  # no BOS: the previous-word term is 0 at the first step
+                e_prev = P["decoder.E"][y[b, i - 1]] + P["decoder.b_E"]
+                t_tilde = t_tilde + P["decoder.V_o"] @ e_prev
+            t = torch.stack([max(t_tilde[2 * k], t_tilde[2 * k + 1]) for k in range(l)])
+            logits = P["decoder.W2"] @ (P["decoder.W1"] @ t) + P["decoder.b_y"]
+            logp[b, i] = logits[y[b, i]] - math.log(sum(math.exp(v) for v in logits.tolist()))
+            e_y = P["decoder.E"][y[b, i]] + P["decoder.b_E"]
+            s = gru(P, "decoder.gru.", e_y, s, c)  # the word just emitted y_i, the same c_i
+    return logp, alpha
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_model_equals_literal_equations(arch):
+    model, x, x_mask, y, y_mask = setup(arch)
+    logp, alpha = model(x, x_mask, y, y_mask)
+    logp_ref, alpha_ref = reference(model, x, y, arch)
+    torch.testing.assert_close(logp, logp_ref, rtol=1e-12, atol=1e-12)
+    if arch == "RNNsearch":
+        torch.testing.assert_close(alpha, alpha_ref, rtol=1e-12, atol=1e-12)
+    else:
+        assert alpha is None
+    torch.testing.assert_close(model.score(x, x_mask, y, y_mask), logp_ref.sum(1))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_step_interface_reproduces_forward(arch):
+    model, x, x_mask, y, y_mask = setup(arch)
+    logp, alpha = model(x, x_mask, y, y_mask)
+    enc = model.encode(x, x_mask)
+    s, y_prev = model.init_state(enc), None
+    for i in range(Ty):
+        logp_next, c, alpha_i = model.readout_step(enc, s, y_prev)
+        assert logp_next.shape == (B, CFG.trg_vocab)
+        torch.testing.assert_close(logp_next.exp().sum(-1), torch.ones(B, dtype=torch.float64))
+        real = y_mask[:, i]
+        torch.testing.assert_close(logp_next[real, y[real, i]], logp[real, i], rtol=0, atol=1e-13)
+        if arch == "RNNsearch":
+            torch.testing.assert_close(alpha_i[real], alpha[real, i], rtol=0, atol=1e-13)
+        else:
+            assert alpha_i is None
+        s, y_prev = model.next_state(s, y[:, i], c), y[:, i]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sentence_alone_equals_inside_padded_batch(arch):
+    model, x, x_mask, y, y_mask = setup(arch)
+    scores = model.score(x, x_mask, y, y_mask)
+    for b in range(B):
+        Lx, Ly = X_LENGTHS[b], Y_LENGTHS[b]
+        alone = model.score(x[b : b + 1, :Lx], x_mask[b : b + 1, :Lx], y[b : b + 1, :Ly],
+                            y_mask[b : b + 1, :Ly])  # fmt: skip
+        torch.testing.assert_close(alone[0], scores[b], rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_encoded_select_reorders_every_field(arch):
+    model, x, x_mask, *_ = setup(arch)
+    enc = model.encode(x, x_mask)
+    idx = torch.tensor([2, 0, 0, 1])  # reorder and repeat, as a beam does
+    sel = enc.select(idx)
+    assert isinstance(sel, Encoded)
+    for a, b in zip(enc, sel, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert torch.equal(a[idx], b)
+    s = model.init_state(sel)
+    torch.testing.assert_close(s, model.init_state(enc)[idx])
+    torch.testing.assert_close(model.readout_step(sel, s, None)[0],
+                               model.readout_step(enc, model.init_state(enc), None)[0][idx])  # fmt: skip
+
+
+def test_model_gradcheck():
+    model, x, x_mask, y, y_mask = setup("RNNsearch", gate_bias=True)
+    names = [k for k, _ in model.named_parameters()]
+
+    def f(*params):
+        return functional_call(model, dict(zip(names, params, strict=True)), (x, x_mask, y, y_mask))
+
+    args = tuple(p.detach().clone().requires_grad_() for p in model.parameters())
+    assert torch.autograd.gradcheck(f, args, fast_mode=True)
+
+
+def test_autocast_bf16_log_softmax_in_float32():
+    torch.manual_seed(0)
+    model = build_model(dataclasses.replace(CFG, m=16, n=16, n_align=16, l=8, output_rank=8))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(10)
+    _, x, x_mask, y, y_mask = setup("RNNsearch")
+    logp32, _ = model(x, x_mask, y, y_mask)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logp, alpha = model(x, x_mask, y, y_mask)
+        enc = model.encode(x, x_mask)
+        logp_next, _, _ = model.readout_step(enc, model.init_state(enc), None)
+    assert logp.dtype == torch.float32 and logp_next.dtype == torch.float32
+    torch.testing.assert_close(logp, logp32, rtol=0, atol=0.05)
+    torch.testing.assert_close(logp_next.exp().sum(-1), torch.ones(B), rtol=0, atol=1e-5)
+    (-logp.sum()).backward()
+    assert all(p.grad is not None and p.grad.isfinite().all() for p in model.parameters())
+
+
+PAPER_COUNTS = {  # PAPER.md §2.5, GroundHog-exact (ModelConfig defaults)
+    "RNNsearch": 84_349_101,
+    "RNNencdec": 72_487_101,
+}
+PAPER_BREAKDOWN = {  # PAPER.md §2.5, RNNsearch, millions to 2 decimals
+    "src emb": (["encoder.E_bar", "encoder.b_E"], 18.60),
+    "enc GRUs": (["encoder.forward_gru.", "encoder.backward_gru."], 9.72),
+    "trg emb": (["decoder.E", "decoder.b_E"], 18.60),
+    "dec GRU": (["decoder.gru.", "decoder.C", "decoder.C_z", "decoder.C_r"], 10.86),
+    "attention": (["decoder.attention."], 3.00),
+    "init": (["decoder.W_s", "decoder.b_s"], 1.00),
+    "readout": (["decoder.U_o", "decoder.b_o", "decoder.V_o", "decoder.C_o"], 3.62),
+    "output": (["decoder.W1", "decoder.W2", "decoder.b_y"], 18.94),
+}
+
+
+def meta_model(**kw):
+    with torch.device("meta"):  # shapes only: no memory, no time
+        return build_model(ModelConfig(**kw))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_parameter_counts_at_paper_sizes(arch):
+    assert count_parameters(meta_model(arch=arch)) == PAPER_COUNTS[arch]
+
+
+def test_parameter_breakdown_at_paper_sizes():
+    params = dict(meta_model().named_parameters())
+    seen = set()
+    for what, (prefixes, millions) in PAPER_BREAKDOWN.items():
+        names = {k for k in params for p in prefixes if k == p or (p.endswith(".") and
+                 k.startswith(p))}  # fmt: skip
+        seen |= names
+        assert round(sum(params[k].numel() for k in names) / 1e6, 2) == millions, what
+    assert seen == set(params)
+
+
+@pytest.mark.parametrize("arch,millions", [("RNNsearch", 80.4), ("RNNencdec", 68.6)])
+def test_parameter_counts_paper_literal(arch, millions):
+    """§2.5's paper-literal variants (K=30000, full W_o, all GRU biases), given as ≈."""
+    model = meta_model(arch=arch, src_vocab=30000, trg_vocab=30000, output_rank=None,
+                       gate_bias=True)  # fmt: skip
+    assert round(count_parameters(model) / 1e6, 1) == millions
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_initialisation_statistics(arch):
+    torch.manual_seed(0)
+    cfg = ModelConfig(arch=arch, src_vocab=300, trg_vocab=300, m=64, n=128, n_align=96, l=64,
+                      output_rank=48)  # fmt: skip
+    n_orthogonal = 0
+    for name, p in build_model(cfg).named_parameters():
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf in ("U", "U_z", "U_r"):
+            torch.testing.assert_close(p.t() @ p, torch.eye(p.shape[0]), rtol=0, atol=1e-5)
+            n_orthogonal += 1
+        elif leaf == "v_a" or leaf.startswith("b"):
+            assert (p == 0).all(), name
+        else:
+            std = 0.001 if leaf in ("W_a", "U_a") else 0.01
+            assert abs(p.std().item() / std - 1) < 0.05, name
+            assert abs(p.mean().item()) < 5 * std / math.sqrt(p.numel()), name
+    assert n_orthogonal == (9 if arch == "RNNsearch" else 6)
