@@ -1,0 +1,269 @@
+"""nmt_lib.data: prepare() on the toy WMT'14 fixture, the train set on disk, batching, errors."""
+
+import dataclasses
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from nmt_lib import data as data_mod
+from nmt_lib.config import load_profile
+from nmt_lib.corpus import DataError, read_lines
+from nmt_lib.data import Batch, TrainIterator, data_summary, eval_batches, prepare
+from nmt_lib.fixtures import write_toy_wmt
+from nmt_lib.text import tokenize
+from nmt_lib.vocab import EOS, PAD, UNK
+
+
+def smoke(root, cache, run="RNNsearch-50", **over):
+    cfg = load_profile("smoke").runs[run].data
+    return dataclasses.replace(cfg, data_dir=str(root), cache_dir=str(cache), **over)
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch):
+    monkeypatch.delenv("NMT_DATA", raising=False)
+    monkeypatch.delenv("NMT_CACHE", raising=False)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    root = write_toy_wmt(tmp_path_factory.mktemp("wmt14"))
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("NMT_DATA", raising=False)
+        mp.delenv("NMT_CACHE", raising=False)
+        prep = prepare(smoke(root, cache), workers=1)
+    return root, cache, prep
+
+
+def copy_fixture(toy, tmp_path):
+    root = tmp_path / "wmt14"
+    shutil.copytree(toy[0], root)
+    return root
+
+
+def test_prepare_smoke_counts_and_filters(toy):
+    root, _, prep = toy
+    st = prep.stats["train"]
+    assert st["lines_read"] == 1200 == st["corpora"]["toy"]["lines"]
+    assert st["pairs"] + sum(st["dropped"].values()) == st["lines_read"]
+    assert st["dropped"]["empty"] == 2  # lines 10 and 20 of the fixture
+    assert st["dropped"]["in_dev_test"] > 0 and st["dropped"]["too_long"] > 0
+    assert len(prep.src_vocab) == len(prep.trg_vocab) == 63  # 60 words + 3 specials
+    train = prep.train
+    assert len(train) == st["pairs"]
+    assert train.src_len.max() <= 12 and train.trg_len.max() <= 12 and train.src_len.min() >= 1
+    assert train.src_ids.dtype == np.uint16
+    # no kept pair has a side that occurs in dev or test
+    seen_src = {tuple(x) for x in prep.dev.x + prep.test.x}
+    seen_trg = {tuple(y) for y in prep.dev.y + prep.test.y}
+    for i in range(len(train)):
+        x, y = train.pair(i)
+        x_, y_ = tuple(x.tolist()) + (EOS,), tuple(y.tolist()) + (EOS,)
+        assert (UNK in x_ or x_ not in seen_src) and (UNK in y_ or y_ not in seen_trg)
+
+
+def test_first_pair_is_the_tokenized_first_line(toy):
+    root, _, prep = toy
+    en, fr = next(read_lines(root / "train/toy.en")), next(read_lines(root / "train/toy.fr"))
+    x, y = prep.train.pair(0)
+    assert prep.src_vocab.decode(x) == [
+        w if w in prep.src_vocab else "<unk>" for w in tokenize(en, "en")
+    ]
+    assert prep.trg_vocab.decode(y) == [
+        w if w in prep.trg_vocab else "<unk>" for w in tokenize(fr, "fr")
+    ]
+
+
+def test_eval_sets_in_file_order_with_eos_and_no_unk(toy):
+    root, _, prep = toy
+    dev, test = prep.dev, prep.test
+    assert len(dev) == 100 and len(test) == 80
+    assert dev.ids[0] == ("newstest2012", "toy-newstest2012-0", "1")
+    assert dev.ids[50] == ("newstest2013", "toy-newstest2013-0", "1")
+    assert dev.src_raw[0].endswith(".") and " ." in " ".join(dev.src_tok[0])
+    for ev in (dev, test):
+        for x, y, tok, ok in zip(ev.x, ev.y, ev.src_tok, ev.no_unk, strict=True):
+            assert x[-1] == EOS and y[-1] == EOS and len(x) == len(tok) + 1
+            assert ok == (UNK not in x and UNK not in y)
+    # the rare words make the No-UNK subset a proper, non-empty subset
+    assert 0 < prep.stats["test"]["no_unk"] < len(test)
+    assert prep.stats["dev"]["parts"] == {"newstest2012": 50, "newstest2013": 50}
+
+
+def test_cached_and_keyed_on_settings(toy):
+    root, cache, prep = toy
+    again = prepare(smoke(root, cache), workers=1)
+    assert again.path == prep.path
+    short = prepare(smoke(root, cache, "RNNsearch-30"), workers=1)
+    assert short.path != prep.path and len(short.train) < len(prep.train)
+    assert short.train.src_len.max() <= 8
+    # -30 and -50 share one vocabulary and so one No-UNK subset (GroundHog builds one)
+    assert short.src_vocab == prep.src_vocab and short.test.no_unk == prep.test.no_unk
+
+
+def test_changed_input_is_never_served_from_a_stale_cache(toy, tmp_path):
+    root = copy_fixture(toy, tmp_path)
+    first = prepare(smoke(root, tmp_path / "cache"), workers=1)
+    with open(root / "train/toy.en", "a", encoding="utf-8") as f:
+        f.write("the cat sleeps under a tree.\n")
+    with open(root / "train/toy.fr", "a", encoding="utf-8") as f:
+        f.write("le chat dort sous un arbre.\n")
+    second = prepare(smoke(root, tmp_path / "cache"), workers=1)
+    assert second.path != first.path
+    assert second.stats["train"]["lines_read"] == 1201
+
+
+def test_max_train_pairs_keeps_the_first_usable_pairs(toy, tmp_path):
+    root, _, _ = toy
+    full = prepare(smoke(root, tmp_path, max_len=8), workers=1)
+    cut = prepare(smoke(root, tmp_path, max_len=8, max_train_pairs=50), workers=1)
+    assert len(cut.train) == 50 and cut.stats["train"]["lines_read"] < 1200
+    # the vocabulary is counted over the first 50 non-empty pairs not in dev/test, before the
+    # length filter, so that it does not depend on max_len
+    assert cut.stats["train"]["vocab_pairs"] == 50
+    assert cut.src_vocab == prepare(smoke(root, tmp_path, max_train_pairs=50), workers=1).src_vocab
+    full = prepare(smoke(root, tmp_path, max_len=50, src_words=100, trg_words=100), workers=1)
+    cut = prepare(
+        smoke(root, tmp_path, max_len=50, src_words=100, trg_words=100, max_train_pairs=50),
+        workers=1,
+    )
+    for i in range(50):  # every word is in these shortlists: compare words, not rows
+        (cx, cy), (fx, fy) = cut.train.pair(i), full.train.pair(i)
+        assert cut.src_vocab.decode(cx) == full.src_vocab.decode(fx)
+        assert cut.trg_vocab.decode(cy) == full.trg_vocab.decode(fy)
+
+
+def test_iterator_groups_sorted_batches_and_covers_each_pair_once(toy):
+    prep = toy[2]
+    B, K = 16, 4
+    it = TrainIterator(prep.train, B, K, seed=7)
+    n = len(prep.train)
+    assert it.updates_per_epoch == -(-n // B)
+    key = np.maximum(prep.train.src_len, prep.train.trg_len)
+    seen = []
+    for _ in range(it.updates_per_epoch):
+        batch = next(it)
+        assert batch.x.dtype == torch.long and batch.x_mask.dtype == torch.bool
+        x_len, y_len = batch.x_mask.sum(1), batch.y_mask.sum(1)
+        assert batch.x.shape[1] == int(x_len.max()) and batch.y.shape[1] == int(y_len.max())
+        rows = torch.arange(batch.x.shape[0])
+        assert (batch.x[rows, x_len - 1] == EOS).all() and (batch.y[rows, y_len - 1] == EOS).all()
+        assert (batch.x[~batch.x_mask] == PAD).all() and (batch.y[~batch.y_mask] == PAD).all()
+        assert batch.n_trg_tokens == int(y_len.sum())
+        seen.append(torch.maximum(x_len, y_len) - 1)
+    assert it.epoch == 1.0
+    lens = torch.cat(seen)
+    assert len(lens) == n and sorted(lens.tolist()) == sorted(key.tolist())
+    for g in range(0, it.updates_per_epoch, K):  # ascending within each group of K batches
+        group = torch.cat(seen[g : g + K])
+        assert (group[1:] >= group[:-1]).all()
+
+
+def _take(it, k):
+    return [next(it) for _ in range(k)]
+
+
+def _same(a: Batch, b: Batch):
+    return all(torch.equal(getattr(a, f), getattr(b, f)) for f in ("x", "x_mask", "y", "y_mask"))
+
+
+def test_iterator_resumes_exactly_and_reshuffles_per_epoch(toy):
+    train = toy[2].train
+    it = TrainIterator(train, 16, 4, seed=3)
+    _take(it, it.updates_per_epoch - 3)
+    state = json.loads(json.dumps(it.state_dict()))  # survives a checkpoint file
+    ahead = _take(it, 8)  # crosses into epoch 1
+    resumed = TrainIterator(train, 16, 4, seed=3)
+    resumed.load_state_dict(state)
+    assert resumed.epoch == pytest.approx((it.updates_per_epoch - 3) / it.updates_per_epoch)
+    assert all(_same(a, b) for a, b in zip(ahead, _take(resumed, 8), strict=True))
+    e0 = _take(TrainIterator(train, 16, 4, seed=3), 3)
+    again = TrainIterator(train, 16, 4, seed=3)
+    again.load_state_dict({**state, "epoch": 1, "batch": 0})
+    assert not all(_same(a, b) for a, b in zip(e0, _take(again, 3), strict=True))
+    fixed = TrainIterator(train, 16, 4, seed=3, reshuffle=False)
+    fixed.load_state_dict({**fixed.state_dict(), "epoch": 1, "batch": 0})
+    assert all(_same(a, b) for a, b in zip(e0, _take(fixed, 3), strict=True))
+    with pytest.raises(ValueError, match="batch_size"):
+        TrainIterator(train, 8, 4, seed=3).load_state_dict(state)
+
+
+def test_eval_batches_keep_input_order(toy):
+    dev = toy[2].dev
+    xs, ys = [], []
+    for b in eval_batches(dev.x, dev.y, 7):
+        assert b.x.shape[0] <= 7
+        xs += [row[m].tolist() for row, m in zip(b.x, b.x_mask, strict=True)]
+        ys += [row[m].tolist() for row, m in zip(b.y, b.y_mask, strict=True)]
+    assert xs == dev.x and ys == dev.y
+    (only_src,) = list(eval_batches(dev.x[:3], None, 10))
+    assert only_src.y is None and only_src.n_trg_tokens == 0
+    moved = only_src.to("cpu")
+    assert isinstance(moved, Batch) and torch.equal(moved.x, only_src.x)
+
+
+def test_summary_is_plain_json(toy):
+    s = data_summary(toy[2])
+    assert json.loads(json.dumps(s)) == s
+    assert set(s["train"]["dropped"]) == {"empty", "in_dev_test", "too_long"}
+    for split in ("train", "dev", "test"):
+        for side in ("src", "trg"):
+            d = s[split][side]
+            assert 0 <= d["oov_token_rate"] <= 1 and 0 <= d["oov_sentence_rate"] <= 1
+            assert (d["oov_token_rate"] > 0) == (d["oov_sentence_rate"] > 0)
+            assert sum(d["length_hist"]) == (s[split]["pairs"])
+    assert s["test"]["no_unk"] == sum(toy[2].test.no_unk)
+
+
+def _no_leftovers(cache):
+    """Nothing half-written: no temporary files, no prepared directory."""
+    assert not [p for p in cache.rglob("*") if p.name.startswith(".")]
+    assert not (cache / "prep").exists() or not list((cache / "prep").iterdir())
+
+
+def test_unaligned_sides_name_both_files_and_counts(toy, tmp_path):
+    root = copy_fixture(toy, tmp_path)
+    lines = (root / "train/toy.fr").read_text(encoding="utf-8").splitlines(keepends=True)
+    (root / "train/toy.fr").write_text("".join(lines[:-5]), encoding="utf-8")
+    with pytest.raises(DataError, match=r"toy\.en has 1200 lines, .*toy\.fr has 1195"):
+        prepare(smoke(root, tmp_path / "cache"), workers=1)
+    _no_leftovers(tmp_path / "cache")
+
+
+def test_invalid_utf8_in_training_names_file_and_line(toy, tmp_path):
+    root = copy_fixture(toy, tmp_path)
+    raw = (root / "train/toy.en").read_bytes().split(b"\n")
+    raw[4] = b"the cat \xe9 sleeps."
+    (root / "train/toy.en").write_bytes(b"\n".join(raw))
+    with pytest.raises(DataError, match=r"toy\.en:5: invalid UTF-8"):
+        prepare(smoke(root, tmp_path / "cache"), workers=1)
+    _no_leftovers(tmp_path / "cache")
+
+
+def test_broken_sgml_and_mismatched_eval_files(toy, tmp_path):
+    root = copy_fixture(toy, tmp_path)
+    ref = root / "test-full/newstest2014-fren-ref.fr.sgm"
+    text = ref.read_text(encoding="utf-8")
+    ref.write_text(text.replace('<seg id="3">', '<seg id="3"', 1), encoding="utf-8")
+    with pytest.raises(DataError, match=r"newstest2014-fren-ref\.fr\.sgm:5: broken <seg>"):
+        prepare(smoke(root, tmp_path / "cache"), workers=1)
+    lines = text.splitlines(keepends=True)
+    ref.write_text("".join(x for x in lines if '<seg id="3">' not in x), encoding="utf-8")
+    with pytest.raises(DataError, match=r"src\.en\.sgm \(80 segments\) and .*ref\.fr\.sgm \(72"):
+        prepare(smoke(root, tmp_path / "cache"), workers=1)
+
+
+def test_pretokenized_corpus_is_split_on_spaces_only(toy, tmp_path, monkeypatch):
+    root = copy_fixture(toy, tmp_path)
+    (root / "train/pre").mkdir()
+    (root / "train/pre/a.en").write_text("it 's  a cat .\n" * 3, encoding="utf-8")
+    (root / "train/pre/a.fr").write_text("c' est un chat .\n" * 3, encoding="utf-8")
+    pre = data_mod.corpus.Corpus("pre", "train", ("train/pre/a",), note="test", pretokenized=True)
+    monkeypatch.setitem(data_mod.corpus.CORPORA, "pre", pre)
+    prep = prepare(smoke(root, tmp_path / "cache", train=("pre",), src_words=10), workers=1)
+    assert prep.src_vocab.itos[3:] == ["'s", ".", "a", "cat", "it"]  # ties: code points
+    assert prep.trg_vocab.decode(prep.train.pair(0)[1]) == ["c'", "est", "un", "chat", "."]
