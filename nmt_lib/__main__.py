@@ -1,0 +1,206 @@
+"""Command line: ``python -m nmt_lib train|translate|evaluate`` (also installed as ``nmt``).
+
+Examples::
+
+    python -m nmt_lib train --profile smoke --data-dir data/toy --run RNNsearch-50
+    python -m nmt_lib train --profile lite --set train.max_updates=100 --set search.beam=5
+    echo "The cat sleeps." | python -m nmt_lib translate --profile smoke --run RNNsearch-50
+    python -m nmt_lib evaluate --profile smoke --data-dir data/toy
+
+Results of run ``R`` go to ``<out>/runs/<R>`` (``--out`` defaults to ``results/<profile>``);
+checkpoints to ``<cache>/ckpt/...`` (:func:`nmt_lib.train.default_checkpoint_dir`). Several GPUs:
+``torchrun --nproc-per-node N -m nmt_lib train ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+from .config import ConfigError, load_profile, run_dir_name
+
+SECTIONS = ("model", "data", "train", "search")
+
+
+def parse_sets(items: list[str]) -> dict[str, dict]:
+    """``["train.max_updates=100", ...]`` -> ``{"train": {"max_updates": 100}}``; values are TOML
+    (``5``, ``1e-6``, ``true``, ``"x"``, ``["a", "b"]``), bare words are strings."""
+    out: dict[str, dict] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        sec, dot, name = key.strip().partition(".")
+        if not eq or not dot or not name:
+            raise ConfigError(
+                f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. train.max_updates=5"
+            )
+        if sec not in SECTIONS:
+            raise ConfigError(f"--set {item!r}: unknown section {sec!r}; known: {list(SECTIONS)}")
+        try:
+            parsed = tomllib.loads(f"v = {value.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            parsed = value.strip()
+        out.setdefault(sec, {})[name.strip()] = parsed
+    return out
+
+
+def _runs(a) -> tuple[object, list]:
+    """The profile (with overrides) and the selected runs."""
+    sets = parse_sets(a.set or [])
+    if a.data_dir:
+        sets.setdefault("data", {})["data_dir"] = str(a.data_dir)
+    profile = load_profile(a.profile, **sets)
+    names = a.run or list(profile.runs)
+    unknown = [n for n in names if n not in profile.runs]
+    if unknown:
+        raise ConfigError(f"{profile.path}: no run(s) {unknown}; known: {list(profile.runs)}")
+    return profile, [profile.runs[n] for n in names]
+
+
+def _out(a, profile) -> Path:
+    return Path(a.out) if a.out else Path("results") / profile.name
+
+
+def cmd_train(a) -> int:
+    from .train import train_run
+
+    profile, runs = _runs(a)
+    for cfg in runs:
+        out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
+        s = train_run(cfg, out, resume=not a.no_resume, checkpoint_dir=a.checkpoint_dir,
+                      progress=a.progress)  # fmt: skip
+        ev = s.get("last_eval") or {}
+        print(
+            f"[train] {cfg.name}: {s['updates']} updates, {s['epochs']:.2f} epochs, "
+            f"{s['hours'] * 60:.1f} min, stopped by {s['stopped_by']}; dev NLL "
+            f"{ev.get('dev_nll')}, dev BLEU {ev.get('dev_bleu')} -> {out}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_evaluate(a) -> int:
+    from . import data
+    from .evaluate import evaluate_run
+
+    profile, runs = _runs(a)
+    prepared = {}
+    for cfg in runs:
+        out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
+        key = repr(cfg.data)
+        if key not in prepared:
+            prepared[key] = data.prepare(cfg.data)
+        r = evaluate_run(cfg, out, prepared[key], checkpoint=a.checkpoint, progress=a.progress)
+        print(
+            f"[evaluate] {cfg.name}: BLEU All {r['all']['tok']['score']:.2f} (tokenized), "
+            f"{r['all']['detok']['score']:.2f} (detokenized); No-UNK "
+            f"{r['no_unk'].get('tok', {}).get('score', float('nan')):.2f} on {r['no_unk']['n']} "
+            f"sentences -> {out}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_translate(a) -> int:
+    from .evaluate import find_checkpoint, load_trained, translate_lines
+    from .train import default_checkpoint_dir, resolve_device
+    from .vocab import Vocab
+
+    profile, runs = _runs(a)
+    if len(runs) != 1:
+        raise ConfigError(f"translate needs one --run; the profile has {list(profile.runs)}")
+    cfg = runs[0]
+    ckpt = find_checkpoint(
+        a.checkpoint
+        or default_checkpoint_dir(cfg, _out(a, profile) / "runs" / run_dir_name(cfg.name))
+    )
+    device = resolve_device(cfg.train.device)
+    model, saved = load_trained(ckpt, device)
+    src_vocab = Vocab.load(ckpt.parent / "src.vocab.txt")
+    trg_vocab = Vocab.load(ckpt.parent / "trg.vocab.txt")
+    search = cfg.search
+    if a.beam is not None or a.normalize:
+        from dataclasses import replace
+
+        search = replace(
+            search, beam=a.beam or search.beam, normalize=a.normalize or search.normalize
+        )
+    src = open(a.input, encoding="utf-8") if a.input and a.input != "-" else sys.stdin
+    lines = [line.rstrip("\n") for line in src]
+    out = translate_lines(
+        model, lines, src_vocab, trg_vocab, search, saved.data.src_lang, saved.data.trg_lang,
+        device, cfg.train.precision, a.ignore_unk,
+    )  # fmt: skip
+    text = "".join(line + "\n" for line in out)
+    if a.output and a.output != "-":
+        from .io import atomic_write
+
+        with atomic_write(a.output) as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m nmt_lib",
+        description="Train, translate with and evaluate RNNsearch / RNNencdec (Bahdanau et al.).",
+        epilog=__doc__.split("Examples::")[1].split("Results of")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    def common(p, many: bool = True):
+        p.add_argument(
+            "--profile", default="smoke", help="profile name or TOML path (default smoke)"
+        )
+        p.add_argument("--run", action="append", metavar="NAME",
+                       help="a run of the profile, e.g. 'RNNsearch-50'" + (
+                           "; repeatable; default: all" if many else ""))  # fmt: skip
+        p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
+                       help="override a setting for every run, e.g. train.max_updates=100")  # fmt: skip
+        p.add_argument("--data-dir", help="the WMT'14 layout (sets data.data_dir; NMT_DATA wins)")
+        p.add_argument("--out", help="results directory of the profile (default results/<profile>)")
+
+    p = sub.add_parser("train", help="train the profile's models (resumes from checkpoints)")
+    common(p)
+    p.add_argument("--checkpoint-dir", help="checkpoints (default <cache>/ckpt/<run>-<hash>)")
+    p.add_argument("--no-resume", action="store_true", help="start afresh, ignore checkpoints")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: only on a terminal)")  # fmt: skip
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="decode the test set, BLEU, NLL, attention files")
+    common(p)
+    p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("translate", help="translate raw English lines with beam search")
+    common(p, many=False)
+    p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
+    p.add_argument("--input", "-i", help="input file (default: stdin)")
+    p.add_argument("--output", "-o", help="output file (default: stdout)")
+    p.add_argument("--beam", type=int, help="beam size (default: the profile's search.beam)")
+    p.add_argument("--normalize", action="store_true", help="length-normalized final choice")
+    p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
+    p.set_defaults(func=cmd_translate)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    try:
+        return a.func(a)
+    except ConfigError as e:
+        print(f"nmt_lib: configuration error: {e}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, RuntimeError) as e:
+        print(f"nmt_lib {a.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

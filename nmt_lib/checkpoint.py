@@ -1,0 +1,121 @@
+"""Checkpoints for multi-day runs: everything needed to continue a run *exactly*.
+
+A checkpoint is one ``torch.save`` file holding the model and Adadelta states, the RNG states (torch,
+CUDA, numpy, python), the data iterator's position, the update count, the wall time used, the best
+dev NLL, the early-stopping counter and the resolved config. It is written atomically (a temporary
+file renamed over the old one), so a crash or ``SIGKILL`` while saving leaves the previous checkpoint
+intact. GroundHog saved every 10 minutes (``saveFreq``, PAPER.md §3); we save every
+``train.checkpoint_minutes`` and at the end.
+
+Checkpoints are trusted local files of this project (they hold numpy and python RNG states, so they
+are loaded with ``weights_only=False``). A truncated or garbage file, or one written for another
+model or data setting, raises :class:`CheckpointError` naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .config import RunConfig, to_dict
+from .io import atomic_write
+
+FORMAT = "nmt_lib.checkpoint/1"
+
+#: Settings that must not change when a run is resumed (budgets, evaluation, checkpointing,
+#: precision, device and search settings may).
+FINGERPRINT = {
+    "model": None,  # every field
+    "data": ("train", "src_lang", "trg_lang", "src_words", "trg_words", "max_len",
+             "max_train_pairs", "batch_size", "sort_k_batches", "seed"),
+    "train": ("rho", "eps", "lr", "clip_norm", "seed"),
+}  # fmt: skip
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be read or does not belong to this run; the message names the file."""
+
+
+def rng_state() -> dict:
+    """The states of every random generator a run may draw from."""
+    state = {
+        "torch": torch.get_rng_state(),
+        "numpy": np.random.get_state(legacy=False),
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore :func:`rng_state` (the CUDA states only where the same devices exist)."""
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        if len(state["cuda"]) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
+    """Atomically write ``state`` (a dict; ``format`` is added) to ``path``."""
+    with atomic_write(path, "wb") as f:
+        torch.save({"format": FORMAT, **state}, f)
+
+
+def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
+    """Read a checkpoint written by :func:`save_checkpoint`; unreadable files raise
+    :class:`CheckpointError` naming ``path``."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as e:  # truncated zip, garbage bytes, pickle errors, ...
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({type(e).__name__}: {e}); it may be truncated or "
+            "corrupt: delete it to start afresh, or restore a copy"
+        ) from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise CheckpointError(f"{path}: not an nmt_lib checkpoint (format {found!r}, not {FORMAT})")
+    return state
+
+
+def fingerprint(cfg: RunConfig | dict) -> dict:
+    """The part of a run's config that a checkpoint must match (:data:`FINGERPRINT`)."""
+    d = to_dict(cfg) if isinstance(cfg, RunConfig) else cfg
+    out = {}
+    for sec, keys in FINGERPRINT.items():
+        part = d.get(sec, {})
+        for k in sorted(part) if keys is None else keys:
+            out[f"{sec}.{k}"] = part.get(k)
+    return out
+
+
+def check_compatible(state: dict, cfg: RunConfig, path: str | os.PathLike) -> None:
+    """Raise :class:`CheckpointError` if checkpoint ``state`` (read from ``path``) was written for
+    another model, data or optimizer setting than ``cfg``."""
+    saved, mine = fingerprint(state.get("config", {})), fingerprint(cfg)
+    diff = [
+        f"{k}: checkpoint {saved[k]!r}, config {mine[k]!r}" for k in mine if saved[k] != mine[k]
+    ]
+    if diff:
+        raise CheckpointError(
+            f"{path}: checkpoint of run {state.get('config', {}).get('name')!r} does not match the "
+            f"config of run {cfg.name!r}:\n  " + "\n  ".join(diff) + "\n(use another checkpoint "
+            "directory, or start afresh without resuming)"
+        )
+
+
+def load_model_state(model: torch.nn.Module, state: dict, path: str | os.PathLike) -> None:
+    """``model.load_state_dict(state["model"])`` with an error naming ``path`` on mismatch."""
+    try:
+        model.load_state_dict(state["model"])
+    except (RuntimeError, KeyError) as e:
+        raise CheckpointError(f"{path}: model weights do not fit this model: {e}") from None

@@ -1,0 +1,310 @@
+"""Decode a test set and compute every number the paper reports about it (§5, Tables 1–2, Figs 2–3).
+
+:func:`evaluate_run` loads a trained model from its checkpoint and writes small files into the run's
+results directory:
+
+* ``hyp.test.tok.txt`` / ``hyp.test.detok.txt``: the beam-search translations of the whole test set,
+  Moses-tokenized (``<unk>`` kept: it counts as an error, PAPER.md §4) and detokenized;
+  ``hyp.test.no_unk.tok.txt``: the No-UNK subset decoded with ``ignore_unk`` (Table 1 note ◦);
+* ``bleu.json``: BLEU All and No-UNK (Table 1), each as multi-bleu-style tokenized BLEU and as
+  sacrebleu's detokenized BLEU with its signature (:mod:`nmt_lib.bleu`);
+* ``bleu_by_length.json``: Figure 2. Buckets by **source** length in words (EOS not counted), width
+  10 (``0-9, 10-19, ..., 50-59, >=60``; PAPER.md A11), corpus BLEU per bucket from summed n-gram
+  statistics, on the full test set (UNK included, as the caption says). The per-sentence lengths and
+  statistics are stored too, so a plot can re-bin (:func:`nmt_lib.bleu.bleu_from_stats`);
+* ``nll.json``: Table 2's per-sentence NLL (nats) averaged over a fixed sample of training pairs and
+  over the whole dev set;
+* ``attention.json``: Figure 3. For each requested source sentence found in the test set: source and
+  output tokens (EOS as ``</s>``) and the attention matrix ``alpha[i][j]`` of the best hypothesis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import bleu
+from .checkpoint import load_checkpoint, load_model_state
+from .config import RunConfig, SearchConfig, run_from_dict, to_dict
+from .io import atomic_write, write_json
+from .search import EOS, Hypothesis, decode_corpus
+from .train import BEST, LAST, autocast, default_checkpoint_dir, resolve_device, sentence_nll
+
+#: Figure 3's sentences (PAPER.md §5): (a) "an arbitrary sentence", (b)–(d) from newstest2014.
+FIG3_SOURCES = (
+    "The agreement on the European Economic Area was signed in August 1992 .",
+    "It should be noted that the marine environment is the least known of environments .",
+    "Destruction of the equipment means that Syria can no longer produce new chemical weapons .",
+    '" This will change my future with my family , " the man said .',
+)
+
+
+#: The beginnings of Appendix C's (Table 3) long test sentences; use with ``prefix=True``.
+APPENDIX_C_PREFIXES = (
+    "An admitting privilege is the right of a doctor",
+    "This kind of experience is part of Disney's efforts",
+    "In a press conference on Thursday, Mr Blair stated",
+)
+
+
+# ---------------------------------------------------------------------------- loading a model
+def find_checkpoint(path: str | os.PathLike) -> Path:
+    """A checkpoint file, or in a checkpoint directory ``best.pt`` when the run used early
+    stopping and saved one, else ``last.pt``."""
+    path = Path(path)
+    if path.is_dir():
+        cfg = path / "config.json"
+        best = path / BEST
+        if best.is_file() and cfg.is_file():
+            if json.loads(cfg.read_text(encoding="utf-8"))["train"].get("patience"):
+                return best
+        return path / LAST
+    return path
+
+
+def load_trained(path: str | os.PathLike, device="cpu"):
+    """``(model, run_cfg)`` from a checkpoint file or directory (:func:`find_checkpoint`), in eval
+    mode on ``device``."""
+    from .model import build_model
+
+    path = find_checkpoint(path)
+    state = load_checkpoint(path)
+    cfg = run_from_dict(state["config"])
+    model = build_model(cfg.model)
+    load_model_state(model, state, path)
+    return model.to(device).eval(), cfg
+
+
+# ---------------------------------------------------------------------------------- decoding
+def decode(
+    model,
+    xs: Sequence[Sequence[int]],
+    search: SearchConfig,
+    device=None,
+    precision: str = "fp32",
+    ignore_unk: bool = False,
+    return_alpha: bool = False,
+    progress: bool | None = False,
+) -> list[Hypothesis]:
+    """Beam search (``search``) over source id lists (EOS included), in input order."""
+    device = device or next(model.parameters()).device
+    with autocast(torch.device(device), precision):
+        return decode_corpus(
+            model, xs, beam=search.beam, batch_size=search.batch_size, normalize=search.normalize,
+            min_len_ratio=search.min_len_ratio, max_len_ratio=search.max_len_ratio,
+            ignore_unk=ignore_unk, return_alpha=return_alpha, device=device, progress=progress,
+        )  # fmt: skip
+
+
+def translate_lines(
+    model,
+    lines: Sequence[str],
+    src_vocab,
+    trg_vocab,
+    search: SearchConfig,
+    src_lang: str = "en",
+    trg_lang: str = "fr",
+    device=None,
+    precision: str = "fp32",
+    ignore_unk: bool = False,
+) -> list[str]:
+    """Raw source sentences -> detokenized translations (Moses tokenization, shortlist, EOS, beam
+    search, detokenization). Empty lines give empty translations."""
+    from .text import detokenize, tokenize
+
+    toks = [tokenize(line, src_lang) if line.strip() else [] for line in lines]
+    xs = [src_vocab.encode(t, eos=True) for t in toks]
+    hyps = decode(model, xs, search, device, precision, ignore_unk)
+    return [
+        detokenize(trg_vocab.decode(h.tokens), trg_lang) if t else ""
+        for t, h in zip(toks, hyps, strict=True)
+    ]
+
+
+# ----------------------------------------------------------------------------------- scoring
+def score(hyp_tok: Sequence[Sequence[str]], evalset, idx: Sequence[int], trg_lang: str) -> dict:
+    """Tokenized (multi-bleu) and detokenized (sacrebleu) BLEU of ``hyp_tok`` against the
+    references ``idx`` of ``evalset``."""
+    from .text import detokenize
+
+    ref_tok = [" ".join(evalset.ref_tok[i]) for i in idx]
+    ref_raw = [evalset.ref_raw[i] for i in idx]
+    return {
+        "n": len(idx),
+        "tok": bleu.bleu_tok([" ".join(h) for h in hyp_tok], ref_tok).to_dict(),
+        "detok": bleu.bleu_detok([detokenize(h, trg_lang) for h in hyp_tok], ref_raw).to_dict(),
+    }
+
+
+def _squash(s: str) -> str:
+    """Compare sentences whatever their tokenization: no whitespace, ASCII quotes."""
+    s = s.replace("“", '"').replace("”", '"').replace("’", "'").replace("&quot;", '"')
+    return re.sub(r"\s+", "", s.replace("&apos;", "'"))
+
+
+def find_sentences(evalset, sources: Sequence[str], prefix: bool = False) -> list[int | None]:
+    """Index in ``evalset`` of each source sentence (tokenized or raw; compared without whitespace
+    and with ASCII quotes), or None; with ``prefix``, the first sentence that starts so."""
+    raws = [_squash(raw) for raw in evalset.src_raw]
+    if prefix:
+        return [next((i for i, r in enumerate(raws) if r.startswith(_squash(s))), None)
+                for s in sources]  # fmt: skip
+    where = {}
+    for i, raw in enumerate(raws):
+        where.setdefault(raw, i)
+    return [where.get(_squash(s)) for s in sources]
+
+
+def attention_records(
+    model, evalset, sources: Sequence[str], trg_vocab, search: SearchConfig, device=None,
+    precision: str = "fp32",
+) -> list[dict]:  # fmt: skip
+    """Figure 3: the best hypothesis and its attention for each of ``sources`` found in
+    ``evalset`` (``alpha[i][j]``: output token i over source token j, EOS included on both axes)."""
+    found = find_sentences(evalset, sources)
+    idx = [i for i in found if i is not None]
+    hyps = decode(model, [evalset.x[i] for i in idx], search, device, precision, return_alpha=True)
+    by_idx = dict(zip(idx, hyps, strict=True))
+    out = []
+    for src, i in zip(sources, found, strict=True):
+        rec = {"source": src, "found": i is not None, "index": i}
+        if i is not None:
+            h = by_idx[i]
+            rec["src_tokens"] = [*evalset.src_tok[i], "</s>"]
+            rec["hyp_tokens"] = trg_vocab.decode(h.tokens) + (["</s>"] if h.finished else [])
+            rec["ref_tokens"] = list(evalset.ref_tok[i])
+            rec["alpha"] = (
+                None if h.alpha is None else np.round(h.alpha.float().numpy(), 5).tolist()
+            )
+        out.append(rec)
+    return out
+
+
+def _write_lines(path: Path, lines: Sequence[str]) -> None:
+    with atomic_write(path) as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def _write_compact(path: Path, obj) -> None:
+    """JSON with one top-level item per line and no indentation inside (long number lists)."""
+    if isinstance(obj, dict):
+        items = [f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in obj.items()]
+        text = "{\n" + ",\n".join(items) + "\n}\n"
+    else:
+        text = "[\n" + ",\n".join(json.dumps(v, ensure_ascii=False) for v in obj) + "\n]\n"
+    with atomic_write(path) as f:
+        f.write(text)
+
+
+# ----------------------------------------------------------------------------- evaluate_run
+def evaluate_run(
+    run_cfg: RunConfig,
+    out_dir: str | os.PathLike,
+    prep=None,
+    checkpoint: str | os.PathLike | None = None,
+    nll_sentences: int = 1000,
+    figure_sources: Sequence[str] = FIG3_SOURCES,
+    device: str | None = None,
+    progress: bool | None = None,
+) -> dict:
+    """Evaluate one trained model on the test set and write the files of the module docstring.
+
+    Args:
+        run_cfg: the run's config (its ``search`` settings are used; the model must match the
+        checkpoint's); out_dir: its results directory; prep: the prepared data (prepared from
+        ``run_cfg.data`` when None); checkpoint: file or directory (default: the run's
+        :func:`~nmt_lib.train.default_checkpoint_dir`); nll_sentences: size of the fixed training
+        sample for Table 2's train NLL; figure_sources: sentences for ``attention.json``.
+    Returns:
+        The dict written to ``bleu.json``, plus ``nll`` and timing.
+    """
+    from . import data
+
+    t0 = time.perf_counter()
+    out_dir = Path(out_dir)
+    dev = resolve_device(device or run_cfg.train.device)
+    prec = run_cfg.train.precision
+    if run_cfg.train.threads:
+        torch.set_num_threads(run_cfg.train.threads)
+    ckpt = find_checkpoint(checkpoint or default_checkpoint_dir(run_cfg, out_dir))
+    model, saved_cfg = load_trained(ckpt, dev)
+    if saved_cfg.model != run_cfg.model:
+        raise ValueError(f"{ckpt}: the checkpoint's model config differs from run {run_cfg.name!r}")
+    prep = prep if prep is not None else data.prepare(run_cfg.data)
+    test, lang, search = prep.test, run_cfg.data.trg_lang, run_cfg.search
+    vocab = prep.trg_vocab
+
+    # Table 1, All: the whole test set, <unk> allowed (and scored as a wrong word)
+    hyps = decode(model, test.x, search, dev, prec, progress=progress)
+    hyp_tok = [vocab.decode(h.tokens) for h in hyps]
+    everything = list(range(len(test)))
+    result = {"run": run_cfg.name, "checkpoint": str(ckpt), "search": to_dict(search)}
+    result["all"] = score(hyp_tok, test, everything, lang)
+    result["unfinished"] = sum(not h.finished for h in hyps)
+    # Table 1, No-UNK: no <unk> in source or reference; the model may not emit <unk>
+    sub = [i for i in everything if test.no_unk[i]]
+    hyps_nu = decode(model, [test.x[i] for i in sub], search, dev, prec, True, progress=progress)
+    nu_tok = [vocab.decode(h.tokens) for h in hyps_nu]
+    result["no_unk"] = score(nu_tok, test, sub, lang) if sub else {"n": 0}
+
+    from .text import detokenize
+
+    detok = [detokenize(h, lang) for h in hyp_tok]
+    _write_lines(out_dir / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
+    _write_lines(out_dir / "hyp.test.detok.txt", detok)
+    _write_lines(out_dir / "hyp.test.no_unk.tok.txt", [" ".join(h) for h in nu_tok])
+
+    # Figure 2: BLEU by source length (words, EOS not counted)
+    src_len = [len(s) for s in test.src_tok]
+    ref_tok = [" ".join(r) for r in test.ref_tok]
+    st_tok = bleu.sentence_stats([" ".join(h) for h in hyp_tok], ref_tok, tokenized=True)
+    st_detok = bleu.sentence_stats(detok, test.ref_raw, tokenized=False)
+    _write_compact(
+        out_dir / "bleu_by_length.json",
+        {
+            "length": "source words, EOS not counted",
+            "edges": list(bleu.LENGTH_EDGES),
+            "buckets_tok": bleu.bleu_by_length(st_tok, src_len, tokenized=True),
+            "buckets_detok": bleu.bleu_by_length(st_detok, src_len, tokenized=False),
+            "src_len": src_len,
+            "ref_len": [len(r) for r in test.ref_tok],
+            "stats_fields": "hyp_len ref_len match1-4 total1-4",
+            "stats_tok": st_tok.tolist(),
+            "stats_detok": st_detok.tolist(),
+        },
+    )
+
+    # Table 2: per-sentence NLL, a fixed sample of training pairs and the whole dev set
+    rng = np.random.default_rng(run_cfg.data.seed)
+    n = min(nll_sentences, len(prep.train))
+    pick = np.sort(rng.choice(len(prep.train), n, replace=False)) if n else []
+    pairs = [prep.train.pair(int(i)) for i in pick]
+    tx = [[*map(int, p[0]), EOS] for p in pairs]
+    ty = [[*map(int, p[1]), EOS] for p in pairs]
+    train_nll = sentence_nll(model, tx, ty, 64, dev, prec) if n else []
+    dev_nll = sentence_nll(model, prep.dev.x, prep.dev.y, 64, dev, prec)
+    nll = {
+        "unit": "nats per sentence (sum over target tokens incl. EOS), averaged over sentences",
+        "train": {
+            "mean": float(np.mean(train_nll)) if n else None,
+            "n": n,
+            "seed": run_cfg.data.seed,
+        },
+        "dev": {"mean": float(np.mean(dev_nll)) if dev_nll else None, "n": len(dev_nll)},
+    }
+    write_json(out_dir / "nll.json", nll)
+
+    # Figure 3: attention of the chosen sentences
+    att = attention_records(model, test, figure_sources, vocab, search, dev, prec)
+    _write_compact(out_dir / "attention.json", att)
+    result["nll"] = nll
+    result["seconds"] = time.perf_counter() - t0
+    write_json(out_dir / "bleu.json", result)
+    return result

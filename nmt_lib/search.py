@@ -1,0 +1,302 @@
+"""Decoding: GroundHog's beam search (``experiments/nmt/sample.py``, PAPER.md §4, A9) and greedy.
+
+The paper only says "a beam search" (§4.2). We do what GroundHog's ``BeamSearch.search`` does:
+
+* cost = accumulated ``-log p``; at step ``k`` (0-based) every live hypothesis is expanded over the
+  full vocabulary and the best ``n_live = beam - finished`` (hypothesis, word) pairs are kept;
+* a kept pair ending in EOS is *finished* and leaves the beam, which shrinks by one;
+* EOS is forbidden while ``k < floor(|x| * min_len_ratio)`` and the search stops after
+  ``floor(|x| * max_len_ratio)`` steps (``|x|`` counts the source EOS; GroundHog: 1/2 and 3);
+  hypotheses still live then are dropped;
+* ``ignore_unk`` sets ``log p(<unk>) = -inf`` (the No-UNK column of Table 1);
+* the result is the finished hypothesis of lowest cost, or of lowest ``cost / length`` (length
+  counts EOS) with ``normalize``.
+
+Two documented differences: ``<pad>`` (row 0, never a training target; GroundHog's unused row 0) is
+never emitted; and where GroundHog retries a sentence with no finished hypothesis (without
+``ignore_unk``, then with a doubled beam), we return its best *live* hypothesis at the last step
+(``finished=False``, no EOS).
+
+All sentences of a batch are searched together: ``B * beam`` rows in one tensor, reordered by
+index; sentences that are done are dropped from the tensors. The model is used only through the
+interface of ``CONTRIBUTING.md`` (``encode``, ``Encoded.select``, ``init_state``, ``readout_step``,
+``next_state``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+#: Special symbols of every vocabulary (CONTRIBUTING.md).
+PAD, UNK, EOS = 0, 1, 2
+
+
+@dataclass
+class Hypothesis:
+    """One decoded sentence.
+
+    tokens: target ids, EOS included when ``finished``. cost: ``-log p(tokens | x)``.
+    score: what the best was chosen by (``cost``, or ``cost / len(tokens)`` with normalize).
+    alpha: ``[len(tokens), |x|]`` attention weights (row i: target word i over source words incl.
+    EOS), or None (not requested, or RNNencdec).
+    """
+
+    tokens: list[int]
+    cost: float
+    score: float
+    finished: bool
+    alpha: Tensor | None = None
+
+    def words(self) -> list[int]:
+        """The ids without the final EOS."""
+        return self.tokens[:-1] if self.finished else list(self.tokens)
+
+
+def length_limits(
+    x_mask: Tensor, min_len_ratio: float, max_len_ratio: float
+) -> tuple[Tensor, Tensor]:
+    """``min_len [B]`` (EOS forbidden at steps ``k < min_len``) and ``max_len [B]`` (at most this
+    many steps, >= 1), from ``|x|`` = real source tokens incl. EOS (GroundHog: ``|x|/2``, ``3|x|``).
+    """
+    src_len = x_mask.sum(1).double()  # [B]
+    min_len = torch.floor(src_len * min_len_ratio).long()
+    max_len = torch.floor(src_len * max_len_ratio).long().clamp(min=1)
+    return min_len, max_len
+
+
+def _mask_logp(logp: Tensor, no_eos: Tensor, ignore_unk: bool) -> Tensor:
+    """``logp [R, K]`` float32 with ``<pad>``, ``<unk>`` (if ``ignore_unk``) and, on rows where
+    ``no_eos [R]``, EOS set to ``-inf``."""
+    logp = logp.float()  # a fresh tensor of the model's: masked in place
+    logp[:, PAD] = -math.inf
+    if ignore_unk:
+        logp[:, UNK] = -math.inf
+    logp[:, EOS] = logp[:, EOS].masked_fill(no_eos, -math.inf)
+    return logp
+
+
+@torch.no_grad()
+def greedy_search(
+    model,
+    x: Tensor,
+    x_mask: Tensor,
+    min_len_ratio: float = 0.5,
+    max_len_ratio: float = 3.0,
+    ignore_unk: bool = False,
+    return_alpha: bool = False,
+) -> list[Hypothesis]:
+    """The most probable word at every step, with the same length and UNK rules as the beam.
+
+    Args:
+        model: the model interface; x: ``[B, Tx]`` long; x_mask: ``[B, Tx]`` bool.
+    Returns:
+        ``B`` hypotheses in input order.
+    """
+    B = x.shape[0]
+    min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
+    enc = model.encode(x, x_mask)
+    s = model.init_state(enc)  # [B, n]
+    y_prev, done = None, torch.zeros(B, dtype=torch.bool, device=x.device)
+    cost = torch.zeros(B, dtype=torch.float32, device=x.device)
+    length = torch.zeros(B, dtype=torch.long, device=x.device)
+    ys, alphas = [], []
+    for k in range(int(max_len.max())):
+        logp, c, alpha = model.readout_step(enc, s, y_prev)  # [B, K]
+        logp = _mask_logp(logp, k < min_len, ignore_unk)
+        lp, y = logp.max(-1)  # [B]
+        active = ~done
+        cost = cost - torch.where(active, lp, torch.zeros_like(lp))
+        length = length + active.long()
+        ys.append(y)
+        alphas.append(alpha)
+        done = done | (y == EOS) | (k + 1 >= max_len)
+        if bool(done.all()):
+            break
+        s = model.next_state(s, y, c)
+        y_prev = y
+    tokens = torch.stack(ys, 1).tolist()  # [B, T]
+    lengths, costs = length.tolist(), cost.tolist()
+    out = []
+    for b in range(B):
+        toks = tokens[b][: lengths[b]]
+        a = None
+        if return_alpha and alphas[0] is not None:
+            a = torch.stack([al[b] for al in alphas[: lengths[b]]])[:, : int(x_mask[b].sum())]
+            a = a.float().cpu()
+        out.append(Hypothesis(toks, costs[b], costs[b], toks[-1] == EOS, a))
+    return out
+
+
+@torch.no_grad()
+def beam_search(
+    model,
+    x: Tensor,
+    x_mask: Tensor,
+    beam: int = 10,
+    normalize: bool = False,
+    min_len_ratio: float = 0.5,
+    max_len_ratio: float = 3.0,
+    ignore_unk: bool = False,
+    return_alpha: bool = False,
+) -> list[Hypothesis]:
+    """GroundHog's beam search over a batch of sentences (module docstring, PAPER.md §4).
+
+    Args:
+        model: the model interface; x: ``[B, Tx]`` long; x_mask: ``[B, Tx]`` bool.
+        beam: beam size; normalize: choose the best by ``cost / length`` (length incl. EOS).
+        min_len_ratio, max_len_ratio: the length rules; ignore_unk: never emit ``<unk>``.
+        return_alpha: also return the best hypothesis's attention ``[len, |x|]``.
+    Returns:
+        ``B`` hypotheses in input order.
+    """
+    B, Tx = x.shape
+    dev = x.device
+    min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
+    L = int(max_len.max())
+    enc = model.encode(x, x_mask).select(torch.arange(B, device=dev).repeat_interleave(beam))
+    s = model.init_state(enc)  # [B*beam, n]
+    inf = torch.tensor(math.inf, device=dev)
+    cost = torch.full((B, beam), math.inf, device=dev)  # [B', beam] of the active sentences
+    cost[:, 0] = 0.0  # one empty hypothesis to start with
+    hist = torch.zeros(B, beam, 0, dtype=torch.long, device=dev)  # [B', beam, k]
+    ahist = torch.zeros(B, beam, 0, Tx, device=dev) if return_alpha else None
+    n_fin = torch.zeros(B, dtype=torch.long, device=dev)
+    ids = torch.arange(B, device=dev)  # original index of each active sentence
+    slots = torch.arange(beam, device=dev)
+    # the best hypothesis found so far, per original sentence
+    best_score = torch.full((B,), math.inf, device=dev)
+    best_cost = torch.full((B,), math.inf, device=dev)
+    best_tok = torch.full((B, L), PAD, dtype=torch.long, device=dev)
+    best_len = torch.zeros(B, dtype=torch.long, device=dev)
+    best_fin = torch.zeros(B, dtype=torch.bool, device=dev)
+    best_alpha = torch.zeros(B, L, Tx, device=dev) if return_alpha else None
+    y_prev = None
+
+    def record(sel: Tensor, j: Tensor, score: Tensor, c: Tensor, fin: bool, k: int) -> None:
+        """Store hypothesis ``j [n]`` of active sentences ``sel [n]`` (bool mask over B')."""
+        b = ids[sel]
+        best_score[b], best_cost[b] = score, c
+        best_tok[b] = PAD
+        best_tok[b, : k + 1] = hist[sel, j]
+        best_len[b], best_fin[b] = k + 1, fin
+        if ahist is not None:
+            best_alpha[b, : k + 1] = ahist[sel, j]
+
+    for k in range(L):
+        Bk = ids.numel()
+        logp, c, alpha = model.readout_step(enc, s, y_prev)  # [Bk*beam, K]
+        K = logp.shape[-1]
+        no_eos = (k < min_len[ids]).repeat_interleave(beam)
+        logp = _mask_logp(logp, no_eos, ignore_unk)
+        # the best `beam` of all beam*K candidates are among each row's `beam` best words
+        kb = min(beam, K)
+        lp, w = logp.topk(kb, dim=1)  # [Bk*beam, kb]
+        cand = cost.unsqueeze(-1) - lp.view(Bk, beam, kb)  # [Bk, beam, kb]; dead rows: inf
+        top_cost, top = cand.view(Bk, -1).topk(beam, dim=1, largest=False)  # ascending
+        parent = top // kb  # [Bk, beam]
+        word = w.view(Bk, beam * kb).gather(1, top)
+        keep = (slots < (beam - n_fin).unsqueeze(1)) & torch.isfinite(top_cost)
+        ended = keep & (word == EOS)
+        live = keep & (word != EOS)
+        hist = torch.cat(
+            [hist.gather(1, parent.unsqueeze(-1).expand(-1, -1, k)), word[..., None]], 2
+        )
+        if ahist is not None:
+            a = alpha.view(Bk, beam, 1, Tx).float() if alpha is not None else None
+            g = parent[..., None, None]
+            ahist = torch.cat(
+                [ahist.gather(1, g.expand(-1, -1, k, Tx)),
+                 a.gather(1, g.expand(-1, -1, 1, Tx)) if a is not None
+                 else torch.zeros(Bk, beam, 1, Tx, device=dev)], 2,
+            )  # fmt: skip
+        # finished hypotheses: keep the best per sentence
+        score = top_cost / (k + 1) if normalize else top_cost
+        f_score, f_j = torch.where(ended, score, inf).min(1)  # [Bk]
+        better = f_score < best_score[ids]
+        if bool(better.any()):
+            record(better, f_j[better], f_score[better], top_cost.gather(1, f_j[:, None])[
+                better, 0], True, k)  # fmt: skip
+        n_fin = n_fin + ended.sum(1)
+        cost = torch.where(live, top_cost, inf)
+        done = (n_fin >= beam) | ~live.any(1) | (k + 1 >= max_len[ids])
+        # fallback: a sentence done without any finished hypothesis keeps its best live one
+        lost = done & torch.isinf(best_score[ids]) & live.any(1)
+        if bool(lost.any()):
+            l_cost, l_j = cost[lost].min(1)
+            record(lost, l_j, l_cost / (k + 1) if normalize else l_cost, l_cost, False, k)
+        if bool(done.all()):
+            break
+        # drop the sentences that are done; move the states of the kept (parent) rows
+        act = (~done).nonzero().squeeze(1)  # [B'']
+        rows = (act[:, None] * beam + parent[act]).view(-1)  # parent rows in the current tensors
+        if act.numel() < Bk:
+            enc = enc.select((act[:, None] * beam + slots).view(-1))
+            ids, cost, hist, n_fin = ids[act], cost[act], hist[act], n_fin[act]
+            ahist = ahist[act] if ahist is not None else None
+        y_prev = word[act].reshape(-1)
+        s = model.next_state(s[rows], y_prev, c[rows])  # GroundHog: y_i and the same c_i
+    tokens, lengths = best_tok.tolist(), best_len.tolist()
+    src_len = x_mask.sum(1).tolist()
+    out = []
+    for b in range(B):
+        a = None
+        if best_alpha is not None and alpha is not None:
+            a = best_alpha[b, : lengths[b], : src_len[b]].cpu()
+        out.append(
+            Hypothesis(tokens[b][: lengths[b]], float(best_cost[b]), float(best_score[b]),
+                       bool(best_fin[b]), a)
+        )  # fmt: skip
+    return out
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], device=None) -> tuple[Tensor, Tensor]:
+    """Right-pad id lists with ``<pad>``: ``x [B, T]`` long and ``mask [B, T]`` bool."""
+    T = max(len(q) for q in seqs)
+    x = torch.full((len(seqs), T), PAD, dtype=torch.long)
+    for i, q in enumerate(seqs):
+        x[i, : len(q)] = torch.as_tensor(list(q), dtype=torch.long)
+    mask = torch.arange(T)[None, :] < torch.tensor([len(q) for q in seqs])[:, None]
+    return x.to(device), mask.to(device)
+
+
+def decode_corpus(
+    model,
+    xs: Sequence[Sequence[int]],
+    beam: int = 10,
+    batch_size: int = 32,
+    normalize: bool = False,
+    min_len_ratio: float = 0.5,
+    max_len_ratio: float = 3.0,
+    ignore_unk: bool = False,
+    return_alpha: bool = False,
+    device=None,
+    progress: bool = False,
+) -> list[Hypothesis]:
+    """Decode source id lists (EOS included) in batches of similar length; results in input order.
+
+    ``beam=0`` decodes greedily (:func:`greedy_search`); otherwise :func:`beam_search`.
+    """
+    from tqdm.auto import tqdm
+
+    order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
+    out: list[Hypothesis | None] = [None] * len(xs)
+    bar = tqdm(total=len(xs), desc="decode", disable=not progress, leave=False)
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        x, x_mask = pad_batch([xs[i] for i in idx], device)
+        rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
+                     ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
+        if beam == 0:
+            hyps = greedy_search(model, x, x_mask, **rules)
+        else:
+            hyps = beam_search(model, x, x_mask, beam=beam, normalize=normalize, **rules)
+        for i, h in zip(idx, hyps, strict=True):
+            out[i] = h
+        bar.update(len(idx))
+    bar.close()
+    return out  # type: ignore[return-value]

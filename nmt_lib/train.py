@@ -1,0 +1,558 @@
+"""Training as the paper and GroundHog did (§4.2, App. B.2; PAPER.md §3, A6, A14).
+
+* Adadelta with ``rho = 0.95``, ``eps = 1e-6`` and learning rate 1 (``torch.optim.Adadelta`` is
+  GroundHog's ``SGD_adadelta``);
+* loss = the **sum** of the token negative log-likelihoods of the minibatch, EOS included, never the
+  mean (PAPER.md §3 engineering note, A6);
+* the global L2 norm of the gradient is rescaled to 1 when it is ``>= 1``; a NaN/Inf gradient is
+  replaced by ``0.1 * θ`` (GroundHog, ``train.nonfinite = "shrink"``) or the update is skipped
+  (``"skip"``), and counted in the log;
+* minibatches of 80 from :class:`~nmt_lib.data.TrainIterator` (20 batches sorted by length at a time);
+* budgets in updates, epochs or hours, whichever comes first; every ``eval_every`` updates the dev
+  NLL (per-sentence NLL averaged over the dev set, Table 2) and the BLEU of greedy translations of
+  the first ``dev_bleu_sentences`` dev sentences (tokenized, multi-bleu style); with
+  ``train.patience`` training stops when the dev NLL has not improved for that many evaluations and
+  the best model is kept (RNNsearch-50*: "until the performance on the development set stopped
+  improving", A14).
+
+Several GPUs: run under ``torchrun`` (one process per GPU, NCCL; gloo on CPU). Every rank reads the
+same batch stream and takes every ``world``-th batch (batch ``i`` goes to rank ``i mod world``, as a
+DistributedSampler shards data); after the backward pass the gradients are summed over the ranks in
+one flat all-reduce. One update then is exactly the single-process update on the ``world``
+minibatches together: the loss stays a sum, but an update sees ``world * 80`` pairs (budgets in
+epochs or hours keep their meaning; in updates, scale them yourself). We all-reduce by hand rather
+than wrap the model in ``DistributedDataParallel`` (which averages): the same arithmetic with the
+sum explicit, and the model's own methods (``encode``, ``readout_step``) used unwrapped. Rank 0
+evaluates, logs and writes the checkpoints; every rank resumes from the same checkpoint file (one
+machine, shared disk).
+
+:func:`train_run` is what the notebooks and the CLI call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import signal
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from . import bleu
+from .checkpoint import (
+    CheckpointError,
+    check_compatible,
+    load_checkpoint,
+    load_model_state,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from .config import RunConfig, to_dict
+from .io import atomic_write, write_json
+from .search import decode_corpus, pad_batch
+
+LAST, BEST = "last.pt", "best.pt"
+
+
+# ------------------------------------------------------------------------------------ devices
+def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
+    """``"auto"``: CUDA (this rank's GPU) when available, else CPU."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError("train.device = 'cuda' but no CUDA device is available")
+        return torch.device("cuda", local_rank)
+    return torch.device(name)
+
+
+def autocast(device: torch.device, precision: str):
+    """bf16 autocast (AMX on recent Xeons, tensor cores on GPUs) or nothing (``"fp32"``)."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+# --------------------------------------------------------------------------------- the pieces
+def batch_nll(model, batch) -> torch.Tensor:
+    """``[B]`` per-sentence NLL ``-log p(y | x)`` (sum over target tokens incl. EOS)."""
+    logp, _ = model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty], 0 at padding
+    return -logp.float().sum(1)
+
+
+@torch.no_grad()
+def sentence_nll(
+    model,
+    xs: Sequence[Sequence[int]],
+    ys: Sequence[Sequence[int]],
+    batch_size: int = 64,
+    device=None,
+    precision: str = "fp32",
+) -> list[float]:
+    """Per-sentence NLL in nats of reference ``ys`` given ``xs`` (id lists with EOS); their mean is
+    Table 2's "average per-sentence conditional log-probability" (sign flipped)."""
+    was_training = model.training
+    model.eval()
+    device = device or next(model.parameters()).device
+    order = sorted(range(len(xs)), key=lambda i: len(xs[i]) + len(ys[i]))
+    out = [0.0] * len(xs)
+    for k in range(0, len(order), batch_size):
+        idx = order[k : k + batch_size]
+        x, x_mask = pad_batch([xs[i] for i in idx], device)
+        y, y_mask = pad_batch([ys[i] for i in idx], device)
+        with autocast(torch.device(device), precision):
+            logp, _ = model(x, x_mask, y, y_mask)
+        for i, v in zip(idx, (-logp.float().sum(1)).tolist(), strict=True):
+            out[i] = v
+    model.train(was_training)
+    return out
+
+
+def clip_gradients(params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str):
+    """GroundHog's ``SGD_adadelta`` gradient treatment, in place.
+
+    Returns ``(norm, action)``: the global L2 norm before any change and one of ``"none"``,
+    ``"clip"`` (``norm >= clip_norm``: ``g <- g * clip_norm / norm``), ``"shrink"`` (non-finite
+    norm: ``g <- 0.1 * θ``) or ``"skip"`` (non-finite norm: the caller must not step).
+    """
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])
+    )
+    norm = float(norm)
+    if not math.isfinite(norm):
+        if nonfinite == "skip":
+            return norm, "skip"
+        with torch.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.grad.copy_(0.1 * p)
+        return norm, "shrink"
+    if norm >= clip_norm:
+        with torch.no_grad():
+            for g in grads:
+                g.mul_(clip_norm / norm)
+        return norm, "clip"
+    return norm, "none"
+
+
+def sum_gradients(params: Sequence[torch.nn.Parameter]) -> None:
+    """All-reduce (sum) the gradients over the ranks, in one flat buffer (data parallelism)."""
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    dist.all_reduce(flat)  # SUM
+    i = 0
+    for p in params:
+        n = p.grad.numel()
+        p.grad.copy_(flat[i : i + n].view_as(p.grad))
+        i += n
+
+
+class Trainer:
+    """One model's training state: model, Adadelta, batch stream, counters (single process or one
+    rank of ``world``).
+
+    Args:
+        cfg: the run's config; model: on ``device``; iterator: a :class:`~nmt_lib.data.TrainIterator`
+        (the same seed and position on every rank).
+    """
+
+    def __init__(self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1):
+        self.cfg, self.model, self.iterator = cfg, model, iterator
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.rank, self.world = rank, world
+        t = cfg.train
+        self.opt = torch.optim.Adadelta(model.parameters(), lr=t.lr, rho=t.rho, eps=t.eps)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        if world > 1:  # every rank starts from rank 0's weights
+            with torch.no_grad():
+                for p in self.params:
+                    dist.broadcast(p, 0)
+        self.update = 0
+        self.elapsed = 0.0  # seconds of training, summed over resumes
+        self.best_dev_nll = math.inf
+        self.best_update = 0
+        self.bad_evals = 0
+        self.n_nonfinite = 0
+        self.stopped: str | None = None  # "early_stop" once patience is exhausted
+
+    @property
+    def epoch(self) -> float:
+        return self.iterator.epoch
+
+    def next_batch(self):
+        """This rank's minibatch of the next ``world`` ones, and the target tokens of all of them."""
+        mine, tokens = None, 0
+        for r in range(self.world):
+            b = next(self.iterator)
+            tokens += b.n_trg_tokens
+            if r == self.rank:
+                mine = b
+        return mine, tokens
+
+    def step(self) -> dict:
+        """One update (App. B.2). Returns ``loss`` (sum NLL of this rank's batch), ``sentences``,
+        ``tokens`` (target tokens, padding excluded, all ranks), ``grad_norm``, ``action``."""
+        batch, tokens = self.next_batch()
+        batch = batch.to(self.device)
+        self.model.train()
+        self.opt.zero_grad(set_to_none=True)
+        with autocast(self.device, self.cfg.train.precision):
+            logp, _ = self.model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty]
+        loss = -logp.float().sum()  # SUM over tokens, EOS included (PAPER.md §3, A6)
+        loss.backward()
+        if self.world > 1:
+            sum_gradients(self.params)
+        norm, action = clip_gradients(
+            self.params, self.cfg.train.clip_norm, self.cfg.train.nonfinite
+        )
+        if action != "skip":
+            self.opt.step()
+        if action in ("skip", "shrink"):
+            self.n_nonfinite += 1
+        self.update += 1
+        return {
+            "loss": float(loss.detach()),
+            "sentences": int(batch.x.shape[0]),
+            "tokens": tokens,
+            "grad_norm": norm,
+            "action": action,
+        }
+
+    def state_dict(self) -> dict:
+        return {
+            "config": to_dict(self.cfg),
+            "model": self.model.state_dict(),
+            "optimizer": self.opt.state_dict(),
+            "iterator": self.iterator.state_dict(),
+            "rng": rng_state(),
+            "update": self.update,
+            "epoch": self.epoch,
+            "elapsed": self.elapsed,
+            "best_dev_nll": self.best_dev_nll,
+            "best_update": self.best_update,
+            "bad_evals": self.bad_evals,
+            "n_nonfinite": self.n_nonfinite,
+            "stopped": self.stopped,
+            "world": self.world,
+        }
+
+    def load_state_dict(self, state: dict, path: str | os.PathLike = "<checkpoint>") -> None:
+        """Continue from a checkpoint: raises :class:`CheckpointError` naming ``path`` if it does not
+        belong to this config."""
+        check_compatible(state, self.cfg, path)
+        load_model_state(self.model, state, path)
+        try:
+            self.opt.load_state_dict(state["optimizer"])
+            self.iterator.load_state_dict(state["iterator"])
+        except (ValueError, KeyError, RuntimeError) as e:
+            raise CheckpointError(f"{path}: cannot restore the training state: {e}") from None
+        set_rng_state(state["rng"])
+        for k in ("update", "elapsed", "best_dev_nll", "best_update", "bad_evals", "n_nonfinite",
+                  "stopped"):  # fmt: skip
+            setattr(self, k, state[k])
+
+
+# ------------------------------------------------------------------------------- evaluation
+def dev_metrics(model, prep, cfg: RunConfig, device) -> dict:
+    """Dev NLL per sentence (mean over the dev set) and dev BLEU (greedy, tokenized, on the first
+    ``train.dev_bleu_sentences`` sentences; None when 0)."""
+    t = cfg.train
+    nll = sentence_nll(model, prep.dev.x, prep.dev.y, 64, device, t.precision)
+    out = {"dev_nll": sum(nll) / max(len(nll), 1), "dev_bleu": None}
+    n = min(t.dev_bleu_sentences, len(prep.dev))
+    if n > 0:
+        model.eval()
+        with autocast(torch.device(device), t.precision):
+            hyps = decode_corpus(
+                model, prep.dev.x[:n], beam=0, batch_size=cfg.search.batch_size,
+                min_len_ratio=cfg.search.min_len_ratio, max_len_ratio=cfg.search.max_len_ratio,
+                device=device,
+            )  # fmt: skip
+        hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
+        ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
+        out["dev_bleu"] = bleu.bleu_tok(hyp, ref).score
+    return out
+
+
+# -------------------------------------------------------------------------------- bookkeeping
+def default_checkpoint_dir(cfg: RunConfig, out_dir: str | os.PathLike) -> Path:
+    """``<cache>/ckpt/<out_dir name>-<hash of its absolute path>``: never under the results, one
+    directory per results directory, so tests and profiles never share checkpoints."""
+    out_dir = Path(out_dir).resolve()
+    tag = hashlib.sha256(str(out_dir).encode()).hexdigest()[:10]
+    return cfg.data.resolved_cache_dir() / "ckpt" / f"{out_dir.name}-{tag}"
+
+
+class JsonlLog:
+    """Append-only JSON lines (one record per line), flushed at every write."""
+
+    def __init__(self, path: Path, keep_until: int | None):
+        """Open ``path``; records with ``update > keep_until`` (written after the checkpoint we
+        resume from) are dropped, and everything when ``keep_until`` is None."""
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        kept = []
+        if keep_until is not None and path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a crash
+                if rec.get("update", 0) <= keep_until:
+                    kept.append(line)
+        with atomic_write(path) as f:
+            f.writelines(line + "\n" for line in kept)
+        self.f = open(path, "a", encoding="utf-8")
+
+    def write(self, rec: dict) -> None:
+        self.f.write(json.dumps(rec, sort_keys=True) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def _dist_info() -> tuple[int, int, int]:
+    """(rank, world, local_rank) from torchrun's environment, or an initialized process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0))
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    return int(os.environ.get("RANK", 0)), world, int(os.environ.get("LOCAL_RANK", 0))
+
+
+def _agree(flags: list[bool], world: int, device) -> list[bool]:
+    """Rank 0's decisions, broadcast to every rank."""
+    if world == 1:
+        return flags
+    t = torch.tensor([int(f) for f in flags], device=device)
+    dist.broadcast(t, 0)
+    return [bool(v) for v in t.tolist()]
+
+
+def _budget_left(trainer: Trainer) -> str | None:
+    """Why training must stop now, or None."""
+    t = trainer.cfg.train
+    if trainer.stopped:
+        return trainer.stopped
+    if t.max_updates is not None and trainer.update >= t.max_updates:
+        return "max_updates"
+    if t.max_epochs is not None and trainer.epoch >= t.max_epochs:
+        return "max_epochs"
+    if t.max_hours is not None and trainer.elapsed >= t.max_hours * 3600:
+        return "max_hours"
+    return None
+
+
+# ------------------------------------------------------------------------------- train_run
+def train_run(
+    run_cfg: RunConfig,
+    out_dir: str | os.PathLike,
+    prep=None,
+    resume: bool = True,
+    checkpoint_dir: str | os.PathLike | None = None,
+    progress: bool | None = None,
+) -> dict:
+    """Train one model of a profile; resumable at any time (checkpoints, PAPER.md §3).
+
+    Writes small files under ``out_dir``: ``config.json`` (the resolved config), ``train_log.jsonl``
+    (``kind: "train"`` records every ``max(1, eval_every // 10)`` updates: update, epoch, tokens/s
+    with padding excluded, train NLL per sentence, grad norm, clip rate, elapsed; ``kind: "eval"``
+    records: dev NLL, dev BLEU) and ``train_summary.json``. Checkpoints (``last.pt``, ``best.pt``
+    with patience) and the vocabularies go to ``checkpoint_dir`` (default
+    :func:`default_checkpoint_dir`, outside the results).
+
+    Args:
+        run_cfg: the run's config; out_dir: its results directory; prep: the prepared data
+        (:func:`nmt_lib.data.prepare` of ``run_cfg.data`` when None); resume: continue from
+        ``last.pt`` if there is one (else start afresh and overwrite); progress: tqdm bar (None:
+        only on a terminal).
+    Returns:
+        The summary dict also written to ``train_summary.json``.
+    """
+    from tqdm.auto import tqdm
+
+    from . import data
+    from .model import build_model
+
+    cfg, t = run_cfg, run_cfg.train
+    out_dir = Path(out_dir)
+    rank, world, local_rank = _dist_info()
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    device = resolve_device(t.device, local_rank)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if t.threads:
+        torch.set_num_threads(t.threads)
+    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else default_checkpoint_dir(cfg, out_dir)
+    prep = prep if prep is not None else data.prepare(cfg.data)
+    for side, v, rows in (("src", prep.src_vocab, cfg.model.src_vocab),
+                          ("trg", prep.trg_vocab, cfg.model.trg_vocab)):  # fmt: skip
+        if len(v) > rows:
+            raise ValueError(f"{side} vocabulary has {len(v)} rows, the model only {rows}")
+
+    torch.manual_seed(t.seed)  # the initialisation (App. B.1), identical on every rank
+    model = build_model(cfg.model).to(device)
+    iterator = data.TrainIterator(prep.train, cfg.data.batch_size, cfg.data.sort_k_batches,
+                                  cfg.data.seed)  # fmt: skip
+    trainer = Trainer(cfg, model, iterator, device, rank, world)
+    last = ckpt_dir / LAST
+    resumed_from = None
+    if resume and last.is_file():
+        trainer.load_state_dict(load_checkpoint(last), last)
+        resumed_from = trainer.update
+    lead = rank == 0
+    log = None
+    if lead:
+        write_json(out_dir / "config.json", to_dict(cfg))
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+        prep.src_vocab.save(ckpt_dir / "src.vocab.txt")
+        prep.trg_vocab.save(ckpt_dir / "trg.vocab.txt")
+        write_json(ckpt_dir / "config.json", to_dict(cfg))
+        log = JsonlLog(out_dir / "train_log.jsonl", resumed_from)
+
+    def save(path: Path = last) -> None:
+        if lead:
+            save_checkpoint(path, trainer.state_dict())
+
+    stop_signal = []
+    old_handler = None
+    with contextlib.suppress(ValueError):  # not the main thread: no handler
+        old_handler = signal.signal(signal.SIGTERM, lambda *_: stop_signal.append(1))
+
+    log_every = max(1, t.eval_every // 10)
+    window = {"loss": 0.0, "sentences": 0, "tokens": 0, "norm": 0.0, "clip": 0, "n": 0}
+    last_eval = None
+    quiet = True if not lead else (None if progress is None else not progress)  # None: if a tty
+    bar = tqdm(total=t.max_updates, initial=trainer.update, desc=cfg.name, disable=quiet)
+    t_session = time.perf_counter()
+    t_window = t_save = time.perf_counter()
+    elapsed0 = trainer.elapsed
+    updates0 = trainer.update
+    reason = _budget_left(trainer)
+    try:
+        while reason is None:
+            s = trainer.step()
+            trainer.elapsed = elapsed0 + time.perf_counter() - t_session
+            window["loss"] += s["loss"]
+            window["sentences"] += s["sentences"]
+            window["tokens"] += s["tokens"]
+            window["norm"] += s["grad_norm"] if math.isfinite(s["grad_norm"]) else 0.0
+            window["clip"] += s["action"] == "clip"
+            window["n"] += 1
+            if s["action"] in ("skip", "shrink") and lead:
+                log.write({"kind": "nonfinite", "update": trainer.update, "action": s["action"],
+                           "epoch": trainer.epoch, "elapsed": trainer.elapsed})  # fmt: skip
+            bar.update(1)
+            if trainer.update % log_every == 0 and lead:
+                dt = time.perf_counter() - t_window
+                rec = {
+                    "kind": "train",
+                    "update": trainer.update,
+                    "epoch": trainer.epoch,
+                    "train_nll": window["loss"] / max(window["sentences"], 1),
+                    "tokens_per_s": window["tokens"] / max(dt, 1e-9),
+                    "grad_norm": window["norm"] / window["n"],
+                    "clip_rate": window["clip"] / window["n"],
+                    "elapsed": trainer.elapsed,
+                }
+                log.write(rec)
+                bar.set_postfix(nll=f"{rec['train_nll']:.2f}", tok_s=f"{rec['tokens_per_s']:.0f}")
+                window = dict.fromkeys(window, 0)
+                window["loss"] = window["norm"] = 0.0
+                t_window = time.perf_counter()
+            evaluate_now = trainer.update % t.eval_every == 0
+            if evaluate_now:
+                last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST)
+                t_window = time.perf_counter()  # evaluation time is not training throughput
+            due = time.perf_counter() - t_save >= t.checkpoint_minutes * 60
+            save_now, sig = _agree([due, bool(stop_signal)], world, device)
+            if sig:
+                reason = "interrupted"
+                break
+            reason = _budget_left(trainer)
+            if save_now and reason is None:
+                save()
+                t_save = time.perf_counter()
+        if (
+            reason != "interrupted"
+            and trainer.update > updates0
+            and (last_eval is None or last_eval["update"] != trainer.update)
+        ):
+            last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST, final=True)
+        save()
+    except KeyboardInterrupt:
+        save()
+        raise
+    finally:
+        bar.close()
+        if log is not None:
+            log.close()
+        if old_handler is not None:
+            signal.signal(signal.SIGTERM, old_handler)
+    if last_eval is None and lead:  # nothing trained in this session: the last logged eval
+        evals = [json.loads(x) for x in log.path.read_text(encoding="utf-8").splitlines()]
+        last_eval = next((r for r in reversed(evals) if r.get("kind") == "eval"), None)
+    summary = {
+        "run": cfg.name,
+        "stopped_by": reason,
+        "updates": trainer.update,
+        "epochs": trainer.epoch,
+        "hours": trainer.elapsed / 3600,
+        "updates_this_session": trainer.update - updates0,
+        "resumed_from_update": resumed_from,
+        "nonfinite_updates": trainer.n_nonfinite,
+        "best_dev_nll": None if math.isinf(trainer.best_dev_nll) else trainer.best_dev_nll,
+        "best_update": trainer.best_update,
+        "last_eval": last_eval,
+        "world_size": world,
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "precision": t.precision,
+        "checkpoint_dir": str(ckpt_dir),
+        "model_checkpoint": str(
+            ckpt_dir / (BEST if t.patience and (ckpt_dir / BEST).is_file() else LAST)
+        ),  # fmt: skip
+    }
+    if lead:
+        write_json(out_dir / "train_summary.json", summary)
+    return summary
+
+
+def _evaluate(trainer: Trainer, prep, device, log, bar, best: Path, final=False) -> dict:
+    """Dev metrics on rank 0, early-stopping bookkeeping, ``best`` checkpoint (with patience); the
+    decision to stop is broadcast so that every rank stops at the same update. A ``final``
+    evaluation (end of a session between two ``eval_every``) may improve the best but is not
+    counted as a bad evaluation."""
+    cfg = trainer.cfg
+    rec = None
+    if trainer.rank == 0:
+        m = dev_metrics(trainer.model, prep, cfg, device)
+        improved = m["dev_nll"] < trainer.best_dev_nll
+        if improved:
+            trainer.best_dev_nll, trainer.best_update = m["dev_nll"], trainer.update
+            trainer.bad_evals = 0
+            if cfg.train.patience:
+                save_checkpoint(best, trainer.state_dict())
+        elif not final:  # the evaluation at the end of a session never counts against patience
+            trainer.bad_evals += 1
+        if cfg.train.patience and trainer.bad_evals >= cfg.train.patience:
+            trainer.stopped = "early_stop"
+        rec = {"kind": "eval", "update": trainer.update, "epoch": trainer.epoch,
+               "elapsed": trainer.elapsed, "best_dev_nll": trainer.best_dev_nll,
+               "bad_evals": trainer.bad_evals, **m}  # fmt: skip
+        log.write(rec)
+        bar.set_postfix(dev_nll=f"{m['dev_nll']:.2f}", dev_bleu=m["dev_bleu"])
+    if trainer.world > 1:
+        (stop,) = _agree([trainer.stopped is not None], trainer.world, device)
+        trainer.stopped = "early_stop" if stop else None
+    return rec or {"update": trainer.update}

@@ -1,0 +1,112 @@
+"""The command line (python -m nmt_lib): the smoke profile end to end on the toy corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmt_lib import fixtures
+from nmt_lib.__main__ import main, parse_sets
+from nmt_lib.config import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
+    fixtures.write_toy_wmt(tmp_path / "wmt", n_train=400, n_dev=20, n_test=20)
+    env = {**os.environ, "NMT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    sel = ["--profile", "smoke", "--run", "RNNsearch-50", "--data-dir", str(tmp_path / "wmt"),
+           "--out", str(tmp_path / "results"), "--set", "train.threads=1"]  # fmt: skip
+
+    def cli(*args, stdin=None):
+        r = subprocess.run([sys.executable, "-m", "nmt_lib", *args], env=env, cwd=tmp_path,
+                           input=stdin, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        return r
+
+    cli("train", *sel, "--set", "train.max_updates=4", "--set", "train.eval_every=2",
+        "--set", "train.dev_bleu_sentences=3")  # fmt: skip
+    run = tmp_path / "results" / "runs" / "RNNsearch-50"
+    assert json.loads((run / "train_summary.json").read_text())["updates"] == 4
+    assert json.loads((run / "config.json").read_text())["train"]["max_updates"] == 4
+
+    r = cli("translate", *sel, "--beam", "2", stdin="The dog sleeps.\nA cat runs in the house.\n")
+    out = r.stdout.splitlines()
+    assert len(out) == 2 and all(isinstance(line, str) for line in out)
+    # files instead of stdin/stdout, in this process (a subprocess costs seconds of imports)
+    (tmp_path / "in.txt").write_text("The dog sleeps.\n\n", encoding="utf-8")
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["translate", *sel, "-i", "in.txt", "-o", "out.txt"]) == 0
+    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 3 and lines[0].strip()
+    assert lines[1:] == ["", ""]  # an empty line gives an empty translation
+
+    cli("evaluate", *sel)
+    res = json.loads((run / "bleu.json").read_text())
+    assert res["all"]["n"] == 20 and res["no_unk"]["n"] <= 20
+    assert "tok:none" in res["all"]["tok"]["signature"]
+    assert "tok:13a" in res["all"]["detok"]["signature"]
+    assert len((run / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()) == 20
+    by_len = json.loads((run / "bleu_by_length.json").read_text())
+    assert sum(b["n"] for b in by_len["buckets_tok"]) == 20 and len(by_len["stats_tok"]) == 20
+    nll = json.loads((run / "nll.json").read_text())
+    assert nll["dev"]["n"] == 40 and nll["train"]["mean"] > 0
+    assert json.loads((run / "attention.json").read_text())[0]["found"] is False  # not in the toy
+
+    # Figure 3 for a sentence that is in the (toy) test set, with the trained model
+    from nmt_lib import data
+    from nmt_lib.evaluate import attention_records, load_trained
+
+    ckpt = json.loads((run / "train_summary.json").read_text())["checkpoint_dir"]
+    model, cfg = load_trained(ckpt)
+    prep = data.prepare(cfg.data, workers=1, progress=False)
+    src = prep.test.src_raw[3]
+    (rec,) = attention_records(model, prep.test, [src.replace(" ", "  ")],
+                               prep.trg_vocab, cfg.search)  # fmt: skip
+    assert rec["found"] and rec["index"] == prep.test.src_raw.index(src)
+    alpha = torch.tensor(rec["alpha"])
+    assert alpha.shape == (len(rec["hyp_tokens"]), len(prep.test.src_tok[3]) + 1)
+    torch.testing.assert_close(alpha.sum(1), torch.ones(len(alpha)), atol=1e-4, rtol=0)
+    assert rec["src_tokens"][-1] == "</s>"
+
+
+def test_find_sentences():
+    from types import SimpleNamespace
+
+    from nmt_lib.evaluate import FIG3_SOURCES, find_sentences
+
+    ev = SimpleNamespace(
+        src_raw=[
+            "Hello world.",
+            "“This will change my future with my family,” the man said.",
+            "An admitting privilege is the right of a doctor.",
+        ]
+    )
+    assert find_sentences(ev, [FIG3_SOURCES[3], "Hello world .", "nope"]) == [1, 0, None]
+    assert find_sentences(ev, ["An admitting privilege is"], prefix=True) == [2]
+
+
+def test_help_and_errors(capsys):
+    for cmd in ("train", "translate", "evaluate"):
+        with pytest.raises(SystemExit) as e:
+            main([cmd, "--help"])
+        assert e.value.code == 0
+        assert "--profile" in capsys.readouterr().out
+    assert main(["train", "--set", "train.no_such_key=1"]) == 2
+    assert "no_such_key" in capsys.readouterr().err
+    assert main(["train", "--run", "RNNsearch-99"]) == 2
+    assert main(["train", "--profile", "no-such-profile"]) == 2
+    assert parse_sets(["train.max_updates=100", "data.train=['a', 'b']", "train.device=cpu"]) == {
+        "train": {"max_updates": 100, "device": "cpu"},
+        "data": {"train": ["a", "b"]},
+    }
+    for bad in ("max_updates=1", "bogus.x=1", "train.x"):
+        with pytest.raises(ConfigError):
+            parse_sets([bad])

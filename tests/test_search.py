@@ -1,0 +1,267 @@
+"""Beam search and greedy decoding (nmt_lib.search; GroundHog sample.py, PAPER.md §4).
+
+A tiny stand-in model implements the model interface of CONTRIBUTING.md, so that the search is
+tested on its own; the last tests run the real RNNsearch/RNNencdec.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+from nmt_lib.search import EOS, PAD, UNK, beam_search, decode_corpus, greedy_search, pad_batch
+
+
+class TinyEncoded(NamedTuple):
+    mask: Tensor  # [B, Tx]
+    h: Tensor  # [B, Tx, d]
+
+    def select(self, idx: Tensor) -> TinyEncoded:
+        return TinyEncoded(*(t.index_select(0, idx) for t in self))
+
+
+class TinyModel(nn.Module):
+    """A random attention model with the interface of nmt_lib.model (K target rows)."""
+
+    def __init__(self, K: int = 5, V: int = 9, d: int = 6, sharp: float = 3.0, seed: int = 0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.X = nn.Parameter(torch.randn(V, d, generator=g))
+        self.E = nn.Parameter(torch.randn(K, d, generator=g))
+        self.A = nn.Parameter(torch.randn(d, d, generator=g) / d**0.5)
+        self.O = nn.Parameter(sharp * torch.randn(K, d, generator=g))
+        self.b = nn.Parameter(torch.zeros(K))  # output bias, for tests to tilt the distribution
+
+    def encode(self, x, x_mask):
+        return TinyEncoded(x_mask, torch.tanh(self.X[x]))
+
+    def init_state(self, enc):
+        m = enc.mask.unsqueeze(-1).float()
+        return torch.tanh((enc.h * m).sum(1) / m.sum(1))
+
+    def readout_step(self, enc, s_prev, y_prev):
+        e = torch.einsum("btd,bd->bt", enc.h, s_prev @ self.A).masked_fill(~enc.mask, -math.inf)
+        alpha = e.softmax(-1)  # [B, Tx]
+        c = torch.einsum("bt,btd->bd", alpha, enc.h)
+        t = s_prev + c + (0 if y_prev is None else self.E[y_prev])
+        return (t @ self.O.T + self.b).log_softmax(-1), c, alpha
+
+    def next_state(self, s_prev, y, c):
+        return torch.tanh(s_prev @ self.A + self.E[y] - c)
+
+
+@torch.no_grad()
+def exhaustive(model, x, beam_rules, normalize=False):
+    """The best (tokens, cost) over every sequence the search may produce (same EOS/len rules)."""
+    x, x_mask = pad_batch([x])
+    n = int(x_mask.sum())
+    min_len, max_len = (
+        math.floor(n * beam_rules["min_len_ratio"]),
+        math.floor(n * beam_rules["max_len_ratio"]),
+    )
+    words = [w for w in range(model.E.shape[0]) if w not in (PAD, EOS)]
+    if beam_rules.get("ignore_unk"):
+        words.remove(UNK)
+    enc = model.encode(x, x_mask)
+    prefixes, cost = [[]], torch.zeros(1)
+    s, y_prev, best = model.init_state(enc), None, (None, math.inf, math.inf)
+    for k in range(max_len):
+        R = len(prefixes)
+        logp, c, _ = model.readout_step(enc.select(torch.zeros(R, dtype=torch.long)), s, y_prev)
+        if k >= min_len:  # sequences ending here
+            done = cost - logp[:, EOS]
+            score = done / (k + 1) if normalize else done
+            j = int(score.argmin())
+            if float(score[j]) < best[2]:
+                best = (prefixes[j] + [EOS], float(done[j]), float(score[j]))
+        rows = torch.arange(R).repeat_interleave(len(words))
+        ys = torch.tensor(words).repeat(R)
+        cost = cost[rows] - logp[rows, ys]
+        prefixes = [prefixes[r] + [w] for r in range(R) for w in words]
+        s, y_prev = model.next_state(s[rows], ys, c[rows]), ys
+    return best
+
+
+@torch.no_grad()
+def reference_beam(model, src, beam, normalize=False, min_len_ratio=0.5, max_len_ratio=3.0):
+    """GroundHog's BeamSearch.search for one sentence, written plainly: every (hypothesis, word)
+    pair of the live beam is scored, the best beam - finished are kept."""
+    x, x_mask = pad_batch([src])
+    n = len(src)
+    enc = model.encode(x, x_mask)
+    live = [([], 0.0)]
+    s, finished = model.init_state(enc), []
+    for k in range(math.floor(n * max_len_ratio)):
+        rows = torch.zeros(len(live), dtype=torch.long)
+        y_prev = None if k == 0 else torch.tensor([t[-1] for t, _ in live])
+        logp, c, _ = model.readout_step(enc.select(rows), s, y_prev)
+        logp[:, PAD] = -math.inf
+        if k < math.floor(n * min_len_ratio):
+            logp[:, EOS] = -math.inf
+        cand = sorted(
+            (cost - float(logp[i, w]), i, w)
+            for i, (_, cost) in enumerate(live)
+            for w in range(logp.shape[1])
+        )
+        kept = [t for t in cand[: beam - len(finished)] if math.isfinite(t[0])]
+        nxt = []
+        for cost, i, w in kept:
+            (finished if w == EOS else nxt).append((live[i][0] + [w], cost, i))
+        if not nxt:
+            break
+        idx = torch.tensor([i for _, _, i in nxt])
+        s = model.next_state(s[idx], torch.tensor([t[-1] for t, _, _ in nxt]), c[idx])
+        live = [(t, cost) for t, cost, _ in nxt]
+    if not finished:  # our documented fallback: the best live hypothesis
+        return (*min(live, key=lambda f: f[1]), False)
+    return (*min(finished, key=lambda f: f[1] / len(f[0]) if normalize else f[1])[:2], True)
+
+
+RULES = dict(min_len_ratio=0.5, max_len_ratio=3.0)
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_beam_equals_plain_groundhog_search(normalize):
+    model = TinyModel(K=9, seed=6)
+    x, m = pad_batch(SOURCES)
+    hyps = beam_search(model, x, m, beam=3, normalize=normalize, **RULES)
+    for src, h in zip(SOURCES, hyps, strict=True):
+        tokens, cost, fin = reference_beam(model, src, 3, normalize, **RULES)
+        assert h.tokens == tokens and h.cost == pytest.approx(cost, abs=1e-4)
+        assert h.finished == fin
+
+
+SOURCES = [[3, 2], [4, 5, 2], [6, 2], [7, 8, 2], [5, 2], [3, 3, 2]]
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_large_beam_finds_the_exhaustive_optimum(normalize):
+    model = TinyModel(seed=3)
+    beam_differs = 0
+    # |x| = 2: at most 6 steps, 3 non-EOS words: 3^5 live prefixes + 121 finished fit a beam of 400
+    for src in [[w, EOS] for w in range(3, 9)]:
+        best_toks, best_cost, best_score = exhaustive(model, src, RULES, normalize)
+        x, m = pad_batch([src])
+        (h,) = beam_search(model, x, m, beam=400, normalize=normalize, **RULES)
+        assert h.finished and h.tokens == best_toks
+        assert h.cost == pytest.approx(best_cost, abs=1e-4)
+        assert h.score == pytest.approx(best_score, abs=1e-4)
+        beam_differs += greedy_search(model, x, m, **RULES)[0].tokens != best_toks
+    assert beam_differs > 0  # the test can tell a beam from greedy on this model
+
+
+def test_beam_one_equals_greedy():
+    model = TinyModel(K=7, seed=1)
+    x, m = pad_batch(SOURCES)
+    for ignore_unk in (False, True):
+        g = greedy_search(model, x, m, ignore_unk=ignore_unk, return_alpha=True, **RULES)
+        b = beam_search(model, x, m, beam=1, ignore_unk=ignore_unk, return_alpha=True, **RULES)
+        for hg, hb in zip(g, b, strict=True):
+            assert hg.tokens == hb.tokens and hg.finished == hb.finished
+            assert hg.cost == pytest.approx(hb.cost, abs=1e-5)
+            torch.testing.assert_close(hg.alpha, hb.alpha)
+
+
+def test_batched_equals_one_sentence_at_a_time():
+    model = TinyModel(K=9, seed=2)
+    x, m = pad_batch(SOURCES)
+    for normalize in (False, True):
+        batched = beam_search(model, x, m, beam=4, normalize=normalize, return_alpha=True, **RULES)
+        for src, hb in zip(SOURCES, batched, strict=True):
+            xs, ms = pad_batch([src])
+            (h1,) = beam_search(
+                model, xs, ms, beam=4, normalize=normalize, return_alpha=True, **RULES
+            )
+            assert h1.tokens == hb.tokens
+            assert h1.cost == pytest.approx(hb.cost, abs=1e-5)
+            torch.testing.assert_close(h1.alpha, hb.alpha)
+            assert hb.alpha.shape == (len(hb.tokens), len(src))
+            torch.testing.assert_close(hb.alpha.sum(1), torch.ones(len(hb.tokens)))
+
+
+def test_ignore_unk_and_length_rules():
+    model = TinyModel(K=6, seed=3)
+    with torch.no_grad():
+        model.b[UNK] = 6.0  # make <unk> likely
+        model.b[EOS] = 2.0  # and EOS tempting early
+    srcs = [[3] * n + [2] for n in (1, 2, 3, 5, 7)]
+    x, m = pad_batch(srcs)
+    plain = beam_search(model, x, m, beam=5, **RULES)
+    assert any(UNK in h.tokens for h in plain)  # otherwise the next check proves nothing
+    for h in beam_search(model, x, m, beam=5, ignore_unk=True, **RULES) + greedy_search(
+        model, x, m, ignore_unk=True, **RULES
+    ):
+        assert UNK not in h.tokens and PAD not in h.tokens
+    for rules in (RULES, dict(min_len_ratio=1.0, max_len_ratio=2.0)):
+        for src, hb, hg in zip(
+            srcs, beam_search(model, x, m, beam=5, **rules), greedy_search(model, x, m, **rules),
+            strict=True,
+        ):  # fmt: skip
+            for h in (hb, hg):
+                n_min = math.floor(len(src) * rules["min_len_ratio"])
+                n_max = math.floor(len(src) * rules["max_len_ratio"])
+                assert EOS not in h.tokens[:-1]  # EOS only at the end
+                assert len(h.tokens) <= n_max
+                if h.finished:
+                    assert h.tokens[-1] == EOS and len(h.tokens) >= n_min + 1
+
+
+def test_nothing_finished_falls_back_to_best_live():
+    model = TinyModel(K=5, seed=4)
+    with torch.no_grad():
+        model.b[EOS] = -100.0  # EOS never ranks among the best
+    x, m = pad_batch([[3, 2]])
+    (h,) = beam_search(model, x, m, beam=2, **RULES)
+    (g,) = greedy_search(model, x, m, **RULES)
+    assert not h.finished and len(h.tokens) == 6 and EOS not in h.tokens
+    assert not g.finished and len(g.tokens) == 6
+    assert h.cost <= g.cost + 1e-5
+
+
+def test_decode_corpus_keeps_input_order():
+    model = TinyModel(K=7, seed=5)
+    hyps = decode_corpus(model, SOURCES, beam=3, batch_size=2, **RULES)
+    for src, h in zip(SOURCES, hyps, strict=True):
+        x, m = pad_batch([src])
+        assert beam_search(model, x, m, beam=3, **RULES)[0].tokens == h.tokens
+    greedy = decode_corpus(model, SOURCES, beam=0, batch_size=4, **RULES)
+    assert [h.tokens for h in greedy] == [
+        h.tokens for h in greedy_search(model, *pad_batch(SOURCES), **RULES)
+    ]
+
+
+@pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
+def test_real_model(arch):
+    from nmt_lib.config import ModelConfig
+    from nmt_lib.model import build_model
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        arch=arch, src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4, output_rank=5
+    )
+    model = build_model(cfg).eval()
+    with torch.no_grad():  # sharper than the initialisation so that decoding is not trivial
+        for p in model.parameters():
+            p.mul_(30 if p.dim() > 1 else 1)
+    srcs = [[5, 6, 7, 2], [8, 2], [9, 10, 11, 12, 3, 2], [4, 4, 2]]
+    x, m = pad_batch(srcs)
+    b1 = beam_search(model, x, m, beam=1, return_alpha=True, **RULES)
+    g = greedy_search(model, x, m, return_alpha=True, **RULES)
+    assert [h.tokens for h in b1] == [h.tokens for h in g]
+    batched = beam_search(model, x, m, beam=5, return_alpha=True, **RULES)
+    for src, hb in zip(srcs, batched, strict=True):
+        (h1,) = beam_search(model, *pad_batch([src]), beam=5, return_alpha=True, **RULES)
+        assert h1.tokens == hb.tokens and h1.cost == pytest.approx(hb.cost, abs=1e-4)
+        # the search's cost is the model's own score of the sequence
+        y, ym = pad_batch([hb.tokens])
+        with torch.no_grad():
+            score = model.score(*pad_batch([src]), y, ym)
+        assert -float(score) == pytest.approx(hb.cost, abs=1e-4)
+        if arch == "RNNsearch":
+            assert hb.alpha.shape == (len(hb.tokens), len(src))
+        else:
+            assert hb.alpha is None

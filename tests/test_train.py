@@ -1,0 +1,208 @@
+"""The training recipe (nmt_lib.train; §4.2, App. B.2, PAPER.md §3, A6, A14) on the toy corpus."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmt_lib import data, fixtures
+from nmt_lib.checkpoint import load_checkpoint
+from nmt_lib.config import load_profile, to_dict
+from nmt_lib.model import build_model
+from nmt_lib.train import Trainer, clip_gradients, resolve_device, sentence_nll, train_run
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """The smoke profile's RNNsearch-50 on a small toy corpus, fp32, one thread."""
+    root = tmp_path_factory.mktemp("toy")
+    fixtures.write_toy_wmt(root / "wmt", n_train=400, n_dev=20, n_test=20)
+    prof = load_profile(
+        "smoke",
+        data={"data_dir": str(root / "wmt"), "cache_dir": str(root / "cache")},
+        train={"threads": 1, "precision": "fp32", "device": "cpu", "dev_bleu_sentences": 5},
+    )
+    cfg = prof.runs["RNNsearch-50"]
+    return cfg, data.prepare(cfg.data, workers=1, progress=False), root
+
+
+def with_train(cfg, **kw):
+    return replace(cfg, train=replace(cfg.train, **kw))
+
+
+def trainer(cfg, prep, seed=None):
+    torch.manual_seed(cfg.train.seed if seed is None else seed)
+    it = data.TrainIterator(prep.train, cfg.data.batch_size, cfg.data.sort_k_batches, cfg.data.seed)
+    return Trainer(cfg, build_model(cfg.model), it)
+
+
+def adadelta_first_step(theta, g, rho=0.95, eps=1e-6):
+    """PAPER.md §3: E[g²] = (1-ρ) g², Δ = -sqrt(0 + ε) / sqrt(E[g²] + ε) g (first update)."""
+    return theta - math.sqrt(eps) / torch.sqrt((1 - rho) * g * g + eps) * g
+
+
+def test_loss_is_the_token_sum_and_adadelta_is_groundhogs(toy):
+    cfg, prep, _ = toy
+    cfg = with_train(cfg, clip_norm=1e9)  # no clipping: the raw gradient reaches Adadelta
+    tr = trainer(cfg, prep)
+    batch = next(copy.deepcopy(tr.iterator))
+    ref = copy.deepcopy(tr.model)
+    loss = -ref.score(batch.x, batch.x_mask, batch.y, batch.y_mask).sum()  # sum over sentences
+    loss.backward()
+    loss = float(loss.detach())
+    before = {n: p.detach().clone() for n, p in tr.model.named_parameters()}
+    s = tr.step()
+    assert s["loss"] == pytest.approx(loss, rel=1e-5)
+    assert s["tokens"] == batch.n_trg_tokens and s["sentences"] == batch.x.shape[0]
+    assert s["action"] == "none" and s["grad_norm"] > 1  # a sum over tokens has a large norm
+    for (name, p), (_, q) in zip(tr.model.named_parameters(), ref.named_parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)  # the sum, not the mean
+        torch.testing.assert_close(
+            p.detach(), adadelta_first_step(before[name], q.grad), rtol=1e-5, atol=1e-7
+        )
+    group = tr.opt.param_groups[0]
+    assert isinstance(tr.opt, torch.optim.Adadelta)
+    assert (group["lr"], group["rho"], group["eps"]) == (1.0, 0.95, 1e-6)
+
+
+def test_clip_gradients_groundhog():
+    p = torch.nn.Parameter(torch.tensor([3.0, 4.0]))
+    q = torch.nn.Parameter(torch.tensor([0.0]))
+    for g, action, after in (
+        ([3.0, 4.0], "clip", [0.6, 0.8]),  # norm 5 -> 1
+        ([0.6, 0.8], "clip", [0.6, 0.8]),  # norm exactly 1: GroundHog's test is norm >= c
+        ([0.3, 0.4], "none", [0.3, 0.4]),
+    ):
+        p.grad, q.grad = torch.tensor(g), torch.zeros(1)
+        norm, act = clip_gradients([p, q], 1.0, "shrink")
+        assert act == action and norm == pytest.approx(math.hypot(*g), rel=1e-6)
+        torch.testing.assert_close(p.grad, torch.tensor(after))
+    p.grad, q.grad = torch.tensor([math.nan, 1.0]), torch.zeros(1)
+    assert clip_gradients([p, q], 1.0, "shrink")[1] == "shrink"
+    torch.testing.assert_close(p.grad, 0.1 * p.detach())  # g <- 0.1 θ
+    p.grad = torch.tensor([math.inf, 1.0])
+    assert clip_gradients([p, q], 1.0, "skip")[1] == "skip"
+    assert math.isinf(p.grad[0])  # untouched: the caller does not step
+
+
+@pytest.mark.parametrize("policy", ["skip", "shrink"])
+def test_nonfinite_gradient_is_handled(toy, policy):
+    cfg, prep, _ = toy
+    tr = trainer(with_train(cfg, nonfinite=policy), prep)
+    W_s = tr.model.decoder.W_s
+    before = {n: p.detach().clone() for n, p in tr.model.named_parameters()}
+    hook = W_s.register_hook(lambda g: g * math.nan)
+    s = tr.step()
+    hook.remove()
+    assert s["action"] == policy and tr.n_nonfinite == 1 and tr.update == 1
+    for name, p in tr.model.named_parameters():
+        if policy == "skip":
+            assert torch.equal(p.detach(), before[name])
+        else:  # every gradient replaced by 0.1 θ, then an ordinary Adadelta step
+            expect = adadelta_first_step(before[name], 0.1 * before[name])
+            torch.testing.assert_close(p.detach(), expect, rtol=1e-5, atol=1e-8)
+    assert tr.opt.state == {} if policy == "skip" else len(tr.opt.state) > 0
+    assert math.isfinite(tr.step()["loss"])  # training goes on
+
+
+def test_bf16_autocast_trains_on_cpu(toy):
+    cfg, prep, _ = toy
+    tr = trainer(with_train(cfg, precision="bf16"), prep)
+    before = [p.detach().clone() for p in tr.model.parameters()]
+    losses = [tr.step()["loss"] for _ in range(2)]
+    assert all(math.isfinite(v) and v > 0 for v in losses)
+    assert all(p.dtype == torch.float32 for p in tr.model.parameters())  # fp32 master weights
+    after = list(tr.model.parameters())
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(before, after, strict=True))
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def read_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_train_run_files_log_and_dev_nll(toy, tmp_path):
+    cfg, prep, root = toy
+    cfg = with_train(cfg, max_updates=4, eval_every=2)
+    out = tmp_path / "results" / "runs" / "RNNsearch-50"
+    s = train_run(cfg, out, prep, progress=False)
+    assert s["stopped_by"] == "max_updates" and s["updates"] == 4
+    assert json.loads((out / "config.json").read_text()) == to_dict(cfg)
+    log = read_log(out / "train_log.jsonl")
+    train = [r for r in log if r["kind"] == "train"]
+    evals = [r for r in log if r["kind"] == "eval"]
+    assert [r["update"] for r in train] == [1, 2, 3, 4]  # every max(1, eval_every // 10)
+    assert [r["update"] for r in evals] == [2, 4]
+    for r in train:
+        assert {"epoch", "tokens_per_s", "train_nll", "grad_norm", "elapsed"} <= set(r)
+        assert r["tokens_per_s"] > 0 and r["train_nll"] > 0
+    # checkpoints live outside the results; the results hold only small files
+    ckpt = Path(s["checkpoint_dir"])
+    assert not ckpt.resolve().is_relative_to(out.resolve().parent.parent)
+    assert {"last.pt", "src.vocab.txt", "trg.vocab.txt"} <= {p.name for p in ckpt.iterdir()}
+    assert all(p.stat().st_size < 100_000 for p in out.iterdir())
+    # dev NLL = per-sentence NLL averaged over the dev set (Table 2), of the final model
+    state = load_checkpoint(ckpt / "last.pt")
+    assert state["update"] == 4 and state["iterator"]["batch"] == 4
+    model = build_model(cfg.model)
+    model.load_state_dict(state["model"])
+    with torch.no_grad():
+        b = next(data.eval_batches(prep.dev.x, prep.dev.y, len(prep.dev)))
+        dev_nll = float(-model.score(b.x, b.x_mask, b.y, b.y_mask).mean())
+    assert evals[-1]["dev_nll"] == pytest.approx(dev_nll, rel=1e-5)
+    assert sum(sentence_nll(model, prep.dev.x, prep.dev.y, 7)) / len(prep.dev) == pytest.approx(
+        dev_nll, rel=1e-5
+    )
+    assert evals[-1]["dev_bleu"] is not None
+
+
+def test_train_run_resume_equals_uninterrupted(toy, tmp_path):
+    cfg, prep, _ = toy
+    cfg = with_train(cfg, eval_every=10)
+    first = train_run(with_train(cfg, max_updates=3), tmp_path / "a", prep, progress=False)
+    second = train_run(with_train(cfg, max_updates=6), tmp_path / "a", prep, progress=False)
+    assert first["updates"] == 3 and second["resumed_from_update"] == 3
+    assert second["updates"] == 6 and second["updates_this_session"] == 3
+    straight = train_run(with_train(cfg, max_updates=6), tmp_path / "b", prep, progress=False)
+    a = load_checkpoint(Path(second["checkpoint_dir"]) / "last.pt")
+    b = load_checkpoint(Path(straight["checkpoint_dir"]) / "last.pt")
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+
+    def nll(run):
+        return [(r["update"], r["train_nll"]) for r in read_log(run / "train_log.jsonl")
+                if r["kind"] == "train"]  # fmt: skip
+
+    assert nll(tmp_path / "a") == nll(tmp_path / "b")
+    assert [u for u, _ in nll(tmp_path / "a")] == [1, 2, 3, 4, 5, 6]
+
+
+def test_early_stopping_keeps_the_best(toy, tmp_path):
+    cfg, prep, _ = toy
+    # lr = 0: the dev NLL never improves after the first evaluation
+    cfg = with_train(cfg, lr=0.0, max_updates=50, eval_every=1, patience=2)
+    s = train_run(cfg, tmp_path / "r", prep, progress=False)
+    assert s["stopped_by"] == "early_stop" and s["updates"] == 3
+    assert s["best_update"] == 1 and s["model_checkpoint"].endswith("best.pt")
+    assert load_checkpoint(s["model_checkpoint"])["update"] == 1
+    again = train_run(cfg, tmp_path / "r", prep, progress=False)  # stays stopped
+    assert again["updates_this_session"] == 0 and again["stopped_by"] == "early_stop"
+    assert again["last_eval"]["update"] == 3
+
+
+def test_budgets_in_epochs_and_hours(toy, tmp_path):
+    cfg, prep, _ = toy
+    upe = data.TrainIterator(prep.train, cfg.data.batch_size, 1, 0).updates_per_epoch
+    cfg = with_train(cfg, eval_every=100)
+    by_epochs = with_train(cfg, max_updates=None, max_epochs=0.1)
+    s = train_run(by_epochs, tmp_path / "e", prep, progress=False)
+    assert s["stopped_by"] == "max_epochs" and s["updates"] == math.ceil(0.1 * upe)
+    by_hours = with_train(cfg, max_updates=None, max_hours=1e-9)
+    s = train_run(by_hours, tmp_path / "h", prep, progress=False)
+    assert s["stopped_by"] == "max_hours" and s["updates"] == 1
