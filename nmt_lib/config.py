@@ -84,6 +84,7 @@ class DataConfig:
     max_train_pairs: int | None = None  # reduced profiles: keep the first N usable pairs
     batch_size: int = 80
     sort_k_batches: int = 20  # sort this many batches at a time by max(len_x, len_y)
+    reshuffle: bool = False  # False: one shuffle, the same order every epoch (GroundHog)
     seed: int = 1234
 
     def __post_init__(self):

@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .corpus import CORPORA, Archive, Corpus, DataError, get_corpus
 from .io import atomic_write, sha256_file

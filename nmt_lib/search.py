@@ -281,7 +281,7 @@ def decode_corpus(
 
     ``beam=0`` decodes greedily (:func:`greedy_search`); otherwise :func:`beam_search`.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
     out: list[Hypothesis | None] = [None] * len(xs)

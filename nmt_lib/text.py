@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sacremoses import MosesDetokenizer, MosesTokenizer
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .corpus import count_lines, read_lines, read_sgml
 from .io import atomic_write, sha256_file, write_json

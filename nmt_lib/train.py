@@ -379,7 +379,7 @@ def train_run(
     Returns:
         The summary dict also written to ``train_summary.json``.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     from . import data
     from .model import build_model
@@ -404,7 +404,7 @@ def train_run(
     torch.manual_seed(t.seed)  # the initialisation (App. B.1), identical on every rank
     model = build_model(cfg.model).to(device)
     iterator = data.TrainIterator(prep.train, cfg.data.batch_size, cfg.data.sort_k_batches,
-                                  cfg.data.seed)  # fmt: skip
+                                  cfg.data.seed, reshuffle=cfg.data.reshuffle)  # fmt: skip
     trainer = Trainer(cfg, model, iterator, device, rank, world)
     last = ckpt_dir / LAST
     resumed_from = None

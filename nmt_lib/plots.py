@@ -1,0 +1,110 @@
+"""The paper's figures, drawn from results: Figure 2 (BLEU against sentence length), Figure 3
+(alignment matrices) and the length histograms of the data page.
+
+Every function returns a matplotlib ``Figure`` and draws nothing else; :func:`save` writes one
+atomically as PNG.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from nmt_lib.io import atomic_write
+
+#: Figure 2's line styles (PAPER.md §5): search solid/dotted, encdec dashed/dash-dot.
+FIG2_STYLES = {
+    "RNNsearch-50": "-",
+    "RNNsearch-30": ":",
+    "RNNencdec-50": "--",
+    "RNNencdec-30": "-.",
+}
+
+
+def fig2_bleu_by_length(
+    curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    xmax: float = 60,
+    title: str | None = None,
+):
+    """BLEU against sentence length, one curve per model, in the paper's line styles (Figure 2).
+
+    Args:
+        curves: model name -> (lengths, BLEU scores), e.g. bucket centres and per-bucket BLEU.
+        xmax: right end of the x axis (the paper: 60).
+        title: optional title (e.g. the profile that produced the numbers).
+    """
+    fig, ax = plt.subplots(figsize=(6, 4))
+    top = 30.0
+    for name, (x, y) in curves.items():
+        ax.plot(x, y, FIG2_STYLES.get(name, "-"), color="k", lw=1.6, label=name)
+        top = max([top, *(v + 2 for v in y)])
+    ax.set(xlabel="Sentence length", ylabel="BLEU score", xlim=(0, xmax), ylim=(0, top))
+    ax.legend(loc="lower left", frameon=False)
+    ax.grid(alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _alignment_axes(ax, alpha, src: Sequence[str], trg: Sequence[str], title: str | None) -> None:
+    ax.imshow(np.asarray(alpha, dtype=float), cmap="gray", vmin=0.0, vmax=1.0, aspect="equal")
+    ax.set_xticks(range(len(src)), src, rotation=90, fontsize=8)
+    ax.set_yticks(range(len(trg)), trg, fontsize=8)
+    ax.xaxis.tick_top()
+    if title:
+        ax.set_xlabel(title, fontsize=10)
+
+
+def fig3_alignments(panels: Sequence[Mapping], ncols: int = 2, cell: float = 0.22):
+    """Alignment matrices as Figure 3: rows are target words, columns source words, each pixel
+    ``alpha_ij`` in grayscale (0 black, 1 white), square pixels of ``cell`` inches.
+
+    Args:
+        panels: each a mapping with ``src`` (tokens, x axis), ``trg`` (tokens, y axis), ``alpha``
+            (``[len(trg), len(src)]``) and optionally ``title``.
+        ncols: panels per row.
+    """
+    ncols = min(ncols, len(panels))
+    nrows = -(-len(panels) // ncols)
+    wide = max(len(p["src"]) for p in panels)
+    tall = max(len(p["trg"]) for p in panels)
+    label = 1.4  # inches for the tick labels
+    size = (ncols * (cell * wide + label), nrows * (cell * tall + label))
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False)
+    for ax, p in zip(axes.flat, panels, strict=False):
+        _alignment_axes(ax, p["alpha"], p["src"], p["trg"], p.get("title"))
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+def length_histogram(lengths: Mapping[str, Sequence[int]], max_len: int | None = None, title=None):
+    """Histograms of sentence lengths in words, one outline per series (e.g. source and target).
+
+    Args:
+        lengths: series name -> lengths. max_len: a dotted line at the length limit, if given.
+    """
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    hi = max((max(v) for v in lengths.values() if len(v)), default=1)
+    bins = np.arange(0, hi + 2) - 0.5
+    for (name, v), style in zip(lengths.items(), ["-", "--", ":", "-."], strict=False):
+        ax.hist(v, bins=bins, histtype="step", ls=style, lw=1.5, label=name)
+    if max_len is not None:
+        ax.axvline(max_len + 0.5, color="k", ls=":", lw=1, label=f"limit {max_len}")
+    ax.set(xlabel="sentence length (words)", ylabel="sentences")
+    ax.legend(frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig, path: str | os.PathLike, dpi: int = 120) -> None:
+    """Write ``fig`` as a PNG, atomically."""
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=dpi)

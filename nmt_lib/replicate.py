@@ -1,0 +1,513 @@
+"""Run the book's notebooks: ``python -m nmt_lib.replicate --profile NAME [--train]``.
+
+Each ``notebooks/NN_name.py`` (jupytext percent format, the only committed form) is converted to a
+notebook and executed by papermill with the parameters ``profile``, ``train``, ``results_dir`` and
+``data_dir``; the executed notebook goes to ``book/_nb/NN_name.ipynb``, which the book shows.
+
+* **report** (default): the derivation notebooks run their numeric checks; the experiment notebooks
+  read the committed ``results/<profile>/`` and regenerate tables and figures from it. They stop with a
+  clear error if it is missing; they never train because a file is missing.
+* **replicate** (``--train``): the experiment notebooks train, decode and evaluate every model of the
+  profile and rewrite ``results/<profile>/`` (or ``--results-dir``).
+
+The kernel is this interpreter (``sys.executable``), registered under the name ``python3`` in a
+temporary kernel directory that comes first on ``JUPYTER_PATH``.
+
+The module also holds what the notebooks share, so that they stay short: where results live and the
+check that they exist (:func:`results_path`, :func:`require_results`), a profile with its data (the
+smoke profile's toy corpus: :func:`load`), training and evaluating a whole profile
+(:func:`replicate_profile`, :func:`write_manifest`), and the tables and figure data built from
+``results/<profile>/`` next to ``results/paper/`` (:func:`table1`, :func:`table2`,
+:func:`fig2_curves`, :func:`fig3_panels`, :func:`long_sentences`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+OUT_DIR = ROOT / "book" / "_nb"
+KERNEL = "python3"
+
+
+class ResultsMissing(FileNotFoundError):
+    """Report mode found no committed results; the message says how to make them."""
+
+
+def results_path(profile: str, results_dir: str | os.PathLike | None = None) -> Path:
+    """``results_dir`` if given, else ``results/<profile>/`` of this repository."""
+    return Path(results_dir) if results_dir else ROOT / "results" / profile
+
+
+def require_results(path: Path, *names: str) -> Path:
+    """Check that ``path`` holds ``names`` (report mode); never trains to make them."""
+    missing = [n for n in names if not (path / n).exists()]
+    if missing:
+        profile = path.name
+        raise ResultsMissing(
+            f"{path} has no {', '.join(missing)}. Report mode only reads committed results; to "
+            f"create them run `python -m nmt_lib.replicate --profile {profile} --train` "
+            "(or pass results_dir= the directory of an earlier run)."
+        )
+    return path
+
+
+def toy_data_dir() -> Path:
+    """The smoke profile's declared data: the toy corpus of :mod:`nmt_lib.fixtures`, written
+    (deterministically, same bytes every time) into the cache directory."""
+    from nmt_lib.config import DataConfig
+    from nmt_lib.fixtures import write_toy_wmt
+
+    root = DataConfig().resolved_cache_dir() / "toy-wmt14"  # relative, as every default path
+    if not (root / "train" / "toy.en").is_file():
+        write_toy_wmt(root)
+    return root
+
+
+def load(profile: str, data_dir: str | os.PathLike | None = None):
+    """The profile's runs, with ``data_dir`` applied to each (smoke: the toy corpus by default)."""
+    from nmt_lib.config import load_profile
+
+    if data_dir is None and profile == "smoke":
+        data_dir = toy_data_dir()
+    overrides = {"data": {"data_dir": str(data_dir)}} if data_dir is not None else {}
+    return load_profile(profile, **overrides)
+
+
+def data_summaries(prof) -> dict:
+    """Prepare (cached) the data of every distinct data config of a profile and summarise it:
+    ``{"max_len=L": {"runs": [...], **nmt_lib.data.data_summary}}`` without machine-local paths."""
+    from nmt_lib.data import data_summary, prepare
+
+    out = {}
+    for name, run in prof.runs.items():
+        key = f"max_len={run.data.max_len}"
+        if key not in out:
+            summary = data_summary(prepare(run.data))
+            for k in ("data_dir", "prepared"):
+                summary.pop(k, None)
+            summary["train"].pop("seconds", None)
+            out[key] = {"runs": [], **summary}
+        out[key]["runs"].append(name)
+    return out
+
+
+# ------------------------------------------------------------------- replicate mode: train, evaluate
+#: The paper's models in its order; Figure 2 draws the first four.
+MODELS = ("RNNencdec-30", "RNNsearch-30", "RNNencdec-50", "RNNsearch-50", "RNNsearch-50*")
+#: Appendix C (Table 3): the paper's three long test sentences, by their first words.
+LONG_PREFIXES = (
+    "An admitting privilege is the right of a doctor",
+    "This kind of experience is part of Disney's efforts",
+    "In a press conference on Thursday, Mr Blair stated",
+)
+
+
+def figure_sentences(test, k: int = 3, seed: int = 1234) -> list[str]:
+    """Figure 3's rule for panels (b)-(d): ``k`` random test sentences with no unknown word and
+    10-20 words (for a test set of shorter sentences, such as the toy corpus: its longest ones)."""
+    import random
+
+    ok = [i for i in range(len(test)) if test.no_unk[i]]
+    pick = [i for i in ok if 10 <= len(test.src_tok[i]) <= 20]
+    if len(pick) < k:
+        pick = sorted(ok, key=lambda i: -len(test.src_tok[i]))[: 4 * k]
+    return [" ".join(test.src_tok[i]) for i in sorted(random.Random(seed).sample(pick, k))]
+
+
+def run_dir(out: Path, name: str) -> Path:
+    from nmt_lib.config import run_dir_name
+
+    return out / "runs" / run_dir_name(name)
+
+
+def replicate_profile(profile: str, results_dir=None, data_dir=None) -> dict:
+    """Train (resumably), decode and evaluate every model of ``profile`` into
+    ``<results>/runs/<model>/`` and write ``manifest.json``; returns the wall times."""
+    from nmt_lib.data import prepare
+    from nmt_lib.evaluate import FIG3_SOURCES, evaluate_run
+    from nmt_lib.train import train_run
+
+    prof, out = load(profile, data_dir), results_path(profile, results_dir)
+    walls = {}
+    for name, run in prof.runs.items():
+        prep = prepare(run.data)
+        sources = (*FIG3_SOURCES, *figure_sentences(prep.test))
+        t0 = time.time()
+        summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
+        t1 = time.time()
+        result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
+        walls[name] = {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
+        print(
+            f"[replicate] {name}: {summary['updates']} updates ({summary['stopped_by']}) in "
+            f"{t1 - t0:.0f} s, test BLEU {result['all']['tok']['score']:.2f}",
+            flush=True,
+        )
+    write_manifest(out, prof, walls)
+    return walls
+
+
+def _git() -> dict:
+    import subprocess
+
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+
+
+def _data_files(prof) -> dict:
+    """sha256 of every input file of the profile, by path relative to its data directory."""
+    from nmt_lib import corpus, text
+
+    files = {}
+    for run in prof.runs.values():
+        cfg = run.data
+        root = cfg.resolved_data_dir()
+        found = corpus.locate(cfg, root)
+        paths = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]
+        paths += [p for tf in found.train for pair in tf.pairs for p in pair]
+        memo = cfg.resolved_cache_dir() / "tok"
+        for p in paths:
+            files[str(Path(p).relative_to(root))] = text.file_info(p, memo).sha256
+    return dict(sorted(files.items()))
+
+
+def write_manifest(out: Path, prof, walls: dict) -> dict:
+    """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results)."""
+    import datetime
+    import platform
+    from importlib.metadata import version
+
+    import torch
+
+    from nmt_lib.config import to_dict
+    from nmt_lib.io import write_json
+
+    signatures, devices = {}, {}
+    for name in prof.runs:
+        bleu = json.loads((run_dir(out, name) / "bleu.json").read_text(encoding="utf-8"))
+        signatures = {k: bleu["all"][k]["signature"] for k in ("tok", "detok")}
+        summary = run_dir(out, name) / "train_summary.json"
+        devices[name] = json.loads(summary.read_text(encoding="utf-8"))["device"]
+    pkgs = ("torch", "numpy", "sacrebleu", "sacremoses", "nmt_lib")
+    manifest = {
+        "profile": prof.name,
+        "description": prof.description,
+        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "git": _git(),
+        "runs": list(prof.runs),
+        "configs": {name: to_dict(run) for name, run in prof.runs.items()},
+        "data_sha256": _data_files(prof),
+        "hardware": {
+            "platform": platform.platform(),
+            "cpu": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "device_per_run": devices,
+        },
+        "versions": {"python": platform.python_version(), **{p: version(p) for p in pkgs}},
+        "sacrebleu_signatures": signatures,
+        "wall_seconds": walls,
+    }
+    write_json(out / "manifest.json", manifest)
+    return manifest
+
+
+# -------------------------------------------------------------- both modes: tables and figures
+def read_json(path: Path):
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def paper_table(name: str) -> dict[str, dict]:
+    """``results/paper/<name>.csv`` (typed from the paper) as ``{first column: row}``."""
+    import csv
+
+    with open(ROOT / "results" / "paper" / f"{name}.csv", encoding="utf-8") as f:
+        rows = csv.DictReader(f)
+        return {row[rows.fieldnames[0]]: row for row in rows}
+
+
+def table1(out: Path) -> list[dict]:
+    """Table 1: test BLEU, All and No-UNK, ours (tokenized multi-bleu style, and sacreBLEU on
+    detokenized text) beside the paper's."""
+    paper, rows = paper_table("table1"), []
+    for name in read_json(out / "manifest.json")["runs"]:
+        b = read_json(run_dir(out, name) / "bleu.json")
+        rows.append(
+            {
+                "model": name,
+                "All": round(b["all"]["tok"]["score"], 2),
+                "No UNK": round(b["no_unk"]["tok"]["score"], 2) if b["no_unk"]["n"] else None,
+                "All (sacreBLEU)": round(b["all"]["detok"]["score"], 2),
+                "No-UNK sentences": b["no_unk"]["n"],
+                "paper All": float(paper[name]["bleu_all"]),
+                "paper No UNK": float(paper[name]["bleu_no_unk"]),
+            }
+        )
+    moses = paper["Moses"]
+    rows.append({"model": "Moses", "paper All": float(moses["bleu_all"]),
+                 "paper No UNK": float(moses["bleu_no_unk"])})  # fmt: skip
+    return rows
+
+
+def table2(out: Path) -> list[dict]:
+    """Table 2: learning statistics, ours beside the paper's (NLL: nats per sentence)."""
+    paper, rows = paper_table("table2"), []
+    for name in read_json(out / "manifest.json")["runs"]:
+        s = read_json(run_dir(out, name) / "train_summary.json")
+        nll = read_json(run_dir(out, name) / "nll.json")
+        p = paper[name]
+        rows.append(
+            {
+                "model": name,
+                "updates": s["updates"],
+                "epochs": round(s["epochs"], 2),
+                "hours": round(s["hours"], 3),
+                "device": s["device"],
+                "train NLL": round(nll["train"]["mean"], 2),
+                "dev NLL": round(nll["dev"]["mean"], 2),
+                "paper updates": int(float(p["updates_1e5"]) * 1e5),
+                "paper epochs": float(p["epochs"]),
+                "paper hours": float(p["hours"]),
+                "paper GPU": p["gpu"],
+                "paper train NLL": float(p["train_nll"]),
+                "paper dev NLL": float(p["dev_nll"]),
+            }
+        )
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """A Markdown pipe table of ``rows`` (missing values blank)."""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    cell = lambda v: "" if v is None else (f"{v:,}" if isinstance(v, int) else str(v))  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(out: Path, name: str, rows: list[dict], note: str) -> None:
+    """``<name>.csv`` and ``<name>.md`` (with ``note``, e.g. the profile and the BLEU signature)."""
+    import csv
+    import io
+
+    from nmt_lib.io import atomic_write
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+    w.writeheader()
+    w.writerows(rows)
+    with atomic_write(out / f"{name}.csv") as f:
+        f.write(buf.getvalue())
+    with atomic_write(out / f"{name}.md") as f:
+        f.write(markdown_table(rows) + "\n" + note.strip() + "\n")
+
+
+def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:
+    """Figure 2's curves from the per-sentence BLEU statistics of each run: ``{model: (bucket
+    centres, BLEU)}`` and the bucket edges. Buckets by source length, width 10 as the paper's
+    axis suggests; width 2 when the test set has no sentence of 40 words or more (toy data)."""
+    import numpy as np
+
+    from nmt_lib import bleu
+
+    curves, edges = {}, []
+    for name in models:
+        d = read_json(run_dir(out, name) / "bleu_by_length.json")
+        width = 10 if max(d["src_len"]) >= 40 else 2
+        edges = list(range(0, max(d["src_len"]) + width + 1, width))
+        buckets = bleu.bleu_by_length(np.array(d["stats_tok"]), d["src_len"], True, edges)
+        pts = [((b["lo"] + b["hi"] + 1) / 2, b["bleu"]) for b in buckets if b["n"] and b["hi"]]
+        curves[name] = ([x for x, _ in pts], [y for _, y in pts])
+    return curves, edges
+
+
+def fig3_panels(out: Path, model: str = "RNNsearch-50") -> tuple[list[dict], bool]:
+    """Figure 3's panels from ``attention.json`` of ``model``: the paper's sentences (b)-(d) when
+    the test set has them (then the flag is True), else the sentences chosen by the paper's rule."""
+    import html
+
+    records = read_json(run_dir(out, model) / "attention.json")  # FIG3_SOURCES (a)-(d), then ours
+    use_paper = all(r["found"] and r.get("alpha") for r in records[1:4])
+    chosen = records[1:4] if use_paper else [r for r in records[4:] if r.get("alpha")]
+    word = lambda t: "<end>" if t == "</s>" else html.unescape(t)  # noqa: E731
+    panels = []
+    for k, r in enumerate(chosen):
+        title = f"({'bcd'[k]})" if use_paper else f"test sentence {r['index'] + 1}"
+        panels.append(
+            {
+                "src": [word(t) for t in r["src_tokens"]],
+                "trg": [word(t) for t in r["hyp_tokens"]],
+                "alpha": r["alpha"],
+                "title": title,
+            }
+        )
+    return panels, use_paper
+
+
+def long_sentences(out: Path, test, models=("RNNencdec-50", "RNNsearch-50")) -> tuple[str, bool]:
+    """Appendix C: the paper's long test sentences (or, if the test set lacks them, its three
+    longest), with the reference and each model's translation, as Markdown; and whether they
+    are the paper's."""
+    idx = [next((i for i, s in enumerate(test.src_raw) if s.startswith(p)), None)
+           for p in LONG_PREFIXES]  # fmt: skip
+    paper = all(i is not None for i in idx)
+    if not paper:
+        idx = sorted(range(len(test)), key=lambda i: -len(test.src_tok[i]))[:3]
+    hyp = {
+        m: (run_dir(out, m) / "hyp.test.detok.txt").read_text(encoding="utf-8").splitlines()
+        for m in models
+    }
+    lines = []
+    for k, i in enumerate(idx, 1):
+        lines += [f"{k}. **Source** ({len(test.src_tok[i])} words): {test.src_raw[i]}", ""]
+        lines += [f"   - **Reference**: {test.ref_raw[i]}"]
+        lines += [f"   - **{m}**: {hyp[m][i]}" for m in models]
+        lines += [""]
+    return "\n".join(lines), paper
+
+
+class NotebookError(RuntimeError):
+    """A notebook failed; the message names the notebook, the cell and the error."""
+
+
+def notebooks(only: str | None = None) -> list[Path]:
+    """The notebook sources in reading order, optionally those whose name contains ``only``."""
+    found = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+    if only:
+        found = [p for p in found if only in p.stem]
+        if not found:
+            raise NotebookError(f"--only {only!r} matches no notebook in {NOTEBOOKS}")
+    return found
+
+
+def _register_kernel(tmp: Path) -> None:
+    """A ``python3`` kernel spec for *this* interpreter, found before any other on JUPYTER_PATH."""
+    spec = tmp / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    argv.append("--IPKernelApp.log_level=CRITICAL")  # not the TCP notice at every start
+    kernel = {"argv": argv, "display_name": "Python 3 (nmt_lib)", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel))
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [str(tmp), os.environ.get("JUPYTER_PATH")])
+    )
+
+
+def _to_notebook(src: Path):
+    """Read a jupytext percent file as a notebook, with the kernel set to :data:`KERNEL`."""
+    import jupytext
+
+    nb = jupytext.read(src)
+    nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3", "language": "python"}
+    nb.metadata.pop("jupytext", None)
+    n_params = sum("parameters" in c.metadata.get("tags", []) for c in nb.cells)
+    if n_params != 1:
+        raise NotebookError(
+            f"{src.name}: needs exactly one cell tagged 'parameters', has {n_params}"
+        )
+    return nb
+
+
+def _show_injected(path: Path) -> None:
+    """The book shows the parameters a notebook actually ran with (papermill's injected cell) and
+    removes the cell of defaults (tag ``remove-cell``)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    if any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells):
+        for cell in nb.cells:
+            tags = cell.metadata.get("tags", [])
+            if "parameters" in tags and "remove-cell" not in tags:
+                cell.metadata["tags"] = [*tags, "remove-cell"]
+    nbformat.write(nb, path)
+
+
+def run_notebook(src: Path, out: Path, parameters: dict) -> None:
+    """Execute one notebook source into ``out``; raise :class:`NotebookError` naming the cell."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    nb = _to_notebook(src)
+    try:
+        papermill.execute_notebook(
+            nb,
+            str(out),
+            parameters=parameters,
+            kernel_name=KERNEL,
+            cwd=str(ROOT),
+            progress_bar=False,
+            request_save_on_cell_execute=False,
+        )
+    except PapermillExecutionError as e:
+        first = next((line for line in e.source.splitlines() if line.strip()), "")
+        raise NotebookError(
+            f"notebook {src.name} failed in code cell [{e.exec_count}] (starting {first!r}):\n"
+            f"  {e.ename}: {e.evalue}\n  the executed notebook with the traceback: {out}"
+        ) from None
+    _show_injected(out)
+
+
+def run_all(
+    profile: str,
+    train: bool = False,
+    results_dir: str | None = None,
+    data_dir: str | None = None,
+    only: str | None = None,
+    out_dir: str | os.PathLike = OUT_DIR,
+) -> dict[str, float]:
+    """Execute the notebooks in order; returns the wall time in seconds of each."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params = {"profile": profile, "train": train, "results_dir": results_dir, "data_dir": data_dir}
+    sources = notebooks(only)
+    times = {}
+    mode = "replicate (train)" if train else "report"
+    print(f"[replicate] profile {profile}, {mode} mode, {len(sources)} notebooks -> {out_dir}")
+    with tempfile.TemporaryDirectory(prefix="nmt-kernel-") as tmp:
+        _register_kernel(Path(tmp))
+        for k, src in enumerate(sources, 1):
+            print(f"[replicate] {k}/{len(sources)} {src.name} ...", flush=True)
+            t0 = time.time()
+            run_notebook(src, out_dir / f"{src.stem}.ipynb", params)
+            times[src.stem] = time.time() - t0
+            print(
+                f"[replicate] {k}/{len(sources)} {src.name} ok in {times[src.stem]:.1f} s",
+                flush=True,
+            )
+    print(f"[replicate] all {len(sources)} notebooks ok in {sum(times.values()):.0f} s")
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m nmt_lib.replicate", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--profile", default="smoke", help="configs/<profile>.toml (default: smoke)")
+    ap.add_argument("--train", action="store_true", help="train, decode, evaluate; rewrite results")
+    ap.add_argument("--results-dir", help="default: results/<profile>")
+    ap.add_argument("--data-dir", help="the WMT'14 layout (smoke: a generated toy corpus)")
+    ap.add_argument("--only", help="run only the notebooks whose name contains this")
+    ap.add_argument(
+        "--out-dir", default=str(OUT_DIR), help="executed notebooks (default: book/_nb)"
+    )
+    a = ap.parse_args(argv)
+    try:
+        run_all(a.profile, a.train, a.results_dir, a.data_dir, a.only, a.out_dir)
+    except NotebookError as e:
+        print(f"[replicate] FAILED: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

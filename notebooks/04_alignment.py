@@ -1,0 +1,234 @@
+# %% [markdown]
+# # The alignment model and the context vector
+#
+# **What you will derive.** The paper's central idea: instead of one fixed vector for the whole
+# source sentence, the decoder computes, at every target position $i$, a *context vector* $c_i$, a
+# weighted average of the encoder's annotations, with weights $\alpha_{ij}$ given by a small
+# feed-forward *alignment model*. You will derive the three equations, see why $U_a h_j$ is
+# computed once per sentence, check that `nmt_lib.attention` computes exactly them, and watch an
+# alignment model learn a reordering.
+#
+# **What you need.** The annotations $h_j = [\overrightarrow h_j; \overleftarrow h_j]$ of the
+# bidirectional encoder ({doc}`03_encdec`) and the decoder state $s_{i-1}$
+# ({doc}`05_decoder`). Notation: {doc}`../notation`.
+#
+# ## The paper's claim
+#
+# Section 3.1: the probability $\alpha_{ij}$ reflects how important the annotation $h_j$ is, with
+# respect to the previous state $s_{i-1}$, for deciding the next state $s_i$ and generating $y_i$.
+# Letting the decoder choose what to attend to "relieves the encoder from the burden of having to
+# encode all information in the source sentence into a fixed-length vector". Unlike traditional
+# machine translation, the alignment is not a latent variable: it is computed, soft, and trained
+# jointly with everything else by backpropagation.
+
+# %% tags=["parameters"]
+profile = "smoke"
+train = False
+results_dir = None
+data_dir = None
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+from myst_nb import glue
+from torch.testing import assert_close
+
+from nmt_lib import attention, plots
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # tiny tensors: one thread is fastest
+torch.set_default_dtype(torch.float64)
+
+# %% [markdown]
+# ## The equations
+#
+# The *energy* $e_{ij}$ scores how well the inputs around position $j$ match the output at
+# position $i$. The paper's alignment model is a one-hidden-layer perceptron with $n'$ tanh units,
+# $W_a \in \mathbb R^{n'\times n}$, $U_a \in \mathbb R^{n'\times 2n}$ and
+# $v_a \in \mathbb R^{n'}$ (Appendix A.1.2):
+#
+# $$
+# e_{ij} = a(s_{i-1}, h_j) = v_a^\top \tanh\big(W_a s_{i-1} + U_a h_j\big)
+# $$ (align-e)
+#
+# A softmax over the source positions turns energies into weights, which are positive and sum to
+# one:
+#
+# $$
+# \alpha_{ij} = \frac{\exp(e_{ij})}{\sum_{k=1}^{T_x} \exp(e_{ik})}
+# $$ (align-alpha)
+#
+# and the context vector is the expected annotation under these weights (Eq. 5):
+#
+# $$
+# c_i = \sum_{j=1}^{T_x} \alpha_{ij} h_j .
+# $$ (align-c)
+#
+# Three remarks that shape the code:
+#
+# 1. **$U_a h_j$ does not depend on $i$.** Computing it once per sentence costs
+#    $T_x \cdot n' \cdot 2n$ multiply–adds, instead of $T_y$ times that inside the decoder loop;
+#    per step only $W_a s_{i-1}$ (size $n'$) is new.
+# 2. **Padding.** In a minibatch, sentences are padded to the longest one. The sum in
+#    {eq}`align-alpha` runs over the *real* positions only (EOS included), so padded positions get
+#    weight exactly zero: the softmax is taken over energies set to $-\infty$ there.
+# 3. **Initialisation.** The paper initialises $v_a = 0$ (Appendix B.1), so every $e_{ij} = 0$
+#    and training starts from uniform weights $\alpha_{ij} = 1/T_x$.
+#
+# ## The library functions
+#
+# One function per equation. The energies, with `Uh` $= U_a h_j$ passed in:
+#
+# ```{literalinclude} ../../nmt_lib/attention.py
+# :pyobject: alignment_scores
+# ```
+#
+# The weights, with the mask:
+#
+# ```{literalinclude} ../../nmt_lib/attention.py
+# :pyobject: masked_softmax
+# ```
+#
+# And the context:
+#
+# ```{literalinclude} ../../nmt_lib/attention.py
+# :pyobject: context
+# ```
+#
+# `Attention.precompute` computes $U_a h_j$ for every position of every sentence in one matrix
+# product, once, when the source is encoded.
+#
+# ## The numeric check
+#
+# The reference is {eq}`align-e`–{eq}`align-c` written as a loop over $j$, one sentence at a time,
+# on the sentence's own length; the library works on a padded batch.
+
+# %%
+n, n_align, B, Tx = 3, 5, 2, 4
+lengths = [4, 2]  # the second sentence is padded after 2 positions
+att = attention.Attention(n, 2 * n, n_align)
+for p in att.parameters():
+    torch.nn.init.normal_(p)
+s_prev = torch.randn(B, n)  # s_{i-1}
+h = torch.randn(B, Tx, 2 * n)  # annotations h_j
+mask = torch.arange(Tx) < torch.tensor(lengths)[:, None]  # [B, Tx]
+
+
+def attention_reference(s_prev, h, W_a, U_a, v_a):
+    """Equations (align-e)-(align-c) for ONE sentence, literally, as a loop over j."""
+    e = torch.stack([v_a @ torch.tanh(W_a @ s_prev + U_a @ h_j) for h_j in h])
+    alpha = torch.exp(e) / torch.exp(e).sum()
+    c = sum(alpha[j] * h[j] for j in range(len(h)))
+    return c, alpha
+
+
+c, alpha = att(s_prev, h, att.precompute(h), mask)  # the library, on the padded batch
+for b, T in enumerate(lengths):
+    c_ref, alpha_ref = attention_reference(s_prev[b], h[b, :T], att.W_a, att.U_a, att.v_a)
+    assert_close(c[b], c_ref)
+    assert_close(alpha[b, :T], alpha_ref)
+assert (alpha[~mask] == 0).all()  # exactly zero weight on padding
+assert_close(alpha.sum(-1), torch.ones(B))
+# The same energies as one einsum over the whole batch (no loop):
+Uh = torch.einsum("ak,btk->bta", att.U_a, h)
+e = torch.einsum(
+    "a,bta->bt", att.v_a, torch.tanh(Uh + torch.einsum("ak,bk->ba", att.W_a, s_prev)[:, None])
+)
+assert_close(attention.alignment_scores(s_prev, Uh, att.W_a, att.v_a), e)
+print("nmt_lib.attention == equations (align-e)-(align-c), float64; padding gets weight 0")
+
+# %% [markdown]
+# The library's padded batch computation, the loop over $j$, and the einsum agree to float64
+# precision, padded positions get weight exactly zero, and every row of weights sums to one.
+# The same identities are in `tests/test_attention.py`. With the paper's initialisation,
+# $v_a = 0$, the weights start uniform:
+
+# %%
+torch.nn.init.zeros_(att.v_a)
+c0, alpha0 = att(s_prev, h, att.precompute(h), mask)
+assert_close(alpha0[0], torch.full((Tx,), 1 / Tx))
+assert_close(c0[1], h[1, :2].mean(0))  # the mean of the real annotations
+alpha0
+
+# %% [markdown]
+# ## An illustration: learning to reorder
+#
+# Figure 3(a) of the paper shows the model translating *European Economic Area* into *zone
+# économique européenne*, attending to the source words in reverse order. Here is that alignment
+# learned in miniature. The annotations are fixed random vectors, one per source word, and the
+# decoder state $s_{i-1}$ a fixed random vector per target position; only $W_a$, $U_a$, $v_a$ are
+# trained, to maximise $\log \alpha_{i, \pi(i)}$ for the reordering $\pi$ a translator would use.
+# This is a toy with a given answer, not the trained model (that is {doc}`09_alignments`).
+
+# %%
+src = ["the", "European", "Economic", "Area", "<end>"]
+trg = ["la", "zone", "économique", "européenne", "<end>"]
+pi = torch.tensor([0, 3, 2, 1, 4])  # target position i attends to source word pi[i]
+torch.manual_seed(1)
+n, n_align = 8, 16
+toy = attention.Attention(n, 2 * n, n_align)
+torch.nn.init.normal_(toy.W_a, std=0.1)
+torch.nn.init.normal_(toy.U_a, std=0.1)
+H = torch.randn(1, len(src), 2 * n).expand(len(trg), -1, -1)  # the same sentence for every i
+S = torch.randn(len(trg), n)  # s_{i-1} for i = 1..5
+M = torch.ones(len(trg), len(src), dtype=torch.bool)
+opt = torch.optim.Adam(toy.parameters(), lr=0.05)
+for _ in range(150):
+    _, A = toy(S, H, toy.precompute(H), M)  # A[i, j] = alpha_ij
+    loss = -A[torch.arange(len(trg)), pi].log().sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+A = A.detach()
+glue("align_toy_min", A[torch.arange(len(trg)), pi].min().item(), display=False)
+fig = plots.fig3_alignments(
+    [{"src": src, "trg": trg, "alpha": A.numpy(), "title": "a toy alignment model"}]
+)
+glue("align_toy_fig", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} align_toy_fig
+# :name: fig-align-toy
+#
+# Weights $\alpha_{ij}$ of a trained toy alignment model, drawn as in Figure 3: each row is one
+# target word's distribution over the source words, 0 black and 1 white.
+# ```
+#
+# After 150 steps every target word puts at least {glue:text}`align_toy_min:.2f` of its weight on
+# the right source word, and the matrix shows the inverted diagonal of *European Economic Area*.
+# In the real model, nothing tells the alignment model where to look: the weights are whatever
+# makes the translation most probable.
+#
+# ## Summary
+#
+# - The energy $e_{ij}$ is a small MLP of the previous decoder state and one annotation,
+#   {eq}`align-e`; a softmax over real source positions turns energies into weights,
+#   {eq}`align-alpha`; the context is the weighted mean of the annotations, {eq}`align-c`.
+# - $U_a h_j$ is computed once per sentence; per target word only $W_a s_{i-1}$ and a tanh are new.
+# - Padding gets weight exactly zero; $v_a = 0$ at initialisation makes the first weights uniform.
+# - `nmt_lib.attention` computes exactly these equations (checked above in float64, and in
+#   `tests/test_attention.py`).
+#
+# ## Exercises
+#
+# 1. Show that adding the same constant to every $e_{ij}$ of a row leaves $\alpha_{i\cdot}$
+#    unchanged. Why does the alignment model need no bias inside $v_a^\top(\cdot)$ then?
+# 2. For the paper's sizes ($n = n' = 1000$, $T_x = T_y = 30$), how many multiply–adds does
+#    precomputing $U_a h_j$ save per sentence compared with computing it inside the decoder loop?
+# 3. RNNencdec can be seen as this model with a fixed alignment. Which $\alpha_{ij}$ gives the
+#    RNNencdec context $c = \overrightarrow h_{T_x}$? (Careful: $h_j$ contains both directions.)
+#
+# :::{admonition} Solutions
+# :class: dropdown
+#
+# 1. $\exp(e_{ij} + a) / \sum_k \exp(e_{ik} + a) = \exp(e_{ij}) / \sum_k \exp(e_{ik})$. A bias
+#    added after $v_a^\top$ would be such a constant, so it would have no effect. (A bias *inside*
+#    the tanh would matter; GroundHog has none.)
+# 2. Inside the loop: $T_y \cdot T_x \cdot n' \cdot 2n = 30 \cdot 30 \cdot 2\cdot 10^6 = 1.8\cdot 10^9$;
+#    precomputed: $T_x \cdot n' \cdot 2n = 6\cdot 10^7$. The saving is $1.74\cdot 10^9$ multiply–adds
+#    per sentence, a factor $T_y = 30$.
+# 3. $\alpha_{i T_x} = 1$ and 0 elsewhere gives $c_i = h_{T_x} = [\overrightarrow h_{T_x};
+#    \overleftarrow h_{T_x}]$, which contains $\overrightarrow h_{T_x}$ but also the backward state.
+#    RNNencdec uses the forward encoder alone, so it is this with the backward half removed.
+# :::

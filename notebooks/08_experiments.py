@@ -1,0 +1,191 @@
+# %% [markdown]
+# # Experiments: Tables 1 and 2, Figure 2
+#
+# **What you will see.** The paper's quantitative results regenerated from this replication's
+# runs, each next to the paper's own number: Table 1 (BLEU on the test set, on all sentences and
+# on those without unknown words), Table 2 (the learning statistics of Appendix B), and Figure 2
+# (BLEU against sentence length). In *replicate* mode this notebook trains, decodes and evaluates
+# all five models of the profile and rewrites `results/<profile>/`; in *report* mode it reads the
+# committed results and only redraws.
+#
+# **What you need.** The models ({doc}`03_encdec`, {doc}`05_decoder`), training
+# ({doc}`06_training`) and beam search ({doc}`07_beam_search`).
+#
+# ## The paper's claims
+#
+# Section 5.1: RNNsearch outperforms the conventional RNNencdec in all cases; RNNsearch-50* (trained
+# much longer) is as good as the phrase-based Moses system when only sentences of known words are
+# considered; and (Figure 2) the performance of RNNencdec drops sharply with sentence length,
+# while RNNsearch-30 and RNNsearch-50 are more robust, RNNsearch-50 showing no deterioration even
+# for sentences of 50 words or more.
+
+# %% tags=["parameters"]
+profile = "smoke"
+train = False
+results_dir = None
+data_dir = None
+
+# %%
+import matplotlib.pyplot as plt
+from IPython.display import Markdown
+from myst_nb import glue
+
+from nmt_lib import plots, replicate
+
+out = replicate.results_path(profile, results_dir)
+if train:
+    walls = replicate.replicate_profile(profile, results_dir, data_dir)
+replicate.require_results(out, "manifest.json", "runs")
+manifest = replicate.read_json(out / "manifest.json")
+glue("exp_profile", profile, display=False)
+glue("exp_description", " ".join(manifest["description"].split()), display=False)
+glue("exp_commit", (manifest["git"]["commit"] or "uncommitted")[:10], display=False)
+glue("exp_created", manifest["created_utc"], display=False)
+
+# %% [markdown]
+# These results come from the **{glue:text}`exp_profile`** profile:
+# *{glue:text}`exp_description`* They were produced on {glue:text}`exp_created` from commit
+# {glue:text}`exp_commit`; `results/<profile>/manifest.json` records the resolved configs, the
+# sha256 of every data file, the hardware, the library versions and the wall times. A reduced
+# profile trains smaller models on less data for less time than the paper: compare its numbers
+# with each other and with the paper's *pattern*, not with the paper's values.
+#
+# ## How the numbers are computed
+#
+# Each model is trained by `nmt_lib.train.train_run` (resumable: rerunning continues from the
+# last checkpoint) and evaluated by `nmt_lib.evaluate.evaluate_run`, which decodes the test set
+# with beam search and scores it with sacreBLEU:
+#
+# ```{literalinclude} ../../nmt_lib/replicate.py
+# :pyobject: replicate_profile
+# ```
+#
+# BLEU is reported twice. The **All** and **No UNK** columns are corpus BLEU-4 on Moses-tokenized,
+# cased text, like the `multi-bleu.perl` of the paper's era (the paper does not name its script);
+# *All (sacreBLEU)* is today's standard, on detokenized text, with the signature below. For No UNK,
+# the subset is the test sentences whose source and reference have no word outside the shortlists,
+# and the models may not emit `[UNK]` (Table 1, note ◦).
+#
+# ## Table 1: BLEU on the test set
+
+# %%
+t1 = replicate.table1(out)
+sig = manifest["sacrebleu_signatures"]
+note1 = (
+    f"Profile `{profile}`. All / No UNK: tokenized BLEU (`{sig['tok']}`); "
+    f"All (sacreBLEU): `{sig['detok']}`. Paper columns: results/paper/table1.csv."
+)
+if train:
+    replicate.write_table(out, "table1", t1, note1)
+Markdown(replicate.markdown_table(t1) + "\n" + note1)
+
+# %% tags=["hide-input"]
+ours = {r["model"]: r for r in t1}
+for name in replicate.MODELS:
+    key = name.replace("*", "star").replace("-", "_")
+    glue(f"t1_{key}_all", ours[name]["All"], display=False)
+    glue(f"t1_{key}_paper", ours[name]["paper All"], display=False)
+search_wins = all(
+    ours[f"RNNsearch-{n}"]["All"] > ours[f"RNNencdec-{n}"]["All"] for n in ("30", "50")
+)
+glue("t1_claim", "holds" if search_wins else "does not hold", display=False)
+
+# %% [markdown]
+# In the paper, RNNsearch-50 scores {glue:text}`t1_RNNsearch_50_paper` BLEU on all test sentences
+# and RNNencdec-50 {glue:text}`t1_RNNencdec_50_paper`. In this build
+# ({glue:text}`exp_profile` profile) they score {glue:text}`t1_RNNsearch_50_all` and
+# {glue:text}`t1_RNNencdec_50_all`, and RNNsearch-30 / RNNencdec-30
+# {glue:text}`t1_RNNsearch_30_all` / {glue:text}`t1_RNNencdec_30_all` (paper:
+# {glue:text}`t1_RNNsearch_30_paper` / {glue:text}`t1_RNNencdec_30_paper`). The paper's first
+# claim, that RNNsearch beats RNNencdec at both training lengths, **{glue:text}`t1_claim`** in this
+# build.
+#
+# ## Table 2: learning statistics
+
+# %%
+t2 = replicate.table2(out)
+note2 = (
+    f"Profile `{profile}`. NLL: nats per sentence (sum over target words incl. EOS), averaged "
+    "over a fixed sample of training pairs and over the dev set. Paper: results/paper/table2.csv."
+)
+if train:
+    replicate.write_table(out, "table2", t2, note2)
+Markdown(replicate.markdown_table(t2) + "\n" + note2)
+
+# %% tags=["hide-input"]
+t2m = {r["model"]: r for r in t2}
+glue("t2_search50_updates", f"{t2m['RNNsearch-50']['updates']:,}", display=False)
+glue("t2_search50_paper_updates", f"{t2m['RNNsearch-50']['paper updates']:,}", display=False)
+glue("t2_search50_dev", t2m["RNNsearch-50"]["dev NLL"], display=False)
+glue("t2_encdec50_dev", t2m["RNNencdec-50"]["dev NLL"], display=False)
+glue("t2_search50_paper_dev", t2m["RNNsearch-50"]["paper dev NLL"], display=False)
+glue("t2_encdec50_paper_dev", t2m["RNNencdec-50"]["paper dev NLL"], display=False)
+
+# %% [markdown]
+# RNNsearch-50 trained for {glue:text}`t2_search50_updates` updates here, against
+# {glue:text}`t2_search50_paper_updates` in the paper. Its dev NLL is
+# {glue:text}`t2_search50_dev` nats per sentence against RNNencdec-50's
+# {glue:text}`t2_encdec50_dev` (paper: {glue:text}`t2_search50_paper_dev` and
+# {glue:text}`t2_encdec50_paper_dev`). The NLL of the -30 and -50 models is not comparable across
+# the two lengths on the training side: their training pairs differ in length (Table 2's caption).
+#
+# ## Figure 2: BLEU against sentence length
+
+# %%
+curves, edges = replicate.fig2_curves(out)
+width = edges[1] - edges[0]
+fig = plots.fig2_bleu_by_length(
+    curves, xmax=max(60, edges[-1]) if width == 10 else edges[-1], title=f"profile: {profile}"
+)
+if train:
+    plots.save(fig, out / "fig2_bleu_by_length.png")
+glue("fig2", fig, display=False)
+glue("fig2_width", width, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig2
+# :name: fig-bleu-length
+#
+# BLEU of the test translations against the length of the source sentence, for the four models
+# of the paper's Figure 2 (RNNsearch-50 solid, RNNsearch-30 dotted, RNNencdec-50 dashed,
+# RNNencdec-30 dash-dot), on the full test set including sentences with unknown words.
+# ```
+#
+# The paper does not say how it binned sentences. Here a sentence's length is its number of
+# source words (EOS not counted), sentences are grouped in buckets of
+# {glue:text}`fig2_width` words, and each point is the *corpus* BLEU of its bucket, from summed
+# n-gram statistics (`nmt_lib.bleu.bleu_by_length`). With a reduced profile, short training and
+# small test sets make the curves noisy; the paper's claim is about the shape: RNNencdec falling
+# with length, RNNsearch-50 staying flat.
+#
+# ## Summary
+#
+# - Table 1 and Table 2 above are regenerated from `results/<profile>/runs/`, with the paper's
+#   numbers (typed once, in `results/paper/`) in their own columns.
+# - Figure 2 is recomputed from per-sentence BLEU statistics, so any binning can be redrawn from
+#   the committed results without decoding again.
+# - Every result is labelled with the profile that produced it; see {doc}`../deviations` for how
+#   each profile departs from the paper.
+#
+# ## Exercises
+#
+# 1. Why can corpus BLEU of a bucket not be computed by averaging the sentence BLEU scores of its
+#    sentences? What do you sum instead?
+# 2. The No-UNK subset is defined by the shortlists. A profile with a smaller shortlist has a
+#    smaller No-UNK subset. Which way does that bias the No-UNK BLEU, and why?
+# 3. Table 2's updates × 80 / epochs is about 10.6 million for every row of the paper. What does
+#    that tell you about how the paper counted epochs for the -30 models?
+#
+# :::{admonition} Solutions
+# :class: dropdown
+#
+# 1. BLEU is a geometric mean of *corpus-level* n-gram precisions times a corpus-level brevity
+#    penalty; it is not linear in sentences. Sum the matched and total n-gram counts and the
+#    hypothesis and reference lengths over the bucket's sentences, then compute BLEU once.
+# 2. A smaller shortlist keeps only sentences made of frequent words, which are easier to
+#    translate: the No-UNK subset gets easier and the score goes up; comparing it with the paper's
+#    is comparing different subsets.
+# 3. An epoch is a pass over the whole ≈10.6M-pair file, including the pairs longer than 30 words
+#    that the -30 models skip (GroundHog counts passes over the file).
+# :::

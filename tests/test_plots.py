@@ -1,0 +1,45 @@
+"""The figure functions draw what they are given and write real PNGs."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from nmt_lib import plots
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def test_fig2_line_styles_and_axes(tmp_path):
+    curves = {name: ([5, 15, 25], [10.0, 20.0, 15.0]) for name in plots.FIG2_STYLES}
+    fig = plots.fig2_bleu_by_length(curves)
+    ax = fig.axes[0]
+    styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
+    assert styles == plots.FIG2_STYLES
+    assert ax.get_xlim() == (0, 60) and ax.get_ylim() == (0, 30)
+    assert ax.get_xlabel() == "Sentence length" and ax.get_ylabel() == "BLEU score"
+    plots.save(fig, tmp_path / "f2.png")
+    assert (tmp_path / "f2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fig3_grayscale_zero_black_one_white():
+    alpha = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]])
+    fig = plots.fig3_alignments(
+        [{"src": ["a", "b", "<end>"], "trg": ["x", "<end>"], "alpha": alpha, "title": "(a)"}] * 3
+    )
+    im = fig.axes[0].get_images()[0]
+    assert im.get_cmap().name == "gray" and im.get_clim() == (0.0, 1.0)
+    rgba = im.to_rgba(np.array([0.0, 1.0]))
+    np.testing.assert_allclose(rgba[:, :3], [[0, 0, 0], [1, 1, 1]])
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a", "b", "<end>"]
+    assert len(fig.axes) == 4 and not fig.axes[3].axison  # 3 panels on a 2x2 grid
+
+
+def test_length_histogram_counts():
+    fig = plots.length_histogram({"en": [1, 2, 2, 3], "fr": [2, 2]}, max_len=3)
+    patches = fig.axes[0].patches
+    assert len(patches) == 2
+    assert fig.axes[0].get_legend() is not None
