@@ -8,7 +8,9 @@
 
 No biases (GroundHog). ``U_a h_j`` does not depend on ``i``: it is computed once per sentence
 (:meth:`Attention.precompute`) and passed in. Pure functions of their arguments; nothing is cached
-on the module. Imports only torch.
+on the module. :func:`alignment_scores` is the definition; :func:`energies_in_pieces` computes the
+same without autograd, faster (decoding, and the training recurrence of ``decoder.py``). Imports
+only torch.
 """
 
 from __future__ import annotations
@@ -29,6 +31,30 @@ def alignment_scores(s_prev: Tensor, Uh: Tensor, W_a: Tensor, v_a: Tensor) -> Te
     """
     Ws = nn.functional.linear(s_prev, W_a)  # [B, n']
     return torch.matmul(torch.tanh(Uh + Ws.unsqueeze(1)), v_a)  # [B, Tx]
+
+
+def piece_rows(Uh: Tensor) -> int:
+    """Sentences per piece: on a CPU, a ``[rows, Tx, n']`` float32 temporary of ~1 MB stays in
+    cache; on a GPU, all at once."""
+    if Uh.device.type != "cpu":
+        return Uh.shape[0]
+    return max(1, (1 << 18) // (Uh.shape[1] * Uh.shape[2]))
+
+
+@torch.no_grad()
+def energies_in_pieces(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor:
+    """:func:`alignment_scores` given ``Ws = W_a s_{i-1}`` ``[B, n']``, without autograd, in
+    ``Uh``'s dtype (autocast off), a few sentences at a time: the ``[rows, Tx, n']`` temporary
+    ``tanh(W_a s_{i-1} + U_a h_j)`` stays in cache instead of making three trips through memory
+    (about 4x faster on a CPU for a beam of 640 rows). ``Uh [B, Tx, n']`` -> ``[B, Tx]``."""
+    Ws, v_a = Ws.to(Uh.dtype), v_a.to(Uh.dtype)
+    B, rows = Uh.shape[0], piece_rows(Uh)
+    e, buf = Uh.new_empty(Uh.shape[:2]), Uh.new_empty(min(rows, B), *Uh.shape[1:])
+    with torch.autocast(Uh.device.type, enabled=False):
+        for i in range(0, B, rows):
+            t = torch.add(Uh[i : i + rows], Ws[i : i + rows, None], out=buf[: min(rows, B - i)])
+            torch.matmul(t.tanh_(), v_a, out=e[i : i + rows])
+    return e
 
 
 def masked_softmax(e: Tensor, mask: Tensor) -> Tensor:
@@ -58,8 +84,9 @@ class Attention(nn.Module):
         self.v_a = nn.Parameter(torch.zeros(n_align))
 
     def precompute(self, h: Tensor) -> Tensor:
-        """``U_a h_j`` for every position, once per sentence: ``[B, Tx, 2n] -> [B, Tx, n']``."""
-        return nn.functional.linear(h, self.U_a)
+        """``U_a h_j`` for every position, once per sentence: ``[B, Tx, 2n] -> [B, Tx, n']``, in
+        ``h``'s dtype (float32 under autocast: the tanh over it is fastest in float32)."""
+        return nn.functional.linear(h, self.U_a).to(h.dtype)
 
     def forward(self, s_prev: Tensor, h: Tensor, Uh: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Context and weights for one decoder step.
@@ -69,5 +96,11 @@ class Attention(nn.Module):
         Returns:
             ``c [B, 2n]``, ``alpha [B, Tx]``.
         """
-        alpha = masked_softmax(alignment_scores(s_prev, Uh, self.W_a, self.v_a), mask)
-        return context(alpha, h), alpha
+        if torch.is_grad_enabled():
+            alpha = masked_softmax(alignment_scores(s_prev, Uh, self.W_a, self.v_a), mask)
+            return context(alpha, h), alpha
+        # decoding: the same, faster (h and U_a h_j stay in float32 under autocast)
+        Ws = nn.functional.linear(s_prev, self.W_a)
+        alpha = masked_softmax(energies_in_pieces(Uh, Ws, self.v_a), mask)
+        with torch.autocast(h.device.type, enabled=False):
+            return context(alpha, h), alpha

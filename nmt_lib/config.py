@@ -48,19 +48,25 @@ class ModelConfig:
     src_vocab: int = 30001  # K_x, rows of the source embedding
     trg_vocab: int = 30001  # K_y, rows of the target embedding and the softmax
     m: int = 620  # word embedding dimension
-    n: int = 1000  # hidden units: each encoder direction, and the decoder
+    n: int = 1000  # hidden units: each encoder direction, and the decoder (unless n_dec)
+    n_dec: int | None = None  # decoder hidden units; None = n (the paper: 1000 for both)
     n_align: int = 1000  # n', hidden units of the alignment model
     l: int = 500  # maxout units of the deep output (2l pre-maxout)
     output_rank: int | None = 620  # GroundHog's W_o = W2 W1 (rank 620); None = the paper's W_o
     gate_bias: bool = False  # GroundHog: only the GRU candidate has a bias; True adds r/z biases
     embedding_bias: bool = True  # GroundHog's embedder is a linear layer with a learned bias
+    init: str = "paper"  # App. B.1; "fanin": fan-in-scaled weights for small models (a deviation)
 
     def __post_init__(self):
         if self.arch not in ("RNNsearch", "RNNencdec"):
             raise ConfigError(f"model.arch must be 'RNNsearch' or 'RNNencdec', not {self.arch!r}")
+        if self.init not in ("paper", "fanin"):
+            raise ConfigError(f"model.init must be 'paper' or 'fanin', not {self.init!r}")
         for name in ("src_vocab", "trg_vocab", "m", "n", "n_align", "l"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"model.{name} must be positive, got {getattr(self, name)}")
+        if self.n_dec is not None and self.n_dec <= 0:
+            raise ConfigError(f"model.n_dec must be positive or None, got {self.n_dec}")
         if min(self.src_vocab, self.trg_vocab) < 4:
             raise ConfigError(
                 "model vocabularies need at least 4 rows (<pad>, <unk>, </s>, a word)"

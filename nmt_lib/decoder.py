@@ -23,8 +23,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from .attention import Attention
-from .gru import GRU, gru_step
+from .attention import Attention, energies_in_pieces, masked_softmax, piece_rows
+from .gru import GRU, compute_dtype, fast_gru_scan, gru_step, transposed
 
 
 class Decoder(nn.Module):
@@ -96,19 +96,27 @@ class Decoder(nn.Module):
         """``c_i [B, 2n], α_i [B, Tx]`` from ``s_{i-1} [B, n]`` (App. A.1.2)."""
         return self.attention(s_prev, h, Uh, x_mask)
 
-    def logits(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor) -> Tensor:
-        """Deep output with maxout, before the softmax (App. A.2.2, GroundHog).
+    def deep_output(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor) -> Tensor:
+        """``t_i = maxout_2(U_o s_{i-1} + b_o + V_o ē(y_{i-1}) + C_o c_i)`` (App. A.2.2, GroundHog).
 
         Args:
             s_prev: ``[..., n]``; e_prev: ``[..., m]`` ``ē(y_{i-1})`` or None (first step: term 0);
             c: ``[..., ctx]`` (broadcastable).
         Returns:
-            ``[..., K_y]`` = ``W_o t_i + b_y``.
+            ``[..., l]``: the max over adjacent pairs of the ``2l`` pre-activations.
         """
         t_tilde = F.linear(s_prev, self.U_o, self.b_o) + F.linear(c, self.C_o)  # [..., 2l]
         if e_prev is not None:
             t_tilde = t_tilde + F.linear(e_prev, self.V_o)
-        t = t_tilde.unflatten(-1, (-1, 2)).amax(-1)  # [..., l]: max over adjacent pairs
+        return t_tilde.unflatten(-1, (-1, 2)).amax(-1)  # [..., l]: max over adjacent pairs
+
+    def logits(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor) -> Tensor:
+        """Deep output with maxout (:meth:`deep_output`), before the softmax (App. A.2.2).
+
+        Returns:
+            ``[..., K_y]`` = ``W_o t_i + b_y``, ``W_o = W2 W1`` when ``output_rank`` is set.
+        """
+        t = self.deep_output(s_prev, e_prev, c)  # [..., l]
         if self.output_rank is None:
             return F.linear(t, self.W_o, self.b_y)
         return F.linear(F.linear(t, self.W1), self.W2, self.b_y)
@@ -116,9 +124,14 @@ class Decoder(nn.Module):
     @staticmethod
     def log_softmax(logits: Tensor) -> Tensor:
         """``log softmax`` over the last dim, computed in float32 at least (bf16/fp16 upcast)."""
-        if logits.dtype in (torch.float16, torch.bfloat16):
-            logits = logits.float()
-        return logits.log_softmax(-1)
+        wide = torch.promote_types(logits.dtype, torch.float32)
+        if logits.dtype == wide or logits.requires_grad:
+            return logits.to(wide).log_softmax(-1)
+        out = logits.new_empty(logits.shape, dtype=wide)  # decoding: upcast a few rows at a time
+        x, y = logits.reshape(-1, logits.shape[-1]), out.view(-1, logits.shape[-1])
+        for rows in _row_chunks(x):
+            torch.log_softmax(x[rows].to(wide), -1, out=y[rows])
+        return out
 
     def step_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i`` from ``s_{i-1} [B, n]``, the emitted word ``y_i [B]`` and ``c_i [B, ctx]``."""
@@ -137,6 +150,13 @@ class Decoder(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced log-probabilities of the reference.
 
+        The same function as iterating :meth:`attend`, :meth:`logits` and :meth:`step_state` (the
+        tests check values and gradients), computed for speed: the input projections of all steps
+        in one matmul; the recurrence with a hand-written backward through time
+        (:func:`attention_decoder_scan`, :func:`~nmt_lib.gru.fast_gru_scan`); the deep output and
+        the softmax of all real (non-padding) positions at once after the loop
+        (:func:`target_log_prob`).
+
         Args:
             s0: ``[B, n]``; y: ``[B, Ty]`` long (EOS included); y_mask: ``[B, Ty]`` bool.
             h, Uh, x_mask: ``[B, Tx, 2n]``, ``[B, Tx, n']``, ``[B, Tx]`` (attention), or
@@ -144,27 +164,199 @@ class Decoder(nn.Module):
         Returns:
             ``logp [B, Ty]`` float32 (0 at padding), ``alpha [B, Ty, Tx]`` (0 at padding) or None.
         """
-        B, Ty = y.shape
         e = self.embed(y)  # [B, Ty, m]
         a = self.gru.project(e)  # [B, Ty, 3n]: input pre-activations of all steps, one matmul
         U_rz, U = self.gru.recurrent_weights()
-        C_in = self.context_weight()  # [3n, ctx]
         if self.attention is None:
-            a = a + F.linear(c, C_in).unsqueeze(1)  # fixed context: once
-        s, states, contexts, alphas = s0, [], [], []
-        for i in range(Ty):
-            a_i = a[:, i]  # [B, 3n]
-            if self.attention is not None:
-                c_i, alpha_i = self.attend(s, h, Uh, x_mask)  # [B, 2n], [B, Tx]
-                a_i = a_i + F.linear(c_i, C_in)
-                contexts.append(c_i)
-                alphas.append(alpha_i)
-            states.append(s)
-            s = torch.where(y_mask[:, i, None], gru_step(a_i, s, U_rz, U), s)  # copy past the end
-        s_prev = torch.stack(states, 1)  # [B, Ty, n]: s_0 .. s_{Ty-1}
-        c_all = torch.stack(contexts, 1) if contexts else c.unsqueeze(1)  # [B, Ty|1, ctx]
+            a = a + F.linear(c, self.context_weight()).unsqueeze(1)  # fixed context: once
+            s = fast_gru_scan(a, s0, U_rz, U, y_mask)  # [B, Ty, n]: s_1 .. s_Ty
+            s_prev = torch.cat([s0.unsqueeze(1), s[:, :-1]], 1)  # s_0 .. s_{Ty-1}
+            c_all, alpha = c.unsqueeze(1).expand(-1, y.shape[1], -1), None
+        else:
+            att = self.attention
+            W_s = torch.cat([self.gru.U_r, self.gru.U_z, att.W_a]).t()  # one matmul of s_{i-1}
+            C_in = self.context_weight().t()
+            s_prev, c_all, alpha = attention_decoder_scan(
+                a, s0, y_mask, h, Uh, x_mask, W_s, C_in, U, att.v_a
+            )
+            alpha = alpha.masked_fill(~y_mask[..., None], 0.0)
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # ē(y_{i-1}), 0 at i=1
-        logits = self.logits(s_prev, e_prev, c_all)  # [B, Ty, K]: all steps, one big matmul
-        logp = self.log_softmax(logits).gather(-1, y.unsqueeze(-1)).squeeze(-1)
-        alpha = torch.stack(alphas, 1).masked_fill(~y_mask[..., None], 0.0) if alphas else None
-        return logp.masked_fill(~y_mask, 0.0), alpha
+        t = self.deep_output(s_prev[y_mask], e_prev[y_mask], c_all[y_mask])  # [N, l], N real
+        u, W = (t, self.W_o) if self.output_rank is None else (F.linear(t, self.W1), self.W2)
+        logp = target_log_prob(u, W, self.b_y, y[y_mask])  # [N] float32, all steps at once
+        return logp.new_zeros(y.shape).masked_scatter(y_mask, logp), alpha
+
+
+def target_log_prob(u: Tensor, W: Tensor, b: Tensor, y: Tensor) -> Tensor:
+    """``log softmax(W u + b)[y]`` in float32 at least: ``u [N, r]``, ``W [K, r]``, ``b [K]``,
+    ``y [N]`` -> ``[N]``.
+
+    The same as ``Decoder.log_softmax(F.linear(u, W, b)).gather(-1, y[:, None])`` with less memory
+    traffic: the ``[N, K]`` logits are written once, in :func:`~nmt_lib.gru.compute_dtype` and
+    without the bias; the log-softmax is never stored (``logsumexp`` a few rows at a time, in
+    float32, with the bias); the backward overwrites the logits with their gradient
+    ``g (onehot(y) - softmax)``, whose target entry ``g (1 - p_y)`` comes from the float32 ``log p_y``.
+    """
+    return _TargetLogProb.apply(u, W, b, y)
+
+
+def _row_chunks(x: Tensor) -> list[slice]:
+    """Row ranges of ``x [N, K]``: ~2 MB of float32 at a time on a CPU (in cache), all on a GPU."""
+    N, K = x.shape
+    rows = max(1, (1 << 19) // K) if x.device.type == "cpu" else N
+    return [slice(i, i + rows) for i in range(0, N, rows)]
+
+
+class _TargetLogProb(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, u, W, b, y):
+        cd, wide = compute_dtype(W), torch.promote_types(W.dtype, torch.float32)
+        with torch.autocast(u.device.type, enabled=False):
+            u_c, W_t, b_w = u.to(cd), transposed(W, cd), b.to(wide)
+            logits = torch.mm(u_c, W_t)  # [N, K]; the bias is added below, in float32
+            logp = logits.new_empty(u.shape[0], dtype=wide)
+            for rows in _row_chunks(logits):
+                x = torch.add(logits[rows], b_w)
+                top = x.amax(-1, keepdim=True)
+                target = x.gather(-1, y[rows, None]).squeeze(-1)
+                logp[rows] = target - x.sub_(top).exp_().sum(-1).log_() - top.squeeze(-1)
+        ctx.save_for_backward(u_c, W_t, b_w, y, logp)
+        ctx.logits, ctx.dtypes = logits, (u.dtype, W.dtype, b.dtype)  # for the backward
+        return logp
+
+    @staticmethod
+    def backward(ctx, g):
+        u_c, W_t, b_w, y, logp = ctx.saved_tensors
+        d, ctx.logits = ctx.logits, None  # the logits: overwritten by their gradient below
+        if d is None:  # a second backward through the same graph (retain_graph): recompute
+            d = torch.mm(u_c, W_t)
+        db = torch.zeros_like(b_w)
+        for rows in _row_chunks(d):
+            p = torch.softmax(torch.add(d[rows], b_w), -1).mul_(-g[rows, None])
+            target = torch.arange(p.shape[0], device=p.device) * p.shape[1] + y[rows]
+            p.view(-1)[target] = g[rows] * -torch.expm1(logp[rows])  # g (1 - p_y), accurately
+            db += p.sum(0)
+            d[rows] = p
+        du, dW_t = torch.mm(d, W_t.t()), torch.mm(transposed(u_c, u_c.dtype), d)  # [N, r], [r, K]
+        return du.to(ctx.dtypes[0]), transposed(dW_t, ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
+
+
+def attention_decoder_scan(
+    a: Tensor,
+    s0: Tensor,
+    y_mask: Tensor,
+    h: Tensor,
+    Uh: Tensor,
+    x_mask: Tensor,
+    W_s: Tensor,
+    C_in: Tensor,
+    U: Tensor,
+    v_a: Tensor,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The recurrence of RNNsearch's decoder over a reference (steps 1 and 4 of the module
+    docstring) with a hand-written backward through time, as :func:`~nmt_lib.gru.fast_gru_scan`.
+
+    Per step: ``[U_r s; U_z s; W_a s]`` in one matmul of ``s_{i-1}``; ``c_i, α_i`` (App. A.1.2);
+    the GRU update with ``[C; C_z; C_r] c_i`` in every gate, the state copied past the sentence
+    end. The matmuls (and ``c_i = Σ_j α_ij h_j``) run in :func:`~nmt_lib.gru.compute_dtype` (bf16
+    under autocast), all else (the energies and softmax too) in ``s0``'s dtype. ``tanh(W_a s_{i-1} + U_a h_j)`` is computed a few
+    sentences at a time, in cache, and recomputed in the backward rather than stored
+    (``[Ty, B, Tx, n']``).
+
+    Args:
+        a: ``[B, Ty, 3n]`` = ``[W; W_z; W_r] ē(y_i) + b``; s0: ``[B, n]``; y_mask: ``[B, Ty]``;
+        h, Uh, x_mask: ``[B, Tx, ctx]``, ``[B, Tx, n']``, ``[B, Tx]`` bool;
+        W_s: ``[n, 2n + n']`` = ``[U_r; U_z; W_a]ᵀ``; C_in: ``[ctx, 3n]`` = ``[C; C_z; C_r]ᵀ``;
+        U: ``[n, n]`` = ``Uᵀ``; v_a: ``[n']``.
+    Returns:
+        ``s_0..s_{Ty-1} [B, Ty, n]``, ``c_1..c_Ty [B, Ty, ctx]`` (compute dtype), ``α [B, Ty, Tx]``
+        (``s0``'s dtype).
+    """
+    cd, sd = compute_dtype(U), s0.dtype
+    S, C, A = _AttentionDecoderScan.apply(
+        a.to(sd).transpose(0, 1).contiguous(), s0, y_mask.t().unsqueeze(-1), h.to(cd),
+        Uh.to(sd), x_mask, W_s.to(cd), C_in.to(cd), U.to(cd), v_a.to(sd),
+    )  # fmt: skip
+    return S.transpose(0, 1), C.transpose(0, 1), A.transpose(0, 1)
+
+
+def _energies_backward(Uh: Tensor, q: Tensor, v_a: Tensor, d_e: Tensor, d_sum: Tensor):
+    """The backward of ``e = v_aᵀ tanh(q + U_a h_j)`` (:func:`~nmt_lib.attention.energies_in_pieces`)
+    a few sentences at a time, ``t`` recomputed: adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']``
+    in place and returns ``∂L/∂q [B, n']`` and ``∂L/∂v_a [n']``."""
+    B, rows = Uh.shape[0], piece_rows(Uh)
+    buf = Uh.new_empty(2, min(rows, B), *Uh.shape[1:])
+    one = torch.ones((), dtype=Uh.dtype, device=Uh.device)
+    d_q, dv_a = torch.empty_like(q), torch.zeros_like(v_a)
+    for i in range(0, B, rows):
+        r, k = slice(i, i + rows), min(rows, B - i)
+        t = torch.add(Uh[r], q[r, None], out=buf[0, :k]).tanh_()
+        dv_a += d_e[r].reshape(1, -1).matmul(t.view(-1, t.shape[-1])).squeeze(0)
+        sech2 = torch.addcmul(one, t, t, value=-1, out=buf[1, :k])  # tanh' = 1 - t²
+        d_sum[r].addcmul_(d_e[r].unsqueeze(-1), sech2)
+        d_q[r] = torch.bmm(d_e[r].unsqueeze(1), sech2).squeeze(1)
+    return d_q * v_a, dv_a
+
+
+class _AttentionDecoderScan(torch.autograd.Function):
+    """Time-major: ``a [Ty, B, 3n]``, ``mask [Ty, B, 1]``; returns ``S, C, A`` time-major."""
+
+    @staticmethod
+    def forward(ctx, a, s0, mask, h, Uh, x_mask, W_s, C_in, U, v_a):
+        (Ty, B, _), n, cd = a.shape, s0.shape[-1], U.dtype
+        S = s0.new_empty(Ty, B, n)  # s_0 .. s_{Ty-1}
+        C = h.new_empty(Ty, B, h.shape[-1])  # c_1 .. c_Ty
+        A = s0.new_empty(Ty, B, h.shape[1])  # α_1 .. α_Ty
+        Q = s0.new_empty(Ty, B, Uh.shape[-1])  # W_a s_{i-1}
+        R, Z, St = torch.empty_like(S), torch.empty_like(S), torch.empty_like(S)
+        RS = S.new_empty(S.shape, dtype=cd)  # r_i ∘ s_{i-1}, the input of U
+        s = s0
+        with torch.autocast(s0.device.type, enabled=False):
+            for i in range(Ty):
+                S[i] = s
+                g = torch.matmul(s.to(cd), W_s).to(s.dtype)  # [B, 2n + n']: U_r s, U_z s, W_a s
+                Q[i] = g[:, 2 * n :]
+                A[i] = masked_softmax(energies_in_pieces(Uh, Q[i], v_a), x_mask)  # [B, Tx]
+                c = torch.bmm(A[i].to(cd).unsqueeze(1), h, out=C[i].unsqueeze(1)).squeeze(1)
+                pre = a[i] + torch.matmul(c, C_in)  # [B, 3n]: candidate, z, r
+                r = torch.sigmoid(pre[:, 2 * n :] + g[:, :n], out=R[i])
+                z = torch.sigmoid(pre[:, n : 2 * n] + g[:, n : 2 * n], out=Z[i])
+                RS[i] = r * s
+                s_tilde = torch.tanh(pre[:, :n] + torch.matmul(RS[i], U), out=St[i])
+                s = torch.where(mask[i], (1 - z) * s + z * s_tilde, s)
+        ctx.save_for_backward(mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS)
+        return S, C, A
+
+    @staticmethod
+    def backward(ctx, dS, dC, dA):
+        mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS = ctx.saved_tensors
+        Ty, n, cd = S.shape[0], S.shape[-1], U.dtype
+        d_pre = S.new_empty(*S.shape[:-1], 3 * n)  # ∂L/∂pre-activations [candidate; z; r]
+        d_g = S.new_empty(*S.shape[:-1], W_s.shape[-1])  # ∂L/∂[U_r s; U_z s; W_a s]
+        d_c = S.new_empty(C.shape)  # ∂L/∂c_i
+        d_sum = torch.zeros_like(Uh)  # Σ_i ∂L/∂e_ij (1 - t_ij²) = ∂L/∂(U_a h_j) / v_a
+        dv_a = torch.zeros_like(v_a)
+        ds = torch.zeros_like(S[0])  # ∂L/∂s_i through the steps after i
+        for i in reversed(range(Ty)):
+            s, r, z, s_tilde, alpha = S[i], R[i], Z[i], St[i], A[i]
+            ds_new = ds.masked_fill(~mask[i], 0)  # past the sentence end s_i = s_{i-1}
+            d_cand = torch.ops.aten.tanh_backward(ds_new * z, s_tilde)
+            d_z = torch.ops.aten.sigmoid_backward(ds_new * (s_tilde - s), z)
+            d_rs = torch.matmul(d_cand.to(cd), U.mT)
+            d_r = torch.ops.aten.sigmoid_backward(d_rs * s, r)
+            torch.cat([d_cand, d_z, d_r], -1, out=d_pre[i])
+            d_c[i] = torch.matmul(d_pre[i].to(cd), C_in.mT) + dC[i]
+            d_alpha = torch.bmm(h, d_c[i].to(cd).unsqueeze(-1)).squeeze(-1) + dA[i]  # [B, Tx]
+            d_e = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdim=True))  # softmax'
+            d_q, d_v = _energies_backward(Uh, Q[i], v_a, d_e, d_sum)  # d_q: ∂L/∂(W_a s_{i-1})
+            dv_a += d_v
+            torch.cat([d_r, d_z, d_q], -1, out=d_g[i])
+            ds = (ds.masked_fill(mask[i], 0) + ds_new * (1 - z) + d_rs * r
+                  + torch.matmul(d_g[i].to(cd), W_s.mT) + dS[i])  # fmt: skip
+        # the weight gradients: one matmul over all steps and sentences each, [k, N] @ [N, k']
+        rows = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
+        dW_s = transposed(rows(S), cd) @ rows(d_g).to(cd)
+        dC_in = transposed(rows(C), cd) @ rows(d_pre).to(cd)
+        dU = transposed(rows(RS), cd) @ rows(d_pre[..., :n]).to(cd)
+        dh = torch.bmm(A.permute(1, 2, 0).to(cd), d_c.transpose(0, 1).to(cd))  # c_i = Σ_j α_ij h_j
+        return d_pre, ds, None, dh, d_sum * v_a, None, dW_s, dC_in, dU, dv_a

@@ -107,10 +107,10 @@ class RNNsearch(EncoderDecoder):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
-        n = cfg.n
+        n, n_dec = cfg.n, cfg.n_dec or cfg.n
         self.encoder = Encoder(cfg.src_vocab, cfg.m, n, True, cfg.embedding_bias, cfg.gate_bias)
         self.decoder = Decoder(
-            cfg.trg_vocab, cfg.m, n, 2 * n, cfg.l, cfg.n_align, cfg.output_rank, n,
+            cfg.trg_vocab, cfg.m, n_dec, 2 * n, cfg.l, cfg.n_align, cfg.output_rank, n,
             cfg.embedding_bias, cfg.gate_bias,
         )  # fmt: skip
 
@@ -130,10 +130,10 @@ class RNNencdec(EncoderDecoder):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
-        n = cfg.n
+        n, n_dec = cfg.n, cfg.n_dec or cfg.n
         self.encoder = Encoder(cfg.src_vocab, cfg.m, n, False, cfg.embedding_bias, cfg.gate_bias)
         self.decoder = Decoder(
-            cfg.trg_vocab, cfg.m, n, n, cfg.l, None, cfg.output_rank, n,
+            cfg.trg_vocab, cfg.m, n_dec, n, cfg.l, None, cfg.output_rank, n,
             cfg.embedding_bias, cfg.gate_bias,
         )  # fmt: skip
 
@@ -153,27 +153,41 @@ ALIGNMENT = ("W_a", "U_a")  # N(0, 0.001²)
 
 
 @torch.no_grad()
-def init_parameters(model: nn.Module) -> None:
-    """App. B.1 / PAPER.md §3: orthogonal ``U, U_z, U_r`` (each matrix), N(0, 0.001²) for ``W_a``,
-    ``U_a``, zeros for ``v_a`` and every bias (``b*``), N(0, 0.01²) for everything else."""
+def init_parameters(model: nn.Module, scheme: str = "paper") -> None:
+    """App. B.1 / PAPER.md §3 (``scheme="paper"``): orthogonal ``U, U_z, U_r`` (each matrix),
+    N(0, 0.001²) for ``W_a``, ``U_a``, zeros for ``v_a`` and every bias (``b*``), N(0, 0.01²) for
+    everything else.
+
+    ``scheme="fanin"`` (a named deviation for small models, ``model.init``): recurrent matrices and
+    biases as the paper, embeddings N(0, 1), ``v_a`` N(0, 1/n'), every other matrix
+    N(0, 1/fan_in). At small sizes the paper's N(0, 0.01²) shrinks the source signal to ~1e-5 by
+    the output, and ``v_a = 0`` gives ``W_a``, ``U_a`` exactly zero gradient at first: attention
+    stays uniform for thousands of updates (book: deviations page)."""
     for name, p in model.named_parameters():
         if p.is_meta:
             continue
         leaf = name.rsplit(".", 1)[-1]
         if leaf in RECURRENT:
             nn.init.orthogonal_(p)
-        elif leaf in ALIGNMENT:
-            nn.init.normal_(p, 0.0, 0.001)
-        elif leaf == "v_a" or leaf.startswith("b"):
+        elif leaf.startswith("b"):
             nn.init.zeros_(p)
-        else:
-            nn.init.normal_(p, 0.0, 0.01)
+        elif scheme == "paper":
+            if leaf in ALIGNMENT:
+                nn.init.normal_(p, 0.0, 0.001)
+            elif leaf == "v_a":
+                nn.init.zeros_(p)
+            else:
+                nn.init.normal_(p, 0.0, 0.01)
+        elif leaf in ("E", "E_bar"):
+            nn.init.normal_(p, 0.0, 1.0)
+        else:  # fan-in scaling; v_a: [n'] -> 1/n'
+            nn.init.normal_(p, 0.0, p.shape[-1] ** -0.5)
 
 
 def build_model(cfg: ModelConfig) -> EncoderDecoder:
     """RNNsearch or RNNencdec (``cfg.arch``), initialised per App. B.1, on the default device."""
     model = (RNNsearch if cfg.arch == "RNNsearch" else RNNencdec)(cfg)
-    init_parameters(model)
+    init_parameters(model, cfg.init)
     return model
 
 

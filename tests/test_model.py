@@ -237,3 +237,23 @@ def test_initialisation_statistics(arch):
             assert abs(p.std().item() / std - 1) < 0.05, name
             assert abs(p.mean().item()) < 5 * std / math.sqrt(p.numel()), name
     assert n_orthogonal == (9 if arch == "RNNsearch" else 6)
+
+
+def test_fanin_init_scales_by_fan_in_and_keeps_recurrent_orthogonal():
+    from nmt_lib.config import ModelConfig
+
+    cfg = ModelConfig(src_vocab=400, trg_vocab=400, m=64, n=96, n_align=80, l=48, init="fanin")
+    model = build_model(cfg)
+    params = dict(model.named_parameters())
+    for name, p in params.items():
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf.startswith("b"):
+            assert torch.count_nonzero(p) == 0, name
+        elif leaf in ("U", "U_z", "U_r"):
+            torch.testing.assert_close(p.T @ p, torch.eye(p.shape[1]), atol=1e-5, rtol=0)
+        elif leaf in ("E", "E_bar"):
+            assert abs(p.std().item() - 1.0) < 0.05, name
+        else:
+            want = p.shape[-1] ** -0.5
+            assert abs(p.std().item() / want - 1) < 0.15, (name, p.std().item(), want)
+    assert torch.count_nonzero(params["decoder.attention.v_a"]) > 0

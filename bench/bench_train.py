@@ -1,0 +1,202 @@
+"""Training throughput of nmt_lib against a straightforward PyTorch RNNsearch, in the same process.
+
+    python bench/bench_train.py                                   # bench-small, both archs, fp32+bf16
+    python bench/bench_train.py --shape paper --steps 2 --reps 1  # App. A.2.3 sizes (slow on 2 cores)
+    python bench/bench_train.py --memory                          # peak RSS, one fresh process each
+    python bench/bench_train.py --sweep                           # time per target token vs length
+
+A training step is ``nmt_lib.train.Trainer.step``'s: forward, summed NLL, backward, clip, Adadelta.
+Throughput = real target tokens (EOS included, padding excluded) / wall time. ``nmt_lib`` and
+``bench/naive.py`` (same parameters, same batches; checked to compute the same log-probabilities) run
+alternately, batch by batch; the speed-up is the median over batches of naive time / nmt_lib time.
+The FLOP efficiency is the model FLOPs of the real tokens (``common.forward_macs``, training = 3 ×
+forward) per second over the machine's GEMM peak (a 2048^3 ``torch.matmul`` in the step's precision)
+measured right after each step, so that both see the same load on a shared machine.
+Not a test: nothing is asserted about speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+from common import (
+    SHAPES,
+    Trainee,
+    batch_train_flops,
+    child_peak_rss,
+    gemm_peak,
+    machine_info,
+    median,
+    model_config,
+    pair,
+    peak_rss_mb,
+    setup_threads,
+    synthetic_batches,
+    timed,
+)
+
+from nmt_lib.model import build_model
+
+
+def throughput(shape, arch, precision, steps, reps, with_naive=True) -> dict:
+    cfg = model_config(shape, arch)
+    sh = SHAPES[shape]
+    ours, naive = pair(cfg, precision)
+    batches = synthetic_batches(cfg, sh["batch"], sh["lengths"], steps, seed=1)
+    runners = [ours, naive] if with_naive else [ours]
+    for r in runners:  # warm-up (first-call allocations, oneDNN kernel selection)
+        r.step(batches[0])
+    wall = {r.name: [] for r in runners}
+    cpu = {r.name: [] for r in runners}
+    tokens, flops, peak = [], [], []
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    for rep in range(reps):
+        for k, b in enumerate(batches):
+            order = runners if (k + rep) % 2 == 0 else runners[::-1]  # cancel drift
+            for r in order:
+                _, w, c = timed(r.step, b)
+                wall[r.name].append(w)
+                cpu[r.name].append(c)
+            tokens.append(int(b[3].sum()))
+            flops.append(batch_train_flops(cfg, b))
+            peak.append(gemm_peak(dtype, reps=2))  # the machine's GEMM peak right now
+    out = {"shape": shape, "arch": arch, "precision": precision, "steps": len(tokens),
+           "tokens_per_step": sum(tokens) / len(tokens)}  # fmt: skip
+    out["gemm_peak_median"], out["gemm_peak_max"] = median(peak), max(peak)
+    for name in wall:
+        out[f"{name}_tok_s"] = sum(tokens) / sum(wall[name])
+        out[f"{name}_tok_s_median"] = median(
+            [t / w for t, w in zip(tokens, wall[name], strict=True)]
+        )
+        out[f"{name}_tok_s_cpu"] = sum(tokens) / sum(cpu[name])  # per CPU-second of the process
+        out[f"{name}_s_per_step"] = median(wall[name])
+        # model FLOP/s of each step over the GEMM peak measured right after it; and over the best peak
+        out[f"{name}_flop_frac"] = median(
+            [f / w / p for f, w, p in zip(flops, wall[name], peak, strict=True)]
+        )
+        out[f"{name}_flop_frac_of_max_peak"] = sum(flops) / sum(wall[name]) / max(peak)
+    if with_naive:
+        out["speedup"] = median(
+            [n / o for n, o in zip(wall["naive"], wall["nmt_lib"], strict=True)]
+        )
+        out["speedup_cpu"] = median(
+            [n / o for n, o in zip(cpu["naive"], cpu["nmt_lib"], strict=True)]
+        )
+    out["model_gflop_per_trg_token"] = sum(flops) / sum(tokens) / 1e9
+    return out
+
+
+def memory_child(impl, shape, arch, precision):
+    """Runs in a fresh process: peak RSS of building the model and two training steps."""
+    cfg = model_config(shape, arch)
+    sh = SHAPES[shape]
+    r = Trainee(impl, cfg, build_model(cfg), impl == "naive", precision)
+    batches = synthetic_batches(cfg, sh["batch"], sh["lengths"], 2, seed=1)
+    base = peak_rss_mb()
+    for b in batches:
+        r.step(b)
+    print("RSS " + json.dumps({"impl": impl, "built_mb": base, "peak_mb": peak_rss_mb()}))
+
+
+def sweep(shape, precision, lengths, steps, with_naive) -> list[dict]:
+    """Seconds per target token when every sentence (both sides) has ``L`` words."""
+    cfg = model_config(shape, "RNNsearch")
+    ours, naive = pair(cfg, precision)
+    rows = []
+    for L in lengths:
+        batches = synthetic_batches(cfg, SHAPES[shape]["batch"], (L, L), steps, seed=L)
+        row = {"L": L}
+        for r in [ours, naive] if with_naive else [ours]:
+            r.step(batches[0])
+            t = sum(timed(r.step, b)[1] for b in batches)
+            row[f"{r.name}_ms_per_tok"] = 1e3 * t / sum(int(b[3].sum()) for b in batches)
+        rows.append(row)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="small")
+    ap.add_argument("--arch", nargs="+", default=["RNNsearch", "RNNencdec"])
+    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"])
+    ap.add_argument("--steps", type=int, default=6, help="distinct batches")
+    ap.add_argument("--reps", type=int, default=2, help="passes over the batches")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-naive", action="store_true", help="time nmt_lib only")
+    ap.add_argument("--memory", action="store_true", help="peak RSS of each implementation")
+    ap.add_argument("--sweep", action="store_true", help="time per target token vs length")
+    ap.add_argument("--sweep-lengths", type=int, nargs="+", default=[10, 20, 40, 80])
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--child", nargs=4, metavar=("IMPL", "SHAPE", "ARCH", "PRECISION"),
+                    help=argparse.SUPPRESS)  # fmt: skip
+    args = ap.parse_args()
+    setup_threads(args.threads)
+    if args.child:
+        return memory_child(*args.child)
+
+    info = machine_info()
+    print("machine:", json.dumps(info))
+    results = {"machine": info}
+    if args.memory:
+        rows = []
+        for arch in args.arch:
+            for prec in args.precision:
+                for impl in ("nmt_lib", "naive"):
+                    child = [__file__, "--threads", str(args.threads), "--child", impl,
+                             args.shape, arch, prec]  # fmt: skip
+                    rows.append({"arch": arch, "precision": prec, **child_peak_rss(child)})
+                    print(json.dumps(rows[-1]))
+        results["memory"] = rows
+        print(
+            "\n| arch | precision | impl | RSS after build MB | peak RSS MB |\n|---|---|---|---|---|"
+        )
+        for r in rows:
+            print(f"| {r['arch']} | {r['precision']} | {r['impl']} | {r['built_mb']:.0f} | "
+                  f"{r['peak_mb']:.0f} |")  # fmt: skip
+    elif args.sweep:
+        for prec in args.precision:
+            rows = sweep(args.shape, prec, args.sweep_lengths, args.steps, not args.no_naive)
+            results[f"sweep_{prec}"] = rows
+            print(
+                f"\n{prec}: ms per target token, RNNsearch {args.shape}, batch "
+                f"{SHAPES[args.shape]['batch']}, every sentence L words (+EOS) on both sides"
+            )
+            print("| L | nmt_lib | naive | naive / nmt_lib |\n|---|---|---|---|")
+            for r in rows:
+                nv = r.get("naive_ms_per_tok", float("nan"))
+                print(f"| {r['L']} | {r['nmt_lib_ms_per_tok']:.3f} | {nv:.3f} | "
+                      f"{nv / r['nmt_lib_ms_per_tok']:.2f} |")  # fmt: skip
+    else:
+        rows = []
+        for arch in args.arch:
+            for prec in args.precision:
+                rows.append(throughput(args.shape, arch, prec, args.steps, args.reps,
+                                       not args.no_naive))  # fmt: skip
+                print(json.dumps(rows[-1]))
+        results["throughput"] = rows
+        nan = float("nan")
+        print(f"\nshape {args.shape}, {args.threads} thread(s). tok/s: real target tokens (EOS "
+              "incl.) per wall second, total and median over steps; speed-up: median over batches "
+              "of naive / nmt_lib step time; % peak: model FLOP/s of a step over the GEMM peak "
+              "measured right after it (median), and over the best peak of the run")  # fmt: skip
+        print("| arch | precision | nmt_lib tok/s (median) | naive tok/s (median) | speed-up | "
+              "nmt_lib % peak (of best) | naive % peak (of best) | GEMM peak GFLOP/s median / best "
+              "| model GFLOP / target token |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+        for r in rows:
+            print(f"| {r['arch']} | {r['precision']} | {r['nmt_lib_tok_s']:.0f} "
+                  f"({r['nmt_lib_tok_s_median']:.0f}) | {r.get('naive_tok_s', nan):.0f} "
+                  f"({r.get('naive_tok_s_median', nan):.0f}) | {r.get('speedup', nan):.2f} | "
+                  f"{100 * r['nmt_lib_flop_frac']:.1f} ({100 * r['nmt_lib_flop_frac_of_max_peak']:.1f}) | "
+                  f"{100 * r.get('naive_flop_frac', nan):.1f} "
+                  f"({100 * r.get('naive_flop_frac_of_max_peak', nan):.1f}) | "
+                  f"{r['gemm_peak_median'] / 1e9:.0f} / {r['gemm_peak_max'] / 1e9:.0f} | "
+                  f"{r['model_gflop_per_trg_token']:.3f} |")  # fmt: skip
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""What the benchmarks share: shapes, synthetic batches, the training step, clocks, GEMM peak, FLOPs.
+
+Not a test and not part of ``nmt_lib``. Timings on a shared machine are noisy: every script measures
+``nmt_lib`` and the straightforward reference (``bench/naive.py``) alternately in the same process and
+reports ratios of medians over the same batches.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/naive.py
+
+from naive import check_same_function, naive_logp  # noqa: E402
+
+from nmt_lib.config import ModelConfig  # noqa: E402
+from nmt_lib.model import build_model  # noqa: E402
+from nmt_lib.train import clip_gradients  # noqa: E402
+
+#: The peers' "bench-small" (../shared/peers/README.md): embeddings 256, encoder GRU 256 per direction,
+#: decoder 512, alignment 512, maxout 256 (2l = 512), 10,000 words + 3 specials on each side; the
+#: paper's full W_o (output_rank=None). Batch 64, 15-30 words (+ EOS) uniform on both sides.
+#: "paper": App. A.2.3 sizes with GroundHog's rank-620 W_o (ModelConfig defaults), batch 80,
+#: 10-50 words uniform.
+SHAPES = {
+    "small": dict(
+        cfg=dict(
+            src_vocab=10003,
+            trg_vocab=10003,
+            m=256,
+            n=256,
+            n_dec=512,
+            n_align=512,
+            l=256,
+            output_rank=None,
+        ),
+        batch=64,
+        lengths=(15, 30),
+    ),  # fmt: skip
+    "paper": dict(cfg=dict(), batch=80, lengths=(10, 50)),
+}
+
+
+def model_config(shape: str, arch: str) -> ModelConfig:
+    return ModelConfig(arch=arch, **SHAPES[shape]["cfg"])
+
+
+def setup_threads(threads: int) -> None:
+    torch.set_num_threads(threads)
+    torch.manual_seed(1234)
+
+
+def machine_info() -> dict:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "cpu": cpu, "nproc": os.cpu_count(), "amx_bf16": "amx_bf16" in flags,
+        "threads": torch.get_num_threads(), "python": platform.python_version(),
+        "torch": torch.__version__, "loadavg_1min": load[0] if load else None,
+        "THP_MEM_ALLOC_ENABLE": os.environ.get("THP_MEM_ALLOC_ENABLE"),
+    }  # fmt: skip
+
+
+def synthetic_batches(cfg: ModelConfig, batch: int, lengths: tuple[int, int], count: int, seed=0):
+    """``count`` batches ``(x, x_mask, y, y_mask)``: words uniform in the vocabulary, lengths uniform
+    in ``lengths`` (words) independently on both sides, EOS appended, right-padded with 0."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(count):
+        sides = []
+        for K in (cfg.src_vocab, cfg.trg_vocab):
+            L = torch.randint(lengths[0], lengths[1] + 1, (batch,), generator=g) + 1  # + EOS
+            T = int(L.max())
+            mask = torch.arange(T)[None] < L[:, None]
+            ids = torch.randint(3, K, (batch, T), generator=g)
+            ids[torch.arange(batch), L - 1] = 2  # EOS
+            sides += [ids.masked_fill(~mask, 0), mask]
+        out.append(tuple(sides))
+    return out
+
+
+def autocast(precision: str):
+    return torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+
+
+class Trainee:
+    """One implementation being trained: a model (or a naive parameter dict) and its Adadelta.
+
+    ``step(batch)`` is the full training step of ``nmt_lib.train.Trainer.step``: forward, the summed
+    NLL, backward, global-norm clip to 1 (GroundHog), Adadelta (rho 0.95, eps 1e-6, lr 1).
+    """
+
+    def __init__(self, name: str, cfg: ModelConfig, model, naive: bool, precision: str):
+        self.name, self.cfg, self.naive, self.precision = name, cfg, naive, precision
+        self.model = model
+        self.P = dict(model.named_parameters()) if naive else None
+        self.params = list(model.parameters())
+        self.opt = torch.optim.Adadelta(self.params, lr=1.0, rho=0.95, eps=1e-6)
+
+    def logp(self, x, x_mask, y, y_mask):
+        if self.naive:
+            return naive_logp(self.P, self.cfg, x, x_mask, y, y_mask)
+        return self.model(x, x_mask, y, y_mask)[0]
+
+    def step(self, batch) -> float:
+        self.opt.zero_grad(set_to_none=True)
+        with autocast(self.precision):
+            logp = self.logp(*batch)
+        loss = -logp.float().sum()
+        loss.backward()
+        _, action = clip_gradients(self.params, 1.0, "shrink")
+        if action != "skip":
+            self.opt.step()
+        return float(loss.detach())
+
+
+def pair(cfg: ModelConfig, precision: str) -> tuple[Trainee, Trainee]:
+    """``nmt_lib`` and the naive reference with identical initial parameters; checks that they compute
+    the same log-probabilities on a small batch (float32)."""
+    model = build_model(cfg)
+    naive_model = copy.deepcopy(model)
+    b = synthetic_batches(cfg, 4, (3, 8), 1, seed=99)[0]
+    check_same_function(model, dict(naive_model.named_parameters()), cfg, *b)
+    return (Trainee("nmt_lib", cfg, model, False, precision),
+            Trainee("naive", cfg, naive_model, True, precision))  # fmt: skip
+
+
+def timed(fn, *args):
+    """``(result, wall seconds, process CPU seconds)``."""
+    w, c = time.perf_counter(), time.process_time()
+    r = fn(*args)
+    return r, time.perf_counter() - w, time.process_time() - c
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def gemm_peak(dtype: torch.dtype, size: int = 2048, reps: int = 5) -> float:
+    """The machine's GEMM peak in FLOP/s: the best of ``reps`` ``[size]^3`` ``torch.matmul`` (bf16:
+    AMX where present), with this process's thread count."""
+    a = torch.randn(size, size).to(dtype)
+    b = torch.randn(size, size).to(dtype)
+    out = torch.empty(size, size, dtype=dtype)
+    torch.matmul(a, b, out=out)
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        torch.matmul(a, b, out=out)
+        best = min(best, time.perf_counter() - t)
+    return 2 * size**3 / best
+
+
+def forward_macs(cfg: ModelConfig, src_len, trg_len) -> float:
+    """Multiply-adds of the matrix products of one forward pass over one sentence pair, from the
+    sizes (App. A.2): ``src_len``, ``trg_len`` real tokens (EOS included).
+
+    Encoder, per source token and direction: ``m·3n`` (W, W_z, W_r) + ``n·2n`` (U_r, U_z) + ``n·n`` (U);
+    RNNsearch also ``2n·n'`` (U_a h_j). Decoder, per target token: ``m·3n_d`` + ``ctx·3n_d`` (C, C_z,
+    C_r; once per sentence for RNNencdec) + ``n_d·2n_d`` + ``n_d·n_d``; RNNsearch adds ``n_d·n'`` (W_a s)
+    and, per source token, ``n'`` (v_a) + ``ctx`` (Σ α h); deep output ``(n_d + m + ctx)·2l``; output
+    ``l·K`` (or ``l·r + r·K`` with GroundHog's rank r). Elementwise work (tanh, softmax) is not
+    counted; the embedding lookups are not matmuls. Training = 3 × forward (backward = 2 × forward).
+    """
+    m, n, nd, na, l, K = cfg.m, cfg.n, cfg.n_dec or cfg.n, cfg.n_align, cfg.l, cfg.trg_vocab
+    search = cfg.arch == "RNNsearch"
+    ctx = 2 * n if search else n
+    D = 2 if search else 1
+    enc = D * (m * 3 * n + n * 2 * n + n * n) + (2 * n * na if search else 0)
+    dec = m * 3 * nd + nd * 2 * nd + nd * nd + (nd + m + ctx) * 2 * l
+    dec += l * K if cfg.output_rank is None else l * cfg.output_rank + cfg.output_rank * K
+    if search:
+        dec += ctx * 3 * nd + nd * na + src_len * (na + ctx)
+    total = src_len * enc + trg_len * dec + nd * n  # + W_s for s_0
+    if not search:
+        total += ctx * 3 * nd  # C c once
+    return float(total)
+
+
+def batch_train_flops(cfg: ModelConfig, batch) -> float:
+    """Model FLOPs of one training step on ``batch`` (real tokens only): 3 × 2 × forward MACs."""
+    _, x_mask, _, y_mask = batch
+    src, trg = x_mask.sum(1).tolist(), y_mask.sum(1).tolist()
+    return 6 * sum(forward_macs(cfg, a, b) for a, b in zip(src, trg, strict=True))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_peak_rss(args: list[str]) -> dict:
+    """Run ``python args`` (a fresh process) and parse its last ``RSS {json}`` line."""
+    import json
+
+    out = subprocess.run([sys.executable, *args], capture_output=True, text=True, check=True)
+    lines = [x for x in out.stdout.splitlines() if x.startswith("RSS ")]
+    return json.loads(lines[-1][4:])
+
+
+def replace_cfg(cfg: ModelConfig, **kw) -> ModelConfig:
+    return dataclasses.replace(cfg, **kw)
