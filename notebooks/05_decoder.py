@@ -107,6 +107,10 @@ torch.set_default_dtype(torch.float64)
 # step in beam search, all steps at once in training):
 #
 # ```{literalinclude} ../../nmt_lib/decoder.py
+# :pyobject: Decoder.deep_output
+# ```
+#
+# ```{literalinclude} ../../nmt_lib/decoder.py
 # :pyobject: Decoder.logits
 # ```
 #
