@@ -60,7 +60,7 @@ def main() -> None:
         t = time.perf_counter()
         prep = prepare(cfg, workers=args.workers)
         build = time.perf_counter() - t
-        it = TrainIterator(prep.train, cfg.batch_size, cfg.sort_k_batches, cfg.seed)
+        it = TrainIterator.from_config(prep.train, cfg)
         t = time.perf_counter()
         for _ in range(args.batches):
             next(it)

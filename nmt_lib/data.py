@@ -149,7 +149,7 @@ class TrainIterator:
         batch_size: int,
         sort_k_batches: int,
         seed: int,
-        reshuffle: bool = True,
+        reshuffle: bool = False,
     ):
         if len(train) == 0:
             raise ValueError("empty training set")
@@ -160,6 +160,12 @@ class TrainIterator:
         self._epoch, self._batch = 0, 0  # position: next batch to emit
         self._perm_epoch, self._perm = None, None
         self._group_id, self._group = None, None
+
+    @classmethod
+    def from_config(cls, train: TrainSet, cfg) -> TrainIterator:
+        """The iterator a :class:`~nmt_lib.config.DataConfig` describes (batch size, sort groups,
+        seed, reshuffle)."""
+        return cls(train, cfg.batch_size, cfg.sort_k_batches, cfg.seed, reshuffle=cfg.reshuffle)
 
     @property
     def epoch(self) -> float:

@@ -403,8 +403,7 @@ def train_run(
 
     torch.manual_seed(t.seed)  # the initialisation (App. B.1), identical on every rank
     model = build_model(cfg.model).to(device)
-    iterator = data.TrainIterator(prep.train, cfg.data.batch_size, cfg.data.sort_k_batches,
-                                  cfg.data.seed, reshuffle=cfg.data.reshuffle)  # fmt: skip
+    iterator = data.TrainIterator.from_config(prep.train, cfg.data)
     trainer = Trainer(cfg, model, iterator, device, rank, world)
     last = ckpt_dir / LAST
     resumed_from = None

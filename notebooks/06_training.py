@@ -175,7 +175,7 @@ def demo(reduction: str, updates: int = 80) -> dict:
     params = list(model.parameters())
     opt = torch.optim.Adadelta(params, lr=t.lr, rho=t.rho, eps=t.eps)
     d = smoke.data
-    batches = TrainIterator(prep.train, d.batch_size, d.sort_k_batches, seed=d.seed)
+    batches = TrainIterator.from_config(prep.train, d)
     log = {"nll": [], "clipped": [], "step": []}
     for _ in range(updates):
         b = next(batches)

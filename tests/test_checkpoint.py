@@ -48,7 +48,7 @@ def toy(tmp_path_factory):
 def new_trainer(cfg, prep, seed):
     """A fresh process's objects: new model (any init), optimizer and iterator."""
     torch.manual_seed(seed)
-    it = data.TrainIterator(prep.train, cfg.data.batch_size, cfg.data.sort_k_batches, cfg.data.seed)
+    it = data.TrainIterator.from_config(prep.train, cfg.data)
     return Trainer(cfg, build_model(cfg.model), it)
 
 

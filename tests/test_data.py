@@ -173,23 +173,23 @@ def _same(a: Batch, b: Batch):
 
 def test_iterator_resumes_exactly_and_reshuffles_per_epoch(toy):
     train = toy[2].train
-    it = TrainIterator(train, 16, 4, seed=3)
+    it = TrainIterator(train, 16, 4, seed=3, reshuffle=True)
     _take(it, it.updates_per_epoch - 3)
     state = json.loads(json.dumps(it.state_dict()))  # survives a checkpoint file
     ahead = _take(it, 8)  # crosses into epoch 1
-    resumed = TrainIterator(train, 16, 4, seed=3)
+    resumed = TrainIterator(train, 16, 4, seed=3, reshuffle=True)
     resumed.load_state_dict(state)
     assert resumed.epoch == pytest.approx((it.updates_per_epoch - 3) / it.updates_per_epoch)
     assert all(_same(a, b) for a, b in zip(ahead, _take(resumed, 8), strict=True))
-    e0 = _take(TrainIterator(train, 16, 4, seed=3), 3)
-    again = TrainIterator(train, 16, 4, seed=3)
+    e0 = _take(TrainIterator(train, 16, 4, seed=3, reshuffle=True), 3)
+    again = TrainIterator(train, 16, 4, seed=3, reshuffle=True)
     again.load_state_dict({**state, "epoch": 1, "batch": 0})
     assert not all(_same(a, b) for a, b in zip(e0, _take(again, 3), strict=True))
     fixed = TrainIterator(train, 16, 4, seed=3, reshuffle=False)
     fixed.load_state_dict({**fixed.state_dict(), "epoch": 1, "batch": 0})
     assert all(_same(a, b) for a, b in zip(e0, _take(fixed, 3), strict=True))
     with pytest.raises(ValueError, match="batch_size"):
-        TrainIterator(train, 8, 4, seed=3).load_state_dict(state)
+        TrainIterator(train, 8, 4, seed=3, reshuffle=True).load_state_dict(state)
 
 
 def test_eval_batches_keep_input_order(toy):

@@ -37,7 +37,7 @@ def toy_config(root: Path):
 
 def new_trainer(cfg, prep, rank=0, world=1):
     torch.manual_seed(cfg.train.seed)
-    it = data.TrainIterator(prep.train, cfg.data.batch_size, cfg.data.sort_k_batches, cfg.data.seed)
+    it = data.TrainIterator.from_config(prep.train, cfg.data)
     return Trainer(cfg, build_model(cfg.model), it, "cpu", rank, world)
 
 
@@ -82,7 +82,7 @@ def test_two_processes_agree_and_sum_gradients(tmp_path):
 
     # one process, each update on the two minibatches together, gives the same parameters
     ref = new_trainer(cfg, prep)
-    it = data.TrainIterator(prep.train, cfg.data.batch_size, cfg.data.sort_k_batches, cfg.data.seed)
+    it = data.TrainIterator.from_config(prep.train, cfg.data)
 
     def merged():
         while True:

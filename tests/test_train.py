@@ -38,7 +38,7 @@ def with_train(cfg, **kw):
 
 def trainer(cfg, prep, seed=None):
     torch.manual_seed(cfg.train.seed if seed is None else seed)
-    it = data.TrainIterator(prep.train, cfg.data.batch_size, cfg.data.sort_k_batches, cfg.data.seed)
+    it = data.TrainIterator.from_config(prep.train, cfg.data)
     return Trainer(cfg, build_model(cfg.model), it)
 
 
