@@ -128,29 +128,55 @@ def run_dir(out: Path, name: str) -> Path:
     return out / "runs" / run_dir_name(name)
 
 
-def replicate_profile(profile: str, results_dir=None, data_dir=None) -> dict:
-    """Train (resumably), decode and evaluate every model of ``profile`` into
-    ``<results>/runs/<model>/`` and write ``manifest.json``; returns the wall times."""
+def train_and_evaluate(profile: str, results_dir, data_dir, name: str) -> tuple[str, dict]:
+    """Train (resumably), decode and evaluate one model of ``profile`` into
+    ``<results>/runs/<model>/``; returns ``(name, wall times)``."""
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import FIG3_SOURCES, evaluate_run
     from nmt_lib.train import train_run
 
+    run, out = load(profile, data_dir).runs[name], results_path(profile, results_dir)
+    prep = prepare(run.data)
+    sources = (*FIG3_SOURCES, *figure_sentences(prep.test))
+    t0 = time.time()
+    summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
+    t1 = time.time()
+    result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
+    print(
+        f"[replicate] {name}: {summary['updates']} updates ({summary['stopped_by']}) in "
+        f"{t1 - t0:.0f} s, test BLEU {result['all']['tok']['score']:.2f}",
+        flush=True,
+    )
+    return name, {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
+
+
+def replicate_profile(profile: str, results_dir=None, data_dir=None, jobs: int | None = None):
+    """Train, decode and evaluate every model of ``profile`` (:func:`train_and_evaluate`) and
+    write ``manifest.json``; returns the wall times.
+
+    ``jobs`` models run at a time, each in its own process (default: ``NMT_JOBS``, else 1), the
+    largest time budget first. Each model keeps its own ``train.threads``, so on a 2-core machine
+    ``jobs=2`` with ``threads=1`` trains two models side by side, each on one core."""
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+    from multiprocessing import get_context
+
+    from nmt_lib.data import prepare
+
     prof, out = load(profile, data_dir), results_path(profile, results_dir)
-    walls = {}
-    for name, run in prof.runs.items():
-        prep = prepare(run.data)
-        sources = (*FIG3_SOURCES, *figure_sentences(prep.test))
-        t0 = time.time()
-        summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
-        t1 = time.time()
-        result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
-        walls[name] = {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
-        print(
-            f"[replicate] {name}: {summary['updates']} updates ({summary['stopped_by']}) in "
-            f"{t1 - t0:.0f} s, test BLEU {result['all']['tok']['score']:.2f}",
-            flush=True,
-        )
-    write_manifest(out, prof, walls)
+    git = _git()  # the code that trains, not what the tree holds when the last model is done
+    jobs = jobs or int(os.environ.get("NMT_JOBS") or 1)
+    one = partial(train_and_evaluate, profile, results_dir, data_dir)
+    if jobs <= 1:
+        done = dict(map(one, prof.runs))
+    else:
+        for run in {r.data: r for r in prof.runs.values()}.values():
+            prepare(run.data)  # once, here, not in two workers at a time
+        order = sorted(prof.runs, key=lambda n: -(prof.runs[n].train.max_hours or 0))
+        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+            done = dict(pool.map(one, order))
+    walls = {name: done[name] for name in prof.runs}
+    write_manifest(out, prof, walls, git)
     return walls
 
 
@@ -184,8 +210,9 @@ def _data_files(prof) -> dict:
     return dict(sorted(files.items()))
 
 
-def write_manifest(out: Path, prof, walls: dict) -> dict:
-    """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results)."""
+def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dict:
+    """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results); ``git``:
+    the commit the runs started from (default: now)."""
     import datetime
     import platform
     from importlib.metadata import version
@@ -206,7 +233,7 @@ def write_manifest(out: Path, prof, walls: dict) -> dict:
         "profile": prof.name,
         "description": prof.description,
         "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git": _git(),
+        "git": git or _git(),
         "runs": list(prof.runs),
         "configs": {name: to_dict(run) for name, run in prof.runs.items()},
         "data_sha256": _data_files(prof),
@@ -503,7 +530,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--out-dir", default=str(OUT_DIR), help="executed notebooks (default: book/_nb)"
     )
+    ap.add_argument(
+        "--jobs", type=int, help="with --train: models trained at a time (default: NMT_JOBS or 1)"
+    )
     a = ap.parse_args(argv)
+    if a.jobs:
+        os.environ["NMT_JOBS"] = str(a.jobs)  # the notebook kernels inherit it
     try:
         run_all(a.profile, a.train, a.results_dir, a.data_dir, a.only, a.out_dir)
     except NotebookError as e:
