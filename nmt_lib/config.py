@@ -77,8 +77,8 @@ class ModelConfig:
 class DataConfig:
     """Where the WMT'14 files are and how they become minibatches (§4.1, App. B.2, GroundHog)."""
 
-    data_dir: str | None = None  # the WMT'14 layout; NMT_DATA overrides; None = ./data/wmt14
-    cache_dir: str | None = None  # tokenized/numericalized caches; NMT_CACHE overrides
+    data_dir: str | None = None  # the WMT'14 layout; None: NMT_DATA, else ./data/wmt14
+    cache_dir: str | None = None  # tokenized/numericalized caches; None: NMT_CACHE, else ./.cache
     train: tuple[str, ...] = ("europarl-v7.fr-en",)  # corpus names under train/
     dev: tuple[str, ...] = ("newstest2012", "newstest2013")
     test: str = "newstest2014"
@@ -98,12 +98,13 @@ class DataConfig:
             raise ConfigError("data.max_len, data.batch_size and data.sort_k_batches must be > 0")
 
     def resolved_data_dir(self) -> Path:
-        """``NMT_DATA`` if set, else ``data_dir``, else ``./data/wmt14``."""
-        return Path(os.environ.get("NMT_DATA") or self.data_dir or "data/wmt14").expanduser()
+        """``data_dir`` if set, else ``NMT_DATA``, else ``./data/wmt14``: a setting (a profile, a
+        ``--data-dir``, the smoke profile's toy corpus) beats the environment."""
+        return Path(self.data_dir or os.environ.get("NMT_DATA") or "data/wmt14").expanduser()
 
     def resolved_cache_dir(self) -> Path:
-        """``NMT_CACHE`` if set, else ``cache_dir``, else ``./.cache``."""
-        return Path(os.environ.get("NMT_CACHE") or self.cache_dir or ".cache").expanduser()
+        """``cache_dir`` if set, else ``NMT_CACHE``, else ``./.cache``."""
+        return Path(self.cache_dir or os.environ.get("NMT_CACHE") or ".cache").expanduser()
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Config files: every profile loads, unknown keys and wrong types are errors that name the place."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -93,6 +94,9 @@ def test_validation_of_values():
     assert make(DataConfig, {"train": ["a", "b"]}, "data").train == ("a", "b")
 
 
-def test_env_overrides_data_dir(monkeypatch, tmp_path):
+def test_setting_beats_env_beats_default(monkeypatch, tmp_path):
     monkeypatch.setenv("NMT_DATA", str(tmp_path))
-    assert DataConfig(data_dir="elsewhere").resolved_data_dir() == tmp_path
+    assert DataConfig(data_dir="elsewhere").resolved_data_dir() == Path("elsewhere")
+    assert DataConfig().resolved_data_dir() == tmp_path
+    monkeypatch.delenv("NMT_DATA")
+    assert DataConfig().resolved_data_dir() == Path("data/wmt14")
