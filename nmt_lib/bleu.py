@@ -10,8 +10,10 @@ Two flavours, both corpus-level BLEU-4 against one reference (PAPER.md §4, A10)
   ``multi-bleu.perl`` has none: a zero n-gram precision gives BLEU 0.
 
 Per-sentence sufficient statistics (:func:`sentence_stats`) make BLEU re-computable on any subset,
-e.g. by source-length bucket for Figure 2 (:func:`bleu_by_length`, PAPER.md A11), and
-:func:`paired_bootstrap` wraps sacrebleu's paired bootstrap resampling for 95% intervals.
+e.g. by source-length bucket for Figure 2 (:func:`bleu_by_length`, PAPER.md A11);
+:func:`paired_bootstrap` wraps sacrebleu's paired bootstrap resampling for 95% intervals, and
+:func:`bootstrap_scores` draws the same resamples from stored statistics (no text needed), also for a
+subset such as a length bucket.
 """
 
 from __future__ import annotations
@@ -159,3 +161,33 @@ def paired_bootstrap(
             "p_value": None if r.p_value is None else float(r.p_value),
         }
     return {"signature": str(signatures[key]), "n_samples": n_samples, "systems": out}
+
+
+def bootstrap_scores(
+    stats: np.ndarray,
+    tokenized: bool = True,
+    n_samples: int = 1000,
+    seed: int = 12345,
+    subset: Sequence[bool] | None = None,
+) -> np.ndarray:
+    """BLEU of ``n_samples`` bootstrap resamples of the sentences of ``stats [N, 10]``
+    (:func:`sentence_stats`), drawn as sacrebleu's paired bootstrap draws them
+    (``numpy.random.default_rng(seed).choice(N, (n_samples, N))``, seed 12345 as sacrebleu's
+    default): one seed gives the same resamples to every system of a test set, so differences
+    of the returned scores are *paired*. ``subset [N]`` (bool): score only the resampled
+    sentences that fall in it (e.g. a length bucket). Returns ``[n_samples]`` float64."""
+    stats = np.asarray(stats, dtype=np.int64)
+    n = len(stats)
+    idx = np.random.default_rng(seed).choice(n, size=(n_samples, n), replace=True)
+    counts = np.stack([np.bincount(row, minlength=n) for row in idx])  # [S, N]
+    if subset is not None:
+        counts[:, ~np.asarray(subset, dtype=bool)] = 0
+    return np.array([bleu_from_stats(total, tokenized) for total in counts @ stats])
+
+
+def interval(samples: np.ndarray) -> list[float]:
+    """The 95% interval of bootstrap ``samples`` as sacrebleu bounds it (``estimate_ci``: the
+    ``n // 40``-th smallest and largest values)."""
+    s = np.sort(np.asarray(samples, dtype=np.float64))
+    k = len(s) // 40
+    return [float(s[k]), float(s[len(s) - k - 1])]

@@ -194,3 +194,29 @@ def build_model(cfg: ModelConfig) -> EncoderDecoder:
 def count_parameters(model: nn.Module) -> int:
     """Number of scalar parameters."""
     return sum(p.numel() for p in model.parameters())
+
+
+def forward_macs(cfg: ModelConfig, src_len: float, trg_len: float) -> float:
+    """Multiply-adds of the matrix products of one forward pass over one sentence pair, from the
+    sizes (App. A.2): ``src_len``, ``trg_len`` real tokens (EOS included).
+
+    Encoder, per source token and direction: ``m·3n`` (W, W_z, W_r) + ``n·2n`` (U_r, U_z) + ``n·n`` (U);
+    RNNsearch also ``2n·n'`` (U_a h_j). Decoder, per target token: ``m·3n_d`` + ``ctx·3n_d`` (C, C_z,
+    C_r; once per sentence for RNNencdec) + ``n_d·2n_d`` + ``n_d·n_d``; RNNsearch adds ``n_d·n'`` (W_a s)
+    and, per source token, ``n'`` (v_a) + ``ctx`` (Σ α h); deep output ``(n_d + m + ctx)·2l``; output
+    ``l·K`` (or ``l·r + r·K`` with GroundHog's rank r). Elementwise work (tanh, softmax) is not
+    counted; the embedding lookups are not matmuls. Training = 3 × forward (backward = 2 × forward).
+    """
+    m, n, nd, na, l, K = cfg.m, cfg.n, cfg.n_dec or cfg.n, cfg.n_align, cfg.l, cfg.trg_vocab
+    search = cfg.arch == "RNNsearch"
+    ctx = 2 * n if search else n
+    D = 2 if search else 1
+    enc = D * (m * 3 * n + n * 2 * n + n * n) + (2 * n * na if search else 0)
+    dec = m * 3 * nd + nd * 2 * nd + nd * nd + (nd + m + ctx) * 2 * l
+    dec += l * K if cfg.output_rank is None else l * cfg.output_rank + cfg.output_rank * K
+    if search:
+        dec += ctx * 3 * nd + nd * na + src_len * (na + ctx)
+    total = src_len * enc + trg_len * dec + nd * n  # + W_s for s_0
+    if not search:
+        total += ctx * 3 * nd  # C c once
+    return float(total)

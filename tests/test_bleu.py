@@ -112,3 +112,24 @@ def test_paired_bootstrap():
         lo, hi = r["interval"]
         assert lo <= r["mean"] <= hi and np.isclose(hi - lo, 2 * r["ci"])
     assert "bs:200" in res["signature"]
+
+
+def test_bootstrap_from_stats_draws_sacrebleus_resamples():
+    """From stored statistics alone: the same resamples, hence the same mean and interval, as
+    sacrebleu's paired bootstrap on the text; a subset scores only its own sentences."""
+    worse = [" ".join(h.split()[::-1]) for h in TOK_HYP]
+    refs = TOK_REF * 8
+    systems = {"base": worse * 8, "good": TOK_HYP * 8}
+    res = bleu.paired_bootstrap(systems, refs, n_samples=200)["systems"]
+    for name, hyps in systems.items():
+        scores = bleu.bootstrap_scores(bleu.sentence_stats(hyps, refs, True), n_samples=200)
+        lo, hi = bleu.interval(scores)
+        assert scores.mean() == pytest.approx(res[name]["mean"], abs=1e-6)  # sacrebleu: float32
+        assert (hi - lo) / 2 == pytest.approx(res[name]["ci"], abs=1e-6)
+    stats = bleu.sentence_stats(systems["good"], refs, True)
+    first = np.arange(len(refs)) < len(TOK_HYP)
+    sub = bleu.bootstrap_scores(stats, n_samples=50, subset=first)
+    whole = bleu.bootstrap_scores(stats[first], n_samples=50)
+    assert not np.allclose(sub, whole)  # other resamples: the draw is over all N sentences
+    assert bleu.interval(sub)[0] <= bleu.bleu_from_stats(stats[first], True) <= bleu.interval(sub)[1]
+    assert bleu.interval(np.arange(40.0)) == [1.0, 38.0]

@@ -9,7 +9,7 @@ import torch
 from torch.func import functional_call
 
 from nmt_lib.config import ModelConfig
-from nmt_lib.model import Encoded, build_model, count_parameters
+from nmt_lib.model import Encoded, build_model, count_parameters, forward_macs
 
 CFG = ModelConfig(src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, output_rank=2)
 B, Tx, Ty, n, l = 3, 6, 5, 4, 3
@@ -257,3 +257,21 @@ def test_fanin_init_scales_by_fan_in_and_keeps_recurrent_orthogonal():
             want = p.shape[-1] ** -0.5
             assert abs(p.std().item() / want - 1) < 0.15, (name, p.std().item(), want)
     assert torch.count_nonzero(params["decoder.attention.v_a"]) > 0
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("rank", [2, None])
+def test_forward_macs_counts_every_matrix_product(arch, rank):
+    """``forward_macs`` (the benchmarks' and the book's FLOP count) equals what PyTorch's
+    FlopCounterMode counts in a forward pass over one unpadded sentence pair."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cfg = dataclasses.replace(CFG, arch=arch, output_rank=rank)
+    model = build_model(cfg)
+    x, y = torch.randint(3, 13, (1, 7)), torch.randint(3, 11, (1, 4))
+    ones = lambda t: torch.ones_like(t, dtype=torch.bool)  # noqa: E731
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(x, ones(x), y, ones(y))
+    # e_ij = v_a . tanh(...) is a matrix-vector product, which the counter does not count
+    v_a = 4 * 7 * cfg.n_align if arch == "RNNsearch" else 0
+    assert counter.get_total_flops() + 2 * v_a == 2 * forward_macs(cfg, 7, 4)

@@ -75,3 +75,63 @@ def test_tables_carry_the_papers_numbers_from_results_paper(tmp_path):
     with open(tmp_path / "t.csv", encoding="utf-8") as f:
         assert [r["model"] for r in csv.DictReader(f)] == ["A", "B"]
     assert (tmp_path / "t.md").read_text(encoding="utf-8").endswith("note\n")
+
+
+def fake_results(root, long_ok: dict, alpha):
+    """A results dir with per-sentence BLEU statistics: 40 short sentences translated perfectly
+    by every model and 40 long ones translated perfectly by the models with ``long_ok``, else
+    replaced by junk (a weaker model also loses a third of the short ones)."""
+    import random
+
+    from nmt_lib import bleu
+
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(500)]
+    refs = [" ".join(rng.choices(words, k=n)) for n in [15] * 40 + [55] * 40]
+    for name in replicate.MODELS[:4]:
+        weak = "encdec" in name
+        hyps = [r if (i < 40 and not (weak and i % 3 == 0)) or (i >= 40 and long_ok[name])
+                else " ".join(rng.choices(words, k=len(r.split()))) for i, r in enumerate(refs)]  # fmt: skip
+        d = replicate.run_dir(root, name)
+        d.mkdir(parents=True)
+        stats = bleu.sentence_stats(hyps, refs, True)
+        lengths = [len(r.split()) for r in refs]
+        (d / "bleu_by_length.json").write_text(
+            json.dumps({"src_len": lengths, "stats_tok": stats.tolist()})
+        )
+    att = [{"alpha": alpha}, {"found": False}]
+    (replicate.run_dir(root, "RNNsearch-50") / "attention.json").write_text(json.dumps(att))
+
+
+def test_claims_verdicts_follow_the_numbers(tmp_path):
+    import numpy as np
+
+    diag = np.eye(9).tolist()
+    ok = {"RNNencdec-30": False, "RNNsearch-30": True, "RNNencdec-50": False, "RNNsearch-50": True}
+    fake_results(tmp_path / "a", ok, diag)
+    verdicts = [r["verdict"] for r in replicate.claims(tmp_path / "a", n_samples=100)]
+    assert verdicts == ["reproduced"] * 4
+
+    # RNNsearch-50 loses the long sentences too; the alignment runs backwards
+    fake_results(tmp_path / "b", {**ok, "RNNsearch-50": False}, np.eye(9)[::-1].tolist())
+    rows = replicate.claims(tmp_path / "b", n_samples=100)
+    assert [r["verdict"] for r in rows] == ["reproduced"] * 2 + ["not reproduced"] * 2
+    assert "also falls" in rows[2]["reason"]
+
+    # every model equal: no difference, no fall; uniform attention says nothing
+    fake_results(tmp_path / "c", dict.fromkeys(ok, True), (np.ones((9, 9)) / 9).tolist())
+    for name in replicate.MODELS[:4]:  # make every model the weak one
+        src = replicate.run_dir(tmp_path / "c", "RNNencdec-50") / "bleu_by_length.json"
+        (replicate.run_dir(tmp_path / "c", name) / "bleu_by_length.json").write_text(
+            src.read_text()
+        )
+    rows = replicate.claims(tmp_path / "c", n_samples=100)
+    assert [r["verdict"] for r in rows] == ["unclear", "unclear", "not reproduced", "unclear"]
+    assert "diffuse" in rows[3]["reason"]
+
+
+def test_alignment_stats_counts_moves_left():
+    a = [[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 1]]  # last row: EOS
+    s = replicate.alignment_stats(a)
+    assert (s["words"], s["steps"], s["monotonic_steps"], s["moves_left"]) == (4, 3, 2, [1])
+    assert s["peak"] == 1.0 and s["uniform"] == 0.25
