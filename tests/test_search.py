@@ -265,3 +265,40 @@ def test_real_model(arch):
             assert hb.alpha.shape == (len(hb.tokens), len(src))
         else:
             assert hb.alpha is None
+
+
+@pytest.mark.parametrize("K", [7, 80, 1000, 10003, 30001])
+@pytest.mark.parametrize("k", [1, 10])
+def test_topk_rows_equals_torch_topk(K, k):
+    """Same values as ``torch.topk`` and indices that hold them, through the recursion, the tail
+    columns, masked (-inf) columns and ties."""
+    from nmt_lib.search import topk_rows
+
+    g = torch.Generator().manual_seed(K + k)
+    x = torch.randn(37, K, generator=g)
+    x[:, :3] = -math.inf
+    x[5] = 0.5  # a row of ties
+    x[6, -1] = 100.0  # the best in the tail
+    ref = x.topk(min(k, K), dim=1)
+    val, idx = topk_rows(x, min(k, K))
+    assert torch.equal(val, ref.values)
+    assert torch.equal(x.gather(1, idx), val)
+    assert all(len(set(row)) == len(row) for row in idx.tolist())  # no column twice
+
+
+def test_beam_with_a_large_vocabulary_equals_plain_topk(monkeypatch):
+    """The beam over a 5000-word vocabulary (where topk_rows does its own selection) finds what
+    it finds with torch.topk."""
+    import nmt_lib.search as search
+    from nmt_lib.config import ModelConfig
+    from nmt_lib.model import build_model
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(src_vocab=50, trg_vocab=5000, m=8, n=8, n_align=8, l=4, output_rank=4,
+                      init="fanin")  # fmt: skip
+    model = build_model(cfg).eval()
+    x, x_mask = pad_batch([[5, 6, 7, 8, EOS], [9, 10, EOS]])
+    fast = beam_search(model, x, x_mask, beam=5)
+    monkeypatch.setattr(search, "topk_rows", lambda t, k: t.topk(k, dim=1))
+    plain = beam_search(model, x, x_mask, beam=5)
+    assert [(h.tokens, h.cost) for h in fast] == [(h.tokens, h.cost) for h in plain]
