@@ -75,9 +75,9 @@ glue("al_uniform", sum(uniform) / len(uniform), display=False)
 # On average, each generated word puts {glue:text}`al_peak:.2f` of its attention on its heaviest
 # source word; a uniform, alignment-free distribution would give {glue:text}`al_uniform:.2f`. In
 # the paper's figure most rows are nearly one-hot and follow the diagonal, with local
-# reorderings; an untrained or briefly trained model (as in the `smoke` profile) attends almost
-# uniformly, which shows as a dark matrix. The paper's own translations of these sentences are in
-# `results/paper/figure3.csv`.
+# reorderings; an untrained model attends almost uniformly, which shows as a dark matrix. How
+# monotonic these alignments are, in numbers, is the last row of {ref}`claims`. The paper's own
+# translations of these sentences are in `results/paper/figure3.csv`.
 #
 # ## Appendix C: long sentences
 #

@@ -131,5 +131,7 @@ def test_bootstrap_from_stats_draws_sacrebleus_resamples():
     sub = bleu.bootstrap_scores(stats, n_samples=50, subset=first)
     whole = bleu.bootstrap_scores(stats[first], n_samples=50)
     assert not np.allclose(sub, whole)  # other resamples: the draw is over all N sentences
-    assert bleu.interval(sub)[0] <= bleu.bleu_from_stats(stats[first], True) <= bleu.interval(sub)[1]
+    assert (
+        bleu.interval(sub)[0] <= bleu.bleu_from_stats(stats[first], True) <= bleu.interval(sub)[1]
+    )
     assert bleu.interval(np.arange(40.0)) == [1.0, 38.0]
