@@ -212,32 +212,32 @@ class _TargetLogProb(torch.autograd.Function):
     def forward(ctx, u, W, b, y):
         cd, wide = compute_dtype(W), torch.promote_types(W.dtype, torch.float32)
         with torch.autocast(u.device.type, enabled=False):
-            u_c, W_t, b_w = u.to(cd), transposed(W, cd), b.to(wide)
-            logits = torch.mm(u_c, W_t)  # [N, K]; the bias is added below, in float32
+            u_c, W_c, b_w = u.to(cd), W.to(cd), b.to(wide)  # W [K, r]: a cast, not a transpose
+            logits = torch.mm(u_c, W_c.t())  # [N, K]; the bias is added below, in float32
             logp = logits.new_empty(u.shape[0], dtype=wide)
             for rows in _row_chunks(logits):
-                x = torch.add(logits[rows], b_w)
+                x = logits[rows].to(b_w.dtype, copy=True).add_(b_w)  # add(bf16, f32): slower
                 top = x.amax(-1, keepdim=True)
                 target = x.gather(-1, y[rows, None]).squeeze(-1)
                 logp[rows] = target - x.sub_(top).exp_().sum(-1).log_() - top.squeeze(-1)
-        ctx.save_for_backward(u_c, W_t, b_w, y, logp)
+        ctx.save_for_backward(u_c, W_c, b_w, y, logp)
         ctx.logits, ctx.dtypes = logits, (u.dtype, W.dtype, b.dtype)  # for the backward
         return logp
 
     @staticmethod
     def backward(ctx, g):
-        u_c, W_t, b_w, y, logp = ctx.saved_tensors
+        u_c, W_c, b_w, y, logp = ctx.saved_tensors
         d, ctx.logits = ctx.logits, None  # the logits: overwritten by their gradient below
         if d is None:  # a second backward through the same graph (retain_graph): recompute
-            d = torch.mm(u_c, W_t)
+            d = torch.mm(u_c, W_c.t())
         db = torch.zeros_like(b_w)
         for rows in _row_chunks(d):
-            p = torch.softmax(torch.add(d[rows], b_w), -1).mul_(-g[rows, None])
+            p = torch.softmax(d[rows].to(b_w.dtype).add_(b_w), -1).mul_(-g[rows, None])
             target = torch.arange(p.shape[0], device=p.device) * p.shape[1] + y[rows]
             p.view(-1)[target] = g[rows] * -torch.expm1(logp[rows])  # g (1 - p_y), accurately
             db += p.sum(0)
             d[rows] = p
-        du, dW_t = torch.mm(d, W_t.t()), torch.mm(transposed(u_c, u_c.dtype), d)  # [N, r], [r, K]
+        du, dW_t = torch.mm(d, W_c), torch.mm(transposed(u_c, u_c.dtype), d)  # [N, r], [r, K]
         return du.to(ctx.dtypes[0]), transposed(dW_t, ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
 
 
