@@ -426,18 +426,18 @@ def _verdict(intervals: list[list[float]]) -> tuple[str, str]:
     return "unclear", "a difference's 95% interval contains 0"
 
 
-def _fmt(point: float, iv: list[float], unit: str = "") -> str:
-    return f"{point:+.2f}{unit} [{iv[0]:+.2f}, {iv[1]:+.2f}]"
+def _fmt(point: float, iv: list[float]) -> str:
+    return f"{point:+.2f} [{iv[0]:+.2f}, {iv[1]:+.2f}]"
 
 
 def alignment_stats(alpha) -> dict:
-    """Sharpness and monotonicity of one attention matrix ``alpha [generated words, source words]``
-    (the final EOS row dropped): mean largest weight, the uniform weight, the share of steps whose
-    heaviest source word does not move left, and the sizes of the moves left."""
+    """Sharpness and monotonicity of one attention matrix ``alpha [generated words, source words]``:
+    mean largest weight, the uniform weight, the number of steps from one generated word to the
+    next, how many of them do not move the heaviest source word left, and the sizes of the moves
+    left."""
     import numpy as np
 
     a = np.asarray(alpha, dtype=np.float64)
-    a = a[:-1] if len(a) > 1 else a
     steps = np.diff(a.argmax(1))
     return {
         "words": len(a),
@@ -548,7 +548,11 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
 
     # 4: Figure 3, alignments of RNNsearch-50
     recs = [r for r in read_json(run_dir(out, "RNNsearch-50") / "attention.json") if r.get("alpha")]
-    st = [alignment_stats(r["alpha"]) for r in recs]
+    # the EOS row of a finished translation aligns its end, not a word: left out
+    st = [
+        alignment_stats(r["alpha"][:-1] if r["hyp_tokens"][-1] == "</s>" else r["alpha"])
+        for r in recs
+    ]
     peak = float(np.mean([s["peak"] for s in st]))
     uniform = float(np.mean([s["uniform"] for s in st]))
     mono = sum(s["monotonic_steps"] for s in st) / max(sum(s["steps"] for s in st), 1)

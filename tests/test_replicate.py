@@ -99,7 +99,7 @@ def fake_results(root, long_ok: dict, alpha):
         (d / "bleu_by_length.json").write_text(
             json.dumps({"src_len": lengths, "stats_tok": stats.tolist()})
         )
-    att = [{"alpha": alpha}, {"found": False}]
+    att = [{"alpha": alpha, "hyp_tokens": ["w"] * (len(alpha) - 1) + ["</s>"]}, {"found": False}]
     (replicate.run_dir(root, "RNNsearch-50") / "attention.json").write_text(json.dumps(att))
 
 
@@ -131,7 +131,7 @@ def test_claims_verdicts_follow_the_numbers(tmp_path):
 
 
 def test_alignment_stats_counts_moves_left():
-    a = [[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 1]]  # last row: EOS
+    a = [[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1]]
     s = replicate.alignment_stats(a)
     assert (s["words"], s["steps"], s["monotonic_steps"], s["moves_left"]) == (4, 3, 2, [1])
     assert s["peak"] == 1.0 and s["uniform"] == 0.25
