@@ -272,7 +272,7 @@ def locate(cfg, data_dir: Path | None = None) -> Located:
     train = tuple(train_files(n) for n in cfg.train)
     if missing:
         lines = [
-            f"data directory {data_dir} lacks files (set NMT_DATA or data.data_dir to use another):"
+            f"data directory {data_dir} lacks files (use another: --data-dir / data.data_dir, or NMT_DATA):"
         ]
         for name, (c, paths) in missing.items():
             lines += [
