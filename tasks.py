@@ -25,7 +25,7 @@ PY = VENV / "bin" / "python"
 STAMP = VENV / ".nmt-installed"
 LOCK_INPUTS = ("pyproject.toml", "requirements-lock.txt")
 #: The profile whose results are committed and which the main command reports.
-DEFAULT_PROFILE = "smoke"
+DEFAULT_PROFILE = "lite"
 
 
 def _say(msg: str) -> None:

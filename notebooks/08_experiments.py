@@ -177,7 +177,10 @@ plt.close(fig)
 # whole interval of the ratio lies below 1, RNNsearch-50 "holds up" when its interval reaches 0.9
 # and lies above RNNencdec-50's. The second is the weaker test (a few hundred long sentences give
 # wide intervals), so read the numbers with the verdict. The alignment claim reads the attention
-# weights of Figure 3 ({doc}`09_alignments`). The rules are in the code:
+# weights of Figure 3 ({doc}`09_alignments`). The intervals measure how much the scores depend on
+# *which test sentences* were drawn, not on the training run's randomness (initialisation, data
+# order): a second seed of each model would add that, at the price of a second run. The rules are
+# in the code:
 #
 # ```{literalinclude} ../../nmt_lib/replicate.py
 # :pyobject: claims

@@ -46,10 +46,20 @@ def toc_pages() -> list[str]:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """(a) ``python -m nmt_lib.replicate --profile smoke --train`` into a temporary results dir."""
+    """(a) ``python -m nmt_lib.replicate --profile smoke --train --jobs 2`` (two models at a time,
+    one process each) into a temporary results dir."""
     out = tmp_path_factory.mktemp("results") / "smoke"
     t0 = time.time()
-    cmd = [sys.executable, "-m", "nmt_lib.replicate", "--profile", "smoke", "--train"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nmt_lib.replicate",
+        "--profile",
+        "smoke",
+        "--train",
+        "--jobs",
+        "2",
+    ]
     r = subprocess.run(
         [*cmd, "--results-dir", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=480
     )
