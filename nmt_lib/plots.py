@@ -35,14 +35,17 @@ def fig2_bleu_by_length(
         curves: model name -> (lengths, BLEU scores), e.g. bucket centres and per-bucket BLEU.
         xmax: right end of the x axis (the paper: 60).
         title: optional title (e.g. the profile that produced the numbers).
+
+    The y axis is the paper's, 0 to 30 (higher if a score is), except when every score is below
+    5 (a briefly trained model): then it is fitted to the scores, so that their shape shows.
     """
     fig, ax = plt.subplots(figsize=(6, 4))
-    top = 30.0
+    best = max((v for _, y in curves.values() for v in y), default=0.0)
+    top = max(30.0, best + 2) if best >= 5 else max(1.0, 1.25 * best)
     for name, (x, y) in curves.items():
         ax.plot(x, y, FIG2_STYLES.get(name, "-"), color="k", lw=1.6, label=name)
-        top = max([top, *(v + 2 for v in y)])
     ax.set(xlabel="Sentence length", ylabel="BLEU score", xlim=(0, xmax), ylim=(0, top))
-    ax.legend(loc="lower left", frameon=False)
+    ax.legend(loc="lower left" if best >= 5 else "upper right", frameon=False)
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title, fontsize=10)

@@ -23,6 +23,10 @@ def test_fig2_line_styles_and_axes(tmp_path):
     assert ax.get_xlabel() == "Sentence length" and ax.get_ylabel() == "BLEU score"
     plots.save(fig, tmp_path / "f2.png")
     assert (tmp_path / "f2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    high = plots.fig2_bleu_by_length({"RNNsearch-50": ([5, 15], [10.0, 40.0])})
+    assert high.axes[0].get_ylim() == (0, 42)
+    low = plots.fig2_bleu_by_length({"RNNsearch-50": ([5, 15], [0.5, 2.0])})
+    assert low.axes[0].get_ylim() == (0, 2.5)  # briefly trained: the axis fits the scores
 
 
 def test_fig3_grayscale_zero_black_one_white():
