@@ -342,6 +342,14 @@ def write_table(out: Path, name: str, rows: list[dict], note: str) -> None:
         f.write(markdown_table(rows) + "\n" + note.strip() + "\n")
 
 
+def show_table(out: Path, name: str, rows: list[dict], note: str, write: bool) -> str:
+    """``rows`` as Markdown with ``note`` under it, for a notebook to display; with ``write``
+    (replicate mode) also saved as ``<name>.csv`` and ``<name>.md`` in ``out`` (:func:`write_table`)."""
+    if write:
+        write_table(out, name, rows, note)
+    return markdown_table(rows) + "\n" + note
+
+
 def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:
     """Figure 2's curves from the per-sentence BLEU statistics of each run: ``{model: (bucket
     centres, BLEU)}`` and the bucket edges. Buckets by source length, width 10 as the paper's

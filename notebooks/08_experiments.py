@@ -81,9 +81,7 @@ note1 = (
     f"Profile `{profile}`. All / No UNK: tokenized BLEU (`{sig['tok']}`); "
     f"All (sacreBLEU): `{sig['detok']}`. Paper columns: results/paper/table1.csv."
 )
-if train:
-    replicate.write_table(out, "table1", t1, note1)
-Markdown(replicate.markdown_table(t1) + "\n" + note1)
+Markdown(replicate.show_table(out, "table1", t1, note1, write=train))
 
 # %% tags=["hide-input"]
 ours = {r["model"]: r for r in t1}
@@ -113,9 +111,7 @@ note2 = (
     f"Profile `{profile}`. NLL: nats per sentence (sum over target words incl. EOS), averaged "
     "over a fixed sample of training pairs and over the dev set. Paper: results/paper/table2.csv."
 )
-if train:
-    replicate.write_table(out, "table2", t2, note2)
-Markdown(replicate.markdown_table(t2) + "\n" + note2)
+Markdown(replicate.show_table(out, "table2", t2, note2, write=train))
 
 # %% tags=["hide-input"]
 t2m = {r["model"]: r for r in t2}
@@ -191,9 +187,7 @@ note_c = (
     f"Profile `{profile}`. 95% intervals: paired bootstrap, 1000 resamples of the test set, "
     "tokenized BLEU. Paper: results/paper/table1.csv and Figures 2-3."
 )
-if train:
-    replicate.write_table(out, "claims", claims, note_c)
-Markdown(replicate.markdown_table(claims) + "\n" + note_c)
+Markdown(replicate.show_table(out, "claims", claims, note_c, write=train))
 
 # %% [markdown]
 # ## Why the numbers are lower than the paper's
@@ -211,8 +205,6 @@ note_g = (
     f"Profile `{profile}`. Paper: Table 2 (results/paper/table2.csv) and the corpus size "
     "(results/paper/corpus.csv); parameters: the paper profile's models, counted."
 )
-if train:
-    replicate.write_table(out, "gap", gap, note_g)
 gm = {r["model"]: r for r in gap}
 ratios = [r["paper / ours compute"] for r in gap if r["paper / ours compute"]]  # None: no update
 glue("gap_compute_min", f"{min(ratios):,}", display=False)
@@ -221,7 +213,7 @@ glue("gap_seen", f"{gm['RNNsearch-50']['pairs seen']:,}", display=False)
 glue("gap_paper_seen", f"{gm['RNNsearch-50']['paper pairs seen']:,}", display=False)
 glue("gap_params", gm["RNNsearch-50"]["parameters (M)"], display=False)
 glue("gap_paper_params", gm["RNNsearch-50"]["paper parameters (M)"], display=False)
-Markdown(replicate.markdown_table(gap) + "\n" + note_g)
+Markdown(replicate.show_table(out, "gap", gap, note_g, write=train))
 
 # %% [markdown]
 # RNNsearch-50 here saw {glue:text}`gap_seen` sentence pairs against the paper's
