@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from .attention import Attention, energies_in_pieces, masked_softmax, piece_rows
-from .gru import GRU, compute_dtype, fast_gru_scan, gru_step, transposed
+from .gru import GRU, active_rows, compute_dtype, fast_gru_scan, gru_step, transposed
 
 
 class Decoder(nn.Module):
@@ -65,11 +65,13 @@ class Decoder(nn.Module):
         self.b_o = nn.Parameter(torch.zeros(2 * l))
         self.V_o = nn.Parameter(torch.empty(2 * l, m))
         self.C_o = nn.Parameter(torch.empty(2 * l, ctx_size))
+        # W_o [K_y, l] (or W2 [K_y, r]) is stored column-major: ``W_o.t()`` is contiguous, the
+        # layout in which the output matmul runs fastest (bf16 on CPUs: ~3x); see target_log_prob
         if output_rank is None:
-            self.W_o = nn.Parameter(torch.empty(K_y, l))
+            self.W_o = nn.Parameter(torch.empty(l, K_y).t())
         else:
             self.W1 = nn.Parameter(torch.empty(output_rank, l))
-            self.W2 = nn.Parameter(torch.empty(K_y, output_rank))
+            self.W2 = nn.Parameter(torch.empty(output_rank, K_y).t())
         self.b_y = nn.Parameter(torch.zeros(K_y))
         self.output_rank = output_rank
 
@@ -181,10 +183,21 @@ class Decoder(nn.Module):
             )
             alpha = alpha.masked_fill(~y_mask[..., None], 0.0)
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # ē(y_{i-1}), 0 at i=1
-        t = self.deep_output(s_prev[y_mask], e_prev[y_mask], c_all[y_mask])  # [N, l], N real
+        real = padded_rows(y_mask)  # the N real positions, then copies of the first up to 64k
+        rows = lambda x: x.flatten(0, 1)[real]  # noqa: E731
+        t = self.deep_output(rows(s_prev), rows(e_prev), rows(c_all))  # [64k, l]
         u, W = (t, self.W_o) if self.output_rank is None else (F.linear(t, self.W1), self.W2)
-        logp = target_log_prob(u, W, self.b_y, y[y_mask])  # [N] float32, all steps at once
+        logp = target_log_prob(u, W, self.b_y, rows(y))[: int(y_mask.sum())]  # [N] float32
         return logp.new_zeros(y.shape).masked_scatter(y_mask, logp), alpha
+
+
+def padded_rows(mask: Tensor, multiple: int = 64) -> Tensor:
+    """Flat indices of ``mask``'s True entries, padded to a multiple of ``multiple`` with copies of
+    the first. The matmuls over the real positions then see a few dozen shapes instead of one per
+    batch: bf16 matmuls on CPUs (oneDNN) build a kernel for each new shape, ~10 ms each, more than
+    the ≤ 63 extra rows cost. The copies' outputs are dropped, so they get no gradient."""
+    idx = mask.flatten().nonzero().squeeze(1)
+    return F.pad(idx, (0, -len(idx) % multiple), value=int(idx[0]))
 
 
 def target_log_prob(u: Tensor, W: Tensor, b: Tensor, y: Tensor) -> Tensor:
@@ -212,7 +225,7 @@ class _TargetLogProb(torch.autograd.Function):
     def forward(ctx, u, W, b, y):
         cd, wide = compute_dtype(W), torch.promote_types(W.dtype, torch.float32)
         with torch.autocast(u.device.type, enabled=False):
-            u_c, W_c, b_w = u.to(cd), W.to(cd), b.to(wide)  # W [K, r]: a cast, not a transpose
+            u_c, W_c, b_w = u.to(cd), W.to(cd), b.to(wide)  # a cast keeps W's strides
             logits = torch.mm(u_c, W_c.t())  # [N, K]; the bias is added below, in float32
             logp = logits.new_empty(u.shape[0], dtype=wide)
             for rows in _row_chunks(logits):
@@ -238,7 +251,8 @@ class _TargetLogProb(torch.autograd.Function):
             db += p.sum(0)
             d[rows] = p
         du, dW_t = torch.mm(d, W_c), torch.mm(transposed(u_c, u_c.dtype), d)  # [N, r], [r, K]
-        return du.to(ctx.dtypes[0]), transposed(dW_t, ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
+        dW = dW_t.t() if W_c.t().is_contiguous() else transposed(dW_t, dW_t.dtype)  # W's layout
+        return du.to(ctx.dtypes[0]), dW.to(ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
 
 
 def attention_decoder_scan(
@@ -299,60 +313,70 @@ def _energies_backward(Uh: Tensor, q: Tensor, v_a: Tensor, d_e: Tensor, d_sum: T
 
 
 class _AttentionDecoderScan(torch.autograd.Function):
-    """Time-major: ``a [Ty, B, 3n]``, ``mask [Ty, B, 1]``; returns ``S, C, A`` time-major."""
+    """Time-major: ``a [Ty, B, 3n]``, ``mask [Ty, B, 1]``; returns ``S, C, A`` time-major.
+
+    Step ``i`` computes only the first ``k_i`` rows (:func:`~nmt_lib.gru.active_rows`): the
+    sentences after the last one still running are past their end, where the state is copied and
+    ``c_i``, ``α_i`` are left 0 (the caller reads only real positions: the gradients arriving
+    there are 0)."""
 
     @staticmethod
     def forward(ctx, a, s0, mask, h, Uh, x_mask, W_s, C_in, U, v_a):
         (Ty, B, _), n, cd = a.shape, s0.shape[-1], U.dtype
         S = s0.new_empty(Ty, B, n)  # s_0 .. s_{Ty-1}
-        C = h.new_empty(Ty, B, h.shape[-1])  # c_1 .. c_Ty
-        A = s0.new_empty(Ty, B, h.shape[1])  # α_1 .. α_Ty
+        C = h.new_zeros(Ty, B, h.shape[-1])  # c_1 .. c_Ty
+        A = s0.new_zeros(Ty, B, h.shape[1])  # α_1 .. α_Ty
         Q = s0.new_empty(Ty, B, Uh.shape[-1])  # W_a s_{i-1}
         R, Z, St = torch.empty_like(S), torch.empty_like(S), torch.empty_like(S)
-        RS = S.new_empty(S.shape, dtype=cd)  # r_i ∘ s_{i-1}, the input of U
-        s = s0
+        RS = S.new_zeros(S.shape, dtype=cd)  # r_i ∘ s_{i-1}, the input of U
+        ks = active_rows(mask)
+        s = s0.clone()
         with torch.autocast(s0.device.type, enabled=False):
-            for i in range(Ty):
+            for i, k in enumerate(ks):
                 S[i] = s
-                g = torch.matmul(s.to(cd), W_s).to(s.dtype)  # [B, 2n + n']: U_r s, U_z s, W_a s
-                Q[i] = g[:, 2 * n :]
-                A[i] = masked_softmax(energies_in_pieces(Uh, Q[i], v_a), x_mask)  # [B, Tx]
-                c = torch.bmm(A[i].to(cd).unsqueeze(1), h, out=C[i].unsqueeze(1)).squeeze(1)
-                pre = a[i] + torch.matmul(c, C_in)  # [B, 3n]: candidate, z, r
-                r = torch.sigmoid(pre[:, 2 * n :] + g[:, :n], out=R[i])
-                z = torch.sigmoid(pre[:, n : 2 * n] + g[:, n : 2 * n], out=Z[i])
-                RS[i] = r * s
-                s_tilde = torch.tanh(pre[:, :n] + torch.matmul(RS[i], U), out=St[i])
-                s = torch.where(mask[i], (1 - z) * s + z * s_tilde, s)
+                s_k = s[:k]
+                g = torch.matmul(s_k.to(cd), W_s).to(s.dtype)  # [k, 2n + n']: U_r s, U_z s, W_a s
+                Q[i, :k] = g[:, 2 * n :]
+                A[i, :k] = masked_softmax(energies_in_pieces(Uh[:k], Q[i, :k], v_a), x_mask[:k])
+                c = torch.bmm(A[i, :k].to(cd).unsqueeze(1), h[:k], out=C[i, :k].unsqueeze(1))
+                pre = a[i, :k] + torch.matmul(c.squeeze(1), C_in)  # [k, 3n]: candidate, z, r
+                r = torch.sigmoid(pre[:, 2 * n :] + g[:, :n], out=R[i, :k])
+                z = torch.sigmoid(pre[:, n : 2 * n] + g[:, n : 2 * n], out=Z[i, :k])
+                RS[i, :k] = r * s_k
+                s_tilde = torch.tanh(pre[:, :n] + torch.matmul(RS[i, :k], U), out=St[i, :k])
+                s[:k] = torch.where(mask[i, :k], (1 - z) * s_k + z * s_tilde, s_k)
         ctx.save_for_backward(mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS)
+        ctx.ks = ks
         return S, C, A
 
     @staticmethod
     def backward(ctx, dS, dC, dA):
         mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS = ctx.saved_tensors
-        Ty, n, cd = S.shape[0], S.shape[-1], U.dtype
-        d_pre = S.new_empty(*S.shape[:-1], 3 * n)  # ∂L/∂pre-activations [candidate; z; r]
-        d_g = S.new_empty(*S.shape[:-1], W_s.shape[-1])  # ∂L/∂[U_r s; U_z s; W_a s]
-        d_c = S.new_empty(C.shape)  # ∂L/∂c_i
+        (Ty, B, n), cd = S.shape, U.dtype
+        d_pre = S.new_zeros(*S.shape[:-1], 3 * n)  # ∂L/∂pre-activations [candidate; z; r]
+        d_g = S.new_zeros(*S.shape[:-1], W_s.shape[-1])  # ∂L/∂[U_r s; U_z s; W_a s]
+        d_c = S.new_zeros(C.shape)  # ∂L/∂c_i
         d_sum = torch.zeros_like(Uh)  # Σ_i ∂L/∂e_ij (1 - t_ij²) = ∂L/∂(U_a h_j) / v_a
         dv_a = torch.zeros_like(v_a)
         ds = torch.zeros_like(S[0])  # ∂L/∂s_i through the steps after i
         for i in reversed(range(Ty)):
-            s, r, z, s_tilde, alpha = S[i], R[i], Z[i], St[i], A[i]
-            ds_new = ds.masked_fill(~mask[i], 0)  # past the sentence end s_i = s_{i-1}
+            k, m = ctx.ks[i], mask[i, : ctx.ks[i]]
+            s, r, z, s_tilde, alpha = S[i, :k], R[i, :k], Z[i, :k], St[i, :k], A[i, :k]
+            ds_k = ds[:k]
+            ds_new = ds_k.masked_fill(~m, 0)  # past the sentence end s_i = s_{i-1}
             d_cand = torch.ops.aten.tanh_backward(ds_new * z, s_tilde)
             d_z = torch.ops.aten.sigmoid_backward(ds_new * (s_tilde - s), z)
             d_rs = torch.matmul(d_cand.to(cd), U.mT)
             d_r = torch.ops.aten.sigmoid_backward(d_rs * s, r)
-            torch.cat([d_cand, d_z, d_r], -1, out=d_pre[i])
-            d_c[i] = torch.matmul(d_pre[i].to(cd), C_in.mT) + dC[i]
-            d_alpha = torch.bmm(h, d_c[i].to(cd).unsqueeze(-1)).squeeze(-1) + dA[i]  # [B, Tx]
+            torch.cat([d_cand, d_z, d_r], -1, out=d_pre[i, :k])
+            d_c[i, :k] = torch.matmul(d_pre[i, :k].to(cd), C_in.mT) + dC[i, :k]
+            d_alpha = torch.bmm(h[:k], d_c[i, :k].to(cd).unsqueeze(-1)).squeeze(-1) + dA[i, :k]
             d_e = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdim=True))  # softmax'
-            d_q, d_v = _energies_backward(Uh, Q[i], v_a, d_e, d_sum)  # d_q: ∂L/∂(W_a s_{i-1})
+            d_q, d_v = _energies_backward(Uh[:k], Q[i, :k], v_a, d_e, d_sum[:k])  # ∂L/∂(W_a s)
             dv_a += d_v
-            torch.cat([d_r, d_z, d_q], -1, out=d_g[i])
-            ds = (ds.masked_fill(mask[i], 0) + ds_new * (1 - z) + d_rs * r
-                  + torch.matmul(d_g[i].to(cd), W_s.mT) + dS[i])  # fmt: skip
+            torch.cat([d_r, d_z, d_q], -1, out=d_g[i, :k])
+            ds[:k] = (ds_k.masked_fill(m, 0) + ds_new * (1 - z) + d_rs * r
+                      + torch.matmul(d_g[i, :k].to(cd), W_s.mT) + dS[i, :k])  # fmt: skip
         # the weight gradients: one matmul over all steps and sentences each, [k, N] @ [N, k']
         rows = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
         dW_s = transposed(rows(S), cd) @ rows(d_g).to(cd)

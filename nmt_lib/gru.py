@@ -78,6 +78,27 @@ def transposed(x: Tensor, dtype: torch.dtype) -> Tensor:
     return torch.empty(x.mT.shape, dtype=dtype, device=x.device).copy_(x.mT)
 
 
+#: Row multiple of :func:`active_rows` (16 = an AMX tile; the tests set 1).
+ROW_TILE = 16
+
+
+def active_rows(mask: Tensor | None) -> list[int]:
+    """For each step of a time-major ``mask [T, ..., B, 1]``: how many leading rows a scan computes,
+    the last row with a real token at that step (any leading dim) + 1, rounded up to
+    :data:`ROW_TILE`.
+
+    The rows after it are past their sentence's end at that step, where the state is copied: with
+    the batch sorted by length, longest first, the recurrences shrink as sentences end (cuDNN's
+    packed sequences). Rounding to 16 rows, the AMX
+    tile, bounds the matmul shapes (oneDNN builds a kernel per shape) at little cost."""
+    if mask is None:
+        return []
+    T, B = mask.shape[0], mask.shape[-2]
+    real = mask.reshape(T, -1, B).any(1)  # [T, B]
+    last = torch.where(real, torch.arange(1, B + 1, device=mask.device), 0).amax(1)
+    return [min(B, -(-k // ROW_TILE) * ROW_TILE) for k in last.tolist()]
+
+
 def fast_gru_scan(
     a: Tensor, h0: Tensor, U_rz: Tensor, U: Tensor, mask: Tensor | None = None
 ) -> Tensor:
@@ -103,26 +124,31 @@ def fast_gru_scan(
 
 class _GRUScan(torch.autograd.Function):
     """``a [T, D, B, 3n]``, ``h0 [D, B, n]``, ``U_rz [D, n, 2n]``, ``U [D, n, n]``, ``mask [T, D, B,
-    1]`` or None -> ``h_1..h_T [T, D, B, n]``; D independent GRUs (e.g. the two directions)."""
+    1]`` or None -> ``h_1..h_T [T, D, B, n]``; D independent GRUs (e.g. the two directions).
+    Step ``t`` computes only the first :func:`active_rows` rows; the others copy their state."""
 
     @staticmethod
     def forward(ctx, a, h0, U_rz, U, mask):
-        n, cd = h0.shape[-1], U.dtype
+        n, cd, B = h0.shape[-1], U.dtype, h0.shape[-2]
         H = h0.new_empty(a.shape[0], *h0.shape)  # h_1 .. h_T
         R, Z, Ht = torch.empty_like(H), torch.empty_like(H), torch.empty_like(H)
-        RH = H.new_empty(H.shape, dtype=cd)  # r_t ∘ h_{t-1}, the input of U
-        h = h0
+        RH = H.new_zeros(H.shape, dtype=cd)  # r_t ∘ h_{t-1}, the input of U
+        ks = active_rows(mask) or [B] * a.shape[0]
+        h = h0.clone()
         with torch.autocast(h0.device.type, enabled=False):
-            for t in range(a.shape[0]):
-                a_h, a_z, a_r = a[t].split(n, dim=-1)
-                g = torch.matmul(h.to(cd), U_rz)  # [D, B, 2n]: U_r h, U_z h
-                r = torch.sigmoid(a_r + g[..., :n], out=R[t])
-                z = torch.sigmoid(a_z + g[..., n:], out=Z[t])
-                RH[t] = r * h
-                h_tilde = torch.tanh(a_h + torch.matmul(RH[t], U), out=Ht[t])
-                h_new = (1 - z) * h + z * h_tilde
-                H[t] = h = h_new if mask is None else torch.where(mask[t], h_new, h)
+            for t, k in enumerate(ks):
+                h_k = h[:, :k]
+                a_h, a_z, a_r = a[t, :, :k].split(n, dim=-1)
+                g = torch.matmul(h_k.to(cd), U_rz)  # [D, k, 2n]: U_r h, U_z h
+                r = torch.sigmoid(a_r + g[..., :n], out=R[t, :, :k])
+                z = torch.sigmoid(a_z + g[..., n:], out=Z[t, :, :k])
+                RH[t, :, :k] = r * h_k
+                h_tilde = torch.tanh(a_h + torch.matmul(RH[t, :, :k], U), out=Ht[t, :, :k])
+                h_new = (1 - z) * h_k + z * h_tilde
+                h[:, :k] = h_new if mask is None else torch.where(mask[t, :, :k], h_new, h_k)
+                H[t] = h
         ctx.save_for_backward(h0, U_rz, U, mask, H, R, Z, Ht, RH)
+        ctx.ks = ks
         return H
 
     @staticmethod
@@ -130,22 +156,24 @@ class _GRUScan(torch.autograd.Function):
         h0, U_rz, U, mask, H, R, Z, Ht, RH = ctx.saved_tensors
         T, n, cd = H.shape[0], h0.shape[-1], U.dtype
         H_prev = torch.cat([h0[None], H[:-1]])  # h_0 .. h_{T-1}
-        dA = H.new_empty(*H.shape[:-1], 3 * n)  # ∂L/∂a: [candidate; z; r], time-major
+        dA = H.new_zeros(*H.shape[:-1], 3 * n)  # ∂L/∂a: [candidate; z; r], time-major
         dh = torch.zeros_like(h0)
         for t in reversed(range(T)):
-            dh = dh + dH[t]  # ∂L/∂h_t
+            k = ctx.ks[t]
+            dh += dH[t]  # ∂L/∂h_t; rows from k on: past the end, h_t = h_{t-1}, it passes through
+            dh_k = dh[:, :k]
             if mask is not None:  # padding: h_t = h_{t-1}, the gradient passes through
-                dh_copy, dh = dh.masked_fill(mask[t], 0), dh.masked_fill(~mask[t], 0)
-            h, r, z, h_tilde = H_prev[t], R[t], Z[t], Ht[t]
-            d_cand = torch.ops.aten.tanh_backward(dh * z, h_tilde)
-            d_z = torch.ops.aten.sigmoid_backward(dh * (h_tilde - h), z)
+                m = mask[t, :, :k]
+                dh_copy, dh_k = dh_k.masked_fill(m, 0), dh_k.masked_fill(~m, 0)
+            h, r, z, h_tilde = H_prev[t, :, :k], R[t, :, :k], Z[t, :, :k], Ht[t, :, :k]
+            d_cand = torch.ops.aten.tanh_backward(dh_k * z, h_tilde)
+            d_z = torch.ops.aten.sigmoid_backward(dh_k * (h_tilde - h), z)
             d_rh = torch.matmul(d_cand.to(cd), U.mT)
             d_r = torch.ops.aten.sigmoid_backward(d_rh * h, r)
             d_rz = torch.cat([d_r, d_z], -1)
-            dA[t] = torch.cat([d_cand, d_z, d_r], -1)
-            dh = dh * (1 - z) + d_rh * r + torch.matmul(d_rz.to(cd), U_rz.mT)
-            if mask is not None:
-                dh = dh + dh_copy
+            dA[t, :, :k] = torch.cat([d_cand, d_z, d_r], -1)
+            dh_k = dh_k * (1 - z) + d_rh * r + torch.matmul(d_rz.to(cd), U_rz.mT)
+            dh[:, :k] = dh_k if mask is None else dh_k + dh_copy
         # weight gradients: one matmul over all steps and sentences each, [D, n, T*B] @ [D, T*B, k]
         rows = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[-1])  # noqa: E731
         dU = transposed(rows(RH), cd) @ rows(dA[..., :n]).to(cd)

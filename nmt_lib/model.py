@@ -74,8 +74,13 @@ class EncoderDecoder(nn.Module):
             ``logp [B, Ty]`` float32, ``log p(y_i | y_<i, x)``, 0 at padding;
             ``alpha [B, Ty, Tx]`` (RNNsearch) or None (RNNencdec).
         """
+        order = y_mask.sum(1).argsort(descending=True, stable=True)  # longest target first:
+        x, x_mask, y, y_mask = (t[order] for t in (x, x_mask, y, y_mask))  # the scans shrink
         enc = self.encode(x, x_mask)
-        return self.decoder(self.init_state(enc), y, y_mask, enc.h, enc.Uh, enc.mask, enc.c)
+        logp, alpha = self.decoder(self.init_state(enc), y, y_mask, enc.h, enc.Uh, enc.mask, enc.c)
+        back = torch.empty_like(order)
+        back[order] = torch.arange(len(order), device=order.device)  # the caller's order again
+        return logp[back], None if alpha is None else alpha[back]
 
     def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
         """``log p(y | x)`` per sentence, ``[B]``."""
@@ -163,25 +168,33 @@ def init_parameters(model: nn.Module, scheme: str = "paper") -> None:
     N(0, 1/fan_in). At small sizes the paper's N(0, 0.01²) shrinks the source signal to ~1e-5 by
     the output, and ``v_a = 0`` gives ``W_a``, ``U_a`` exactly zero gradient at first: attention
     stays uniform for thousands of updates (book: deviations page)."""
-    for name, p in model.named_parameters():
-        if p.is_meta:
+    for name, q in model.named_parameters():
+        if q.is_meta:
             continue
-        leaf = name.rsplit(".", 1)[-1]
-        if leaf in RECURRENT:
-            nn.init.orthogonal_(p)
-        elif leaf.startswith("b"):
+        # drawn in row-major order whatever the storage layout (W_o is column-major), then copied
+        p = q if q.is_contiguous() else torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        _init_one(name.rsplit(".", 1)[-1], p, scheme)
+        if p is not q:
+            q.copy_(p)
+
+
+def _init_one(leaf: str, p: Tensor, scheme: str) -> None:
+    """One parameter of :func:`init_parameters`, by its name's last component."""
+    if leaf in RECURRENT:
+        nn.init.orthogonal_(p)
+    elif leaf.startswith("b"):
+        nn.init.zeros_(p)
+    elif scheme == "paper":
+        if leaf in ALIGNMENT:
+            nn.init.normal_(p, 0.0, 0.001)
+        elif leaf == "v_a":
             nn.init.zeros_(p)
-        elif scheme == "paper":
-            if leaf in ALIGNMENT:
-                nn.init.normal_(p, 0.0, 0.001)
-            elif leaf == "v_a":
-                nn.init.zeros_(p)
-            else:
-                nn.init.normal_(p, 0.0, 0.01)
-        elif leaf in ("E", "E_bar"):
-            nn.init.normal_(p, 0.0, 1.0)
-        else:  # fan-in scaling; v_a: [n'] -> 1/n'
-            nn.init.normal_(p, 0.0, p.shape[-1] ** -0.5)
+        else:
+            nn.init.normal_(p, 0.0, 0.01)
+    elif leaf in ("E", "E_bar"):
+        nn.init.normal_(p, 0.0, 1.0)
+    else:  # fan-in scaling; v_a: [n'] -> 1/n'
+        nn.init.normal_(p, 0.0, p.shape[-1] ** -0.5)
 
 
 def build_model(cfg: ModelConfig) -> EncoderDecoder:

@@ -18,6 +18,7 @@ import torch
 from nmt_lib import attention as attention_module
 from nmt_lib import decoder as decoder_module
 from nmt_lib import encoder as encoder_module
+from nmt_lib import gru as gru_module
 from nmt_lib.attention import alignment_scores, energies_in_pieces
 from nmt_lib.config import ConfigError, ModelConfig
 from nmt_lib.decoder import Decoder, target_log_prob
@@ -31,8 +32,10 @@ def grads(out, inputs, weight):
     return torch.autograd.grad((out * weight).sum(), inputs)
 
 
+@pytest.mark.parametrize("tile", [1, 16])  # active_rows: 1 = only up to the last row still running
 @pytest.mark.parametrize("shared,masked", [(False, True), (True, False), (True, True)])
-def test_fast_gru_scan_equals_gru_scan(shared, masked):
+def test_fast_gru_scan_equals_gru_scan(shared, masked, tile, monkeypatch):
+    monkeypatch.setattr(gru_module, "ROW_TILE", tile)
     g = torch.Generator().manual_seed(0)
     D, B, T, n = 2, 3, 6, 4
 
@@ -59,11 +62,14 @@ def test_fast_gru_scan_gradcheck():
     assert torch.autograd.gradcheck(lambda *x: fast_gru_scan(*x, mask), args)
 
 
-def test_target_log_prob_equals_log_softmax():
+@pytest.mark.parametrize("column_major", [False, True])  # the model stores W_o column-major
+def test_target_log_prob_equals_log_softmax(column_major):
     g = torch.Generator().manual_seed(2)
     N, r, K = 7, 5, 11
-    u, W, b = (torch.randn(*s, generator=g, dtype=torch.float64).requires_grad_()
-               for s in ((N, r), (K, r), (K,)))  # fmt: skip
+    u, W, b = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((N, r), (K, r), (K,)))
+    if column_major:
+        W = W.t().contiguous().t()
+    u, W, b = (x.requires_grad_() for x in (u, W, b))
     y = torch.randint(0, K, (N,), generator=g)
     ref = Decoder.log_softmax(torch.nn.functional.linear(u, W, b)).gather(-1, y[:, None])[:, 0]
     fast = target_log_prob(u, W, b, y)
@@ -75,6 +81,7 @@ def test_target_log_prob_equals_log_softmax():
     for gf, gs, gr in zip(first, second, expected, strict=True):
         torch.testing.assert_close(gf, gr, **F64)
         torch.testing.assert_close(gs, gr, **F64)
+    assert first[1].stride() == W.stride()  # the gradient in the parameter's layout: no copy
     assert torch.autograd.gradcheck(lambda *p: target_log_prob(*p, y), (u, W, b))
 
 
@@ -117,9 +124,11 @@ def setup(arch, seed=0, dtype=torch.float64, scale=0.5, **overrides):
 
 @contextlib.contextmanager
 def small_pieces(rows=2):
-    """The attention in pieces of ``rows`` sentences (B = 3: pieces of 2 and 1)."""
+    """The attention in pieces of ``rows`` sentences (B = 3: pieces of 2 and 1); the scans compute
+    only the rows up to the last sentence still running (``active_rows`` to 1 row, not 16)."""
     with mock.patch.object(attention_module, "piece_rows", lambda Uh: rows), \
-            mock.patch.object(decoder_module, "piece_rows", lambda Uh: rows):  # fmt: skip
+            mock.patch.object(decoder_module, "piece_rows", lambda Uh: rows), \
+            mock.patch.object(gru_module, "ROW_TILE", 1):  # fmt: skip
         yield
 
 

@@ -239,6 +239,27 @@ def test_initialisation_statistics(arch):
     assert n_orthogonal == (9 if arch == "RNNsearch" else 6)
 
 
+@pytest.mark.parametrize("rank", [None, 6])
+def test_output_matrix_stored_column_major_with_row_major_draws(rank):
+    """W_o (W2) is [K, l] column-major, the layout the output matmul wants; every initial value is
+    what a row-major (contiguous) parameter gets from the same seed."""
+    from nmt_lib.model import init_parameters
+
+    cfg = ModelConfig(src_vocab=30, trg_vocab=25, m=8, n=6, n_align=5, l=4, output_rank=rank)
+    name = "W_o" if rank is None else "W2"
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    assert getattr(model.decoder, name).t().is_contiguous()
+    row_major = build_model(cfg)
+    setattr(
+        row_major.decoder, name, torch.nn.Parameter(torch.empty(getattr(model.decoder, name).shape))
+    )
+    torch.manual_seed(0)
+    init_parameters(row_major, cfg.init)
+    for (k, p), (_, q) in zip(model.named_parameters(), row_major.named_parameters(), strict=True):
+        assert torch.equal(p, q), k
+
+
 def test_fanin_init_scales_by_fan_in_and_keeps_recurrent_orthogonal():
     from nmt_lib.config import ModelConfig
 
@@ -268,10 +289,11 @@ def test_forward_macs_counts_every_matrix_product(arch, rank):
 
     cfg = dataclasses.replace(CFG, arch=arch, output_rank=rank)
     model = build_model(cfg)
-    x, y = torch.randint(3, 13, (1, 7)), torch.randint(3, 11, (1, 4))
+    # 64 target words: the output layer pads its rows to a multiple of 64 (decoder.padded_rows)
+    x, y = torch.randint(3, 13, (1, 7)), torch.randint(3, 11, (1, 64))
     ones = lambda t: torch.ones_like(t, dtype=torch.bool)  # noqa: E731
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(x, ones(x), y, ones(y))
     # e_ij = v_a . tanh(...) is a matrix-vector product, which the counter does not count
-    v_a = 4 * 7 * cfg.n_align if arch == "RNNsearch" else 0
-    assert counter.get_total_flops() + 2 * v_a == 2 * forward_macs(cfg, 7, 4)
+    v_a = 64 * 7 * cfg.n_align if arch == "RNNsearch" else 0
+    assert counter.get_total_flops() + 2 * v_a == 2 * forward_macs(cfg, 7, 64)
