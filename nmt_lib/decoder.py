@@ -353,14 +353,16 @@ class _AttentionDecoderScan(torch.autograd.Function):
     def backward(ctx, dS, dC, dA):
         mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS = ctx.saved_tensors
         (Ty, B, n), cd = S.shape, U.dtype
-        d_pre = S.new_zeros(*S.shape[:-1], 3 * n)  # ∂L/∂pre-activations [candidate; z; r]
-        d_g = S.new_zeros(*S.shape[:-1], W_s.shape[-1])  # ∂L/∂[U_r s; U_z s; W_a s]
-        d_c = S.new_zeros(C.shape)  # ∂L/∂c_i
+        d_pre = S.new_empty(*S.shape[:-1], 3 * n)  # ∂L/∂pre-activations [candidate; z; r]
+        d_g = S.new_empty(*S.shape[:-1], W_s.shape[-1])  # ∂L/∂[U_r s; U_z s; W_a s]
+        d_c = S.new_empty(C.shape)  # ∂L/∂c_i
         d_sum = torch.zeros_like(Uh)  # Σ_i ∂L/∂e_ij (1 - t_ij²) = ∂L/∂(U_a h_j) / v_a
         dv_a = torch.zeros_like(v_a)
         ds = torch.zeros_like(S[0])  # ∂L/∂s_i through the steps after i
         for i in reversed(range(Ty)):
             k, m = ctx.ks[i], mask[i, : ctx.ks[i]]
+            for d in (d_pre, d_g, d_c) if k < B else ():
+                d[i, k:] = 0  # the rows past their end
             s, r, z, s_tilde, alpha = S[i, :k], R[i, :k], Z[i, :k], St[i, :k], A[i, :k]
             ds_k = ds[:k]
             ds_new = ds_k.masked_fill(~m, 0)  # past the sentence end s_i = s_{i-1}

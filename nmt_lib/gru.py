@@ -156,10 +156,11 @@ class _GRUScan(torch.autograd.Function):
         h0, U_rz, U, mask, H, R, Z, Ht, RH = ctx.saved_tensors
         T, n, cd = H.shape[0], h0.shape[-1], U.dtype
         H_prev = torch.cat([h0[None], H[:-1]])  # h_0 .. h_{T-1}
-        dA = H.new_zeros(*H.shape[:-1], 3 * n)  # ∂L/∂a: [candidate; z; r], time-major
+        dA = H.new_empty(*H.shape[:-1], 3 * n)  # ∂L/∂a: [candidate; z; r], time-major
         dh = torch.zeros_like(h0)
         for t in reversed(range(T)):
             k = ctx.ks[t]
+            dA[t, :, k:] = 0  # the rows past their end
             dh += dH[t]  # ∂L/∂h_t; rows from k on: past the end, h_t = h_{t-1}, it passes through
             dh_k = dh[:, :k]
             if mask is not None:  # padding: h_t = h_{t-1}, the gradient passes through

@@ -54,6 +54,39 @@ def test_fast_gru_scan_equals_gru_scan(shared, masked, tile, monkeypatch):
         torch.testing.assert_close(gf, gr, **F64)
 
 
+def test_active_rows_up_to_the_last_sentence_still_running(monkeypatch):
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 1, 0], [1, 0, 0, 0, 0], [0, 0, 0, 0, 0]]).bool()
+    time_major = mask[:, :, None]  # [T, B, 1]: sentences of lengths 3, 2, 1, 2, 1
+    monkeypatch.setattr(gru_module, "ROW_TILE", 1)
+    assert gru_module.active_rows(time_major) == [5, 4, 1, 0]
+    monkeypatch.setattr(gru_module, "ROW_TILE", 2)
+    assert gru_module.active_rows(time_major) == [5, 4, 2, 0]  # rounded up, at most B
+    two = torch.stack([time_major, time_major.flip(0)], 1)  # [T, D, B, 1]: the latest of both
+    assert gru_module.active_rows(two) == [5, 4, 4, 5]
+    assert gru_module.active_rows(None) == []
+
+
+def test_padded_rows_real_positions_then_copies_of_the_first():
+    mask = torch.tensor([[False, True, True], [True, False, False]])
+    idx = decoder_module.padded_rows(mask, multiple=4)
+    assert idx.tolist() == [1, 2, 3, 1]
+    assert decoder_module.padded_rows(mask, multiple=1).tolist() == [1, 2, 3]
+    assert len(decoder_module.padded_rows(torch.ones(8, 16, dtype=torch.bool))) == 128
+
+
+def test_import_raises_onednn_kernel_cache_unless_set():
+    import os
+    import subprocess
+    import sys
+
+    code = "import nmt_lib, os; print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    run = lambda e: subprocess.run([sys.executable, "-c", code], env=e, capture_output=True,  # noqa: E731
+                                   text=True, check=True).stdout.strip()  # fmt: skip
+    assert run(env) == "8192"
+    assert run({**env, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64"}) == "64"
+
+
 def test_fast_gru_scan_gradcheck():
     g = torch.Generator().manual_seed(1)
     args = [torch.randn(*s, generator=g, dtype=torch.float64).requires_grad_()
