@@ -46,8 +46,9 @@ def throughput(shape, arch, precision, steps, reps, with_naive=True) -> dict:
     ours, naive = pair(cfg, precision)
     batches = synthetic_batches(cfg, sh["batch"], sh["lengths"], steps, seed=1)
     runners = [ours, naive] if with_naive else [ours]
-    for r in runners:  # warm-up (first-call allocations, oneDNN kernel selection)
-        r.step(batches[0])
+    for b in batches:  # warm-up: first-call allocations, the oneDNN kernels of every batch's
+        for r in runners:  # shapes (built once per shape; a long run has built them all)
+            r.step(b)
     wall = {r.name: [] for r in runners}
     cpu = {r.name: [] for r in runners}
     tokens, flops, peak = [], [], []

@@ -1,0 +1,131 @@
+"""nmt_lib on the peers' benchmark (../shared/peers/README.md), in their naive script's log format, so
+that their ``summarize.py`` puts it in the same table as JoeyNMT, OpenNMT-py and the naive script.
+
+    P=../peers-work   # $PEERS of the peers' scripts: data/ from gen_corpus.py, runs/
+    python bench/bench_peers.py train  --data $P/data --ckpt $P/nmt_lib/model.pt   # 250 updates
+    python bench/bench_peers.py decode --data $P/data --ckpt $P/nmt_lib/model.pt --beam 10 --out X.hyp
+
+Run each through the peers' ``run_timed.py`` into ``$P/runs/nmt_lib/{train,greedy,beam10}-N.{log,json}``
+(``bench/README.md`` has the exact commands). The same workload as the peers: the synthetic corpus,
+10,000 words + specials per side, bench-small sizes (``common.SHAPES["small"]``), random batches of
+64 sentences padded to the longest, 250 updates timed from the update-50 line to the update-250
+line; decoding the 500 test sentences in batches of 64 with exactly 30 target words each. What
+differs is the recipe, ours (the paper's): Adadelta instead of Adam, the summed loss, EOS but no
+BOS; bf16 autocast unless ``--precision fp32``. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import time
+from collections import Counter
+from pathlib import Path
+from unittest import mock
+
+import torch
+from common import Trainee, autocast, model_config
+
+from nmt_lib import search
+from nmt_lib.data import pad
+from nmt_lib.model import build_model
+from nmt_lib.vocab import Vocab
+
+
+def read(path: Path) -> list[list[str]]:
+    return [line.split() for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def vocab(sentences: list[list[str]], size: int) -> Vocab:
+    return Vocab.build(Counter(w for s in sentences for w in s), size)
+
+
+def ids(v: Vocab, sentences: list[list[str]]) -> list[list[int]]:
+    return [[v.stoi.get(w, 1) for w in s] for s in sentences]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("mode", choices=["train", "decode"])
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--ckpt", type=Path, required=True)
+    ap.add_argument("--steps", type=int, default=250)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--beam", type=int, default=10, help="0 = greedy")
+    ap.add_argument("--length", type=int, default=30, help="target words per decoded sentence")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    cfg = model_config("small", "RNNsearch")
+    src_train, trg_train = read(args.data / "train.src"), read(args.data / "train.trg")
+    sv, tv = vocab(src_train, cfg.src_vocab - 3), vocab(trg_train, cfg.trg_vocab - 3)
+    model = build_model(cfg)
+    result = {"tool": "nmt_lib", "mode": args.mode, "threads": torch.get_num_threads(),
+              "precision": args.precision, "torch": torch.__version__}  # fmt: skip
+    if args.mode == "train":
+        trainee = Trainee("nmt_lib", cfg, model, False, args.precision)
+        src, trg = ids(sv, src_train), ids(tv, trg_train)
+        order = list(range(len(src)))
+        random.shuffle(order)
+        print(f"setup done {time.perf_counter() - t_start:.3f} s", flush=True)
+        t_warm, tokens, sentences, pos = None, 0, 0, 0
+        for step in range(1, args.steps + 1):
+            if pos + args.batch > len(order):
+                random.shuffle(order)
+                pos = 0
+            idx, pos = order[pos : pos + args.batch], pos + args.batch
+            x, x_mask = pad([src[i] for i in idx], add_eos=True)
+            y, y_mask = pad([trg[i] for i in idx], add_eos=True)
+            loss = trainee.step((x, x_mask, y, y_mask))
+            n = int(y_mask.sum())  # target tokens incl. EOS
+            if step > args.warmup:
+                tokens, sentences = tokens + n, sentences + len(idx)
+            if step == args.warmup:
+                t_warm = time.perf_counter()
+            if step % 50 == 0:
+                t = time.perf_counter() - t_start  # the peers' format: "step N loss/tok L t=T"
+                print(f"step {step} loss/tok {loss / n:.3f} t={t:.3f}", flush=True)
+        dt = time.perf_counter() - t_warm
+        args.ckpt.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(model.state_dict(), args.ckpt)
+        result.update(steps_timed=args.steps - args.warmup, seconds=dt, trg_tokens_incl_eos=tokens,
+                      sents=sentences, tok_per_s_incl_eos=tokens / dt,
+                      tok_per_s_words=(tokens - sentences) / dt)  # fmt: skip
+    else:
+        model.load_state_dict(torch.load(args.ckpt))
+        model.eval()
+        xs = [s + [2] for s in ids(sv, read(args.data / "test.src"))]
+
+        def fixed(x_mask, *_):  # exactly --length words: EOS forbidden before, stop there
+            n = torch.full((x_mask.shape[0],), args.length, dtype=torch.long)
+            return n, n
+
+        print(f"setup done {time.perf_counter() - t_start:.3f} s", flush=True)
+        t0 = time.perf_counter()
+        with (
+            torch.no_grad(),
+            autocast(args.precision),
+            mock.patch.object(search, "length_limits", fixed),
+        ):
+            hyps = search.decode_corpus(model, xs, beam=args.beam, batch_size=args.batch)
+        dt = time.perf_counter() - t0
+        if args.out:
+            args.out.write_text(
+                "".join(" ".join(tv.itos[w] for w in h.words()) + "\n" for h in hyps)
+            )
+        result.update(beam=args.beam, sents=len(hyps), seconds=dt, sent_per_s=len(hyps) / dt)
+    result["vmhwm_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
