@@ -66,7 +66,8 @@ class Decoder(nn.Module):
         self.V_o = nn.Parameter(torch.empty(2 * l, m))
         self.C_o = nn.Parameter(torch.empty(2 * l, ctx_size))
         # W_o [K_y, l] (or W2 [K_y, r]) is stored column-major: ``W_o.t()`` is contiguous, the
-        # layout in which the output matmul runs fastest (bf16 on CPUs: ~3x); see target_log_prob
+        # layout in which the output matmul runs fastest (bf16 on CPUs: up to 2x); its gradient
+        # comes back in that layout (target_log_prob)
         if output_rank is None:
             self.W_o = nn.Parameter(torch.empty(l, K_y).t())
         else:
@@ -157,7 +158,7 @@ class Decoder(nn.Module):
         in one matmul; the recurrence with a hand-written backward through time
         (:func:`attention_decoder_scan`, :func:`~nmt_lib.gru.fast_gru_scan`); the deep output and
         the softmax of all real (non-padding) positions at once after the loop
-        (:func:`target_log_prob`).
+        (:func:`target_log_prob`, rows padded to a multiple of 64: :func:`padded_rows`).
 
         Args:
             s0: ``[B, n]``; y: ``[B, Ty]`` long (EOS included); y_mask: ``[B, Ty]`` bool.

@@ -89,8 +89,8 @@ def active_rows(mask: Tensor | None) -> list[int]:
 
     The rows after it are past their sentence's end at that step, where the state is copied: with
     the batch sorted by length, longest first, the recurrences shrink as sentences end (cuDNN's
-    packed sequences). Rounding to 16 rows, the AMX
-    tile, bounds the matmul shapes (oneDNN builds a kernel per shape) at little cost."""
+    packed sequences). Rounding to 16 rows, the AMX tile, bounds the matmul shapes (oneDNN builds
+    a kernel per shape) at little cost."""
     if mask is None:
         return []
     T, B = mask.shape[0], mask.shape[-2]

@@ -74,8 +74,9 @@ class EncoderDecoder(nn.Module):
             ``logp [B, Ty]`` float32, ``log p(y_i | y_<i, x)``, 0 at padding;
             ``alpha [B, Ty, Tx]`` (RNNsearch) or None (RNNencdec).
         """
-        order = y_mask.sum(1).argsort(descending=True, stable=True)  # longest target first:
-        x, x_mask, y, y_mask = (t[order] for t in (x, x_mask, y, y_mask))  # the scans shrink
+        # longest target first: the decoder's recurrence then drops sentences as they end
+        order = y_mask.sum(1).argsort(descending=True, stable=True)
+        x, x_mask, y, y_mask = (t[order] for t in (x, x_mask, y, y_mask))
         enc = self.encode(x, x_mask)
         logp, alpha = self.decoder(self.init_state(enc), y, y_mask, enc.h, enc.Uh, enc.mask, enc.c)
         back = torch.empty_like(order)
