@@ -23,10 +23,9 @@ import resource
 import time
 from collections import Counter
 from pathlib import Path
-from unittest import mock
 
 import torch
-from common import Trainee, autocast, model_config
+from common import Trainee, autocast, fixed_length, model_config
 
 from nmt_lib import search
 from nmt_lib.data import pad
@@ -105,17 +104,9 @@ def main():
         model.eval()
         xs = [s + [2] for s in ids(sv, read(args.data / "test.src"))]
 
-        def fixed(x_mask, *_):  # exactly --length words: EOS forbidden before, stop there
-            n = torch.full((x_mask.shape[0],), args.length, dtype=torch.long)
-            return n, n
-
         print(f"setup done {time.perf_counter() - t_start:.3f} s", flush=True)
         t0 = time.perf_counter()
-        with (
-            torch.no_grad(),
-            autocast(args.precision),
-            mock.patch.object(search, "length_limits", fixed),
-        ):
+        with torch.no_grad(), autocast(args.precision), fixed_length(args.length):
             hyps = search.decode_corpus(model, xs, beam=args.beam, batch_size=args.batch)
         dt = time.perf_counter() - t0
         if args.out:

@@ -17,10 +17,17 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-from unittest import mock
 
 import torch
-from common import autocast, machine_info, median, model_config, setup_threads, timed
+from common import (
+    autocast,
+    fixed_length,
+    machine_info,
+    median,
+    model_config,
+    setup_threads,
+    timed,
+)
 from naive import naive_decode
 
 from nmt_lib import search
@@ -56,12 +63,8 @@ def main():
     xs = sorted(sources(cfg, args.sentences), key=len, reverse=True)  # as decode_corpus batches
     batches = [search.pad_batch(xs[i : i + args.batch]) for i in range(0, len(xs), args.batch)]
 
-    def fixed(x_mask, *_):
-        n = torch.full((x_mask.shape[0],), args.length, dtype=torch.long, device=x_mask.device)
-        return n, n
-
     def ours(beam):
-        with mock.patch.object(search, "length_limits", fixed):
+        with fixed_length(args.length):
             return search.decode_corpus(model, xs, beam=beam, batch_size=args.batch)
 
     def naive(beam):

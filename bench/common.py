@@ -100,6 +100,20 @@ def synthetic_batches(cfg: ModelConfig, batch: int, lengths: tuple[int, int], co
     return out
 
 
+def fixed_length(n: int):
+    """The peers' decoding workload: a context that makes ``nmt_lib.search`` emit exactly ``n`` words
+    per sentence (EOS forbidden before step ``n``, stop at ``n``: ``length_limits`` -> (n, n))."""
+    from unittest import mock
+
+    from nmt_lib import search
+
+    def limits(x_mask, *_):
+        k = torch.full((x_mask.shape[0],), n, dtype=torch.long, device=x_mask.device)
+        return k, k
+
+    return mock.patch.object(search, "length_limits", limits)
+
+
 def autocast(precision: str):
     return torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
 
