@@ -184,21 +184,21 @@ class Decoder(nn.Module):
             )
             alpha = alpha.masked_fill(~y_mask[..., None], 0.0)
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # ē(y_{i-1}), 0 at i=1
-        real = padded_rows(y_mask)  # the N real positions, then copies of the first up to 64k
+        real, N = padded_rows(y_mask)  # the N real positions, then copies of the first up to 64k
         rows = lambda x: x.flatten(0, 1)[real]  # noqa: E731
         t = self.deep_output(rows(s_prev), rows(e_prev), rows(c_all))  # [64k, l]
         u, W = (t, self.W_o) if self.output_rank is None else (F.linear(t, self.W1), self.W2)
-        logp = target_log_prob(u, W, self.b_y, rows(y))[: int(y_mask.sum())]  # [N] float32
+        logp = target_log_prob(u, W, self.b_y, rows(y))[:N]  # [N] float32
         return logp.new_zeros(y.shape).masked_scatter(y_mask, logp), alpha
 
 
-def padded_rows(mask: Tensor, multiple: int = 64) -> Tensor:
-    """Flat indices of ``mask``'s True entries, padded to a multiple of ``multiple`` with copies of
-    the first. The matmuls over the real positions then see a few dozen shapes instead of one per
-    batch: bf16 matmuls on CPUs (oneDNN) build a kernel for each new shape, ~10 ms each, more than
-    the ≤ 63 extra rows cost. The copies' outputs are dropped, so they get no gradient."""
+def padded_rows(mask: Tensor, multiple: int = 64) -> tuple[Tensor, int]:
+    """Flat indices of ``mask``'s N True entries, padded to a multiple of ``multiple`` with copies
+    of the first, and N. The matmuls over the real positions then see a few dozen shapes instead of
+    one per batch: bf16 matmuls on CPUs (oneDNN) build a kernel for each new shape, 2-100 ms each,
+    more than the ≤ 63 extra rows cost. The copies' outputs are dropped, so they get no gradient."""
     idx = mask.flatten().nonzero().squeeze(1)
-    return F.pad(idx, (0, -len(idx) % multiple), value=int(idx[0]))
+    return torch.cat([idx, idx[:1].expand(-len(idx) % multiple)]), len(idx)
 
 
 def target_log_prob(u: Tensor, W: Tensor, b: Tensor, y: Tensor) -> Tensor:
@@ -318,8 +318,7 @@ class _AttentionDecoderScan(torch.autograd.Function):
 
     Step ``i`` computes only the first ``k_i`` rows (:func:`~nmt_lib.gru.active_rows`): the
     sentences after the last one still running are past their end, where the state is copied and
-    ``c_i``, ``α_i`` are left 0 (the caller reads only real positions: the gradients arriving
-    there are 0)."""
+    ``c_i``, ``α_i`` are not computed but 0 (the caller reads only real positions)."""
 
     @staticmethod
     def forward(ctx, a, s0, mask, h, Uh, x_mask, W_s, C_in, U, v_a):
@@ -362,8 +361,10 @@ class _AttentionDecoderScan(torch.autograd.Function):
         ds = torch.zeros_like(S[0])  # ∂L/∂s_i through the steps after i
         for i in reversed(range(Ty)):
             k, m = ctx.ks[i], mask[i, : ctx.ks[i]]
-            for d in (d_pre, d_g, d_c) if k < B else ():
-                d[i, k:] = 0  # the rows past their end
+            if k < B:  # the rows past their end: s_i = s_{i-1}; c_i, α_i are 0, not computed
+                ds[k:] += dS[i, k:]
+                for d in (d_pre, d_g, d_c):
+                    d[i, k:] = 0
             s, r, z, s_tilde, alpha = S[i, :k], R[i, :k], Z[i, :k], St[i, :k], A[i, :k]
             ds_k = ds[:k]
             ds_new = ds_k.masked_fill(~m, 0)  # past the sentence end s_i = s_{i-1}

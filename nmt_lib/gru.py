@@ -78,7 +78,7 @@ def transposed(x: Tensor, dtype: torch.dtype) -> Tensor:
     return torch.empty(x.mT.shape, dtype=dtype, device=x.device).copy_(x.mT)
 
 
-#: Row multiple of :func:`active_rows` (16 = an AMX tile; the tests set 1).
+#: Row multiple of :func:`active_rows` (16 = an AMX tile; the tests also use 1).
 ROW_TILE = 16
 
 
@@ -87,8 +87,8 @@ def active_rows(mask: Tensor | None) -> list[int]:
     the last row with a real token at that step (any leading dim) + 1, rounded up to
     :data:`ROW_TILE`.
 
-    The rows after it are past their sentence's end at that step, where the state is copied: with
-    the batch sorted by length, longest first, the recurrences shrink as sentences end (cuDNN's
+    The rows after it are padding at that step, where the state is copied: with right-padded
+    sentences sorted by length, longest first, the recurrences shrink as sentences end (cuDNN's
     packed sequences). Rounding to 16 rows, the AMX tile, bounds the matmul shapes (oneDNN builds
     a kernel per shape) at little cost."""
     if mask is None:

@@ -176,7 +176,10 @@ class Trainer:
         if world > 1:  # every rank starts from rank 0's weights
             with torch.no_grad():
                 for p in self.params:
-                    dist.broadcast(p, 0)
+                    buf = p.contiguous()  # NCCL takes contiguous tensors only (W_o is column-major)
+                    dist.broadcast(buf, 0)
+                    if buf.data_ptr() != p.data_ptr():
+                        p.copy_(buf)
         self.update = 0
         self.elapsed = 0.0  # seconds of training, summed over resumes
         self.best_dev_nll = math.inf

@@ -66,12 +66,37 @@ def test_active_rows_up_to_the_last_sentence_still_running(monkeypatch):
     assert gru_module.active_rows(None) == []
 
 
+def test_attention_scan_states_past_the_end_keep_their_gradient(monkeypatch):
+    """S (the states, copied past each sentence's end) is the same function whether a step computes
+    every row (tile 16 > B) or only up to the last sentence still running (tile 1): so are the
+    gradients of a loss on all of S, padding included."""
+    g = torch.Generator().manual_seed(0)
+    B, Ty, Tx, n, na, ctx = 3, 4, 5, 4, 3, 6
+    shapes = [(B, Ty, 3 * n), (B, n), (B, Tx, ctx), (B, Tx, na), (n, 2 * n + na), (ctx, 3 * n),
+              (n, n), (na,)]  # fmt: skip
+    args = [torch.randn(*s, generator=g, dtype=torch.float64).requires_grad_() for s in shapes]
+    y_mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]]).bool()
+    x_mask = torch.ones(B, Tx, dtype=torch.bool)
+    w = torch.randn(B, Ty, n, generator=g, dtype=torch.float64)
+    out = {}
+    for tile in (16, 1):
+        monkeypatch.setattr(gru_module, "ROW_TILE", tile)
+        S = decoder_module.attention_decoder_scan(*args[:2], y_mask, *args[2:4], x_mask, *args[4:])[
+            0
+        ]
+        out[tile] = (S, torch.autograd.grad((S * w).sum(), args))
+    torch.testing.assert_close(out[1][0], out[16][0], **F64)
+    for g1, g16 in zip(out[1][1], out[16][1], strict=True):
+        torch.testing.assert_close(g1, g16, **F64)
+
+
 def test_padded_rows_real_positions_then_copies_of_the_first():
     mask = torch.tensor([[False, True, True], [True, False, False]])
-    idx = decoder_module.padded_rows(mask, multiple=4)
-    assert idx.tolist() == [1, 2, 3, 1]
-    assert decoder_module.padded_rows(mask, multiple=1).tolist() == [1, 2, 3]
-    assert len(decoder_module.padded_rows(torch.ones(8, 16, dtype=torch.bool))) == 128
+    idx, n = decoder_module.padded_rows(mask, multiple=4)
+    assert idx.tolist() == [1, 2, 3, 1] and n == 3
+    assert decoder_module.padded_rows(mask, multiple=1)[0].tolist() == [1, 2, 3]
+    assert len(decoder_module.padded_rows(torch.ones(8, 16, dtype=torch.bool))[0]) == 128
+    assert decoder_module.padded_rows(torch.zeros(2, 3, dtype=torch.bool))[0].numel() == 0
 
 
 def test_import_raises_onednn_kernel_cache_unless_set():

@@ -206,3 +206,24 @@ def test_budgets_in_epochs_and_hours(toy, tmp_path):
     by_hours = with_train(cfg, max_updates=None, max_hours=1e-9)
     s = train_run(by_hours, tmp_path / "h", prep, progress=False)
     assert s["stopped_by"] == "max_hours" and s["updates"] == 1
+
+
+def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
+    """NCCL broadcasts contiguous tensors only; W_o is stored column-major. Every parameter goes
+    through a contiguous buffer and comes back in its own layout."""
+    from nmt_lib import train as train_module
+
+    cfg, prep, _ = toy
+
+    def broadcast(t, src):  # rank 0's weights: here all 7
+        assert t.is_contiguous() and src == 0
+        t.fill_(7.0)
+
+    monkeypatch.setattr(train_module.dist, "broadcast", broadcast)
+    it = data.TrainIterator.from_config(prep.train, cfg.data)
+    model = build_model(cfg.model)
+    layouts = {k: p.stride() for k, p in model.named_parameters()}
+    assert any(not p.is_contiguous() for p in model.parameters())  # W_o / W2
+    Trainer(cfg, model, it, "cpu", rank=1, world=2)
+    for k, p in model.named_parameters():
+        assert bool((p == 7.0).all()) and p.stride() == layouts[k], k
