@@ -16,3 +16,23 @@ import os
 # evicted and rebuilt all the time (~20 per update at the lite profile). Set before the first bf16
 # matmul of the process; a value the user exported wins.
 os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "8192")
+
+
+def _keep_freed_memory() -> bool:
+    """Keep freed memory in the process (glibc: ``M_TRIM_THRESHOLD`` 1 GiB, ``M_MMAP_THRESHOLD``
+    32 MiB). glibc's default gives large freed blocks back to the OS and maps them again at the
+    next allocation, page by page: a beam step allocates and frees ``[beam * B, K]`` logits, and
+    the page faults cost 5-10 % of beam search time. Linux with glibc only; ``NMT_LIB_MALLOPT=0``
+    leaves malloc alone. Returns whether the settings took."""
+    if os.environ.get("NMT_LIB_MALLOPT", "1") == "0" or not os.uname().sysname == "Linux":
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        return libc.mallopt(-1, 1 << 30) == 1 and libc.mallopt(-3, 1 << 25) == 1
+    except (OSError, AttributeError):  # not glibc
+        return False
+
+
+MALLOC_TUNED = _keep_freed_memory()

@@ -7,10 +7,12 @@
     c_i  = Σ_j α_ij h_j
 
 No biases (GroundHog). ``U_a h_j`` does not depend on ``i``: it is computed once per sentence
-(:meth:`Attention.precompute`) and passed in. Pure functions of their arguments; nothing is cached
-on the module. :func:`alignment_scores` is the definition; :func:`energies_in_pieces` computes the
-same without autograd, faster (decoding, and the training recurrence of ``decoder.py``). Imports
-only torch.
+(:meth:`Attention.precompute`) and passed in. Every function also takes ``G`` consecutive decoder
+states per sentence (``s_prev [G * B, n]``, the hypotheses of a beam) against ``B`` encoded
+sentences, so that the annotations need not be copied for each hypothesis. Pure functions of their
+arguments; nothing is cached on the module. :func:`alignment_scores` is the definition;
+:func:`energies_in_pieces` computes the same without autograd, faster (decoding, and the training
+recurrence of ``decoder.py``). Imports only torch.
 """
 
 from __future__ import annotations
@@ -23,55 +25,61 @@ def alignment_scores(s_prev: Tensor, Uh: Tensor, W_a: Tensor, v_a: Tensor) -> Te
     """``e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j)`` (App. A.1.2).
 
     Args:
-        s_prev: ``[B, n]`` decoder state ``s_{i-1}``.
+        s_prev: ``[G * B, n]`` decoder states ``s_{i-1}``, ``G`` consecutive ones per sentence.
         Uh: ``[B, Tx, n']`` precomputed ``U_a h_j``.
         W_a: ``[n', n]``; v_a: ``[n']``.
     Returns:
-        ``[B, Tx]`` the energies ``e_i·``.
+        ``[G * B, Tx]`` the energies ``e_i·``.
     """
-    Ws = nn.functional.linear(s_prev, W_a)  # [B, n']
-    return torch.matmul(torch.tanh(Uh + Ws.unsqueeze(1)), v_a)  # [B, Tx]
+    B, Tx, n_a = Uh.shape
+    Ws = nn.functional.linear(s_prev, W_a).view(B, -1, 1, n_a)  # [B, G, 1, n']
+    return torch.matmul(torch.tanh(Uh.unsqueeze(1) + Ws), v_a).view(-1, Tx)  # [G * B, Tx]
 
 
-def piece_rows(Uh: Tensor) -> int:
-    """Sentences per piece: on a CPU, a ``[rows, Tx, n']`` float32 temporary of ~1 MB stays in
+def piece_rows(Uh: Tensor, G: int = 1) -> int:
+    """Sentences per piece: on a CPU, a ``[rows, G, Tx, n']`` float32 temporary of ~1 MB stays in
     cache; on a GPU, all at once."""
     if Uh.device.type != "cpu":
         return Uh.shape[0]
-    return max(1, (1 << 18) // (Uh.shape[1] * Uh.shape[2]))
+    return max(1, (1 << 18) // (G * Uh.shape[1] * Uh.shape[2]))
 
 
 @torch.no_grad()
 def energies_in_pieces(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor:
-    """:func:`alignment_scores` given ``Ws = W_a s_{i-1}`` ``[B, n']``, without autograd, in
-    ``Uh``'s dtype (autocast off), a few sentences at a time: the ``[rows, Tx, n']`` temporary
+    """:func:`alignment_scores` given ``Ws = W_a s_{i-1}`` ``[G * B, n']``, without autograd, in
+    ``Uh``'s dtype (autocast off), a few sentences at a time: the ``[rows, G, Tx, n']`` temporary
     ``tanh(W_a s_{i-1} + U_a h_j)`` stays in cache instead of making three trips through memory
-    (about 4x faster on a CPU for a beam of 640 rows). ``Uh [B, Tx, n']`` -> ``[B, Tx]``."""
-    Ws, v_a = Ws.to(Uh.dtype), v_a.to(Uh.dtype)
-    B, rows = Uh.shape[0], piece_rows(Uh)
-    e, buf = Uh.new_empty(Uh.shape[:2]), Uh.new_empty(min(rows, B), *Uh.shape[1:])
+    (about 4x faster on a CPU for a beam of 640 rows), and each sentence's ``U_a h_j`` is read once
+    for its ``G`` states. ``Uh [B, Tx, n']`` -> ``[G * B, Tx]``."""
+    (B, Tx, n_a), v_a = Uh.shape, v_a.to(Uh.dtype)
+    Ws = Ws.to(Uh.dtype).view(B, -1, 1, n_a)  # [B, G, 1, n']
+    rows = piece_rows(Uh, Ws.shape[1])
+    e, buf = Uh.new_empty(Ws.shape[:2] + (Tx,)), Uh.new_empty(min(rows, B), Ws.shape[1], Tx, n_a)
     with torch.autocast(Uh.device.type, enabled=False):
         for i in range(0, B, rows):
-            t = torch.add(Uh[i : i + rows], Ws[i : i + rows, None], out=buf[: min(rows, B - i)])
+            t = torch.add(Uh[i : i + rows, None], Ws[i : i + rows], out=buf[: min(rows, B - i)])
             torch.matmul(t.tanh_(), v_a, out=e[i : i + rows])
-    return e
+    return e.view(-1, Tx)
 
 
 def masked_softmax(e: Tensor, mask: Tensor) -> Tensor:
     """Softmax over source positions with exactly zero weight on padding, in float32 or wider.
 
     Args:
-        e: ``[B, Tx]``; mask: ``[B, Tx]`` bool, True on real tokens (at least one per row).
+        e: ``[G * B, Tx]``; mask: ``[B, Tx]`` bool, True on real tokens (at least one per row).
     Returns:
-        ``[B, Tx]`` the weights ``α_i·`` (rows sum to 1).
+        ``[G * B, Tx]`` the weights ``α_i·`` (rows sum to 1).
     """
     e = e.float() if e.dtype in (torch.float16, torch.bfloat16) else e
-    return e.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+    B, Tx = mask.shape
+    return e.view(B, -1, Tx).masked_fill(~mask[:, None], float("-inf")).softmax(-1).view(-1, Tx)
 
 
 def context(alpha: Tensor, h: Tensor) -> Tensor:
-    """``c_i = Σ_j α_ij h_j`` (Eq. 5): ``alpha [B, Tx]``, ``h [B, Tx, 2n]`` -> ``[B, 2n]``."""
-    return torch.bmm(alpha.unsqueeze(1).to(h.dtype), h).squeeze(1)
+    """``c_i = Σ_j α_ij h_j`` (Eq. 5): ``alpha [G * B, Tx]``, ``h [B, Tx, 2n]`` -> ``[G * B, 2n]``
+    (one ``[G, Tx] @ [Tx, 2n]`` product per sentence)."""
+    B, Tx, d = h.shape
+    return torch.bmm(alpha.view(B, -1, Tx).to(h.dtype), h).view(-1, d)
 
 
 class Attention(nn.Module):
@@ -92,9 +100,10 @@ class Attention(nn.Module):
         """Context and weights for one decoder step.
 
         Args:
-            s_prev: ``[B, n]``; h: ``[B, Tx, 2n]``; Uh: ``[B, Tx, n']``; mask: ``[B, Tx]`` bool.
+            s_prev: ``[G * B, n]`` (``G`` consecutive states per sentence, e.g. a beam); h:
+            ``[B, Tx, 2n]``; Uh: ``[B, Tx, n']``; mask: ``[B, Tx]`` bool.
         Returns:
-            ``c [B, 2n]``, ``alpha [B, Tx]``.
+            ``c [G * B, 2n]``, ``alpha [G * B, Tx]``.
         """
         if torch.is_grad_enabled():
             alpha = masked_softmax(alignment_scores(s_prev, Uh, self.W_a, self.v_a), mask)

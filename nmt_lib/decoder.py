@@ -96,7 +96,8 @@ class Decoder(nn.Module):
     def attend(
         self, s_prev: Tensor, h: Tensor, Uh: Tensor, x_mask: Tensor
     ) -> tuple[Tensor, Tensor]:
-        """``c_i [B, 2n], α_i [B, Tx]`` from ``s_{i-1} [B, n]`` (App. A.1.2)."""
+        """``c_i [G * B, 2n], α_i [G * B, Tx]`` from ``s_{i-1} [G * B, n]`` (App. A.1.2), ``G``
+        consecutive states per sentence of ``h [B, Tx, 2n]``."""
         return self.attention(s_prev, h, Uh, x_mask)
 
     def deep_output(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor) -> Tensor:
@@ -113,28 +114,24 @@ class Decoder(nn.Module):
             t_tilde = t_tilde + F.linear(e_prev, self.V_o)
         return t_tilde.unflatten(-1, (-1, 2)).amax(-1)  # [..., l]: max over adjacent pairs
 
-    def logits(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor) -> Tensor:
+    def logits(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor, bias: bool = True) -> Tensor:
         """Deep output with maxout (:meth:`deep_output`), before the softmax (App. A.2.2).
 
         Returns:
-            ``[..., K_y]`` = ``W_o t_i + b_y``, ``W_o = W2 W1`` when ``output_rank`` is set.
+            ``[..., K_y]`` = ``W_o t_i + b_y``, ``W_o = W2 W1`` when ``output_rank`` is set; without
+            ``b_y`` when not ``bias`` (decoding adds it in float32, a few rows at a time: a bf16
+            bias pass over ``[B, K_y]`` costs as much as the matmul).
         """
         t = self.deep_output(s_prev, e_prev, c)  # [..., l]
+        b = self.b_y if bias else None
         if self.output_rank is None:
-            return F.linear(t, self.W_o, self.b_y)
-        return F.linear(F.linear(t, self.W1), self.W2, self.b_y)
+            return F.linear(t, self.W_o, b)
+        return F.linear(F.linear(t, self.W1), self.W2, b)
 
     @staticmethod
     def log_softmax(logits: Tensor) -> Tensor:
         """``log softmax`` over the last dim, computed in float32 at least (bf16/fp16 upcast)."""
-        wide = torch.promote_types(logits.dtype, torch.float32)
-        if logits.dtype == wide or logits.requires_grad:
-            return logits.to(wide).log_softmax(-1)
-        out = logits.new_empty(logits.shape, dtype=wide)  # decoding: upcast a few rows at a time
-        x, y = logits.reshape(-1, logits.shape[-1]), out.view(-1, logits.shape[-1])
-        for rows in _row_chunks(x):
-            torch.log_softmax(x[rows].to(wide), -1, out=y[rows])
-        return out
+        return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
 
     def step_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i`` from ``s_{i-1} [B, n]``, the emitted word ``y_i [B]`` and ``c_i [B, ctx]``."""

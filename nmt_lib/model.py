@@ -8,7 +8,10 @@ The interface (``CONTRIBUTING.md``)::
     enc = model.encode(x, x_mask); enc.select(idx)
     s = model.init_state(enc)                        # s_0 [B, n]
     logp_next, c, alpha_i = model.readout_step(enc, s_prev, y_prev)   # y_prev None at step 1
+    z, b, c, alpha_i = model.readout_logits(enc, s_prev, y_prev)      # logits z + b
     s = model.next_state(s_prev, y, c)
+
+``s_prev`` may hold ``G`` consecutive states per encoded sentence (``[G * B, n]``: a beam).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ class EncoderDecoder(nn.Module):
         raise NotImplementedError
 
     def context(self, enc: Encoded, s_prev: Tensor) -> tuple[Tensor, Tensor | None]:
-        """``c_i [B, ctx]``, ``alpha_i [B, Tx]`` or None."""
+        """``c_i [G * B, ctx]``, ``alpha_i [G * B, Tx]`` or None, for ``s_prev [G * B, n]``."""
         raise NotImplementedError
 
     def forward(
@@ -93,15 +96,27 @@ class EncoderDecoder(nn.Module):
         """Next-word distribution from ``s_{i-1}`` (GroundHog steps 1–3).
 
         Args:
-            enc: :class:`Encoded` ``[B, ...]``; s_prev: ``[B, n]``; y_prev: ``[B]`` long, or None at
-            the first step (zero previous-word term, GroundHog).
+            enc: :class:`Encoded` ``[B, ...]``; s_prev: ``[G * B, n]``, ``G`` consecutive states per
+            sentence (``G = 1``, or the hypotheses of a beam, which share ``enc``'s row); y_prev:
+            ``[G * B]`` long, or None at the first step (zero previous-word term, GroundHog).
         Returns:
-            ``logp_next [B, K]`` float32 log-softmax, ``c [B, ctx]``, ``alpha_i [B, Tx]`` or None.
+            ``logp_next [G * B, K]`` float32 log-softmax, ``c [G * B, ctx]``, ``alpha_i [G * B, Tx]``
+            or None.
         """
+        z, b, c, alpha = self.readout_logits(enc, s_prev, y_prev)
+        return self.decoder.log_softmax(z.to(b.dtype) + b), c, alpha
+
+    def readout_logits(
+        self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        """:meth:`readout_step` before the softmax, its input ``z + b`` in two parts: ``z [G * B,
+        K]`` in the compute dtype (bf16 under autocast), the bias ``b [K]`` apart (float32), and
+        ``c``, ``alpha_i``. Beam search adds the bias and normalises a few rows at a time, in cache
+        (``search.best_words``), instead of storing a float32 log-softmax of every row."""
         c, alpha = self.context(enc, s_prev)
         e_prev = None if y_prev is None else self.decoder.embed(y_prev)
-        logits = self.decoder.logits(s_prev, e_prev, c)  # [B, K]
-        return self.decoder.log_softmax(logits), c, alpha
+        z = self.decoder.logits(s_prev, e_prev, c, bias=False)
+        return z, self.decoder.b_y, c, alpha
 
     def next_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``."""
@@ -150,7 +165,7 @@ class RNNencdec(EncoderDecoder):
         return self.decoder.init_state(enc.c)
 
     def context(self, enc: Encoded, s_prev: Tensor) -> tuple[Tensor, Tensor | None]:
-        return enc.c, None
+        return enc.c.repeat_interleave(s_prev.shape[0] // enc.c.shape[0], 0), None
 
 
 #: Parameter names (last component) with special initialisations (App. B.1).

@@ -17,10 +17,12 @@ never emitted; and where GroundHog retries a sentence with no finished hypothesi
 ``ignore_unk``, then with a doubled beam), we return its best *live* hypothesis at the last step
 (``finished=False``, no EOS).
 
-All sentences of a batch are searched together: ``B * beam`` rows in one tensor, reordered by
-index; sentences that are done are dropped from the tensors. The model is used only through the
-interface of ``CONTRIBUTING.md`` (``encode``, ``Encoded.select``, ``init_state``, ``readout_step``,
-``next_state``).
+All sentences of a batch are searched together: ``B * beam`` rows in one tensor (``B`` at the
+first step, one empty hypothesis per sentence), reordered by index, against the ``B`` encoded
+sentences (each once, not once per hypothesis); sentences that are done are dropped from the
+tensors. The model is used only through the interface of
+``CONTRIBUTING.md`` (``encode``, ``Encoded.select``, ``init_state``, ``readout_step`` with ``G``
+states per sentence, or ``readout_logits`` where the model has it, ``next_state``).
 """
 
 from __future__ import annotations
@@ -69,15 +71,49 @@ def length_limits(
     return min_len, max_len
 
 
-def _mask_logp(logp: Tensor, no_eos: Tensor, ignore_unk: bool) -> Tensor:
-    """``logp [R, K]`` float32 with ``<pad>``, ``<unk>`` (if ``ignore_unk``) and, on rows where
-    ``no_eos [R]``, EOS set to ``-inf``."""
-    logp = logp.float()  # a fresh tensor of the model's: masked in place
-    logp[:, PAD] = -math.inf
+def readout(model, enc, s_prev: Tensor, y_prev: Tensor | None):
+    """``(x, bias, normalized, c, alpha)``: the logits ``x + bias`` of the model's
+    ``readout_logits`` where it has one (``normalized`` False), else its ``readout_step``
+    log-probabilities ``x`` (``bias`` None, ``normalized`` True)."""
+    if hasattr(model, "readout_logits"):
+        z, b, c, alpha = model.readout_logits(enc, s_prev, y_prev)
+        return z, b, False, c, alpha
+    logp, c, alpha = model.readout_step(enc, s_prev, y_prev)
+    return logp, None, True, c, alpha
+
+
+def best_words(
+    x: Tensor,
+    k: int,
+    no_eos: Tensor,
+    ignore_unk: bool,
+    bias: Tensor | None = None,
+    normalized: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """The ``k`` most probable words of each row and their float32 log-probabilities, best first,
+    with ``<pad>``, ``<unk>`` (if ``ignore_unk``) and, on rows where ``no_eos [R]``, EOS excluded.
+
+    ``x [R, K]`` (overwritten): logits (``+ bias [K]``), or log-probabilities when ``normalized``.
+    Logits are normalised over the whole vocabulary, the excluded words included (as GroundHog's
+    log-softmax before its masks), in float32: each row's log-sum-exp, a few rows at a time in
+    cache (on a CPU), then the best words of the logits; the log-softmax is never stored."""
+    R, K = x.shape
+    wide = x if x.dtype == torch.float32 else torch.empty(R, K, device=x.device)
+    lse = None if normalized else torch.empty(R, 1, device=x.device)
+    step = max(1, (1 << 19) // K) if x.device.type == "cpu" else R
+    for i in range(0, R, step):  # upcast, bias, log-sum-exp: 2 MB at a time, in cache
+        r = slice(i, i + step)
+        xr = wide[r] if wide is x else wide[r].copy_(x[r])
+        if bias is not None:
+            xr += bias
+        if lse is not None:
+            torch.logsumexp(xr, 1, keepdim=True, out=lse[r])
+    wide[:, PAD] = -math.inf
     if ignore_unk:
-        logp[:, UNK] = -math.inf
-    logp[:, EOS] = logp[:, EOS].masked_fill(no_eos, -math.inf)
-    return logp
+        wide[:, UNK] = -math.inf
+    wide[:, EOS].masked_fill_(no_eos, -math.inf)
+    v, j = topk_rows(wide, k)
+    return (v, j) if lse is None else (v - lse, j)
 
 
 def topk_rows(x: Tensor, k: int, g: int = 8) -> tuple[Tensor, Tensor]:
@@ -126,9 +162,9 @@ def greedy_search(
     length = torch.zeros(B, dtype=torch.long, device=x.device)
     ys, alphas = [], []
     for k in range(int(max_len.max())):
-        logp, c, alpha = model.readout_step(enc, s, y_prev)  # [B, K]
-        logp = _mask_logp(logp, k < min_len, ignore_unk)
-        lp, y = logp.max(-1)  # [B]
+        scores, bias, normalized, c, alpha = readout(model, enc, s, y_prev)  # [B, K]
+        lp, y = best_words(scores, 1, k < min_len, ignore_unk, bias, normalized)
+        lp, y = lp.squeeze(1), y.squeeze(1)
         active = ~done
         cost = cost - torch.where(active, lp, torch.zeros_like(lp))
         length = length + active.long()
@@ -178,13 +214,12 @@ def beam_search(
     dev = x.device
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     L = int(max_len.max())
-    enc = model.encode(x, x_mask).select(torch.arange(B, device=dev).repeat_interleave(beam))
-    s = model.init_state(enc)  # [B*beam, n]
+    enc = model.encode(x, x_mask)  # [B', ...]: each sentence once for its hypotheses
+    s = model.init_state(enc)  # [B' * width, n]: width 1 (the empty hypothesis), then beam
     inf = torch.tensor(math.inf, device=dev)
-    cost = torch.full((B, beam), math.inf, device=dev)  # [B', beam] of the active sentences
-    cost[:, 0] = 0.0  # one empty hypothesis to start with
-    hist = torch.zeros(B, beam, 0, dtype=torch.long, device=dev)  # [B', beam, k]
-    ahist = torch.zeros(B, beam, 0, Tx, device=dev) if return_alpha else None
+    cost = torch.zeros(B, 1, device=dev)  # [B', width] of the active sentences
+    hist = torch.zeros(B, 1, 0, dtype=torch.long, device=dev)  # [B', width, k]
+    ahist = torch.zeros(B, 1, 0, Tx, device=dev) if return_alpha else None
     n_fin = torch.zeros(B, dtype=torch.long, device=dev)
     ids = torch.arange(B, device=dev)  # original index of each active sentence
     slots = torch.arange(beam, device=dev)
@@ -208,18 +243,19 @@ def beam_search(
             best_alpha[b, : k + 1] = ahist[sel, j]
 
     for k in range(L):
-        Bk = ids.numel()
-        logp, c, alpha = model.readout_step(enc, s, y_prev)  # [Bk*beam, K]
-        K = logp.shape[-1]
-        no_eos = (k < min_len[ids]).repeat_interleave(beam)
-        logp = _mask_logp(logp, no_eos, ignore_unk)
-        # the best `beam` of all beam*K candidates are among each row's `beam` best words
-        kb = min(beam, K)
-        lp, w = topk_rows(logp, kb)  # [Bk*beam, kb]
-        cand = cost.unsqueeze(-1) - lp.view(Bk, beam, kb)  # [Bk, beam, kb]; dead rows: inf
-        top_cost, top = cand.view(Bk, -1).topk(beam, dim=1, largest=False)  # ascending
+        Bk, width = cost.shape
+        scores, bias, normalized, c, alpha = readout(model, enc, s, y_prev)  # [Bk*width, K]
+        no_eos = (k < min_len[ids]).repeat_interleave(width)
+        # the best `beam` of all width*K candidates are among each row's `beam` best words
+        kb = min(beam, scores.shape[-1])
+        lp, w = best_words(scores, kb, no_eos, ignore_unk, bias, normalized)  # [Bk*width, kb]
+        cand = (cost.unsqueeze(-1) - lp.view(Bk, width, kb)).view(Bk, -1)  # dead rows: inf
+        if cand.shape[1] < beam:  # the first step with fewer words than the beam: pad with inf
+            cand = torch.cat([cand, cand.new_full((Bk, beam - cand.shape[1]), math.inf)], 1)
+        top_cost, top = cand.topk(beam, dim=1, largest=False)  # ascending
+        top = top.clamp(max=width * kb - 1)  # the padding (infinite cost, never kept)
         parent = top // kb  # [Bk, beam]
-        word = w.view(Bk, beam * kb).gather(1, top)
+        word = w.view(Bk, width * kb).gather(1, top)
         keep = (slots < (beam - n_fin).unsqueeze(1)) & torch.isfinite(top_cost)
         ended = keep & (word == EOS)
         live = keep & (word != EOS)
@@ -227,7 +263,7 @@ def beam_search(
             [hist.gather(1, parent.unsqueeze(-1).expand(-1, -1, k)), word[..., None]], 2
         )
         if ahist is not None:
-            a = alpha.view(Bk, beam, 1, Tx).float() if alpha is not None else None
+            a = alpha.view(Bk, width, 1, Tx).float() if alpha is not None else None
             g = parent[..., None, None]
             ahist = torch.cat(
                 [ahist.gather(1, g.expand(-1, -1, k, Tx)),
@@ -253,9 +289,9 @@ def beam_search(
             break
         # drop the sentences that are done; move the states of the kept (parent) rows
         act = (~done).nonzero().squeeze(1)  # [B'']
-        rows = (act[:, None] * beam + parent[act]).view(-1)  # parent rows in the current tensors
+        rows = (act[:, None] * width + parent[act]).view(-1)  # parent rows in the current tensors
         if act.numel() < Bk:
-            enc = enc.select((act[:, None] * beam + slots).view(-1))
+            enc = enc.select(act)
             ids, cost, hist, n_fin = ids[act], cost[act], hist[act], n_fin[act]
             ahist = ahist[act] if ahist is not None else None
         y_prev = word[act].reshape(-1)

@@ -77,8 +77,10 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 # ## The library function
 #
 # `nmt_lib.search.beam_search` runs {eq}`beam-step` for a whole batch of sentences at once (rows
-# `sentence × beam` of one tensor) and uses the model only through `encode`, `init_state`,
-# `readout_step` and `next_state`. The length rules:
+# `sentence × beam` of one tensor, against each sentence's encoding once) and uses the model only
+# through `encode`, `init_state`, `readout_step` (or, where the model has it, `readout_logits`: the
+# search then normalises only what it needs, a few rows at a time) and `next_state`. The length
+# rules:
 #
 # ```{literalinclude} ../../nmt_lib/search.py
 # :pyobject: length_limits

@@ -94,3 +94,21 @@ def test_attention_gradcheck():
     args = (s_prev, h, att.W_a, att.U_a, att.v_a)
     args = tuple(a.detach().clone().requires_grad_() for a in args)
     assert torch.autograd.gradcheck(g, args)
+
+
+def test_states_grouped_per_sentence_equal_repeated_annotations():
+    """``G`` consecutive states per sentence (a beam) against each sentence's annotations once give
+    what repeating the annotations for every state gives, with and without autograd."""
+    att, _, h, mask = setup()
+    G = 4
+    s_prev = torch.randn(G * B, n, dtype=torch.float64)
+    rep = lambda t: t.repeat_interleave(G, 0)  # noqa: E731
+    Uh = att.precompute(h)
+    c_ref, alpha_ref = att(s_prev, rep(h), rep(Uh), rep(mask))
+    c, alpha = att(s_prev, h, Uh, mask)  # autograd path
+    torch.testing.assert_close(c, c_ref, rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(alpha, alpha_ref, rtol=1e-14, atol=1e-14)
+    with torch.no_grad():  # decoding path: energies_in_pieces
+        c, alpha = att(s_prev, h, Uh, mask)
+    torch.testing.assert_close(c, c_ref, rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(alpha, alpha_ref, rtol=1e-14, atol=1e-14)

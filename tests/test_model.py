@@ -144,6 +144,31 @@ def test_encoded_select_reorders_every_field(arch):
                                model.readout_step(enc, model.init_state(enc), None)[0][idx])  # fmt: skip
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_readout_with_several_states_per_sentence(arch):
+    """``G`` consecutive states per encoded sentence (a beam that shares the encoding) give what
+    the encoding repeated for every state gives; ``readout_logits`` is ``readout_step`` before
+    its log-softmax."""
+    model, x, x_mask, y, *_ = setup(arch)
+    G = 3
+    enc = model.encode(x, x_mask)
+    rep = enc.select(torch.arange(x.shape[0]).repeat_interleave(G))
+    s = torch.randn(G * x.shape[0], model.cfg.n_dec or model.cfg.n, dtype=torch.float64)
+    y_prev = y[:, 0].repeat_interleave(G)
+    for prev in (None, y_prev):
+        logp, c, alpha = model.readout_step(enc, s, prev)
+        logp_ref, c_ref, alpha_ref = model.readout_step(rep, s, prev)
+        torch.testing.assert_close(logp, logp_ref, rtol=1e-13, atol=1e-13)
+        torch.testing.assert_close(c, c_ref, rtol=1e-13, atol=1e-13)
+        if alpha_ref is not None:
+            torch.testing.assert_close(alpha, alpha_ref, rtol=1e-13, atol=1e-13)
+        z, b, c2, _ = model.readout_logits(enc, s, prev)
+        torch.testing.assert_close((z + b).log_softmax(-1), logp, rtol=1e-13, atol=1e-13)
+        torch.testing.assert_close(c2, c, rtol=0, atol=0)
+        full = model.decoder.logits(s, None if prev is None else model.decoder.embed(prev), c)
+        torch.testing.assert_close(z + b, full, rtol=1e-13, atol=1e-13)
+
+
 def test_model_gradcheck():
     model, x, x_mask, y, y_mask = setup("RNNsearch", gate_bias=True)
     names = [k for k, _ in model.named_parameters()]

@@ -44,9 +44,11 @@ class TinyModel(nn.Module):
         return torch.tanh((enc.h * m).sum(1) / m.sum(1))
 
     def readout_step(self, enc, s_prev, y_prev):
-        e = torch.einsum("btd,bd->bt", enc.h, s_prev @ self.A).masked_fill(~enc.mask, -math.inf)
+        G = len(s_prev) // len(enc.h)  # G consecutive states per sentence (a beam)
+        h, mask = enc.h.repeat_interleave(G, 0), enc.mask.repeat_interleave(G, 0)
+        e = torch.einsum("btd,bd->bt", h, s_prev @ self.A).masked_fill(~mask, -math.inf)
         alpha = e.softmax(-1)  # [B, Tx]
-        c = torch.einsum("bt,btd->bd", alpha, enc.h)
+        c = torch.einsum("bt,btd->bd", alpha, h)
         t = s_prev + c + (0 if y_prev is None else self.E[y_prev])
         return (t @ self.O.T + self.b).log_softmax(-1), c, alpha
 
@@ -302,3 +304,32 @@ def test_beam_with_a_large_vocabulary_equals_plain_topk(monkeypatch):
     monkeypatch.setattr(search, "topk_rows", lambda t, k: t.topk(k, dim=1))
     plain = beam_search(model, x, x_mask, beam=5)
     assert [(h.tokens, h.cost) for h in fast] == [(h.tokens, h.cost) for h in plain]
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("ignore_unk", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype):
+    """``best_words`` (bias added and log-softmax computed a few rows at a time: 2^17 columns
+    give pieces of 4 rows, 4 + 4 + 2) equals the log-softmax over all words, then the masks, then
+    ``topk``; and on log-probabilities (``normalized``) only the masks and ``topk``."""
+    from nmt_lib.search import best_words
+
+    g = torch.Generator().manual_seed(k)
+    R, K = 10, 1 << 17
+    z, b = (3 * torch.randn(R, K, generator=g)).to(dtype), torch.randn(K, generator=g)
+    z[:, EOS] = 30  # EOS the best word where allowed
+    no_eos = torch.arange(R) % 3 == 0
+    logp = (z.float() + b).log_softmax(-1)  # over all words, the excluded ones included
+    masked = logp.clone()
+    masked[:, PAD] = -math.inf
+    if ignore_unk:
+        masked[:, UNK] = -math.inf
+    masked[no_eos, EOS] = -math.inf
+    ref = masked.topk(k, dim=1)
+    lp, w = best_words(z.clone(), k, no_eos, ignore_unk, b)
+    assert torch.equal(w, ref.indices)
+    torch.testing.assert_close(lp, ref.values, rtol=0, atol=1e-5)
+    assert (w[~no_eos, 0] == EOS).all() and (w[no_eos] != EOS).all()
+    lp, w = best_words(logp.clone(), k, no_eos, ignore_unk, normalized=True)
+    assert torch.equal(w, ref.indices) and torch.equal(lp, ref.values)
