@@ -20,9 +20,9 @@ never emitted; and where GroundHog retries a sentence with no finished hypothesi
 All sentences of a batch are searched together: ``B * beam`` rows in one tensor (``B`` at the
 first step, one empty hypothesis per sentence), reordered by index, against the ``B`` encoded
 sentences (each once, not once per hypothesis); sentences that are done are dropped from the
-tensors. The model is used only through the interface of
-``CONTRIBUTING.md`` (``encode``, ``Encoded.select``, ``init_state``, ``readout_step`` with ``G``
-states per sentence, or ``readout_logits`` where the model has it, ``next_state``).
+tensors. The model is used only through the interface of ``CONTRIBUTING.md`` (``encode``,
+``Encoded.select``, ``init_state``, ``readout_step`` with ``G`` states per sentence, or
+``readout_logits`` where the model has it, ``next_state``).
 """
 
 from __future__ import annotations
