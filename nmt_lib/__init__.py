@@ -9,6 +9,7 @@ paper); ``corpus``, ``text``, ``vocab``, ``data`` (WMT'14); ``train``, ``search`
 __version__ = "0.1.0"
 
 import os
+import sys
 
 # bf16 matmuls on CPUs run in oneDNN, which builds (JIT-compiles) a kernel for every new shape, 2-100
 # ms each, and keeps 1024. Training meets more shapes than that (batch x length for every matmul of
@@ -24,7 +25,7 @@ def _keep_freed_memory() -> bool:
     next allocation, page by page: a beam step allocates and frees ``[beam * B, K]`` logits, and
     the page faults cost 5-10 % of beam search time. Linux with glibc only; ``NMT_LIB_MALLOPT=0``
     leaves malloc alone. Returns whether the settings took."""
-    if os.environ.get("NMT_LIB_MALLOPT", "1") == "0" or not os.uname().sysname == "Linux":
+    if os.environ.get("NMT_LIB_MALLOPT", "1") == "0" or not sys.platform.startswith("linux"):
         return False
     try:
         import ctypes

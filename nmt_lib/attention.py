@@ -32,8 +32,13 @@ def alignment_scores(s_prev: Tensor, Uh: Tensor, W_a: Tensor, v_a: Tensor) -> Te
         ``[G * B, Tx]`` the energies ``e_i·``.
     """
     B, Tx, n_a = Uh.shape
-    Ws = nn.functional.linear(s_prev, W_a).view(B, -1, 1, n_a)  # [B, G, 1, n']
+    Ws = nn.functional.linear(s_prev, W_a).view(B, groups(s_prev, B), 1, n_a)  # [B, G, 1, n']
     return torch.matmul(torch.tanh(Uh.unsqueeze(1) + Ws), v_a).view(-1, Tx)  # [G * B, Tx]
+
+
+def groups(rows: Tensor, B: int) -> int:
+    """``G``: how many consecutive rows of ``rows`` belong to each of ``B`` sentences (1 for none)."""
+    return rows.shape[0] // B if B else 1
 
 
 def piece_rows(Uh: Tensor, G: int = 1) -> int:
@@ -52,7 +57,7 @@ def energies_in_pieces(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor:
     (about 4x faster on a CPU for a beam of 640 rows), and each sentence's ``U_a h_j`` is read once
     for its ``G`` states. ``Uh [B, Tx, n']`` -> ``[G * B, Tx]``."""
     (B, Tx, n_a), v_a = Uh.shape, v_a.to(Uh.dtype)
-    Ws = Ws.to(Uh.dtype).view(B, -1, 1, n_a)  # [B, G, 1, n']
+    Ws = Ws.to(Uh.dtype).view(B, groups(Ws, B), 1, n_a)  # [B, G, 1, n']
     rows = piece_rows(Uh, Ws.shape[1])
     e, buf = Uh.new_empty(Ws.shape[:2] + (Tx,)), Uh.new_empty(min(rows, B), Ws.shape[1], Tx, n_a)
     with torch.autocast(Uh.device.type, enabled=False):
@@ -72,14 +77,15 @@ def masked_softmax(e: Tensor, mask: Tensor) -> Tensor:
     """
     e = e.float() if e.dtype in (torch.float16, torch.bfloat16) else e
     B, Tx = mask.shape
-    return e.view(B, -1, Tx).masked_fill(~mask[:, None], float("-inf")).softmax(-1).view(-1, Tx)
+    e = e.view(B, groups(e, B), Tx).masked_fill(~mask[:, None], float("-inf"))
+    return e.softmax(-1).view(-1, Tx)
 
 
 def context(alpha: Tensor, h: Tensor) -> Tensor:
     """``c_i = Σ_j α_ij h_j`` (Eq. 5): ``alpha [G * B, Tx]``, ``h [B, Tx, 2n]`` -> ``[G * B, 2n]``
     (one ``[G, Tx] @ [Tx, 2n]`` product per sentence)."""
     B, Tx, d = h.shape
-    return torch.bmm(alpha.view(B, -1, Tx).to(h.dtype), h).view(-1, d)
+    return torch.bmm(alpha.view(B, groups(alpha, B), Tx).to(h.dtype), h).view(-1, d)
 
 
 class Attention(nn.Module):

@@ -110,7 +110,7 @@ class EncoderDecoder(nn.Module):
         self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
         """:meth:`readout_step` before the softmax, its input ``z + b`` in two parts: ``z [G * B,
-        K]`` in the compute dtype (bf16 under autocast), the bias ``b [K]`` apart (float32), and
+        K]`` in the compute dtype (bf16 under autocast), the bias parameter ``b [K]`` apart, and
         ``c``, ``alpha_i``. Beam search adds the bias and normalises a few rows at a time, in cache
         (``search.best_words``), instead of storing a float32 log-softmax of every row."""
         c, alpha = self.context(enc, s_prev)

@@ -95,11 +95,14 @@ def best_words(
 
     ``x [R, K]`` (overwritten): logits (``+ bias [K]``), or log-probabilities when ``normalized``.
     Logits are normalised over the whole vocabulary, the excluded words included (as GroundHog's
-    log-softmax before its masks), in float32: each row's log-sum-exp, a few rows at a time in
-    cache (on a CPU), then the best words of the logits; the log-softmax is never stored."""
+    log-softmax before its masks), in float32 at least: each row's log-sum-exp, a few rows at a
+    time in cache (on a CPU), then the best words of the logits; the log-softmax is never stored."""
     R, K = x.shape
-    wide = x if x.dtype == torch.float32 else torch.empty(R, K, device=x.device)
-    lse = None if normalized else torch.empty(R, 1, device=x.device)
+    dtype = torch.promote_types(x.dtype, torch.float32)
+    wide = x if x.dtype == dtype else torch.empty(R, K, dtype=dtype, device=x.device)
+    top = lse = None  # each row's max and log Σ exp(x - max): log p = (x - max) - lse, accurately
+    if not normalized:
+        top, lse = wide.new_empty(R, 1), wide.new_empty(R, 1)
     step = max(1, (1 << 19) // K) if x.device.type == "cpu" else R
     for i in range(0, R, step):  # upcast, bias, log-sum-exp: 2 MB at a time, in cache
         r = slice(i, i + step)
@@ -107,13 +110,14 @@ def best_words(
         if bias is not None:
             xr += bias
         if lse is not None:
-            torch.logsumexp(xr, 1, keepdim=True, out=lse[r])
+            torch.amax(xr, 1, keepdim=True, out=top[r])
+            torch.sum((xr - top[r]).exp_(), 1, keepdim=True, out=lse[r]).log_()
     wide[:, PAD] = -math.inf
     if ignore_unk:
         wide[:, UNK] = -math.inf
     wide[:, EOS].masked_fill_(no_eos, -math.inf)
     v, j = topk_rows(wide, k)
-    return (v, j) if lse is None else (v - lse, j)
+    return (v.float(), j) if lse is None else (((v - top) - lse).float(), j)
 
 
 def topk_rows(x: Tensor, k: int, g: int = 8) -> tuple[Tensor, Tensor]:

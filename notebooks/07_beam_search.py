@@ -258,5 +258,6 @@ plt.close(fig)
 #    hypothesis early, shrinking the beam, and lose a path that greedy would have followed. One
 #    example: start `a` 0.5, `b` 0.5; after `a` EOS 0.3, `c` 0.7; after `b` EOS 0.45, `d` 0.55; the
 #    details depend on the tie rules — try it with `MarkovToy`.
-# 3. $T$ calls, each on $B\cdot b$ rows at once, instead of $B\cdot T$ calls on $b$ rows.
+# 3. $T$ calls, each on $B\cdot b$ rows at once (the first on $B$: one empty hypothesis per
+#    sentence), instead of $B\cdot T$ calls on $b$ rows.
 # :::

@@ -112,3 +112,16 @@ def test_states_grouped_per_sentence_equal_repeated_annotations():
         c, alpha = att(s_prev, h, Uh, mask)
     torch.testing.assert_close(c, c_ref, rtol=1e-14, atol=1e-14)
     torch.testing.assert_close(alpha, alpha_ref, rtol=1e-14, atol=1e-14)
+
+
+def test_no_rows():
+    """A step where no sentence is still running (the training scans compute 0 rows there)."""
+    from nmt_lib.attention import context, energies_in_pieces
+
+    Uh, h = torch.zeros(0, Tx, n_align), torch.zeros(0, Tx, 2 * n)
+    assert energies_in_pieces(Uh, torch.zeros(0, n_align), torch.zeros(n_align)).shape == (0, Tx)
+    assert masked_softmax(torch.zeros(0, Tx), torch.ones(0, Tx, dtype=torch.bool)).shape == (0, Tx)
+    assert context(torch.zeros(0, Tx), h).shape == (0, 2 * n)
+    assert alignment_scores(
+        torch.zeros(0, n), Uh, torch.zeros(n_align, n), torch.zeros(n_align)
+    ).shape == (0, Tx)

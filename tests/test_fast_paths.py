@@ -283,3 +283,20 @@ def test_n_dec_config():
     model = build_model(CFG)
     assert model.decoder.gru.U.shape == (6, 6) and model.encoder.forward_gru.U.shape == (4, 4)
     assert model.decoder.W_s.shape == (6, 4)  # s_0 = tanh(W_s h←_1 + b_s), h←_1 of size n
+
+
+@pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
+def test_a_target_column_of_padding_only(arch):
+    """A batch padded one column past its longest target (no sentence running at that step: the
+    scans compute 0 rows there) gives the same log-probabilities and gradients, 0 in that column."""
+    model, x, x_mask, y, y_mask = setup(arch)
+    logp, _ = model(x, x_mask, y, y_mask)
+    y2 = torch.cat([y, torch.zeros_like(y[:, :1])], 1)
+    m2 = torch.cat([y_mask, torch.zeros_like(y_mask[:, :1])], 1)
+    logp2, _ = model(x, x_mask, y2, m2)
+    torch.testing.assert_close(logp2[:, :-1], logp, **F64)
+    assert (logp2[:, -1] == 0).all()
+    g1 = torch.autograd.grad(logp.sum(), list(model.parameters()))
+    g2 = torch.autograd.grad(logp2.sum(), list(model.parameters()))
+    for a, b in zip(g1, g2, strict=True):
+        torch.testing.assert_close(a, b, **F64)

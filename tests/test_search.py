@@ -333,3 +333,18 @@ def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype):
     assert (w[~no_eos, 0] == EOS).all() and (w[no_eos] != EOS).all()
     lp, w = best_words(logp.clone(), k, no_eos, ignore_unk, normalized=True)
     assert torch.equal(w, ref.indices) and torch.equal(lp, ref.values)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_best_words_log_prob_of_a_near_certain_word_is_accurate(dtype):
+    """``log p`` of a word with p ≈ 1 is a tiny negative number: computed as ``(x - max) - log Σ
+    exp(x - max)``, not as the difference of two large ones (``x - logsumexp``)."""
+    from nmt_lib.search import best_words
+
+    z = torch.full((1, 10), 30.0, dtype=dtype)
+    z[0, 7] = 45.0
+    expected = -math.log1p(9 * math.exp(-15.0))  # -2.75e-6: p_7 ≈ 1
+    lp, w = best_words(z.clone(), 1, torch.zeros(1, dtype=torch.bool), False)
+    assert w.item() == 7
+    # float32: log Σ exp rounds 1 + 2.75e-6 to float32 (≤ 2 %); x - logsumexp: ulp(45), 38 %
+    assert lp.item() == pytest.approx(expected, rel=1e-9 if dtype == torch.float64 else 0.05)
