@@ -27,7 +27,7 @@ from naive import check_same_function, naive_logp  # noqa: E402
 
 from nmt_lib.config import ModelConfig  # noqa: E402
 from nmt_lib.model import build_model, forward_macs  # noqa: E402
-from nmt_lib.train import clip_gradients  # noqa: E402
+from nmt_lib.train import Adadelta, clip_gradients  # noqa: E402
 
 #: The peers' "bench-small" (../shared/peers/README.md): embeddings 256, encoder GRU 256 per direction,
 #: decoder 512, alignment 512, maxout 256 (2l = 512), 10,000 words + 3 specials on each side; the
@@ -122,7 +122,8 @@ class Trainee:
     """One implementation being trained: a model (or a naive parameter dict) and its Adadelta.
 
     ``step(batch)`` is the full training step of ``nmt_lib.train.Trainer.step``: forward, the summed
-    NLL, backward, global-norm clip to 1 (GroundHog), Adadelta (rho 0.95, eps 1e-6, lr 1).
+    NLL, backward, global-norm clip to 1 (GroundHog), Adadelta (rho 0.95, eps 1e-6, lr 1;
+    ``nmt_lib.train.Adadelta`` for nmt_lib, ``torch.optim.Adadelta`` for the naive model).
     """
 
     def __init__(self, name: str, cfg: ModelConfig, model, naive: bool, precision: str):
@@ -130,7 +131,8 @@ class Trainee:
         self.model = model
         self.P = dict(model.named_parameters()) if naive else None
         self.params = list(model.parameters())
-        self.opt = torch.optim.Adadelta(self.params, lr=1.0, rho=0.95, eps=1e-6)
+        adadelta = torch.optim.Adadelta if naive else Adadelta  # nmt_lib's: chunked, same numbers
+        self.opt = adadelta(self.params, lr=1.0, rho=0.95, eps=1e-6)
 
     def logp(self, x, x_mask, y, y_mask):
         if self.naive:

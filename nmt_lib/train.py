@@ -1,7 +1,7 @@
 """Training as the paper and GroundHog did (§4.2, App. B.2; PAPER.md §3, A6, A14).
 
 * Adadelta with ``rho = 0.95``, ``eps = 1e-6`` and learning rate 1 (``torch.optim.Adadelta`` is
-  GroundHog's ``SGD_adadelta``);
+  GroundHog's ``SGD_adadelta``; :class:`Adadelta` computes its update faster on a CPU);
 * loss = the **sum** of the token negative log-likelihoods of the minibatch, EOS included, never the
   mean (PAPER.md §3 engineering note, A6);
 * the global L2 norm of the gradient is rescaled to 1 when it is ``>= 1``; a NaN/Inf gradient is
@@ -115,6 +115,55 @@ def sentence_nll(
     return out
 
 
+class Adadelta(torch.optim.Adadelta):
+    """``torch.optim.Adadelta`` (its state, its checkpoints) whose update runs on a cache-sized
+    chunk of each parameter at a time: the same elementwise operations in the same order, so the
+    same numbers bit for bit (tested), with a fraction of the memory traffic. The update makes nine
+    passes over four arrays; on the 84M parameters of the paper's model torch's version streams
+    them through memory each time (1.5-1.6x slower, ~10 % of a CPU training step). On GPUs, and for
+    options other than ``lr``, ``rho``, ``eps``, torch's own step runs."""
+
+    CHUNK = 1 << 17  # elements: 4 arrays of 512 KiB and 2 temporaries, in cache
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        plain = not any(g["weight_decay"] or g["maximize"] or g["foreach"] or g["capturable"]
+                        or g["differentiable"] for g in self.param_groups)  # fmt: skip
+        if closure is not None or not plain:
+            return super().step(closure)
+        for group in self.param_groups:
+            params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
+            self._init_group(group, params, grads, square_avgs, acc_deltas, steps)
+            lr, rho, eps = group["lr"], group["rho"], group["eps"]
+            for p, g, sq, acc, step in zip(
+                params, grads, square_avgs, acc_deltas, steps, strict=True
+            ):
+                step += 1
+                flat = _flat_alike(p, g, sq, acc) if p.device.type == "cpu" else None
+                views, n = flat or [p, g, sq, acc], p.numel()
+                chunk = self.CHUNK if flat else max(n, 1)  # not flat: the whole tensor at once
+                for i in range(0, n, chunk):
+                    p_r, g_r, sq_r, acc_r = (v[i : i + chunk] for v in views)
+                    sq_r.mul_(rho).addcmul_(g_r, g_r, value=1 - rho)  # _single_tensor_adadelta
+                    std = sq_r.add(eps).sqrt_()
+                    delta = acc_r.add(eps).sqrt_().div_(std).mul_(g_r)
+                    acc_r.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+                    p_r.add_(delta, alpha=-lr)
+        return None
+
+
+def _flat_alike(*ts: torch.Tensor) -> list[torch.Tensor] | None:
+    """1-D views of tensors laid out alike in memory (contiguous, or transposed matrices like
+    ``W_o``), element ``i`` of each the same parameter entry; None if they are not."""
+    if any(t.stride() != ts[0].stride() or t.shape != ts[0].shape for t in ts):
+        return None
+    if ts[0].is_contiguous():
+        return [t.view(-1) for t in ts]
+    if ts[0].dim() == 2 and ts[0].t().is_contiguous():
+        return [t.t().view(-1) for t in ts]
+    return None
+
+
 def clip_gradients(params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str):
     """GroundHog's ``SGD_adadelta`` gradient treatment, in place.
 
@@ -171,7 +220,7 @@ class Trainer:
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.rank, self.world = rank, world
         t = cfg.train
-        self.opt = torch.optim.Adadelta(model.parameters(), lr=t.lr, rho=t.rho, eps=t.eps)
+        self.opt = Adadelta(model.parameters(), lr=t.lr, rho=t.rho, eps=t.eps)
         self.params = [p for p in model.parameters() if p.requires_grad]
         if world > 1:  # every rank starts from rank 0's weights
             with torch.no_grad():

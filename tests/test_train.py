@@ -227,3 +227,35 @@ def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
     Trainer(cfg, model, it, "cpu", rank=1, world=2)
     for k, p in model.named_parameters():
         assert bool((p == 7.0).all()) and p.stride() == layouts[k], k
+
+
+@pytest.mark.parametrize("chunk", [7, 1 << 17])
+def test_chunked_adadelta_is_torch_adadelta_bit_for_bit(monkeypatch, chunk):
+    """The same parameters and state as ``torch.optim.Adadelta`` after several steps, bit for bit:
+    chunks of 7 elements (ragged ends) and the default; a contiguous matrix, a column-major one
+    (``W_o``'s layout), a vector, a permuted 3-D tensor (no flat view: the whole tensor at once),
+    a parameter without a gradient; and either's state loads into the other."""
+    from nmt_lib.train import Adadelta
+
+    monkeypatch.setattr(Adadelta, "CHUNK", chunk)
+    g = torch.Generator().manual_seed(0)
+    shapes = [torch.randn(5, 9, generator=g), torch.randn(9, 5, generator=g).t(),
+              torch.randn(11, generator=g), torch.randn(3, 4, 5, generator=g).permute(2, 0, 1),
+              torch.randn(4, generator=g)]  # fmt: skip
+    ours = [torch.nn.Parameter(t.clone()) for t in shapes]
+    ref = [torch.nn.Parameter(t.clone()) for t in shapes]
+    opt = Adadelta(ours, lr=1.0, rho=0.95, eps=1e-6)
+    opt_ref = torch.optim.Adadelta(ref, lr=1.0, rho=0.95, eps=1e-6)
+    for _ in range(4):
+        for a, b in zip(ours[:-1], ref[:-1], strict=True):  # the last one: no gradient
+            grad = torch.randn(a.shape, generator=g)
+            a.grad, b.grad = torch.empty_like(a).copy_(grad), torch.empty_like(b).copy_(grad)
+        opt.step()
+        opt_ref.step()
+    for a, b in zip(ours, ref, strict=True):
+        assert torch.equal(a, b) and a.stride() == b.stride()
+    for a, b in zip(opt.state_dict()["state"].values(), opt_ref.state_dict()["state"].values(),
+                    strict=True):  # fmt: skip
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    opt_ref.load_state_dict(opt.state_dict())
+    Adadelta(ours, lr=1.0).load_state_dict(opt_ref.state_dict())
