@@ -300,3 +300,13 @@ def test_a_target_column_of_padding_only(arch):
     g2 = torch.autograd.grad(logp2.sum(), list(model.parameters()))
     for a, b in zip(g1, g2, strict=True):
         torch.testing.assert_close(a, b, **F64)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 127, 128, 300])
+def test_transposed_copy(rows):
+    from nmt_lib.gru import transposed
+
+    x = torch.randn(2, rows, 5, generator=torch.Generator().manual_seed(rows))
+    for t, dtype in ((x, torch.float64), (x[1], torch.bfloat16)):
+        out = transposed(t, dtype)
+        assert out.is_contiguous() and torch.equal(out, t.mT.to(dtype))
