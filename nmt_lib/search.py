@@ -328,7 +328,7 @@ def decode_corpus(
     model,
     xs: Sequence[Sequence[int]],
     beam: int = 10,
-    batch_size: int = 32,
+    batch_size: int = 64,
     normalize: bool = False,
     min_len_ratio: float = 0.5,
     max_len_ratio: float = 3.0,
