@@ -120,16 +120,18 @@ class Adadelta(torch.optim.Adadelta):
     chunk of each parameter at a time: the same elementwise operations in the same order, so the
     same numbers bit for bit (tested), with a fraction of the memory traffic. The update makes nine
     passes over four arrays; on the 84M parameters of the paper's model torch's version streams
-    them through memory each time (1.5-1.6x slower, ~10 % of a CPU training step). On GPUs, and for
-    options other than ``lr``, ``rho``, ``eps``, torch's own step runs."""
+    them through memory each time (1.5-1.6x slower, ~10 % of a CPU training step). On GPUs, and
+    with options other than ``lr``, ``rho``, ``eps``, torch's own step runs."""
 
     CHUNK = 1 << 17  # elements: 4 arrays of 512 KiB and 2 temporaries, in cache
 
     @torch.no_grad()
     def step(self, closure=None):
-        plain = not any(g["weight_decay"] or g["maximize"] or g["foreach"] or g["capturable"]
-                        or g["differentiable"] for g in self.param_groups)  # fmt: skip
-        if closure is not None or not plain:
+        groups = self.param_groups
+        cpu = all(p.device.type == "cpu" for g in groups for p in g["params"])
+        options = any(g["weight_decay"] or g["maximize"] or g["foreach"] or g["capturable"]
+                      or g["differentiable"] for g in groups)  # fmt: skip
+        if closure is not None or not cpu or options:  # torch's (on GPUs: its multi-tensor one)
             return super().step(closure)
         for group in self.param_groups:
             params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
@@ -139,7 +141,7 @@ class Adadelta(torch.optim.Adadelta):
                 params, grads, square_avgs, acc_deltas, steps, strict=True
             ):
                 step += 1
-                flat = _flat_alike(p, g, sq, acc) if p.device.type == "cpu" else None
+                flat = _flat_alike(p, g, sq, acc)
                 views, n = flat or [p, g, sq, acc], p.numel()
                 chunk = self.CHUNK if flat else max(n, 1)  # not flat: the whole tensor at once
                 for i in range(0, n, chunk):
