@@ -17,10 +17,11 @@ never emitted; and where GroundHog retries a sentence with no finished hypothesi
 ``ignore_unk``, then with a doubled beam), we return its best *live* hypothesis at the last step
 (``finished=False``, no EOS).
 
-All sentences of a batch are searched together: ``B * beam`` rows in one tensor (``B`` at the
-first step, one empty hypothesis per sentence), reordered by index, against the ``B`` encoded
-sentences (each once, not once per hypothesis); sentences that are done are dropped from the
-tensors. The model is used only through the interface of ``CONTRIBUTING.md`` (``encode``,
+All sentences of a batch are searched together: ``B * width`` rows in one tensor, reordered by
+index, against the ``B`` encoded sentences (each once, not once per hypothesis). ``width`` is 1 at
+the first step (one empty hypothesis per sentence), then the most live hypotheses any sentence
+has (``beam`` until hypotheses end; finished ones are not carried, as in GroundHog); sentences
+that are done are dropped from the tensors. The model is used only through the interface of ``CONTRIBUTING.md`` (``encode``,
 ``Encoded.select``, ``init_state``, ``readout_step`` with ``G`` states per sentence, or
 ``readout_logits`` where the model has it, ``next_state``).
 """
@@ -219,7 +220,7 @@ def beam_search(
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     L = int(max_len.max())
     enc = model.encode(x, x_mask)  # [B', ...]: each sentence once for its hypotheses
-    s = model.init_state(enc)  # [B' * width, n]: width 1 (the empty hypothesis), then beam
+    s = model.init_state(enc)  # [B' * width, n]: width 1 (the empty hypothesis), then <= beam
     inf = torch.tensor(math.inf, device=dev)
     cost = torch.zeros(B, 1, device=dev)  # [B', width] of the active sentences
     hist = torch.zeros(B, 1, 0, dtype=torch.long, device=dev)  # [B', width, k]
@@ -291,14 +292,19 @@ def beam_search(
             record(lost, l_j, l_cost / (k + 1) if normalize else l_cost, l_cost, False, k)
         if bool(done.all()):
             break
-        # drop the sentences that are done; move the states of the kept (parent) rows
+        # drop the sentences that are done, and the finished hypotheses (GroundHog carries the
+        # beam - finished live ones): live first, as many columns as the sentence with the most
         act = (~done).nonzero().squeeze(1)  # [B'']
-        rows = (act[:, None] * width + parent[act]).view(-1)  # parent rows in the current tensors
+        live = live[act]
+        cols = torch.argsort((~live).byte(), dim=1, stable=True)[:, : int(live.sum(1).max())]
+        parent, word, cost = (t[act].gather(1, cols) for t in (parent, word, cost))
+        hist = hist[act].gather(1, cols[..., None].expand(-1, -1, k + 1))
+        if ahist is not None:
+            ahist = ahist[act].gather(1, cols[..., None, None].expand(-1, -1, k + 1, Tx))
         if act.numel() < Bk:
-            enc = enc.select(act)
-            ids, cost, hist, n_fin = ids[act], cost[act], hist[act], n_fin[act]
-            ahist = ahist[act] if ahist is not None else None
-        y_prev = word[act].reshape(-1)
+            enc, ids, n_fin = enc.select(act), ids[act], n_fin[act]
+        rows = (act[:, None] * width + parent).view(-1)  # parent rows in the current tensors
+        y_prev = word.reshape(-1)
         s = model.next_state(s[rows], y_prev, c[rows])  # GroundHog: y_i and the same c_i
     tokens, lengths = best_tok.tolist(), best_len.tolist()
     src_len = x_mask.sum(1).tolist()

@@ -348,3 +348,27 @@ def test_best_words_log_prob_of_a_near_certain_word_is_accurate(dtype):
     assert w.item() == 7
     # float32: log Σ exp rounds 1 + 2.75e-6 to float32 (≤ 2 %); x - logsumexp: ulp(45), 38 %
     assert lp.item() == pytest.approx(expected, rel=1e-9 if dtype == torch.float64 else 0.05)
+
+
+def test_finished_hypotheses_are_not_carried():
+    """After hypotheses end, the next steps compute only the live ones (GroundHog's beam -
+    finished; in a batch, as many per sentence as the sentence with the most); the result is the
+    plain search's."""
+    model = TinyModel(K=9, seed=6)
+    with torch.no_grad():
+        model.b[EOS] = 2.0  # hypotheses end early
+    step = model.readout_step
+    narrowed = False
+    for src in SOURCES:
+        per_sentence = []  # hypotheses per sentence at each step
+        model.readout_step = lambda e, s, y, p=per_sentence: (
+            p.append(len(s) / len(e.h)) or step(e, s, y)
+        )
+        (h,) = beam_search(model, *pad_batch([src]), beam=4, **RULES)
+        assert per_sentence[0] == 1 and max(per_sentence) == 4
+        narrowed |= min(per_sentence[1:]) < 4
+        tokens, cost, finished = reference_beam(model, src, 4)
+        assert (h.tokens, h.finished) == (tokens, finished) and h.cost == pytest.approx(
+            cost, abs=1e-5
+        )
+    assert narrowed
