@@ -120,18 +120,20 @@ class Adadelta(torch.optim.Adadelta):
     chunk of each parameter at a time: the same elementwise operations in the same order, so the
     same numbers bit for bit (tested), with a fraction of the memory traffic. The update makes nine
     passes over four arrays; on the 84M parameters of the paper's model torch's version streams
-    them through memory each time (1.5-1.6x slower, ~10 % of a CPU training step). On GPUs, and
-    with options other than ``lr``, ``rho``, ``eps``, torch's own step runs."""
+    them through memory each time (1.5-1.6x slower, ~10 % of a CPU training step). On GPUs, for
+    complex parameters and with options other than ``lr``, ``rho``, ``eps``, torch's own step runs."""
 
     CHUNK = 1 << 17  # elements: 4 arrays of 512 KiB and 2 temporaries, in cache
 
     @torch.no_grad()
     def step(self, closure=None):
         groups = self.param_groups
-        cpu = all(p.device.type == "cpu" for g in groups for p in g["params"])
+        real_cpu = all(
+            p.device.type == "cpu" and not p.is_complex() for g in groups for p in g["params"]
+        )
         options = any(g["weight_decay"] or g["maximize"] or g["foreach"] or g["capturable"]
                       or g["differentiable"] for g in groups)  # fmt: skip
-        if closure is not None or not cpu or options:  # torch's (on GPUs: its multi-tensor one)
+        if closure is not None or not real_cpu or options:  # torch's (GPUs: its multi-tensor one)
             return super().step(closure)
         for group in self.param_groups:
             params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []

@@ -259,3 +259,16 @@ def test_chunked_adadelta_is_torch_adadelta_bit_for_bit(monkeypatch, chunk):
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     opt_ref.load_state_dict(opt.state_dict())
     Adadelta(ours, lr=1.0).load_state_dict(opt_ref.state_dict())
+
+
+def test_chunked_adadelta_leaves_complex_parameters_to_torch():
+    from nmt_lib.train import Adadelta
+
+    z = torch.randn(6, dtype=torch.complex64, generator=torch.Generator().manual_seed(1))
+    a, b = torch.nn.Parameter(z.clone()), torch.nn.Parameter(z.clone())
+    opt, ref = Adadelta([a], lr=1.0), torch.optim.Adadelta([b], lr=1.0)
+    for _ in range(2):
+        a.grad, b.grad = z.conj().clone(), z.conj().clone()
+        opt.step()
+        ref.step()
+    assert torch.equal(a, b)
