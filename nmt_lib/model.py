@@ -21,6 +21,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from .attention import groups
 from .config import ModelConfig
 from .decoder import Decoder
 from .encoder import Encoder
@@ -165,7 +166,7 @@ class RNNencdec(EncoderDecoder):
         return self.decoder.init_state(enc.c)
 
     def context(self, enc: Encoded, s_prev: Tensor) -> tuple[Tensor, Tensor | None]:
-        return enc.c.repeat_interleave(s_prev.shape[0] // enc.c.shape[0], 0), None
+        return enc.c.repeat_interleave(groups(s_prev, enc.c.shape[0]), 0), None
 
 
 #: Parameter names (last component) with special initialisations (App. B.1).
