@@ -3,7 +3,7 @@
 
 One concept per module: ``gru``, ``encoder``, ``attention``, ``decoder``, ``model`` (Figure 1 of the
 paper); ``corpus``, ``text``, ``vocab``, ``data`` (WMT'14); ``train``, ``search``, ``bleu``,
-``evaluate``; ``config`` for the typed settings.
+``evaluate``; ``config`` for the typed settings; ``kernels``, optional compiled CPU kernels.
 """
 
 __version__ = "0.1.0"

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from . import kernels
+
 #: Special symbols of every vocabulary (CONTRIBUTING.md).
 PAD, UNK, EOS = 0, 1, 2
 
@@ -97,7 +99,11 @@ def best_words(
     ``x [R, K]`` (overwritten): logits (``+ bias [K]``), or log-probabilities when ``normalized``.
     Logits are normalised over the whole vocabulary, the excluded words included (as GroundHog's
     log-softmax before its masks), in float32 at least: each row's log-sum-exp, a few rows at a
-    time in cache (on a CPU), then the best words of the logits; the log-softmax is never stored."""
+    time in cache (on a CPU), then the best words of the logits; the log-softmax is never stored.
+    On a CPU with the compiled kernel (:mod:`nmt_lib.kernels`) all of it in one pass instead."""
+    fast = kernels.best_words(x, k, no_eos, ignore_unk, bias, normalized)
+    if fast is not None:
+        return fast
     R, K = x.shape
     dtype = torch.promote_types(x.dtype, torch.float32)
     wide = x if x.dtype == dtype else torch.empty(R, K, dtype=dtype, device=x.device)

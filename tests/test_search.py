@@ -269,6 +269,18 @@ def test_real_model(arch):
             assert hb.alpha is None
 
 
+@pytest.fixture(params=["kernel", "torch ops"])
+def best_words_path(request, monkeypatch):
+    """``search.best_words`` through the compiled kernel (nmt_lib.kernels) or PyTorch operations."""
+    from nmt_lib import kernels
+
+    if request.param == "torch ops":
+        monkeypatch.setattr(kernels, "library", lambda: None)
+    elif kernels.library() is None:
+        pytest.skip("no C compiler with OpenMP: the kernels are not built")
+    return request.param
+
+
 @pytest.mark.parametrize("K", [7, 80, 1000, 10003, 30001])
 @pytest.mark.parametrize("k", [1, 10])
 def test_topk_rows_equals_torch_topk(K, k):
@@ -288,7 +300,7 @@ def test_topk_rows_equals_torch_topk(K, k):
     assert all(len(set(row)) == len(row) for row in idx.tolist())  # no column twice
 
 
-def test_beam_with_a_large_vocabulary_equals_plain_topk(monkeypatch):
+def test_beam_with_a_large_vocabulary_equals_plain_topk(best_words_path, monkeypatch):
     """The beam over a 5000-word vocabulary (where topk_rows does its own selection) finds what
     it finds with torch.topk."""
     import nmt_lib.search as search
@@ -309,7 +321,7 @@ def test_beam_with_a_large_vocabulary_equals_plain_topk(monkeypatch):
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("ignore_unk", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype):
+def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype, best_words_path):
     """``best_words`` (bias added and log-softmax computed a few rows at a time: 2^17 columns
     give pieces of 4 rows, 4 + 4 + 2) equals the log-softmax over all words, then the masks, then
     ``topk``; and on log-probabilities (``normalized``) only the masks and ``topk``."""
@@ -336,7 +348,7 @@ def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_best_words_log_prob_of_a_near_certain_word_is_accurate(dtype):
+def test_best_words_log_prob_of_a_near_certain_word_is_accurate(dtype, best_words_path):
     """``log p`` of a word with p ≈ 1 is a tiny negative number: computed as ``(x - max) - log Σ
     exp(x - max)``, not as the difference of two large ones (``x - logsumexp``)."""
     from nmt_lib.search import best_words

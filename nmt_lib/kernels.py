@@ -1,0 +1,104 @@
+"""Optional compiled CPU kernels: work that PyTorch operations cannot fuse, in plain C (``kernels.c``).
+
+A beam step normalises and ranks ``[beam * B, K]`` logits: in PyTorch ops that is a float32 copy,
+the bias, the max, ``exp``, the sum and the top-k, each a pass over the matrix (25 MB at bench-small,
+out of cache); the kernel does it row by row in one pass over the logits, in cache.
+
+The C file is compiled on first use with the system's C compiler (``$CC``, else ``cc``; gcc or
+clang with OpenMP) for this machine (``-march=native``), into ``$NMT_LIB_CACHE`` (default
+``~/.cache/nmt_lib``), once per source, flags and CPU, and loaded with ctypes: about a second, once.
+Where there is no compiler, the build fails, or ``NMT_LIB_KERNELS=0``, :func:`library` is None (with
+a warning when a build failed) and the callers use their PyTorch operations: the same results up to
+float rounding (the tests compare the two), only slower. Imports only torch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import subprocess
+import warnings
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+SOURCE = Path(__file__).with_name("kernels.c")
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+         "-shared", "-fPIC")  # fmt: skip
+
+
+def _cpu_id() -> bytes:
+    """What ``-march=native`` compiles for: the machine and its CPU's feature flags."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    return f"{platform.machine()} {platform.processor()} {flags}".encode()
+
+
+def build(cc: str, folder: Path) -> Path:
+    """Compile ``kernels.c`` into ``folder`` (once: the file name carries a hash of the source, the
+    compiler command and the CPU) and return the library's path. Raises OSError or
+    ``subprocess.SubprocessError`` when the compiler is missing or fails."""
+    key = hashlib.sha256(SOURCE.read_bytes() + " ".join((cc, *FLAGS)).encode() + _cpu_id())
+    lib = folder / f"kernels-{key.hexdigest()[:16]}.so"
+    if not lib.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = lib.with_name(f"{lib.name}.{os.getpid()}.tmp")  # concurrent builds: each its own
+        try:
+            subprocess.run([cc, *FLAGS, "-o", str(tmp), str(SOURCE)], check=True,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+            os.replace(tmp, lib)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return lib
+
+
+@functools.cache
+def library() -> ctypes.CDLL | None:
+    """The compiled kernels, or None (``NMT_LIB_KERNELS=0``, no compiler, or a failed build)."""
+    if os.environ.get("NMT_LIB_KERNELS", "1") == "0":
+        return None
+    cc = os.environ.get("CC", "cc")
+    folder = Path(os.environ.get("NMT_LIB_CACHE", Path.home() / ".cache" / "nmt_lib"))
+    try:
+        lib = ctypes.CDLL(str(build(cc, folder)))
+    except (OSError, subprocess.SubprocessError) as e:
+        detail = getattr(e, "stderr", None) or e
+        warnings.warn(f"nmt_lib: could not build {SOURCE.name} with {cc!r} ({detail}); decoding uses "
+                      "PyTorch operations instead (slower). NMT_LIB_KERNELS=0 silences this.",
+                      RuntimeWarning, stacklevel=2)  # fmt: skip
+        return None
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+    lib.best_words.argtypes = [p, i32, i64, i64, i64, p, p, i32, i32, i64, i32, p, p, p]
+    lib.best_words.restype = None
+    return lib
+
+
+def best_words(
+    x: Tensor, k: int, no_eos: Tensor, ignore_unk: bool, bias: Tensor | None, normalized: bool
+) -> tuple[Tensor, Tensor] | None:
+    """:func:`nmt_lib.search.best_words` in one pass (``kernels.c``), or None where the kernel does
+    not apply (no library, not a CPU tensor, a dtype other than bf16/float32, ``k > K``): then the
+    caller computes it with PyTorch operations. ``x`` is not modified."""
+    R, K = x.shape
+    lib = library()
+    if (lib is None or x.device.type != "cpu" or x.dtype not in (torch.bfloat16, torch.float32)
+            or not 0 < k <= K or R == 0):  # fmt: skip
+        return None
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    b = None if bias is None else bias.to(torch.float32).contiguous()
+    mask = no_eos.to(torch.uint8).contiguous()
+    threads = torch.get_num_threads()
+    work = torch.empty(threads, K)
+    v, j = torch.empty(R, k), torch.empty(R, k, dtype=torch.long)
+    lib.best_words(x.data_ptr(), x.dtype == torch.bfloat16, R, K, x.stride(0),
+                   None if b is None else b.data_ptr(), mask.data_ptr(), ignore_unk,
+                   not normalized, k, threads, work.data_ptr(), v.data_ptr(), j.data_ptr())  # fmt: skip
+    return v, j
