@@ -102,12 +102,16 @@ class Attention(nn.Module):
         ``h``'s dtype (float32 under autocast: the tanh over it is fastest in float32)."""
         return nn.functional.linear(h, self.U_a).to(h.dtype)
 
-    def forward(self, s_prev: Tensor, h: Tensor, Uh: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, s_prev: Tensor, h: Tensor, Uh: Tensor, mask: Tensor, energies=energies_in_pieces
+    ) -> tuple[Tensor, Tensor]:
         """Context and weights for one decoder step.
 
         Args:
             s_prev: ``[G * B, n]`` (``G`` consecutive states per sentence, e.g. a beam); h:
             ``[B, Tx, 2n]``; Uh: ``[B, Tx, n']``; mask: ``[B, Tx]`` bool.
+            energies: what computes :func:`energies_in_pieces` when decoding (the decoder passes
+            one that uses the compiled kernel, ``nmt_lib.decoder.energies``).
         Returns:
             ``c [G * B, 2n]``, ``alpha [G * B, Tx]``.
         """
@@ -116,6 +120,6 @@ class Attention(nn.Module):
             return context(alpha, h), alpha
         # decoding: the same, faster (h and U_a h_j stay in float32 under autocast)
         Ws = nn.functional.linear(s_prev, self.W_a)
-        alpha = masked_softmax(energies_in_pieces(Uh, Ws, self.v_a), mask)
+        alpha = masked_softmax(energies(Uh, Ws, self.v_a), mask)
         with torch.autocast(h.device.type, enabled=False):
             return context(alpha, h), alpha

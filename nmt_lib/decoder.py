@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from . import kernels
 from .attention import Attention, energies_in_pieces, masked_softmax, piece_rows
 from .gru import GRU, active_rows, compute_dtype, fast_gru_scan, gru_step, transposed
 
@@ -98,7 +99,7 @@ class Decoder(nn.Module):
     ) -> tuple[Tensor, Tensor]:
         """``c_i [G * B, 2n], α_i [G * B, Tx]`` from ``s_{i-1} [G * B, n]`` (App. A.1.2), ``G``
         consecutive states per sentence of ``h [B, Tx, 2n]``."""
-        return self.attention(s_prev, h, Uh, x_mask)
+        return self.attention(s_prev, h, Uh, x_mask, energies)
 
     def deep_output(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor) -> Tensor:
         """``t_i = maxout_2(U_o s_{i-1} + b_o + V_o ē(y_{i-1}) + C_o c_i)`` (App. A.2.2, GroundHog).
@@ -292,10 +293,21 @@ def attention_decoder_scan(
     return S.transpose(0, 1), C.transpose(0, 1), A.transpose(0, 1)
 
 
+def energies(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor:
+    """:func:`~nmt_lib.attention.energies_in_pieces`, in one pass where the compiled kernel applies
+    (:func:`nmt_lib.kernels.energies`: float32 on a CPU)."""
+    fast = kernels.energies(Uh, Ws.to(Uh.dtype), v_a.to(Uh.dtype))
+    return energies_in_pieces(Uh, Ws, v_a) if fast is None else fast
+
+
 def _energies_backward(Uh: Tensor, q: Tensor, v_a: Tensor, d_e: Tensor, d_sum: Tensor):
     """The backward of ``e = v_aᵀ tanh(q + U_a h_j)`` (:func:`~nmt_lib.attention.energies_in_pieces`)
     a few sentences at a time, ``t`` recomputed: adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']``
-    in place and returns ``∂L/∂q [B, n']`` and ``∂L/∂v_a [n']``."""
+    in place and returns ``∂L/∂q [B, n']`` and ``∂L/∂v_a [n']``. In one pass where the compiled
+    kernel applies (:func:`nmt_lib.kernels.energies_backward`)."""
+    fast = kernels.energies_backward(Uh, q, d_e, d_sum)
+    if fast is not None:
+        return fast[0] * v_a, fast[1]
     B, rows = Uh.shape[0], piece_rows(Uh)
     buf = Uh.new_empty(2, min(rows, B), *Uh.shape[1:])
     one = torch.ones((), dtype=Uh.dtype, device=Uh.device)
@@ -334,7 +346,7 @@ class _AttentionDecoderScan(torch.autograd.Function):
                 s_k = s[:k]
                 g = torch.matmul(s_k.to(cd), W_s).to(s.dtype)  # [k, 2n + n']: U_r s, U_z s, W_a s
                 Q[i, :k] = g[:, 2 * n :]
-                A[i, :k] = masked_softmax(energies_in_pieces(Uh[:k], Q[i, :k], v_a), x_mask[:k])
+                A[i, :k] = masked_softmax(energies(Uh[:k], Q[i, :k], v_a), x_mask[:k])
                 c = torch.bmm(A[i, :k].to(cd).unsqueeze(1), h[:k], out=C[i, :k].unsqueeze(1))
                 pre = a[i, :k] + torch.matmul(c.squeeze(1), C_in)  # [k, 3n]: candidate, z, r
                 r = torch.sigmoid(pre[:, 2 * n :] + g[:, :n], out=R[i, :k])

@@ -104,3 +104,62 @@ void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, c
         }
     }
 }
+
+/* tanh (Cephes' tanhf: an odd polynomial below 0.625, (1 - e^-2|x|) / (1 + e^-2|x|) above; ~2 ulp),
+ * branch-free so that the loops around it vectorize. */
+static inline float tanh_float(float x) {
+    float a = fabsf(x), z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float t = exp_nonpositive(-2.0f * a);
+    float big = copysignf((1.0f - t) / (1.0f + t), x);
+    return a < 0.625f ? p * z * x + x : big;
+}
+
+/* attention.energies_in_pieces: e[b, g, j] = sum_d v[d] tanh(Uh[b, j, d] + Ws[b, g, d]) for B
+ * sentences, G states each, Tx positions, n' = N; all float32, contiguous. Each sentence's Uh
+ * (Tx * N floats) is read from cache for its G states; nothing but e is written. */
+void energies(const float *Uh, const float *Ws, const float *v, int64_t B, int64_t G, int64_t Tx,
+              int64_t N, int threads, float *e) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t g = 0; g < G; g++) {
+            const float *ws = Ws + (b * G + g) * N;
+            for (int64_t j = 0; j < Tx; j++) {
+                const float *uh = Uh + (b * Tx + j) * N;
+                float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+                for (int64_t d = 0; d < N; d++) acc += v[d] * tanh_float(uh[d] + ws[d]);
+                e[(b * G + g) * Tx + j] = acc;
+            }
+        }
+}
+
+/* The backward of energies (decoder._energies_backward), tanh recomputed: for each of B sentences
+ * with state term q[b] (W_a s_{i-1}) and dL/de[b, j] = d_e[b, j], t = tanh(Uh[b, j] + q[b]):
+ * d_sum[b, j] += d_e[b, j] (1 - t^2)   (accumulated over the steps of the caller's loop),
+ * d_q[b] = sum_j d_e[b, j] (1 - t^2),  dv[b] = sum_j d_e[b, j] t   (the caller sums dv over b).
+ * All float32, contiguous; Uh, d_sum [B, Tx, N], q, d_q, dv [B, N], d_e [B, Tx]. */
+void energies_backward(const float *Uh, const float *q, const float *d_e, int64_t B, int64_t Tx,
+                       int64_t N, int threads, float *d_sum, float *d_q, float *dv) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t b = 0; b < B; b++) {
+        const float *qb = q + b * N;
+        float *dq = d_q + b * N, *dvb = dv + b * N;
+        for (int64_t d = 0; d < N; d++) dq[d] = dvb[d] = 0.0f;
+        for (int64_t j = 0; j < Tx; j++) {
+            const float *uh = Uh + (b * Tx + j) * N;
+            float *ds = d_sum + (b * Tx + j) * N, de = d_e[b * Tx + j];
+#pragma omp simd
+            for (int64_t d = 0; d < N; d++) {
+                float t = tanh_float(uh[d] + qb[d]), g = de * (1.0f - t * t);
+                ds[d] += g;
+                dq[d] += g;
+                dvb[d] += de * t;
+            }
+        }
+    }
+}

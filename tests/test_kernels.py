@@ -127,3 +127,65 @@ def test_build_is_cached_and_failures_fall_back(lib, tmp_path, monkeypatch):
 def test_excluded_words_are_pad_unk_eos():
     """The kernel's fixed columns are the vocabulary's specials (kernels.c hard-codes 0, 1, 2)."""
     assert (PAD, UNK, EOS) == (0, 1, 2)
+
+
+@pytest.mark.parametrize("G", [1, 3])
+def test_energies_kernel_equals_torch_ops(lib, G, monkeypatch):
+    """``v_aᵀ tanh(W_a s + U_a h_j)`` as the PyTorch operations compute it (float32 rounding apart),
+    for G states per sentence, arguments from tiny (tanh's polynomial) to saturating, a
+    non-contiguous ``Uh``; no rows at all."""
+    from nmt_lib.attention import energies_in_pieces
+    from nmt_lib.decoder import energies
+
+    g = torch.Generator().manual_seed(G)
+    B, Tx, N = 5, 7, 40
+    Uh = torch.randn(B, N, Tx, generator=g).transpose(1, 2)  # [B, Tx, N], not contiguous
+    Uh[0] *= 1e-3
+    Uh[1] *= 30
+    Ws, v = torch.randn(G * B, N, generator=g), torch.randn(N, generator=g)
+    got = kernels.energies(Uh, Ws, v)
+    ref = torch.tanh(Uh.double().unsqueeze(1) + Ws.double().view(B, G, 1, N)) @ v.double()
+    torch.testing.assert_close(got.double(), ref.view(-1, Tx), rtol=0, atol=1e-5)
+    assert torch.equal(energies(Uh, Ws, v), got)  # what the decoder uses
+    torch.testing.assert_close(energies_in_pieces(Uh, Ws, v), got, rtol=0, atol=1e-5)
+    with monkeypatch.context() as m:
+        m.setattr(kernels, "library", lambda: None)
+        assert torch.equal(energies(Uh, Ws, v), energies_in_pieces(Uh, Ws, v))
+    assert kernels.energies(Uh[:0], Ws[:0], v).shape == (0, Tx)
+    assert kernels.energies(Uh.double(), Ws.double(), v.double()) is None  # float64: PyTorch ops
+
+
+def test_tanh_of_the_kernel_is_accurate(lib):
+    """The kernel's tanh within 3 float32 ulps of tanh over the whole range (one energy per x:
+    ``v = 1``, ``N = 1``)."""
+    x = torch.cat([torch.linspace(-12, 12, 20001), torch.logspace(-8, 0, 200)])
+    got = kernels.energies(x.view(1, -1, 1), torch.zeros(1, 1), torch.ones(1))[0]
+    ref = torch.tanh(x.double())
+    ulp = torch.finfo(torch.float32).eps * ref.abs().clamp(min=torch.finfo(torch.float32).tiny)
+    assert ((got.double() - ref).abs() <= 3 * ulp).all()
+
+
+def test_energies_backward_kernel_equals_torch_ops(lib, monkeypatch):
+    """``decoder._energies_backward`` (∂L/∂(W_a s), ∂L/∂v_a, and ∂L/∂(U_a h) accumulated in place)
+    with the kernel as with the PyTorch operations, and as autograd through the energies."""
+    from nmt_lib.decoder import _energies_backward
+
+    g = torch.Generator().manual_seed(0)
+    B, Tx, N = 6, 9, 33
+    Uh, q = torch.randn(B, Tx, N, generator=g), torch.randn(B, N, generator=g)
+    v, d_e = torch.randn(N, generator=g), torch.randn(B, Tx, generator=g)
+    start = torch.randn(B, Tx, N, generator=g)  # what earlier steps accumulated
+    d_sum = start.clone()
+    d_q, dv = _energies_backward(Uh, q, v, d_e, d_sum)
+    with monkeypatch.context() as m:
+        m.setattr(kernels, "library", lambda: None)
+        ref_sum = start.clone()
+        ref_q, ref_v = _energies_backward(Uh, q, v, d_e, ref_sum)
+    for a, b in ((d_q, ref_q), (dv, ref_v), (d_sum, ref_sum)):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+    Uh64, q64, v64 = (t.double().requires_grad_() for t in (Uh, q, v))
+    e = (torch.tanh(Uh64 + q64[:, None]) @ v64).mul(d_e.double()).sum()
+    gU, gq, gv = torch.autograd.grad(e, (Uh64, q64, v64))
+    torch.testing.assert_close((d_sum - start) * v, gU.float(), rtol=0, atol=1e-5)
+    torch.testing.assert_close(d_q, gq.float(), rtol=0, atol=1e-5)
+    torch.testing.assert_close(dv, gv.float(), rtol=0, atol=1e-5)
