@@ -33,38 +33,63 @@ static inline float exp_nonpositive(float x) {
     return x < -87.0f ? 0.0f : p * scale;
 }
 
+/* Insert v (column j) into the list tv/ti of the largest values, best first, of which `filled` of k
+ * are set; among equal values the earlier one stays first. Returns the new `filled`. */
+static inline int64_t insert_top(float *tv, int64_t *ti, int64_t k, int64_t filled, float v,
+                                 int64_t j) {
+    if (filled == k && !(v > tv[k - 1])) return filled;
+    int64_t i = filled < k ? filled++ : k - 1;
+    for (; i > 0 && v > tv[i - 1]; i--) {
+        tv[i] = tv[i - 1];
+        ti[i] = ti[i - 1];
+    }
+    tv[i] = v;
+    ti[i] = j;
+    return filled;
+}
+
+#define BLOCK 64
+
 /* search.best_words for a [R, K] matrix of bf16 (is_bf16) or float32 logits, row stride ldx:
  * per row, in float32, x + bias (bias may be NULL); if normalize, m = max and
  * s = sum exp(x - m) over ALL words; then words 0 (<pad>), 1 (<unk>, if ignore_unk) and 2 (EOS, if
  * no_eos[r]) excluded; the k largest (k <= K) written best first to out_v as (x - m) - log s
  * (x itself if not normalize) and their columns to out_i; among equal values the lower column
- * first. work: threads * K floats, the row in float32 for each thread (in cache); the input is read
- * once. */
+ * first. work: threads * (K + K / 64 + 1) floats, the row in float32 and its maxima per block of
+ * 64 words for each thread (in cache); the input is read once. The top k: at least k words reach
+ * the k-th largest block maximum, so only the blocks and words that reach it are looked at. */
 void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, const float *bias,
                 const uint8_t *no_eos, int ignore_unk, int normalize, int64_t k, int threads,
                 float *work, float *out_v, int64_t *out_i) {
+    int64_t nb = (K + BLOCK - 1) / BLOCK;
 #pragma omp parallel num_threads(threads)
     {
-        float *row = work + (int64_t)omp_get_thread_num() * K;
+        float *row = work + (int64_t)omp_get_thread_num() * (K + nb), *bmax = row + K;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < R; r++) {
             float m = -INFINITY;
-            if (is_bf16) {
-                const uint16_t *xr = (const uint16_t *)x + r * ldx;
-#pragma omp simd reduction(max : m)
-                for (int64_t j = 0; j < K; j++) {
-                    float v = bf16_to_float(xr[j]) + (bias ? bias[j] : 0.0f);
-                    row[j] = v;
-                    m = v > m ? v : m;
+            for (int64_t b = 0; b < nb; b++) {
+                int64_t j0 = b * BLOCK, j1 = j0 + BLOCK < K ? j0 + BLOCK : K;
+                float q = -INFINITY;
+                if (is_bf16) {
+                    const uint16_t *xr = (const uint16_t *)x + r * ldx;
+#pragma omp simd reduction(max : q)
+                    for (int64_t j = j0; j < j1; j++) {
+                        float v = bf16_to_float(xr[j]) + (bias ? bias[j] : 0.0f);
+                        row[j] = v;
+                        q = v > q ? v : q;
+                    }
+                } else {
+                    const float *xr = (const float *)x + r * ldx;
+#pragma omp simd reduction(max : q)
+                    for (int64_t j = j0; j < j1; j++) {
+                        float v = xr[j] + (bias ? bias[j] : 0.0f);
+                        row[j] = v;
+                        q = v > q ? v : q;
+                    }
                 }
-            } else {
-                const float *xr = (const float *)x + r * ldx;
-#pragma omp simd reduction(max : m)
-                for (int64_t j = 0; j < K; j++) {
-                    float v = xr[j] + (bias ? bias[j] : 0.0f);
-                    row[j] = v;
-                    m = v > m ? v : m;
-                }
+                bmax[b] = q;
+                m = q > m ? q : m;
             }
             float log_s = 0.0f;
             if (normalize) {
@@ -76,28 +101,22 @@ void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, c
             row[0] = -INFINITY;
             if (ignore_unk && K > 1) row[1] = -INFINITY;
             if (no_eos[r] && K > 2) row[2] = -INFINITY;
-            /* top k by insertion into a sorted list; blocks of 64 whose max cannot enter skipped */
+            bmax[0] = -INFINITY;
+            for (int64_t j = 0; j < (K < BLOCK ? K : BLOCK); j++)
+                bmax[0] = row[j] > bmax[0] ? row[j] : bmax[0];
             float *tv = out_v + r * k;
             int64_t *ti = out_i + r * k, filled = 0;
-            for (int64_t j0 = 0; j0 < K; j0 += 64) {
-                int64_t j1 = j0 + 64 < K ? j0 + 64 : K;
-                if (filled == k) {
-                    float bm = -INFINITY;
-#pragma omp simd reduction(max : bm)
-                    for (int64_t j = j0; j < j1; j++) bm = row[j] > bm ? row[j] : bm;
-                    if (!(bm > tv[k - 1])) continue;
-                }
-                for (int64_t j = j0; j < j1; j++) {
-                    float v = row[j];
-                    if (filled == k && !(v > tv[k - 1])) continue;
-                    int64_t i = filled < k ? filled++ : k - 1;
-                    for (; i > 0 && v > tv[i - 1]; i--) {
-                        tv[i] = tv[i - 1];
-                        ti[i] = ti[i - 1];
-                    }
-                    tv[i] = v;
-                    ti[i] = j;
-                }
+            float thr = -INFINITY; /* the k-th largest block maximum, or -inf */
+            if (k <= nb) {
+                for (int64_t b = 0; b < nb; b++) filled = insert_top(tv, ti, k, filled, bmax[b], b);
+                thr = tv[k - 1];
+                filled = 0;
+            }
+            for (int64_t b = 0; b < nb; b++) {
+                if (bmax[b] < thr) continue;
+                int64_t j1 = (b + 1) * BLOCK < K ? (b + 1) * BLOCK : K;
+                for (int64_t j = b * BLOCK; j < j1; j++)
+                    if (!(row[j] < thr)) filled = insert_top(tv, ti, k, filled, row[j], j);
             }
             if (normalize)
                 for (int64_t i = 0; i < k; i++) tv[i] = (tv[i] - m) - log_s;

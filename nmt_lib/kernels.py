@@ -101,7 +101,7 @@ def best_words(
     b = None if bias is None else bias.to(torch.float32).contiguous()
     mask = no_eos.to(torch.uint8).contiguous()
     threads = torch.get_num_threads()
-    work = torch.empty(threads, K)
+    work = torch.empty(threads, K + -(-K // 64))  # each thread's row and block maxima
     v, j = torch.empty(R, k), torch.empty(R, k, dtype=torch.long)
     lib.best_words(x.data_ptr(), x.dtype == torch.bfloat16, R, K, x.stride(0),
                    None if b is None else b.data_ptr(), mask.data_ptr(), ignore_unk,
