@@ -76,6 +76,7 @@ class Decoder(nn.Module):
             self.W2 = nn.Parameter(torch.empty(output_rank, K_y).t())
         self.b_y = nn.Parameter(torch.zeros(K_y))
         self.output_rank = output_rank
+        self._step_cache: tuple = (None, ())  # step_weights() while decoding
 
     def embed(self, y: Tensor) -> Tensor:
         """``ē(y)``: ``[...]`` long -> ``[..., m]``."""
@@ -136,8 +137,25 @@ class Decoder(nn.Module):
 
     def step_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i`` from ``s_{i-1} [B, n]``, the emitted word ``y_i [B]`` and ``c_i [B, ctx]``."""
-        a = self.gru.project(self.embed(y)) + F.linear(c, self.context_weight())
-        return gru_step(a, s_prev, *self.gru.recurrent_weights())  # [B, n]
+        W_in, b_in, C_in, U_rz, U = self.step_weights()  # [W; W_z; W_r], b, [C; C_z; C_r], U's
+        a = F.linear(self.embed(y), W_in, b_in) + F.linear(c, C_in)
+        return gru_step(a, s_prev, U_rz, U)  # [B, n]
+
+    def step_weights(self) -> tuple[Tensor, ...]:
+        """The weights of :meth:`step_state`: ``([W; W_z; W_r], [b; b_z; b_r], [C; C_z; C_r], U_rz,
+        U)`` (:class:`~nmt_lib.gru.GRU`). Without autograd (decoding) they are concatenated and cast
+        to the compute dtype once and kept while the parameters stay the same (their storage and
+        version counters), instead of at every step of every sentence."""
+        make = lambda: (self.gru.input_weight(), self.gru.input_bias(), self.context_weight(),  # noqa: E731
+                        *self.gru.recurrent_weights())  # fmt: skip
+        if torch.is_grad_enabled():
+            return make()
+        cd = compute_dtype(self.gru.U)
+        params = [*self.gru.parameters(), self.C, self.C_z, self.C_r]
+        key = (cd, *((p.data_ptr(), p._version) for p in params))
+        if self._step_cache[0] != key:
+            self._step_cache = (key, tuple(w.to(cd) for w in make()))
+        return self._step_cache[1]
 
     def forward(
         self,

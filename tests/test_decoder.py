@@ -123,3 +123,28 @@ def test_decoder_gradcheck(attention):
     args = (s0, h, c, *(p.detach() for p in dec.parameters()))
     args = tuple(a.clone().requires_grad_() for a in args)
     assert torch.autograd.gradcheck(f, args, fast_mode=True)
+
+
+def test_step_weights_kept_while_decoding_renewed_when_parameters_change():
+    """Without autograd ``step_state`` reuses its concatenated, cast weights until a parameter
+    changes (in place or replaced): the same states as recomputing them every time, in float64 and
+    under bf16 autocast."""
+    dec, s0, _, c, _, y, _ = setup(attention=False)
+    fresh = lambda: (dec.gru.input_weight(), dec.gru.input_bias(), dec.context_weight(),  # noqa: E731
+                     *dec.gru.recurrent_weights())  # fmt: skip
+    with torch.no_grad():
+        w = dec.step_weights()
+        assert dec.step_weights() is w  # kept
+        assert all(torch.equal(a, b) for a, b in zip(w, fresh(), strict=True))
+        dec.C_z.add_(0.5)  # e.g. an optimizer step
+        assert dec.step_weights() is not w
+        assert all(torch.equal(a, b) for a, b in zip(dec.step_weights(), fresh(), strict=True))
+        w = dec.step_weights()
+        dec.gru.U.data = dec.gru.U.data.clone()  # new storage, same version
+        assert dec.step_weights() is not w
+        with torch.autocast("cpu", torch.bfloat16):
+            got = dec.float().step_state(s0.float(), y[:, 0], c.float())
+            assert dec.step_weights()[0].dtype == torch.bfloat16
+    with torch.autocast("cpu", torch.bfloat16):
+        ref = dec.step_state(s0.float(), y[:, 0], c.float())  # autograd on: recomputed
+    assert torch.equal(got, ref)
