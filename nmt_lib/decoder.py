@@ -244,12 +244,8 @@ class _TargetLogProb(torch.autograd.Function):
         with torch.autocast(u.device.type, enabled=False):
             u_c, W_c, b_w = u.to(cd), W.to(cd), b.to(wide)  # a cast keeps W's strides
             logits = torch.mm(u_c, W_c.t())  # [N, K]; the bias is added below, in float32
-            logp = logits.new_empty(u.shape[0], dtype=wide)
-            for rows in _row_chunks(logits):
-                x = logits[rows].to(b_w.dtype, copy=True).add_(b_w)  # add(bf16, f32): slower
-                top = x.amax(-1, keepdim=True)
-                target = x.gather(-1, y[rows, None]).squeeze(-1)
-                logp[rows] = target - x.sub_(top).exp_().sum(-1).log_() - top.squeeze(-1)
+            fast = kernels.target_log_prob(logits, b_w, y)  # on a CPU: one pass per row
+            logp, ctx.stats = fast or (_log_prob_in_pieces(logits, b_w, y), None)
         ctx.save_for_backward(u_c, W_c, b_w, y, logp)
         ctx.logits, ctx.dtypes = logits, (u.dtype, W.dtype, b.dtype)  # for the backward
         return logp
@@ -260,16 +256,38 @@ class _TargetLogProb(torch.autograd.Function):
         d, ctx.logits = ctx.logits, None  # the logits: overwritten by their gradient below
         if d is None:  # a second backward through the same graph (retain_graph): recompute
             d = torch.mm(u_c, W_c.t())
-        db = torch.zeros_like(b_w)
-        for rows in _row_chunks(d):
-            p = torch.softmax(d[rows].to(b_w.dtype).add_(b_w), -1).mul_(-g[rows, None])
-            target = torch.arange(p.shape[0], device=p.device) * p.shape[1] + y[rows]
-            p.view(-1)[target] = g[rows] * -torch.expm1(logp[rows])  # g (1 - p_y), accurately
-            db += p.sum(0)
-            d[rows] = p
+        db = None if ctx.stats is None else kernels.target_log_prob_backward(
+            d, b_w, y, g, ctx.stats, logp)  # fmt: skip
+        if db is None:
+            db = _grad_in_pieces(d, b_w, y, g, logp)
         du, dW_t = torch.mm(d, W_c), torch.mm(transposed(u_c, u_c.dtype), d)  # [N, r], [r, K]
         dW = dW_t.t() if W_c.t().is_contiguous() else transposed(dW_t, dW_t.dtype)  # W's layout
         return du.to(ctx.dtypes[0]), dW.to(ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
+
+
+def _log_prob_in_pieces(logits: Tensor, b: Tensor, y: Tensor) -> Tensor:
+    """``log softmax(logits + b)[y]`` ``[N]`` in ``b``'s dtype, :func:`_row_chunks` at a time."""
+    logp = logits.new_empty(logits.shape[0], dtype=b.dtype)
+    for rows in _row_chunks(logits):
+        x = logits[rows].to(b.dtype, copy=True).add_(b)  # add(bf16, f32): slower
+        top = x.amax(-1, keepdim=True)
+        target = x.gather(-1, y[rows, None]).squeeze(-1)
+        logp[rows] = target - x.sub_(top).exp_().sum(-1).log_() - top.squeeze(-1)
+    return logp
+
+
+def _grad_in_pieces(d: Tensor, b: Tensor, y: Tensor, g: Tensor, logp: Tensor) -> Tensor:
+    """Overwrite the logits ``d`` with their gradient ``g (onehot(y) - softmax(d + b))``,
+    :func:`_row_chunks` at a time (the target entry ``g (1 - p_y)`` from ``log p_y``); return the
+    bias's gradient."""
+    db = torch.zeros_like(b)
+    for rows in _row_chunks(d):
+        p = torch.softmax(d[rows].to(b.dtype).add_(b), -1).mul_(-g[rows, None])
+        target = torch.arange(p.shape[0], device=p.device) * p.shape[1] + y[rows]
+        p.view(-1)[target] = g[rows] * -torch.expm1(logp[rows])  # g (1 - p_y), accurately
+        db += p.sum(0)
+        d[rows] = p
+    return db
 
 
 def attention_decoder_scan(

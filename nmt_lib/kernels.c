@@ -182,3 +182,85 @@ void energies_backward(const float *Uh, const float *q, const float *d_e, int64_
         }
     }
 }
+
+static inline uint16_t float_to_bf16(float f) { /* round to nearest even, as PyTorch; NaN stays NaN */
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint16_t rounded = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? (uint16_t)((u >> 16) | 0x40u) : rounded;
+}
+
+static inline float load(const void *z, int is_bf16, int64_t i) {
+    return is_bf16 ? bf16_to_float(((const uint16_t *)z)[i]) : ((const float *)z)[i];
+}
+
+/* decoder.target_log_prob, forward: for N rows of logits z (bf16 if is_bf16, else float32; row
+ * stride ldz) plus bias[K], in float32: m = max, log_s = log sum exp(x - m) over the row,
+ * logp[r] = (x[y[r]] - m) - log_s; stats[r] = (m, log_s) for the backward. */
+void target_logp(const void *z, int is_bf16, int64_t N, int64_t K, int64_t ldz, const float *bias,
+                 const int64_t *y, int threads, float *logp, float *stats) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t r = 0; r < N; r++) {
+        float m = -INFINITY, s = 0.0f;
+        if (is_bf16) {
+            const uint16_t *zr = (const uint16_t *)z + r * ldz;
+#pragma omp simd reduction(max : m)
+            for (int64_t j = 0; j < K; j++) {
+                float v = bf16_to_float(zr[j]) + bias[j];
+                m = v > m ? v : m;
+            }
+#pragma omp simd reduction(+ : s)
+            for (int64_t j = 0; j < K; j++) s += exp_nonpositive(bf16_to_float(zr[j]) + bias[j] - m);
+        } else {
+            const float *zr = (const float *)z + r * ldz;
+#pragma omp simd reduction(max : m)
+            for (int64_t j = 0; j < K; j++) {
+                float v = zr[j] + bias[j];
+                m = v > m ? v : m;
+            }
+#pragma omp simd reduction(+ : s)
+            for (int64_t j = 0; j < K; j++) s += exp_nonpositive(zr[j] + bias[j] - m);
+        }
+        float log_s = logf(s);
+        logp[r] = (load(z, is_bf16, r * ldz + y[r]) + bias[y[r]] - m) - log_s;
+        stats[2 * r] = m;
+        stats[2 * r + 1] = log_s;
+    }
+}
+
+/* decoder.target_log_prob, backward, in place: the logits z become their gradient
+ * d = g[r] (onehot(y) - softmax(z + bias)) (in z's dtype), the target entry g (1 - p_y) from
+ * -expm1(logp); the float32 gradients are also summed over the rows into db_work (threads * K
+ * floats, zeroed by the caller; its rows summed by the caller: the gradient of the bias). */
+void target_logp_backward(void *z, int is_bf16, int64_t N, int64_t K, int64_t ldz,
+                          const float *bias, const int64_t *y, const float *g, const float *stats,
+                          const float *logp, int threads, float *db_work) {
+#pragma omp parallel num_threads(threads)
+    {
+        float *db = db_work + (int64_t)omp_get_thread_num() * K;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < N; r++) {
+            float m = stats[2 * r], log_s = stats[2 * r + 1], gr = g[r];
+            float target = gr * -expm1f(logp[r]);
+            if (is_bf16) {
+                uint16_t *zr = (uint16_t *)z + r * ldz;
+#pragma omp simd
+                for (int64_t j = 0; j < K; j++) {
+                    float d = -gr * exp_nonpositive((bf16_to_float(zr[j]) + bias[j] - m) - log_s);
+                    d = j == y[r] ? target : d;
+                    db[j] += d;
+                    zr[j] = float_to_bf16(d);
+                }
+            } else {
+                float *zr = (float *)z + r * ldz;
+#pragma omp simd
+                for (int64_t j = 0; j < K; j++) {
+                    float d = -gr * exp_nonpositive((zr[j] + bias[j] - m) - log_s);
+                    d = j == y[r] ? target : d;
+                    db[j] += d;
+                    zr[j] = d;
+                }
+            }
+        }
+    }
+}

@@ -82,6 +82,10 @@ def library() -> ctypes.CDLL | None:
     lib.energies.restype = None
     lib.energies_backward.argtypes = [p, p, p, i64, i64, i64, i32, p, p, p]
     lib.energies_backward.restype = None
+    lib.target_logp.argtypes = [p, i32, i64, i64, i64, p, p, i32, p, p]
+    lib.target_logp.restype = None
+    lib.target_logp_backward.argtypes = [p, i32, i64, i64, i64, p, p, p, p, p, i32, p]
+    lib.target_logp_backward.restype = None
     return lib
 
 
@@ -146,3 +150,42 @@ def energies_backward(
     lib.energies_backward(Uh.data_ptr(), q.data_ptr(), d_e.data_ptr(), B, Tx, N, threads,
                           d_sum.data_ptr(), d_q.data_ptr(), dv.data_ptr())  # fmt: skip
     return d_q, dv.sum(0)
+
+
+def _logits_apply(lib, z: Tensor, bias: Tensor) -> bool:
+    """Whether the output-layer kernels take ``z [N, K]`` (bf16/float32, rows contiguous) and a
+    float32 ``bias``, all on the CPU."""
+    return (lib is not None and z.device.type == "cpu" and z.dtype in (torch.bfloat16, torch.float32)
+            and z.stride(1) == 1 and bias.dtype == torch.float32 and bias.device.type == "cpu")  # fmt: skip
+
+
+def target_log_prob(z: Tensor, bias: Tensor, y: Tensor) -> tuple[Tensor, Tensor] | None:
+    """The forward of ``nmt_lib.decoder.target_log_prob`` after its matmul, in one pass per row
+    (``kernels.c``): ``log softmax(z + bias)[y]`` ``[N]`` float32 and the row statistics ``[N, 2]``
+    (max, log Σ exp) for :func:`target_log_prob_backward`; or None where the kernel does not apply."""
+    lib = library()
+    if not _logits_apply(lib, z, bias):
+        return None
+    (N, K), y, bias = z.shape, y.contiguous(), bias.contiguous()
+    logp, stats = torch.empty(N), torch.empty(N, 2)
+    lib.target_logp(z.data_ptr(), z.dtype == torch.bfloat16, N, K, z.stride(0), bias.data_ptr(),
+                    y.data_ptr(), torch.get_num_threads(), logp.data_ptr(), stats.data_ptr())  # fmt: skip
+    return logp, stats
+
+
+def target_log_prob_backward(
+    z: Tensor, bias: Tensor, y: Tensor, g: Tensor, stats: Tensor, logp: Tensor
+) -> Tensor | None:
+    """Its backward: overwrites the logits ``z`` with their gradient ``g (onehot(y) - softmax)``
+    and returns the bias's gradient ``[K]`` float32; or None (nothing done) where the kernel does
+    not apply."""
+    lib = library()
+    if not _logits_apply(lib, z, bias) or g.dtype != torch.float32:
+        return None
+    (N, K), threads = z.shape, torch.get_num_threads()
+    y, bias, g = y.contiguous(), bias.contiguous(), g.contiguous()
+    db = torch.zeros(threads, K)
+    lib.target_logp_backward(z.data_ptr(), z.dtype == torch.bfloat16, N, K, z.stride(0),
+                             bias.data_ptr(), y.data_ptr(), g.data_ptr(), stats.data_ptr(),
+                             logp.data_ptr(), threads, db.data_ptr())  # fmt: skip
+    return db.sum(0)

@@ -189,3 +189,56 @@ def test_energies_backward_kernel_equals_torch_ops(lib, monkeypatch):
     torch.testing.assert_close((d_sum - start) * v, gU.float(), rtol=0, atol=1e-5)
     torch.testing.assert_close(d_q, gq.float(), rtol=0, atol=1e-5)
     torch.testing.assert_close(dv, gv.float(), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_target_log_prob_kernels_equal_torch_ops(lib, dtype, monkeypatch):
+    """``decoder.target_log_prob`` (the output layer of training) with the kernels: the same
+    log-probabilities and gradients (of u, W, b) as with the PyTorch operations, within float32
+    rounding, under autocast or not; a gradient that is a broadcast view; a second backward."""
+    from nmt_lib.decoder import target_log_prob
+
+    g = torch.Generator().manual_seed(1)
+    N, K, r = 70, 1001, 12
+    u0, b0 = torch.randn(N, r, generator=g), torch.randn(K, generator=g)
+    W0 = torch.randn(r, K, generator=g).t()  # column-major, as the model stores W_o
+    y, w = torch.randint(0, K, (N,), generator=g), torch.rand(N, generator=g)
+
+    def run():
+        u, W, b = (t.clone().requires_grad_() for t in (u0, W0, b0))
+        with torch.autocast("cpu", torch.bfloat16, enabled=dtype == torch.bfloat16):
+            logp = target_log_prob(u, W, b, y)
+        (logp * w).sum().backward(retain_graph=True)
+        grads = [t.grad.clone() for t in (u, W, b)]
+        logp.sum().backward()  # second backward: logits recomputed; ∂/∂logp broadcast
+        return [logp.detach(), *grads, *(t.grad for t in (u, W, b))]
+
+    got = run()
+    with monkeypatch.context() as m:
+        m.setattr(kernels, "library", lambda: None)
+        ref = run()
+    tol = 1e-5 if dtype == torch.float32 else 2e-2  # bf16: the gradient is rounded to bf16
+    for a, b in zip(got, ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol)
+    torch.testing.assert_close(got[0], ref[0], rtol=0, atol=2e-5)
+    exact = torch.log_softmax(u0.double() @ W0.double().t() + b0.double(), 1).gather(1, y[:, None])
+    if dtype == torch.float32:
+        torch.testing.assert_close(got[0].double(), exact.squeeze(1), rtol=0, atol=2e-5)
+
+
+def test_target_log_prob_backward_rounds_the_gradient_as_torch(lib):
+    """The gradient written over bf16 logits is rounded to nearest (even), as PyTorch's cast: the
+    same bf16 numbers but for the rare float32 values next to a rounding boundary."""
+    from nmt_lib.decoder import _grad_in_pieces
+
+    g = torch.Generator().manual_seed(2)
+    N, K = 40, 3000
+    z, b = (2 * torch.randn(N, K, generator=g)).bfloat16(), torch.randn(K, generator=g)
+    y, gr = torch.randint(0, K, (N,), generator=g), torch.rand(N, generator=g) + 0.5
+    logp, stats = kernels.target_log_prob(z, b, y)
+    d_kernel, d_torch = z.clone(), z.clone()
+    db = kernels.target_log_prob_backward(d_kernel, b, y, gr, stats, logp)
+    db_ref = _grad_in_pieces(d_torch, b, y, gr, logp)
+    assert (d_kernel == d_torch).float().mean() > 0.999
+    torch.testing.assert_close(d_kernel.float(), d_torch.float(), rtol=2**-7, atol=0)  # 1 ulp
+    torch.testing.assert_close(db, db_ref, rtol=1e-5, atol=1e-6)
