@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/naive.py
 
 from naive import check_same_function, naive_logp  # noqa: E402
 
+from nmt_lib import kernels  # noqa: E402
 from nmt_lib.config import ModelConfig  # noqa: E402
 from nmt_lib.model import build_model, forward_macs  # noqa: E402
 from nmt_lib.train import Adadelta, clip_gradients  # noqa: E402
@@ -79,6 +80,7 @@ def machine_info() -> dict:
         "threads": torch.get_num_threads(), "python": platform.python_version(),
         "torch": torch.__version__, "loadavg_1min": load[0] if load else None,
         "THP_MEM_ALLOC_ENABLE": os.environ.get("THP_MEM_ALLOC_ENABLE"),
+        "nmt_lib_kernels": kernels.library() is not None,
     }  # fmt: skip
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from . import bleu
+from . import bleu, kernels
 from .checkpoint import (
     CheckpointError,
     check_compatible,
@@ -573,6 +573,7 @@ def train_run(
         "world_size": world,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "precision": t.precision,
+        "compiled_kernels": device.type == "cpu" and kernels.library() is not None,
         "checkpoint_dir": str(ckpt_dir),
         "model_checkpoint": str(
             ckpt_dir / (BEST if t.patience and (ckpt_dir / BEST).is_file() else LAST)
