@@ -55,7 +55,7 @@ static inline int64_t insert_top(float *tv, int64_t *ti, int64_t k, int64_t fill
  * s = sum exp(x - m) over ALL words; then words 0 (<pad>), 1 (<unk>, if ignore_unk) and 2 (EOS, if
  * no_eos[r]) excluded; the k largest (k <= K) written best first to out_v as (x - m) - log s
  * (x itself if not normalize) and their columns to out_i; among equal values the lower column
- * first. work: threads * (K + K / 64 + 1) floats, the row in float32 and its maxima per block of
+ * first. work: threads * (K + ceil(K / 64)) floats, the row in float32 and its maxima per block of
  * 64 words for each thread (in cache); the input is read once. The top k: at least k words reach
  * the k-th largest block maximum, so only the blocks and words that reach it are looked at. */
 void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, const float *bias,
