@@ -76,7 +76,6 @@ class Decoder(nn.Module):
             self.W2 = nn.Parameter(torch.empty(output_rank, K_y).t())
         self.b_y = nn.Parameter(torch.zeros(K_y))
         self.output_rank = output_rank
-        self._step_cache: tuple = (None, ())  # step_weights() while decoding
 
     def embed(self, y: Tensor) -> Tensor:
         """``ē(y)``: ``[...]`` long -> ``[..., m]``."""
@@ -135,27 +134,27 @@ class Decoder(nn.Module):
         """``log softmax`` over the last dim, computed in float32 at least (bf16/fp16 upcast)."""
         return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
 
-    def step_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
-        """``s_i`` from ``s_{i-1} [B, n]``, the emitted word ``y_i [B]`` and ``c_i [B, ctx]``."""
-        W_in, b_in, C_in, U_rz, U = self.step_weights()  # [W; W_z; W_r], b, [C; C_z; C_r], U's
-        a = F.linear(self.embed(y), W_in, b_in) + F.linear(c, C_in)
+    def step_state(
+        self, s_prev: Tensor, y: Tensor, c: Tensor, weights: tuple[Tensor, ...] | None = None
+    ) -> Tensor:
+        """``s_i`` from ``s_{i-1} [B, n]``, the emitted word ``y_i [B]`` and ``c_i [B, ctx]``;
+        ``weights``: :meth:`step_weights`, computed once for all the steps of a search."""
+        W_in, b_in, C_in, U_rz, U = weights or self.step_weights()
+        a = F.linear(self.embed(y), W_in, b_in) + F.linear(
+            c, C_in
+        )  # [W; W_z; W_r] ē(y) + [C; ..] c
         return gru_step(a, s_prev, U_rz, U)  # [B, n]
 
     def step_weights(self) -> tuple[Tensor, ...]:
         """The weights of :meth:`step_state`: ``([W; W_z; W_r], [b; b_z; b_r], [C; C_z; C_r], U_rz,
-        U)`` (:class:`~nmt_lib.gru.GRU`). Without autograd (decoding) they are concatenated and cast
-        to the compute dtype once and kept while the parameters stay the same (their storage and
-        version counters), instead of at every step of every sentence."""
-        make = lambda: (self.gru.input_weight(), self.gru.input_bias(), self.context_weight(),  # noqa: E731
-                        *self.gru.recurrent_weights())  # fmt: skip
+        U)`` (:class:`~nmt_lib.gru.GRU`), concatenated; without autograd (decoding) also cast to the
+        compute dtype, so that a search pays the concatenation and cast once, not at every step."""
+        w = (self.gru.input_weight(), self.gru.input_bias(), self.context_weight(),
+             *self.gru.recurrent_weights())  # fmt: skip
         if torch.is_grad_enabled():
-            return make()
+            return w
         cd = compute_dtype(self.gru.U)
-        params = [*self.gru.parameters(), self.C, self.C_z, self.C_r]
-        key = (cd, *((p.data_ptr(), p._version) for p in params))
-        if self._step_cache[0] != key:
-            self._step_cache = (key, tuple(w.to(cd) for w in make()))
-        return self._step_cache[1]
+        return tuple(t.to(cd) for t in w)
 
     def forward(
         self,
@@ -245,7 +244,7 @@ class _TargetLogProb(torch.autograd.Function):
             u_c, W_c, b_w = u.to(cd), W.to(cd), b.to(wide)  # a cast keeps W's strides
             logits = torch.mm(u_c, W_c.t())  # [N, K]; the bias is added below, in float32
             fast = kernels.target_log_prob(logits, b_w, y)  # on a CPU: one pass per row
-            logp, ctx.stats = fast or (_log_prob_in_pieces(logits, b_w, y), None)
+            logp, ctx.stats = (_log_prob_in_pieces(logits, b_w, y), None) if fast is None else fast
         ctx.save_for_backward(u_c, W_c, b_w, y, logp)
         ctx.logits, ctx.dtypes = logits, (u.dtype, W.dtype, b.dtype)  # for the backward
         return logp

@@ -2,24 +2,28 @@
 
 A beam step normalises and ranks ``[beam * B, K]`` logits: in PyTorch ops that is a float32 copy,
 the bias, the max, ``exp``, the sum and the top-k, each a pass over the matrix (25 MB at bench-small,
-out of cache); the kernel does it row by row in one pass over the logits, in cache.
+out of cache); the kernel does it row by row in one pass over the logits, in cache. Likewise the
+attention energies (decoding and training) and the training output layer.
 
-The C file is compiled on first use with the system's C compiler (``$CC``, else ``cc``; gcc or
-clang with OpenMP) for this machine (``-march=native``), into ``$NMT_LIB_CACHE`` (default
-``~/.cache/nmt_lib``), once per source, flags and CPU, and loaded with ctypes: about a second, once.
-Where there is no compiler, the build fails, or ``NMT_LIB_KERNELS=0``, :func:`library` is None (with
-a warning when a build failed) and the callers use their PyTorch operations: the same results up to
-float rounding (the tests compare the two), only slower. Imports only torch.
+The C file is compiled on first use (the first CPU beam search or training step of a process) with
+the system's C compiler (``$CC``, else ``cc``; gcc or clang with OpenMP) for this machine
+(``-march=native``), into ``$NMT_LIB_CACHE`` (default ``~/.cache/nmt_lib``), once per source, flags
+and CPU, and loaded with ctypes: about a second, once. Where there is no compiler, the build fails,
+or ``NMT_LIB_KERNELS=0``, :func:`library` is None (with a warning when a build failed) and the
+callers use their PyTorch operations: the same results up to float rounding (the tests compare the
+two), only slower. Imports only torch.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
 import os
 import platform
+import shlex
 import subprocess
+import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -33,47 +37,62 @@ FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-m
 
 
 def _cpu_id() -> bytes:
-    """What ``-march=native`` compiles for: the machine and its CPU's feature flags."""
+    """What ``-march=native`` compiles for: the machine and its CPU's feature flags (x86 "flags",
+    ARM "Features")."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((line for line in f if line.startswith("flags")), "")
+            flags = [line for line in f if line.startswith(("flags", "Features", "CPU part"))]
     except OSError:
-        flags = ""
-    return f"{platform.machine()} {platform.processor()} {flags}".encode()
+        flags = []
+    return f"{platform.machine()} {platform.processor()} {sorted(set(flags))}".encode()
 
 
 def build(cc: str, folder: Path) -> Path:
-    """Compile ``kernels.c`` into ``folder`` (once: the file name carries a hash of the source, the
-    compiler command and the CPU) and return the library's path. Raises OSError or
-    ``subprocess.SubprocessError`` when the compiler is missing or fails."""
+    """Compile ``kernels.c`` with the command ``cc`` (may hold arguments, e.g. ``"ccache gcc"``)
+    into ``folder`` (once: the file name carries a hash of the source, the compiler command and the
+    CPU) and return the library's path. Raises OSError or ``subprocess.SubprocessError`` when the
+    compiler is missing or fails."""
     key = hashlib.sha256(SOURCE.read_bytes() + " ".join((cc, *FLAGS)).encode() + _cpu_id())
     lib = folder / f"kernels-{key.hexdigest()[:16]}.so"
     if not lib.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = lib.with_name(f"{lib.name}.{os.getpid()}.tmp")  # concurrent builds: each its own
+        fd, tmp = tempfile.mkstemp(suffix=".tmp", prefix=lib.name + ".", dir=folder)  # each its own
+        os.close(fd)
         try:
-            subprocess.run([cc, *FLAGS, "-o", str(tmp), str(SOURCE)], check=True,
+            subprocess.run([*shlex.split(cc), *FLAGS, "-o", tmp, str(SOURCE)], check=True,
                            capture_output=True, text=True, timeout=300)  # fmt: skip
             os.replace(tmp, lib)
         finally:
-            tmp.unlink(missing_ok=True)
+            Path(tmp).unlink(missing_ok=True)
     return lib
 
 
-@functools.cache
+_LOCK = threading.Lock()
+_LOADED: list = []  # [the library or None], once loaded
+
+
 def library() -> ctypes.CDLL | None:
-    """The compiled kernels, or None (``NMT_LIB_KERNELS=0``, no compiler, or a failed build)."""
+    """The compiled kernels, or None (``NMT_LIB_KERNELS=0``, no compiler, or a failed build); built
+    and loaded by the first call of the process (thread-safe)."""
+    with _LOCK:
+        if not _LOADED:
+            _LOADED.append(load())
+        return _LOADED[0]
+
+
+def load() -> ctypes.CDLL | None:
+    """Build (if needed) and load the kernels, without :func:`library`'s memo."""
     if os.environ.get("NMT_LIB_KERNELS", "1") == "0":
         return None
-    cc = os.environ.get("CC", "cc")
-    folder = Path(os.environ.get("NMT_LIB_CACHE", Path.home() / ".cache" / "nmt_lib"))
+    cc = os.environ.get("CC") or "cc"
     try:
+        folder = Path(os.environ.get("NMT_LIB_CACHE") or Path.home() / ".cache" / "nmt_lib")
         lib = ctypes.CDLL(str(build(cc, folder)))
-    except (OSError, subprocess.SubprocessError) as e:
+    except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
         detail = getattr(e, "stderr", None) or e
-        warnings.warn(f"nmt_lib: could not build {SOURCE.name} with {cc!r} ({detail}); decoding uses "
-                      "PyTorch operations instead (slower). NMT_LIB_KERNELS=0 silences this.",
-                      RuntimeWarning, stacklevel=2)  # fmt: skip
+        warnings.warn(f"nmt_lib: could not build {SOURCE.name} with {cc!r} ({detail}); beam search "
+                      "and training on the CPU use PyTorch operations instead (slower). "
+                      "NMT_LIB_KERNELS=0 silences this.", RuntimeWarning, stacklevel=3)  # fmt: skip
         return None
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
     lib.best_words.argtypes = [p, i32, i64, i64, i64, p, p, i32, i32, i64, i32, p, p, p]
@@ -89,24 +108,35 @@ def library() -> ctypes.CDLL | None:
     return lib
 
 
+def _buffer(*shape: int, dtype: torch.dtype = torch.float32, zero: bool = False) -> Tensor:
+    """A CPU tensor for the kernels to write (not the default dtype or device: the C code's)."""
+    return (torch.zeros if zero else torch.empty)(*shape, dtype=dtype, device="cpu")
+
+
+def _cpu(*ts: Tensor, dtypes=(torch.float32,)) -> bool:
+    return all(t.device.type == "cpu" and t.dtype in dtypes for t in ts)
+
+
 def best_words(
     x: Tensor, k: int, no_eos: Tensor, ignore_unk: bool, bias: Tensor | None, normalized: bool
 ) -> tuple[Tensor, Tensor] | None:
     """:func:`nmt_lib.search.best_words` in one pass (``kernels.c``), or None where the kernel does
-    not apply (no library, not a CPU tensor, a dtype other than bf16/float32, ``k > K``): then the
-    caller computes it with PyTorch operations. ``x`` is not modified."""
+    not apply (not CPU tensors, a dtype other than bf16/float32, ``k > K``, ``no_eos`` not one flag
+    per row, no library): then the caller computes it with PyTorch operations. ``x`` is not
+    modified. A NaN logit is never among the best words (PyTorch's ``topk`` puts it first)."""
     R, K = x.shape
-    lib = library()
-    if (lib is None or x.device.type != "cpu" or x.dtype not in (torch.bfloat16, torch.float32)
-            or not 0 < k <= K or R == 0):  # fmt: skip
+    if (not _cpu(x, dtypes=(torch.bfloat16, torch.float32)) or not 0 < k <= K or R == 0
+            or no_eos.numel() != R or no_eos.device.type != "cpu"
+            or (bias is not None and (bias.numel() != K or not _cpu(bias, dtypes=(bias.dtype,))))
+            or (lib := library()) is None):  # fmt: skip
         return None
     if x.stride(1) != 1:
         x = x.contiguous()
     b = None if bias is None else bias.to(torch.float32).contiguous()
-    mask = no_eos.to(torch.uint8).contiguous()
+    mask = no_eos.reshape(R).to(torch.uint8).contiguous()
     threads = torch.get_num_threads()
-    work = torch.empty(threads, K + -(-K // 64))  # each thread's row and block maxima
-    v, j = torch.empty(R, k), torch.empty(R, k, dtype=torch.long)
+    work = _buffer(threads, K + -(-K // 64))  # each thread's row and block maxima
+    v, j = _buffer(R, k), _buffer(R, k, dtype=torch.long)
     lib.best_words(x.data_ptr(), x.dtype == torch.bfloat16, R, K, x.stride(0),
                    None if b is None else b.data_ptr(), mask.data_ptr(), ignore_unk,
                    not normalized, k, threads, work.data_ptr(), v.data_ptr(), j.data_ptr())  # fmt: skip
@@ -116,15 +146,12 @@ def best_words(
 def energies(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor | None:
     """:func:`nmt_lib.attention.energies_in_pieces` in one pass (``kernels.c``): ``Uh [B, Tx, n']``,
     ``Ws [G * B, n']`` (``G`` consecutive states per sentence), ``v_a [n']`` -> ``[G * B, Tx]``; or
-    None where the kernel does not apply (no library, not float32 CPU tensors)."""
-    lib = library()
-    if lib is None or any(
-        t.device.type != "cpu" or t.dtype != torch.float32 for t in (Uh, Ws, v_a)
-    ):
+    None where the kernel does not apply (not float32 CPU tensors, no library)."""
+    if not _cpu(Uh, Ws, v_a) or (lib := library()) is None:
         return None
     (B, Tx, N), GB = Uh.shape, Ws.shape[0]
     Uh, Ws, v_a = Uh.contiguous(), Ws.contiguous(), v_a.contiguous()
-    e = torch.empty(GB, Tx)
+    e = _buffer(GB, Tx)
     if GB:
         lib.energies(Uh.data_ptr(), Ws.data_ptr(), v_a.data_ptr(), B, GB // B, Tx, N,
                      torch.get_num_threads(), e.data_ptr())  # fmt: skip
@@ -137,37 +164,35 @@ def energies_backward(
     """The backward of :func:`energies` without the factor ``v_a`` (``kernels.c``), for
     ``nmt_lib.decoder._energies_backward``: ``Uh, d_sum [B, Tx, n']``, ``q [B, n']`` (one state per
     sentence), ``d_e [B, Tx]``; adds ``d_e ∘ (1 - t²)`` to ``d_sum`` in place and returns
-    ``(Σ_j d_e (1 - t²) [B, n'], Σ_bj d_e t [n'])``; or None where the kernel does not apply (no
-    library, not float32 CPU tensors, ``d_sum`` not contiguous)."""
-    lib = library()
-    args = (Uh, q, d_e, d_sum)
-    if (lib is None or any(t.device.type != "cpu" or t.dtype != torch.float32 for t in args)
-            or not d_sum.is_contiguous()):  # fmt: skip
+    ``(Σ_j d_e (1 - t²) [B, n'], Σ_bj d_e t [n'])``; or None where the kernel does not apply (not
+    float32 CPU tensors, ``d_sum`` not contiguous, no library)."""
+    if not _cpu(Uh, q, d_e, d_sum) or not d_sum.is_contiguous() or (lib := library()) is None:
         return None
     (B, Tx, N), threads = Uh.shape, torch.get_num_threads()
     Uh, q, d_e = Uh.contiguous(), q.contiguous(), d_e.contiguous()
-    d_q, dv = torch.empty(B, N), torch.empty(B, N)
+    d_q, dv = _buffer(B, N), _buffer(B, N)
     lib.energies_backward(Uh.data_ptr(), q.data_ptr(), d_e.data_ptr(), B, Tx, N, threads,
                           d_sum.data_ptr(), d_q.data_ptr(), dv.data_ptr())  # fmt: skip
     return d_q, dv.sum(0)
 
 
-def _logits_apply(lib, z: Tensor, bias: Tensor) -> bool:
-    """Whether the output-layer kernels take ``z [N, K]`` (bf16/float32, rows contiguous) and a
-    float32 ``bias``, all on the CPU."""
-    return (lib is not None and z.device.type == "cpu" and z.dtype in (torch.bfloat16, torch.float32)
-            and z.stride(1) == 1 and bias.dtype == torch.float32 and bias.device.type == "cpu")  # fmt: skip
+def _logits_apply(z: Tensor, bias: Tensor, y: Tensor) -> bool:
+    """Whether the output-layer kernels take ``z [N, K]`` (bf16/float32, rows contiguous), a
+    float32 ``bias [K]`` and long targets ``y [N]`` in range, all on the CPU."""
+    N, K = z.shape
+    return (_cpu(z, dtypes=(torch.bfloat16, torch.float32)) and z.stride(1) == 1 and _cpu(bias)
+            and bias.numel() == K and _cpu(y, dtypes=(torch.long,)) and y.numel() == N
+            and (N == 0 or 0 <= int(y.min()) and int(y.max()) < K))  # fmt: skip
 
 
 def target_log_prob(z: Tensor, bias: Tensor, y: Tensor) -> tuple[Tensor, Tensor] | None:
     """The forward of ``nmt_lib.decoder.target_log_prob`` after its matmul, in one pass per row
     (``kernels.c``): ``log softmax(z + bias)[y]`` ``[N]`` float32 and the row statistics ``[N, 2]``
     (max, log Σ exp) for :func:`target_log_prob_backward`; or None where the kernel does not apply."""
-    lib = library()
-    if not _logits_apply(lib, z, bias):
+    if not _logits_apply(z, bias, y) or (lib := library()) is None:
         return None
     (N, K), y, bias = z.shape, y.contiguous(), bias.contiguous()
-    logp, stats = torch.empty(N), torch.empty(N, 2)
+    logp, stats = _buffer(N), _buffer(N, 2)
     lib.target_logp(z.data_ptr(), z.dtype == torch.bfloat16, N, K, z.stride(0), bias.data_ptr(),
                     y.data_ptr(), torch.get_num_threads(), logp.data_ptr(), stats.data_ptr())  # fmt: skip
     return logp, stats
@@ -179,12 +204,12 @@ def target_log_prob_backward(
     """Its backward: overwrites the logits ``z`` with their gradient ``g (onehot(y) - softmax)``
     and returns the bias's gradient ``[K]`` float32; or None (nothing done) where the kernel does
     not apply."""
-    lib = library()
-    if not _logits_apply(lib, z, bias) or g.dtype != torch.float32:
+    if (not _logits_apply(z, bias, y) or not _cpu(g, stats, logp) or g.numel() != z.shape[0]
+            or (lib := library()) is None):  # fmt: skip
         return None
     (N, K), threads = z.shape, torch.get_num_threads()
     y, bias, g = y.contiguous(), bias.contiguous(), g.contiguous()
-    db = torch.zeros(threads, K)
+    db = _buffer(threads, K, zero=True)
     lib.target_logp_backward(z.data_ptr(), z.dtype == torch.bfloat16, N, K, z.stride(0),
                              bias.data_ptr(), y.data_ptr(), g.data_ptr(), stats.data_ptr(),
                              logp.data_ptr(), threads, db.data_ptr())  # fmt: skip

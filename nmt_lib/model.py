@@ -119,9 +119,17 @@ class EncoderDecoder(nn.Module):
         z = self.decoder.logits(s_prev, e_prev, c, bias=False)
         return z, self.decoder.b_y, c, alpha
 
-    def next_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
-        """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``."""
-        return self.decoder.step_state(s_prev, y, c)
+    def next_state(
+        self, s_prev: Tensor, y: Tensor, c: Tensor, weights: tuple[Tensor, ...] | None = None
+    ) -> Tensor:
+        """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``;
+        ``weights``: :meth:`step_weights`, to reuse them over the steps of a search."""
+        return self.decoder.step_state(s_prev, y, c, weights)
+
+    def step_weights(self) -> tuple[Tensor, ...]:
+        """:meth:`next_state`'s weights, concatenated and (decoding) cast once
+        (:meth:`~nmt_lib.decoder.Decoder.step_weights`)."""
+        return self.decoder.step_weights()
 
 
 class RNNsearch(EncoderDecoder):

@@ -23,11 +23,12 @@ the first step (one empty hypothesis per sentence), then the most live hypothese
 has (``beam`` until hypotheses end; finished ones are not carried, as in GroundHog); sentences
 that are done are dropped from the tensors. The model is used only through the interface of ``CONTRIBUTING.md`` (``encode``,
 ``Encoded.select``, ``init_state``, ``readout_step`` with ``G`` states per sentence, or
-``readout_logits`` where the model has it, ``next_state``).
+``readout_logits`` where the model has it, ``next_state`` with ``step_weights`` where it has them).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,6 +84,14 @@ def readout(model, enc, s_prev: Tensor, y_prev: Tensor | None):
         return z, b, False, c, alpha
     logp, c, alpha = model.readout_step(enc, s_prev, y_prev)
     return logp, None, True, c, alpha
+
+
+def state_update(model):
+    """``model.next_state``, with the model's ``step_weights`` (where it has them) computed once for
+    the whole search instead of at every step (CONTRIBUTING.md)."""
+    if hasattr(model, "step_weights"):
+        return functools.partial(model.next_state, weights=model.step_weights())
+    return model.next_state
 
 
 def best_words(
@@ -168,6 +177,7 @@ def greedy_search(
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     enc = model.encode(x, x_mask)
     s = model.init_state(enc)  # [B, n]
+    next_state = state_update(model)
     y_prev, done = None, torch.zeros(B, dtype=torch.bool, device=x.device)
     cost = torch.zeros(B, dtype=torch.float32, device=x.device)
     length = torch.zeros(B, dtype=torch.long, device=x.device)
@@ -184,7 +194,7 @@ def greedy_search(
         done = done | (y == EOS) | (k + 1 >= max_len)
         if bool(done.all()):
             break
-        s = model.next_state(s, y, c)
+        s = next_state(s, y, c)
         y_prev = y
     tokens = torch.stack(ys, 1).tolist()  # [B, T]
     lengths, costs = length.tolist(), cost.tolist()
@@ -227,6 +237,7 @@ def beam_search(
     L = int(max_len.max())
     enc = model.encode(x, x_mask)  # [B', ...]: each sentence once for its hypotheses
     s = model.init_state(enc)  # [B' * width, n]: width 1 (the empty hypothesis), then <= beam
+    next_state = state_update(model)
     inf = torch.tensor(math.inf, device=dev)
     cost = torch.zeros(B, 1, device=dev)  # [B', width] of the active sentences
     hist = torch.zeros(B, 1, 0, dtype=torch.long, device=dev)  # [B', width, k]
@@ -311,7 +322,7 @@ def beam_search(
             enc, ids, n_fin = enc.select(act), ids[act], n_fin[act]
         rows = (act[:, None] * width + parent).view(-1)  # parent rows in the current tensors
         y_prev = word.reshape(-1)
-        s = model.next_state(s[rows], y_prev, c[rows])  # GroundHog: y_i and the same c_i
+        s = next_state(s[rows], y_prev, c[rows])  # GroundHog: y_i and the same c_i
     tokens, lengths = best_tok.tolist(), best_len.tolist()
     src_len = x_mask.sum(1).tolist()
     out = []

@@ -125,26 +125,30 @@ def test_decoder_gradcheck(attention):
     assert torch.autograd.gradcheck(f, args, fast_mode=True)
 
 
-def test_step_weights_kept_while_decoding_renewed_when_parameters_change():
-    """Without autograd ``step_state`` reuses its concatenated, cast weights until a parameter
-    changes (in place or replaced): the same states as recomputing them every time, in float64 and
-    under bf16 autocast."""
+def test_step_weights_computed_once_give_the_same_states(monkeypatch):
+    """``step_state`` with :meth:`Decoder.step_weights` computed beforehand (what a search does,
+    once) gives the same states as computing them itself, in float64 and under bf16 autocast
+    (where, without autograd, they are already cast to bf16); a beam search asks once."""
+    from nmt_lib import search
+    from nmt_lib.config import ModelConfig
+    from nmt_lib.model import build_model
+
     dec, s0, _, c, _, y, _ = setup(attention=False)
-    fresh = lambda: (dec.gru.input_weight(), dec.gru.input_bias(), dec.context_weight(),  # noqa: E731
-                     *dec.gru.recurrent_weights())  # fmt: skip
     with torch.no_grad():
-        w = dec.step_weights()
-        assert dec.step_weights() is w  # kept
-        assert all(torch.equal(a, b) for a, b in zip(w, fresh(), strict=True))
-        dec.C_z.add_(0.5)  # e.g. an optimizer step
-        assert dec.step_weights() is not w
-        assert all(torch.equal(a, b) for a, b in zip(dec.step_weights(), fresh(), strict=True))
-        w = dec.step_weights()
-        dec.gru.U.data = dec.gru.U.data.clone()  # new storage, same version
-        assert dec.step_weights() is not w
+        assert torch.equal(dec.step_state(s0, y[:, 0], c, dec.step_weights()),
+                           dec.step_state(s0, y[:, 0], c))  # fmt: skip
+        dec.float()
         with torch.autocast("cpu", torch.bfloat16):
-            got = dec.float().step_state(s0.float(), y[:, 0], c.float())
-            assert dec.step_weights()[0].dtype == torch.bfloat16
+            w = dec.step_weights()
+            assert all(t.dtype == torch.bfloat16 for t in w)
+            got = dec.step_state(s0.float(), y[:, 0], c.float(), w)
     with torch.autocast("cpu", torch.bfloat16):
-        ref = dec.step_state(s0.float(), y[:, 0], c.float())  # autograd on: recomputed
+        ref = dec.step_state(s0.float(), y[:, 0], c.float())  # autograd on: float32, cast per call
     assert torch.equal(got, ref)
+
+    model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2))
+    calls = []
+    orig = model.step_weights
+    monkeypatch.setattr(model, "step_weights", lambda: calls.append(1) or orig())
+    search.decode_corpus(model.eval(), [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=2)
+    assert calls == [1]

@@ -119,9 +119,9 @@ def test_build_is_cached_and_failures_fall_back(lib, tmp_path, monkeypatch):
     monkeypatch.setenv("NMT_LIB_CACHE", str(tmp_path / "c"))
     monkeypatch.setenv("CC", "false")
     with pytest.warns(RuntimeWarning, match="could not build kernels.c"):
-        assert kernels.library.__wrapped__() is None
+        assert kernels.load() is None
     monkeypatch.setenv("NMT_LIB_KERNELS", "0")
-    assert kernels.library.__wrapped__() is None
+    assert kernels.load() is None
 
 
 def test_excluded_words_are_pad_unk_eos():
@@ -242,3 +242,50 @@ def test_target_log_prob_backward_rounds_the_gradient_as_torch(lib):
     assert (d_kernel == d_torch).float().mean() > 0.999
     torch.testing.assert_close(d_kernel.float(), d_torch.float(), rtol=2**-7, atol=0)  # 1 ulp
     torch.testing.assert_close(db, db_ref, rtol=1e-5, atol=1e-6)
+
+
+def test_kernels_ignore_the_default_dtype_and_refuse_what_they_cannot_read(lib, monkeypatch):
+    """Their outputs are float32 CPU buffers whatever the default dtype; int32 targets, targets out
+    of range and an ``no_eos`` that is not one flag per row go to the PyTorch operations."""
+    x, b = torch.randn(3, 70), torch.randn(70)
+    ref = kernels.best_words(x, 2, torch.zeros(3, dtype=torch.bool), False, b, False)
+    torch.set_default_dtype(torch.float64)
+    try:
+        got = kernels.best_words(x, 2, torch.zeros(3, dtype=torch.bool), False, b, False)
+        f32 = dict(dtype=torch.float32)
+        e = kernels.energies(
+            torch.randn(2, 3, 4, **f32), torch.randn(2, 4, **f32), torch.ones(4, **f32)
+        )
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert got[0].dtype == torch.float32 and torch.equal(got[0], ref[0])
+    assert e.dtype == torch.float32 and torch.isfinite(e).all()
+    y = torch.tensor([1, 5, 69])
+    assert kernels.target_log_prob(x, b, y) is not None
+    assert kernels.target_log_prob(x, b, y.int()) is None
+    assert kernels.target_log_prob(x, b, torch.tensor([1, 5, 70])) is None
+    assert kernels.best_words(x, 2, torch.tensor(False), False, b, False) is None
+
+
+def test_library_loads_once_under_threads_and_falls_back_without_a_home(tmp_path, monkeypatch):
+    """Threads asking at once share one build; a missing home directory (no ``NMT_LIB_CACHE``)
+    warns and falls back instead of failing."""
+    import threading
+
+    monkeypatch.setattr(kernels, "_LOADED", [])
+    monkeypatch.setenv("NMT_LIB_CACHE", str(tmp_path))
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(kernels.library())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and len({id(x) for x in got}) == 1
+    if got[0] is not None:
+        assert len(list(tmp_path.iterdir())) == 1  # one library, no temporary files left
+    monkeypatch.delenv("NMT_LIB_CACHE")
+    monkeypatch.setattr(
+        kernels.Path, "home", lambda: (_ for _ in ()).throw(RuntimeError("no home"))
+    )
+    with pytest.warns(RuntimeWarning, match="could not build"):
+        assert kernels.load() is None
