@@ -105,7 +105,7 @@ def best_words(
     """The ``k`` most probable words of each row and their float32 log-probabilities, best first,
     with ``<pad>``, ``<unk>`` (if ``ignore_unk``) and, on rows where ``no_eos [R]``, EOS excluded.
 
-    ``x [R, K]`` (overwritten): logits (``+ bias [K]``), or log-probabilities when ``normalized``.
+    ``x [R, K]`` (may be overwritten): logits (``+ bias [K]``), or log-probabilities when ``normalized``.
     Logits are normalised over the whole vocabulary, the excluded words included (as GroundHog's
     log-softmax before its masks), in float32 at least: each row's log-sum-exp, a few rows at a
     time in cache (on a CPU), then the best words of the logits; the log-softmax is never stored.
