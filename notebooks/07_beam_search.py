@@ -79,8 +79,8 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 # `nmt_lib.search.beam_search` runs {eq}`beam-step` for a whole batch of sentences at once (rows
 # `sentence × beam` of one tensor, against each sentence's encoding once) and uses the model only
 # through `encode`, `init_state`, `readout_step` (or, where the model has it, `readout_logits`: the
-# search then normalises only what it needs, a few rows at a time) and `next_state`. The length
-# rules:
+# search then normalises only what it needs, a few rows at a time) and `next_state` (with the
+# model's `step_weights`, where it has them, computed once per search). The length rules:
 #
 # ```{literalinclude} ../../nmt_lib/search.py
 # :pyobject: length_limits
