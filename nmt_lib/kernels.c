@@ -14,6 +14,12 @@ static inline float bf16_to_float(uint16_t h) {
     return f;
 }
 
+/* Element i of a bf16 (is_bf16) or float32 array, as float32. The flag is the same for a whole
+ * loop: the compiler makes one vectorized loop per case. */
+static inline float load(const void *z, int is_bf16, int64_t i) {
+    return is_bf16 ? bf16_to_float(((const uint16_t *)z)[i]) : ((const float *)z)[i];
+}
+
 /* e^x for x <= 0 (Cephes' expf: range reduction by ln 2, degree-6 polynomial, ~1 ulp); 0 below -87,
  * NaN for NaN. Written without branches or calls, so that the loops around it vectorize. */
 static inline float exp_nonpositive(float x) {
@@ -71,22 +77,11 @@ void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, c
             for (int64_t b = 0; b < nb; b++) {
                 int64_t j0 = b * BLOCK, j1 = j0 + BLOCK < K ? j0 + BLOCK : K;
                 float q = -INFINITY;
-                if (is_bf16) {
-                    const uint16_t *xr = (const uint16_t *)x + r * ldx;
 #pragma omp simd reduction(max : q)
-                    for (int64_t j = j0; j < j1; j++) {
-                        float v = bf16_to_float(xr[j]) + (bias ? bias[j] : 0.0f);
-                        row[j] = v;
-                        q = v > q ? v : q;
-                    }
-                } else {
-                    const float *xr = (const float *)x + r * ldx;
-#pragma omp simd reduction(max : q)
-                    for (int64_t j = j0; j < j1; j++) {
-                        float v = xr[j] + (bias ? bias[j] : 0.0f);
-                        row[j] = v;
-                        q = v > q ? v : q;
-                    }
+                for (int64_t j = j0; j < j1; j++) {
+                    float v = load(x, is_bf16, r * ldx + j) + (bias ? bias[j] : 0.0f);
+                    row[j] = v;
+                    q = v > q ? v : q;
                 }
                 bmax[b] = q;
                 m = q > m ? q : m;
@@ -190,10 +185,6 @@ static inline uint16_t float_to_bf16(float f) { /* round to nearest even, as PyT
     return (u & 0x7FFFFFFFu) > 0x7F800000u ? (uint16_t)((u >> 16) | 0x40u) : rounded;
 }
 
-static inline float load(const void *z, int is_bf16, int64_t i) {
-    return is_bf16 ? bf16_to_float(((const uint16_t *)z)[i]) : ((const float *)z)[i];
-}
-
 /* decoder.target_log_prob, forward: for N rows of logits z (bf16 if is_bf16, else float32; row
  * stride ldz) plus bias[K], in float32: m = max, log_s = log sum exp(x - m) over the row,
  * logp[r] = (x[y[r]] - m) - log_s; stats[r] = (m, log_s) for the backward. */
@@ -202,25 +193,13 @@ void target_logp(const void *z, int is_bf16, int64_t N, int64_t K, int64_t ldz, 
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t r = 0; r < N; r++) {
         float m = -INFINITY, s = 0.0f;
-        if (is_bf16) {
-            const uint16_t *zr = (const uint16_t *)z + r * ldz;
 #pragma omp simd reduction(max : m)
-            for (int64_t j = 0; j < K; j++) {
-                float v = bf16_to_float(zr[j]) + bias[j];
-                m = v > m ? v : m;
-            }
-#pragma omp simd reduction(+ : s)
-            for (int64_t j = 0; j < K; j++) s += exp_nonpositive(bf16_to_float(zr[j]) + bias[j] - m);
-        } else {
-            const float *zr = (const float *)z + r * ldz;
-#pragma omp simd reduction(max : m)
-            for (int64_t j = 0; j < K; j++) {
-                float v = zr[j] + bias[j];
-                m = v > m ? v : m;
-            }
-#pragma omp simd reduction(+ : s)
-            for (int64_t j = 0; j < K; j++) s += exp_nonpositive(zr[j] + bias[j] - m);
+        for (int64_t j = 0; j < K; j++) {
+            float v = load(z, is_bf16, r * ldz + j) + bias[j];
+            m = v > m ? v : m;
         }
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < K; j++) s += exp_nonpositive(load(z, is_bf16, r * ldz + j) + bias[j] - m);
         float log_s = logf(s);
         logp[r] = (load(z, is_bf16, r * ldz + y[r]) + bias[y[r]] - m) - log_s;
         stats[2 * r] = m;
