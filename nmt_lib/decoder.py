@@ -25,7 +25,15 @@ from torch.nn import functional as F
 
 from . import kernels
 from .attention import Attention, energies_in_pieces, masked_softmax, piece_rows
-from .gru import GRU, active_rows, compute_dtype, fast_gru_scan, gru_step, transposed
+from .gru import (
+    GRU,
+    active_rows,
+    compute_dtype,
+    elementwise,
+    fast_gru_scan,
+    gru_step,
+    transposed,
+)
 
 
 class Decoder(nn.Module):
@@ -138,12 +146,24 @@ class Decoder(nn.Module):
         self, s_prev: Tensor, y: Tensor, c: Tensor, weights: tuple[Tensor, ...] | None = None
     ) -> Tensor:
         """``s_i`` from ``s_{i-1} [B, n]``, the emitted word ``y_i [B]`` and ``c_i [B, ctx]``;
-        ``weights``: :meth:`step_weights`, computed once for all the steps of a search."""
+        ``weights``: :meth:`step_weights`, computed once for all the steps of a search.
+
+        With autograd: :func:`~nmt_lib.gru.gru_step`. Without (decoding): the same function, its
+        elementwise work in :func:`~nmt_lib.gru.elementwise` (compiled where it applies) and in
+        ``s_{i-1}``'s dtype: float32 under autocast, where autograd's path rounds the gates to bf16."""
         W_in, b_in, C_in, U_rz, U = weights or self.step_weights()
-        a = F.linear(self.embed(y), W_in, b_in) + F.linear(
-            c, C_in
-        )  # [W; W_z; W_r] ē(y) + [C; ..] c
-        return gru_step(a, s_prev, U_rz, U)  # [B, n]
+        a = F.linear(self.embed(y), W_in, b_in)  # [W; W_z; W_r] ē(y) + b
+        x = F.linear(c, C_in)  # [C; C_z; C_r] c
+        if torch.is_grad_enabled():
+            return gru_step(a + x, s_prev, U_rz, U)  # [B, n]
+        gates, update, _, _ = elementwise(kernels)
+        r, z, h_tilde, s = (torch.empty_like(s_prev)[None] for _ in range(4))
+        rs = torch.empty_like(r, dtype=compute_dtype(U))
+        gates(a[None], x[None], torch.matmul(s_prev, U_rz)[None], s_prev[None], r, z, rs)
+        n = s_prev.shape[-1]
+        u = torch.matmul(rs[0], U)[None]
+        update(a[None, :, :n], x[None, :, :n], u, z, s_prev[None], None, h_tilde, s)
+        return s[0]
 
     def step_weights(self) -> tuple[Tensor, ...]:
         """The weights of :meth:`step_state`: ``([W; W_z; W_r], [b; b_z; b_r], [C; C_z; C_r], U_rz,
@@ -187,7 +207,7 @@ class Decoder(nn.Module):
         U_rz, U = self.gru.recurrent_weights()
         if self.attention is None:
             a = a + F.linear(c, self.context_weight()).unsqueeze(1)  # fixed context: once
-            s = fast_gru_scan(a, s0, U_rz, U, y_mask)  # [B, Ty, n]: s_1 .. s_Ty
+            s = fast_gru_scan(a, s0, U_rz, U, y_mask, kernels)  # [B, Ty, n]: s_1 .. s_Ty
             s_prev = torch.cat([s0.unsqueeze(1), s[:, :-1]], 1)  # s_0 .. s_{Ty-1}
             c_all, alpha = c.unsqueeze(1).expand(-1, y.shape[1], -1), None
         else:
@@ -307,9 +327,10 @@ def attention_decoder_scan(
     Per step: ``[U_r s; U_z s; W_a s]`` in one matmul of ``s_{i-1}``; ``c_i, α_i`` (App. A.1.2);
     the GRU update with ``[C; C_z; C_r] c_i`` in every gate, the state copied past the sentence
     end. The matmuls (and ``c_i = Σ_j α_ij h_j``) run in :func:`~nmt_lib.gru.compute_dtype` (bf16
-    under autocast), all else (the energies and softmax too) in ``s0``'s dtype. ``tanh(W_a s_{i-1} + U_a h_j)`` is computed a few
-    sentences at a time, in cache, and recomputed in the backward rather than stored
-    (``[Ty, B, Tx, n']``).
+    under autocast), all else (the energies and softmax too) in ``s0``'s dtype; the GRU's
+    elementwise work in :func:`~nmt_lib.gru.elementwise` (compiled where it applies), forward and
+    backward. ``tanh(W_a s_{i-1} + U_a h_j)`` is computed a few sentences at a time, in cache, and
+    recomputed in the backward rather than stored (``[Ty, B, Tx, n']``).
 
     Args:
         a: ``[B, Ty, 3n]`` = ``[W; W_z; W_r] ē(y_i) + b``; s0: ``[B, n]``; y_mask: ``[B, Ty]``;
@@ -375,20 +396,24 @@ class _AttentionDecoderScan(torch.autograd.Function):
         RS = S.new_zeros(S.shape, dtype=cd)  # r_i ∘ s_{i-1}, the input of U
         ks = active_rows(mask)
         s = s0.clone()
+        s_c = s0.to(cd, copy=True) if cd != s.dtype else s  # s in the compute dtype
+        gates, update, _, _ = elementwise(kernels)
+        one = lambda x: x.unsqueeze(0)  # noqa: E731  # [k, ·] -> [1, k, ·]
         with torch.autocast(s0.device.type, enabled=False):
             for i, k in enumerate(ks):
                 S[i] = s
                 s_k = s[:k]
-                g = torch.matmul(s_k.to(cd), W_s).to(s.dtype)  # [k, 2n + n']: U_r s, U_z s, W_a s
+                g = torch.matmul(s_c[:k], W_s)  # [k, 2n + n']: U_r s, U_z s, W_a s
                 Q[i, :k] = g[:, 2 * n :]
                 A[i, :k] = masked_softmax(energies(Uh[:k], Q[i, :k], v_a), x_mask[:k])
                 c = torch.bmm(A[i, :k].to(cd).unsqueeze(1), h[:k], out=C[i, :k].unsqueeze(1))
-                pre = a[i, :k] + torch.matmul(c.squeeze(1), C_in)  # [k, 3n]: candidate, z, r
-                r = torch.sigmoid(pre[:, 2 * n :] + g[:, :n], out=R[i, :k])
-                z = torch.sigmoid(pre[:, n : 2 * n] + g[:, n : 2 * n], out=Z[i, :k])
-                RS[i, :k] = r * s_k
-                s_tilde = torch.tanh(pre[:, :n] + torch.matmul(RS[i, :k], U), out=St[i, :k])
-                s[:k] = torch.where(mask[i, :k], (1 - z) * s_k + z * s_tilde, s_k)
+                x = torch.matmul(c.squeeze(1), C_in)  # [k, 3n]: [C; C_z; C_r] c
+                gates(one(a[i, :k]), one(x), one(g[:, : 2 * n]), one(s_k), one(R[i, :k]),
+                      one(Z[i, :k]), one(RS[i, :k]))  # fmt: skip
+                u = torch.matmul(RS[i, :k], U)  # U (r ∘ s)
+                update(one(a[i, :k, :n]), one(x[:, :n]), one(u), one(Z[i, :k]), one(s_k),
+                       one(mask[i, :k]), one(St[i, :k]), one(s_k),
+                       None if s_c is s else one(s_c[:k]))  # fmt: skip
         ctx.save_for_backward(mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS)
         ctx.ks = ks
         return S, C, A
@@ -398,37 +423,40 @@ class _AttentionDecoderScan(torch.autograd.Function):
         mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS = ctx.saved_tensors
         (Ty, B, n), cd = S.shape, U.dtype
         d_pre = S.new_empty(*S.shape[:-1], 3 * n)  # ∂L/∂pre-activations [candidate; z; r]
-        d_g = S.new_empty(*S.shape[:-1], W_s.shape[-1])  # ∂L/∂[U_r s; U_z s; W_a s]
-        d_c = S.new_empty(C.shape)  # ∂L/∂c_i
+        same = cd == d_pre.dtype  # else d_pre again in the compute dtype, for the matmuls
+        d_pre_c = d_pre if same else torch.empty_like(d_pre, dtype=cd)
+        d_g = S.new_empty(*S.shape[:-1], W_s.shape[-1], dtype=cd)  # ∂L/∂[U_r s; U_z s; W_a s]
+        d_c = torch.empty_like(C)  # ∂L/∂c_i, in the compute dtype (as c_i)
+        d_cand = S.new_empty(B, n, dtype=cd)  # ∂L/∂pre-activation of the candidate, for U
         d_sum = torch.zeros_like(Uh)  # Σ_i ∂L/∂e_ij (1 - t_ij²) = ∂L/∂(U_a h_j) / v_a
         dv_a = torch.zeros_like(v_a)
         ds = torch.zeros_like(S[0])  # ∂L/∂s_i through the steps after i
+        _, _, back_update, back_reset = elementwise(kernels)
+        one = lambda x: x.unsqueeze(0)  # noqa: E731  # [k, ·] -> [1, k, ·]
         for i in reversed(range(Ty)):
-            k, m = ctx.ks[i], mask[i, : ctx.ks[i]]
+            k = ctx.ks[i]
             if k < B:  # the rows past their end: s_i = s_{i-1}; c_i, α_i are 0, not computed
                 ds[k:] += dS[i, k:]
-                for d in (d_pre, d_g, d_c):
+                for d in {id(t): t for t in (d_pre, d_pre_c, d_g, d_c)}.values():
                     d[i, k:] = 0
             s, r, z, s_tilde, alpha = S[i, :k], R[i, :k], Z[i, :k], St[i, :k], A[i, :k]
-            ds_k = ds[:k]
-            ds_new = ds_k.masked_fill(~m, 0)  # past the sentence end s_i = s_{i-1}
-            d_cand = torch.ops.aten.tanh_backward(ds_new * z, s_tilde)
-            d_z = torch.ops.aten.sigmoid_backward(ds_new * (s_tilde - s), z)
-            d_rs = torch.matmul(d_cand.to(cd), U.mT)
-            d_r = torch.ops.aten.sigmoid_backward(d_rs * s, r)
-            torch.cat([d_cand, d_z, d_r], -1, out=d_pre[i, :k])
-            d_c[i, :k] = torch.matmul(d_pre[i, :k].to(cd), C_in.mT) + dC[i, :k]
-            d_alpha = torch.bmm(h[:k], d_c[i, :k].to(cd).unsqueeze(-1)).squeeze(-1) + dA[i, :k]
+            # the GRU update (past the sentence end s_i = s_{i-1}: only ds passes), then r
+            back_update(one(ds[:k]), one(mask[i, :k]), one(z), one(s_tilde), one(s),
+                        one(d_pre[i, :k]), one(d_cand[:k]))  # fmt: skip
+            d_rs = torch.matmul(d_cand[:k], U.mT)
+            back_reset(one(d_rs), one(s), one(r), one(d_pre[i, :k]), one(d_g[i, :k, : 2 * n]),
+                       one(ds[:k]), None if same else one(d_pre_c[i, :k]))  # fmt: skip
+            torch.add(torch.matmul(d_pre_c[i, :k], C_in.mT), dC[i, :k], out=d_c[i, :k])
+            d_alpha = torch.bmm(h[:k], d_c[i, :k].unsqueeze(-1)).squeeze(-1) + dA[i, :k]
             d_e = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdim=True))  # softmax'
             d_q, d_v = _energies_backward(Uh[:k], Q[i, :k], v_a, d_e, d_sum[:k])  # ∂L/∂(W_a s)
             dv_a += d_v
-            torch.cat([d_r, d_z, d_q], -1, out=d_g[i, :k])
-            ds[:k] = (ds_k.masked_fill(m, 0) + ds_new * (1 - z) + d_rs * r
-                      + torch.matmul(d_g[i, :k].to(cd), W_s.mT) + dS[i, :k])  # fmt: skip
+            d_g[i, :k, 2 * n :] = d_q
+            ds[:k] += torch.matmul(d_g[i, :k], W_s.mT) + dS[i, :k]
         # the weight gradients: one matmul over all steps and sentences each, [k, N] @ [N, k']
         rows = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
-        dW_s = transposed(rows(S), cd) @ rows(d_g).to(cd)
-        dC_in = transposed(rows(C), cd) @ rows(d_pre).to(cd)
-        dU = transposed(rows(RS), cd) @ rows(d_pre[..., :n]).to(cd)
-        dh = torch.bmm(A.permute(1, 2, 0).to(cd), d_c.transpose(0, 1).to(cd))  # c_i = Σ_j α_ij h_j
+        dW_s = transposed(rows(S), cd) @ rows(d_g)
+        dC_in = transposed(rows(C), cd) @ rows(d_pre_c)
+        dU = transposed(rows(RS), cd) @ rows(d_pre_c[..., :n])
+        dh = torch.bmm(A.permute(1, 2, 0).to(cd), d_c.transpose(0, 1))  # c_i = Σ_j α_ij h_j
         return d_pre, ds, None, dh, d_sum * v_a, None, dW_s, dC_in, dU, dv_a

@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from . import kernels
 from .gru import GRU, fast_gru_scan
 
 
@@ -71,7 +72,7 @@ class Encoder(nn.Module):
             mask = torch.stack([mask[0], mask[1].flip(1)])
         U_rz, U = zip(*(g.recurrent_weights() for g in grus), strict=True)
         h0 = x_mask.new_zeros(D, B, n, dtype=self.E_bar.dtype)  # the parameters' dtype, not bf16
-        h = fast_gru_scan(a, h0, torch.stack(U_rz), torch.stack(U), mask)  # [D, B, Tx, n]
+        h = fast_gru_scan(a, h0, torch.stack(U_rz), torch.stack(U), mask, kernels)  # [D, B, Tx, n]
         if D == 1:
             return h[0]
         return torch.cat([h[0], h[1].flip(1)], dim=-1)  # [B, Tx, 2n]

@@ -17,7 +17,9 @@ Pre-activations are packed in the order ``[candidate; z; r]`` (``[W; W_z; W_r] x
 recurrent matrix is ``[U_r; U_z]``. Extra inputs (the decoder's context ``[C; C_z; C_r] c_i``) are
 added to the packed pre-activations by the caller. :func:`gru_step` and :func:`gru_scan` are the
 definitions; :func:`fast_gru_scan` computes the same as :func:`gru_scan` faster in training (the
-tests compare the two). Imports only torch.
+tests compare the two), its elementwise work in :func:`gru_gates` and :func:`gru_update` (or
+compiled versions of them passed in: ``nmt_lib.kernels``, :func:`elementwise`). Imports only
+torch.
 """
 
 from __future__ import annotations
@@ -44,6 +46,77 @@ def gru_step(a: Tensor, h_prev: Tensor, U_rz: Tensor, U: Tensor) -> Tensor:
     z = torch.sigmoid(a_z + g[..., n:])
     h_tilde = torch.tanh(a_h + torch.matmul(r * h_prev, U))  # reset BEFORE U
     return (1 - z) * h_prev + z * h_tilde
+
+
+def gru_gates(a, x, g, h, r, z, rh) -> None:
+    """The gates of :func:`gru_step`, written into ``r``, ``z`` and ``rh = r ∘ h``::
+
+        r = σ(a_r + x_r + g_r),   z = σ(a_z + x_z + g_z)
+
+    ``a``, ``x`` (None: 0): packed pre-activations ``[..., 3n]``; ``g = [U_r h; U_z h]``
+    ``[..., 2n]``; ``h``, ``r``, ``z``, ``rh``: ``[..., n]`` (any float dtypes; the sums are
+    computed in ``h``'s)."""
+    n, a = h.shape[-1], a.to(h.dtype)  # sums in the state's dtype (float32 under autocast)
+    pre = a if x is None else a + x
+    r.copy_(torch.sigmoid(pre[..., 2 * n :] + g[..., :n]))
+    z.copy_(torch.sigmoid(pre[..., n : 2 * n] + g[..., n:]))
+    rh.copy_(r * h)
+
+
+def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> None:
+    """The rest of :func:`gru_step` given ``u = U (r ∘ h)``: ``ht = tanh(a_h + x_h + u)`` and
+    ``out = (1 - z) ∘ h + z ∘ ht`` where ``mask`` (``[..., 1]`` bool, None: everywhere), else ``h``
+    (``out`` may be ``h``); ``out_c`` (optional) gets ``out`` again (e.g. in bf16 for the next
+    matmul). ``a``, ``x`` (None: 0): the candidate's pre-activations ``[..., n]``."""
+    pre = a.to(h.dtype) if x is None else a.to(h.dtype) + x
+    ht.copy_(torch.tanh(pre + u))
+    new = (1 - z) * h + z * ht
+    out.copy_(new if mask is None else torch.where(mask, new, h))
+    if out_c is not None:
+        out_c.copy_(out)
+
+
+def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> None:
+    """The backward of :func:`gru_update` and of the ``z`` gate, from ``dh = ∂L/∂h_t`` (on rows
+    where ``mask``, else 0 for this step): ``∂L/∂a`` of the candidate and of ``z`` into
+    ``dA[..., :2n]`` (``dA``: ``[..., 3n]``, ordered as ``a``), the candidate's again into
+    ``dcand_c`` (for the matmul with ``U``); ``dh`` becomes the part of ``∂L/∂h_{t-1}`` that
+    passes by the matmuls: ``(1 - z) ∘ dh``, or ``dh`` itself where masked out."""
+    n = h.shape[-1]
+    dn = dh if mask is None else dh.masked_fill(~mask, 0)
+    d_cand = torch.ops.aten.tanh_backward(dn * z, ht)
+    d_z = torch.ops.aten.sigmoid_backward(dn * (ht - h), z)
+    rest = dn * (1 - z) if mask is None else dn * (1 - z) + dh.masked_fill(mask, 0)
+    dA[..., :n], dA[..., n : 2 * n] = d_cand, d_z
+    dcand_c.copy_(d_cand)
+    dh.copy_(rest)
+
+
+def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> None:
+    """The backward of the ``r`` gate (:func:`gru_gates`) given ``d_rh = ∂L/∂(r ∘ h)``: ``∂L/∂a_r``
+    into ``dA[..., 2n:]``; ``drz_c = [∂L/∂a_r; ∂L/∂a_z]`` (for the matmul with ``[U_r; U_z]``) and
+    ``dA_c`` (optional) ``= dA``, in their dtypes; adds ``d_rh ∘ r`` to ``dh``."""
+    n = h.shape[-1]
+    d_r = torch.ops.aten.sigmoid_backward(d_rh * h, r)
+    dA[..., 2 * n :] = d_r
+    drz_c[..., :n], drz_c[..., n:] = d_r, dA[..., n : 2 * n]
+    dh.add_(d_rh * r)
+    if dA_c is not None:
+        dA_c.copy_(dA)
+
+
+def elementwise(fused=None) -> tuple:
+    """``(gru_gates, gru_update, gru_backward_update, gru_backward_reset)``, each replaced by
+    ``fused``'s function of the same name where given (compiled, ``nmt_lib.kernels``: it returns
+    False where it does not apply, and the PyTorch function here runs instead)."""
+    fns = (gru_gates, gru_update, gru_backward_update, gru_backward_reset)
+    if fused is None:
+        return fns
+    return tuple(_either(getattr(fused, f.__name__), f) for f in fns)
+
+
+def _either(fast, slow):
+    return lambda *args: fast(*args) or slow(*args)
 
 
 def gru_scan(a: Tensor, h0: Tensor, U_rz: Tensor, U: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -100,7 +173,7 @@ def active_rows(mask: Tensor | None) -> list[int]:
 
 
 def fast_gru_scan(
-    a: Tensor, h0: Tensor, U_rz: Tensor, U: Tensor, mask: Tensor | None = None
+    a: Tensor, h0: Tensor, U_rz: Tensor, U: Tensor, mask: Tensor | None = None, fused=None
 ) -> Tensor:
     """:func:`gru_scan`, the same function, with a hand-written backward through time.
 
@@ -109,7 +182,8 @@ def fast_gru_scan(
     what the recurrence needs, and each weight gradient is then one matmul over all ``B * T`` rows.
     The state, the gates and the gradients of the pre-activations stay in ``h0``'s dtype; the matrix
     products run in :func:`compute_dtype` (bf16 under autocast). Arguments and result as
-    :func:`gru_scan` (``U_rz``, ``U`` may omit the leading dims of ``a``).
+    :func:`gru_scan` (``U_rz``, ``U`` may omit the leading dims of ``a``); ``fused``: compiled
+    versions of the elementwise work (:func:`elementwise`), or None.
     """
     *lead, B, T, n3 = a.shape
     n, cd = n3 // 3, compute_dtype(U)
@@ -118,7 +192,7 @@ def fast_gru_scan(
     m_t = None if mask is None else mask.reshape(D, B, T).permute(2, 0, 1).unsqueeze(-1)
     U_rz = U_rz.to(cd).expand(*lead, n, 2 * n).reshape(D, n, 2 * n)
     U = U.to(cd).expand(*lead, n, n).reshape(D, n, n)
-    H = _GRUScan.apply(a_t, h0.reshape(D, B, n), U_rz, U, m_t)  # [T, D, B, n]
+    H = _GRUScan.apply(a_t, h0.reshape(D, B, n), U_rz, U, m_t, fused)  # [T, D, B, n]
     return H.permute(1, 2, 0, 3).reshape(*lead, B, T, n)
 
 
@@ -128,27 +202,27 @@ class _GRUScan(torch.autograd.Function):
     Step ``t`` computes only the first :func:`active_rows` rows; the others copy their state."""
 
     @staticmethod
-    def forward(ctx, a, h0, U_rz, U, mask):
+    def forward(ctx, a, h0, U_rz, U, mask, fused):
         n, cd, B = h0.shape[-1], U.dtype, h0.shape[-2]
         H = h0.new_empty(a.shape[0], *h0.shape)  # h_1 .. h_T
         R, Z, Ht = torch.empty_like(H), torch.empty_like(H), torch.empty_like(H)
         RH = H.new_zeros(H.shape, dtype=cd)  # r_t ∘ h_{t-1}, the input of U
         ks = active_rows(mask) or [B] * a.shape[0]
         h = h0.clone()
+        h_c = h0.to(cd, copy=True) if cd != h.dtype else None  # h in the compute dtype
+        gates, update, _, _ = elementwise(fused)
         with torch.autocast(h0.device.type, enabled=False):
             for t, k in enumerate(ks):
                 h_k = h[:, :k]
-                a_h, a_z, a_r = a[t, :, :k].split(n, dim=-1)
-                g = torch.matmul(h_k.to(cd), U_rz)  # [D, k, 2n]: U_r h, U_z h
-                r = torch.sigmoid(a_r + g[..., :n], out=R[t, :, :k])
-                z = torch.sigmoid(a_z + g[..., n:], out=Z[t, :, :k])
-                RH[t, :, :k] = r * h_k
-                h_tilde = torch.tanh(a_h + torch.matmul(RH[t, :, :k], U), out=Ht[t, :, :k])
-                h_new = (1 - z) * h_k + z * h_tilde
-                h[:, :k] = h_new if mask is None else torch.where(mask[t, :, :k], h_new, h_k)
+                g = torch.matmul(h_k if h_c is None else h_c[:, :k], U_rz)  # [D, k, 2n]
+                gates(a[t, :, :k], None, g, h_k, R[t, :, :k], Z[t, :, :k], RH[t, :, :k])
+                u = torch.matmul(RH[t, :, :k], U)  # U (r ∘ h)
+                update(a[t, :, :k, :n], None, u, Z[t, :, :k], h_k,
+                       None if mask is None else mask[t, :, :k], Ht[t, :, :k], h_k,
+                       None if h_c is None else h_c[:, :k])  # fmt: skip
                 H[t] = h
         ctx.save_for_backward(h0, U_rz, U, mask, H, R, Z, Ht, RH)
-        ctx.ks = ks
+        ctx.ks, ctx.fused = ks, fused
         return H
 
     @staticmethod
@@ -158,29 +232,25 @@ class _GRUScan(torch.autograd.Function):
         H_prev = torch.cat([h0[None], H[:-1]])  # h_0 .. h_{T-1}
         dA = H.new_empty(*H.shape[:-1], 3 * n)  # ∂L/∂a: [candidate; z; r], time-major
         dh = torch.zeros_like(h0)
+        d_cand = dh.new_empty(dh.shape, dtype=cd)  # ∂L/∂a of the candidate, for U
+        d_rz = dh.new_empty(*dh.shape[:-1], 2 * n, dtype=cd)  # ∂L/∂a of r, z, for [U_r; U_z]
+        _, _, back_update, back_reset = elementwise(ctx.fused)
         for t in reversed(range(T)):
             k = ctx.ks[t]
             dA[t, :, k:] = 0  # the rows past their end
             dh += dH[t]  # ∂L/∂h_t; rows from k on: past the end, h_t = h_{t-1}, it passes through
-            dh_k = dh[:, :k]
-            if mask is not None:  # padding: h_t = h_{t-1}, the gradient passes through
-                m = mask[t, :, :k]
-                dh_copy, dh_k = dh_k.masked_fill(m, 0), dh_k.masked_fill(~m, 0)
+            m = None if mask is None else mask[t, :, :k]  # padding: h_t = h_{t-1}, it passes too
             h, r, z, h_tilde = H_prev[t, :, :k], R[t, :, :k], Z[t, :, :k], Ht[t, :, :k]
-            d_cand = torch.ops.aten.tanh_backward(dh_k * z, h_tilde)
-            d_z = torch.ops.aten.sigmoid_backward(dh_k * (h_tilde - h), z)
-            d_rh = torch.matmul(d_cand.to(cd), U.mT)
-            d_r = torch.ops.aten.sigmoid_backward(d_rh * h, r)
-            d_rz = torch.cat([d_r, d_z], -1)
-            dA[t, :, :k] = torch.cat([d_cand, d_z, d_r], -1)
-            dh_k = dh_k * (1 - z) + d_rh * r + torch.matmul(d_rz.to(cd), U_rz.mT)
-            dh[:, :k] = dh_k if mask is None else dh_k + dh_copy
+            back_update(dh[:, :k], m, z, h_tilde, h, dA[t, :, :k], d_cand[:, :k])
+            d_rh = torch.matmul(d_cand[:, :k], U.mT)
+            back_reset(d_rh, h, r, dA[t, :, :k], d_rz[:, :k], dh[:, :k])
+            dh[:, :k] += torch.matmul(d_rz[:, :k], U_rz.mT)
         # weight gradients: one matmul over all steps and sentences each, [D, n, T*B] @ [D, T*B, k]
         rows = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[-1])  # noqa: E731
         dU = transposed(rows(RH), cd) @ rows(dA[..., :n]).to(cd)
         d_rz = torch.cat([dA[..., 2 * n :], dA[..., n : 2 * n]], -1)
         dU_rz = transposed(rows(H_prev), cd) @ rows(d_rz).to(cd)
-        return dA, dh, dU_rz, dU, None
+        return dA, dh, dU_rz, dU, None, None
 
 
 class GRU(nn.Module):

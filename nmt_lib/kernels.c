@@ -20,6 +20,13 @@ static inline float load(const void *z, int is_bf16, int64_t i) {
     return is_bf16 ? bf16_to_float(((const uint16_t *)z)[i]) : ((const float *)z)[i];
 }
 
+static inline uint16_t float_to_bf16(float f) { /* round to nearest even, as PyTorch; NaN stays NaN */
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint16_t rounded = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? (uint16_t)((u >> 16) | 0x40u) : rounded;
+}
+
 /* e^x for x <= 0 (Cephes' expf: range reduction by ln 2, degree-6 polynomial, ~1 ulp); 0 below -87,
  * NaN for NaN. Written without branches or calls, so that the loops around it vectorize. */
 static inline float exp_nonpositive(float x) {
@@ -178,13 +185,6 @@ void energies_backward(const float *Uh, const float *q, const float *d_e, int64_
     }
 }
 
-static inline uint16_t float_to_bf16(float f) { /* round to nearest even, as PyTorch; NaN stays NaN */
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    uint16_t rounded = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-    return (u & 0x7FFFFFFFu) > 0x7F800000u ? (uint16_t)((u >> 16) | 0x40u) : rounded;
-}
-
 /* decoder.target_log_prob, forward: for N rows of logits z (bf16 if is_bf16, else float32; row
  * stride ldz) plus bias[K], in float32: m = max, log_s = log sum exp(x - m) over the row,
  * logp[r] = (x[y[r]] - m) - log_s; stats[r] = (m, log_s) for the backward. */
@@ -241,5 +241,205 @@ void target_logp_backward(void *z, int is_bf16, int64_t N, int64_t K, int64_t ld
                 }
             }
         }
+    }
+}
+
+/* The GRU steps' elementwise work (gru.gru_gates, gru.gru_update and their backward), for D x k
+ * rows of n units. Each operand is a view: element (d, i, j) at data + d * sd + i * sr + j (in
+ * elements), bf16 or float32; a view with data NULL is absent (an input: 0; an output: not
+ * written). kernels.py builds them from tensors. */
+typedef struct {
+    void *data;
+    int64_t sd, sr;
+    int32_t bf16;
+} view;
+
+/* dst[0:n] = columns off..off+n of row (d, i) of v, as float32 (0 if v is absent). */
+static inline void row_in(const view *v, int64_t d, int64_t i, int64_t off, int64_t n, float *dst) {
+    if (!v->data) {
+        memset(dst, 0, n * sizeof *dst);
+        return;
+    }
+    int64_t at = d * v->sd + i * v->sr + off;
+    if (v->bf16) {
+        const uint16_t *src = (const uint16_t *)v->data + at;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) dst[j] = bf16_to_float(src[j]);
+    } else {
+        memcpy(dst, (const float *)v->data + at, n * sizeof *dst);
+    }
+}
+
+/* Columns off..off+n of row (d, i) of v = src, rounded to bf16 if v is; nothing if v is absent. */
+static inline void row_out(const view *v, int64_t d, int64_t i, int64_t off, int64_t n,
+                           const float *src) {
+    if (!v->data) return;
+    int64_t at = d * v->sd + i * v->sr + off;
+    if (v->bf16) {
+        uint16_t *dst = (uint16_t *)v->data + at;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) dst[j] = float_to_bf16(src[j]);
+    } else {
+        memcpy((float *)v->data + at, src, n * sizeof *src);
+    }
+}
+
+/* σ(x) = 1 / (1 + e^-x), from e^-|x| (never overflows). */
+static inline float sigmoid_float(float x) {
+    float t = exp_nonpositive(-fabsf(x));
+    return (x >= 0.0f ? 1.0f : t) / (1.0f + t);
+}
+
+/* Gates: r = σ(a_r + x_r + g_r), z = σ(a_z + x_z + g_z), rh = r ∘ h, where a and x hold the
+ * pre-activations [candidate; z; r] (3n columns) and g = [U_r h; U_z h] (2n columns). work:
+ * threads * 5n floats. */
+void gru_gates(int64_t D, int64_t k, int64_t n, const view *a, const view *x, const view *g,
+               const view *h, const view *r, const view *z, const view *rh, int threads,
+               float *work) {
+#pragma omp parallel num_threads(threads)
+    {
+        float *t = work + (int64_t)omp_get_thread_num() * 5 * n;
+        float *pr = t, *pz = t + n, *q = t + 2 * n, *rr = t + 3 * n, *zz = t + 4 * n;
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t i = 0; i < k; i++) {
+                row_in(a, d, i, n, 2 * n, pz); /* pz: z, pr: r pre-activations */
+                row_in(a, d, i, 2 * n, n, pr);
+                row_in(x, d, i, n, n, q);
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) pz[j] += q[j];
+                row_in(x, d, i, 2 * n, n, q);
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) pr[j] += q[j];
+                row_in(g, d, i, 0, n, q);
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) rr[j] = sigmoid_float(pr[j] + q[j]);
+                row_in(g, d, i, n, n, q);
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) zz[j] = sigmoid_float(pz[j] + q[j]);
+                row_out(r, d, i, 0, n, rr);
+                row_out(z, d, i, 0, n, zz);
+                row_in(h, d, i, 0, n, q);
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) q[j] *= rr[j];
+                row_out(rh, d, i, 0, n, q);
+            }
+    }
+}
+
+/* Update: ht = tanh(a_h + x_h + u) (u = U (r ∘ h)), out = (1 - z) h + z ht on rows where
+ * mask[d * mask_sd + i * mask_sr] (mask NULL: all rows), else h; out may be h itself; out_c (may
+ * be absent) gets out again, e.g. in bf16 for the next step's matmul. work: threads * 4n floats. */
+void gru_update(int64_t D, int64_t k, int64_t n, const view *a, const view *x, const view *u,
+                const view *z, const view *h, const uint8_t *mask, int64_t mask_sd,
+                int64_t mask_sr, const view *ht, const view *out, const view *out_c, int threads,
+                float *work) {
+#pragma omp parallel num_threads(threads)
+    {
+        float *t = work + (int64_t)omp_get_thread_num() * 4 * n;
+        float *p = t, *q = t + n, *zz = t + 2 * n, *hh = t + 3 * n;
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t i = 0; i < k; i++) {
+                row_in(a, d, i, 0, n, p);
+                row_in(x, d, i, 0, n, q);
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) p[j] += q[j];
+                row_in(u, d, i, 0, n, q);
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) p[j] = tanh_float(p[j] + q[j]);
+                row_out(ht, d, i, 0, n, p);
+                row_in(z, d, i, 0, n, zz);
+                row_in(h, d, i, 0, n, hh);
+                if (!mask || mask[d * mask_sd + i * mask_sr]) {
+#pragma omp simd
+                    for (int64_t j = 0; j < n; j++) hh[j] = (1.0f - zz[j]) * hh[j] + zz[j] * p[j];
+                }
+                row_out(out, d, i, 0, n, hh);
+                row_out(out_c, d, i, 0, n, hh);
+            }
+    }
+}
+
+/* The backward of gru_update and of the z gate: from dh = dL/dh_t (the new state), on rows where
+ * mask (NULL: all) with dn = dh, elsewhere dn = 0:
+ * d_cand = dn z (1 - ht^2) and d_z = dn (ht - h) z (1 - z), written to columns [0, 2n) of dA
+ * (dL/d pre-activations [candidate; z; r]) and d_cand also to dcand_c (for the matmul with U);
+ * dh becomes the part of dL/dh_{t-1} that passes by the matmuls: dn (1 - z), or dh where masked
+ * out. work: threads * 4n floats. */
+void gru_backward_update(int64_t D, int64_t k, int64_t n, const view *dh, const uint8_t *mask,
+                         int64_t mask_sd, int64_t mask_sr, const view *z, const view *ht,
+                         const view *h, const view *dA, const view *dcand_c, int threads,
+                         float *work) {
+#pragma omp parallel num_threads(threads)
+    {
+        float *w = work + (int64_t)omp_get_thread_num() * 4 * n;
+        float *g = w, *zz = w + n, *t = w + 2 * n, *hh = w + 3 * n;
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t i = 0; i < k; i++) {
+                int on = !mask || mask[d * mask_sd + i * mask_sr];
+                row_in(dh, d, i, 0, n, g);
+                if (on) {
+                    row_in(z, d, i, 0, n, zz);
+                    row_in(ht, d, i, 0, n, t);
+                    row_in(h, d, i, 0, n, hh);
+                } else { /* past the end: no gradient into this step's gates */
+                    memset(zz, 0, n * sizeof *zz);
+                    memset(t, 0, n * sizeof *t);
+                    memset(hh, 0, n * sizeof *hh);
+                }
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) {
+                    float dn = on ? g[j] : 0.0f;
+                    float dc = dn * zz[j] * (1.0f - t[j] * t[j]);
+                    float dz = dn * (t[j] - hh[j]) * ((1.0f - zz[j]) * zz[j]);
+                    g[j] = on ? dn * (1.0f - zz[j]) : g[j];
+                    t[j] = dc;
+                    hh[j] = dz;
+                }
+                row_out(dh, d, i, 0, n, g);
+                row_out(dA, d, i, 0, n, t);
+                row_out(dA, d, i, n, n, hh);
+                row_out(dcand_c, d, i, 0, n, t);
+            }
+    }
+}
+
+/* The backward of gru_gates' r, given d_rh = dL/d(r ∘ h) (U^T d_cand): d_r = d_rh h r (1 - r) into
+ * columns [2n, 3n) of dA; drz_c = [d_r; d_z] (d_z read from dA's columns [n, 2n)), for the
+ * matmul with [U_r; U_z]; dA_c (may be absent) = the whole row of dA; dh += d_rh r. work: threads
+ * * 4n floats. */
+void gru_backward_reset(int64_t D, int64_t k, int64_t n, const view *d_rh, const view *h,
+                        const view *r, const view *dA, const view *drz_c, const view *dh,
+                        const view *dA_c, int threads, float *work) {
+#pragma omp parallel num_threads(threads)
+    {
+        float *w = work + (int64_t)omp_get_thread_num() * 4 * n;
+        float *g = w, *hh = w + n, *rr = w + 2 * n, *acc = w + 3 * n;
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t i = 0; i < k; i++) {
+                row_in(d_rh, d, i, 0, n, g);
+                row_in(h, d, i, 0, n, hh);
+                row_in(r, d, i, 0, n, rr);
+                row_in(dh, d, i, 0, n, acc);
+#pragma omp simd
+                for (int64_t j = 0; j < n; j++) {
+                    acc[j] += g[j] * rr[j];
+                    hh[j] = g[j] * hh[j] * ((1.0f - rr[j]) * rr[j]);
+                }
+                row_out(dh, d, i, 0, n, acc);
+                row_out(dA, d, i, 2 * n, n, hh);
+                row_out(drz_c, d, i, 0, n, hh);
+                if (dA_c->data) row_out(dA_c, d, i, 2 * n, n, hh);
+                row_in(dA, d, i, n, n, acc); /* d_z */
+                row_out(drz_c, d, i, n, n, acc);
+                if (dA_c->data) {
+                    row_out(dA_c, d, i, n, n, acc);
+                    row_in(dA, d, i, 0, n, acc);
+                    row_out(dA_c, d, i, 0, n, acc);
+                }
+            }
     }
 }

@@ -3,7 +3,9 @@
 A beam step normalises and ranks ``[beam * B, K]`` logits: in PyTorch ops that is a float32 copy,
 the bias, the max, ``exp``, the sum and the top-k, each a pass over the matrix (25 MB at bench-small,
 out of cache); the kernel does it row by row in one pass over the logits, in cache. Likewise the
-attention energies (decoding and training) and the training output layer.
+attention energies (decoding and training), the training output layer, and the elementwise work of
+every GRU step (gates, update and their backward: a dozen PyTorch operations per step, each a pass
+over memory and a dispatch, in both training scans and the decoding step).
 
 The C file is compiled on first use (the first CPU beam search or training step of a process) with
 the system's C compiler (``$CC``, else ``cc``; gcc or clang with OpenMP) for this machine
@@ -105,6 +107,15 @@ def load() -> ctypes.CDLL | None:
     lib.target_logp.restype = None
     lib.target_logp_backward.argtypes = [p, i32, i64, i64, i64, p, p, p, p, p, i32, p]
     lib.target_logp_backward.restype = None
+    v = ctypes.POINTER(View)
+    lib.gru_gates.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32, p]
+    lib.gru_gates.restype = None
+    lib.gru_update.argtypes = [i64, i64, i64, v, v, v, v, v, p, i64, i64, v, v, v, i32, p]
+    lib.gru_update.restype = None
+    lib.gru_backward_update.argtypes = [i64, i64, i64, v, p, i64, i64, v, v, v, v, v, i32, p]
+    lib.gru_backward_update.restype = None
+    lib.gru_backward_reset.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32, p]
+    lib.gru_backward_reset.restype = None
     return lib
 
 
@@ -214,3 +225,97 @@ def target_log_prob_backward(
                              bias.data_ptr(), y.data_ptr(), g.data_ptr(), stats.data_ptr(),
                              logp.data_ptr(), threads, db.data_ptr())  # fmt: skip
     return db.sum(0)
+
+
+class View(ctypes.Structure):
+    """``kernels.c``'s ``view``: a ``[D, rows, columns]`` bf16/float32 tensor whose columns are
+    contiguous; data None: absent."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("sd", ctypes.c_int64), ("sr", ctypes.c_int64),
+                ("bf16", ctypes.c_int32)]  # fmt: skip
+
+
+def _views(D: int, k: int, cols: dict[str, int], **ts: Tensor | None) -> list[View] | None:
+    """A :class:`View` of each ``[D, k, cols[name]]`` tensor (None: absent), or None if one is not
+    a CPU bf16/float32 tensor of that shape with contiguous columns."""
+    out = []
+    for name, t in ts.items():
+        if t is None:
+            out.append(View(None, 0, 0, 0))
+            continue
+        if (not _cpu(t, dtypes=(torch.bfloat16, torch.float32)) or t.dim() != 3
+                or tuple(t.shape) != (D, k, cols[name]) or (t.stride(2) != 1 and cols[name] > 1)):  # fmt: skip
+            return None
+        out.append(View(t.data_ptr(), t.stride(0), t.stride(1), t.dtype == torch.bfloat16))
+    return out
+
+
+def _mask(mask: Tensor | None, D: int, k: int) -> tuple | None:
+    """``(pointer, stride over D, stride over rows)`` of a CPU bool ``mask [D, k, 1]``, ``(None, 0,
+    0)`` for no mask, None if it is not such a tensor."""
+    if mask is None:
+        return None, 0, 0
+    if mask.dtype != torch.bool or mask.device.type != "cpu" or tuple(mask.shape) != (D, k, 1):
+        return None
+    return mask.data_ptr(), mask.stride(0), mask.stride(1)
+
+
+def gru_gates(a, x, g, h, r, z, rh) -> bool:
+    """:func:`nmt_lib.gru.gru_gates` (``kernels.c``), all ``[D, k, ·]``: True when done, False
+    (nothing written) where the kernel does not apply."""
+    D, k, n = h.shape
+    vs = _views(D, k, dict(a=3 * n, x=3 * n, g=2 * n, h=n, r=n, z=n, rh=n),
+                a=a, x=x, g=g, h=h, r=r, z=z, rh=rh)  # fmt: skip
+    if vs is None or D * k == 0 or (lib := library()) is None:
+        return False
+    threads = torch.get_num_threads()
+    work = _buffer(threads, 5 * n)
+    lib.gru_gates(D, k, n, *(ctypes.byref(v) for v in vs), threads, work.data_ptr())
+    return True
+
+
+def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
+    """:func:`nmt_lib.gru.gru_update` (``kernels.c``), all ``[D, k, ·]`` (``mask [D, k, 1]`` bool
+    or None; ``out`` may be ``h``): True when done, False (nothing written) where the kernel does
+    not apply."""
+    D, k, n = h.shape
+    vs = _views(D, k, dict(a=n, x=n, u=n, z=n, h=n, ht=n, out=n, out_c=n),
+                a=a, x=x, u=u, z=z, h=h, ht=ht, out=out, out_c=out_c)  # fmt: skip
+    if vs is None or (m := _mask(mask, D, k)) is None or D * k == 0 or (lib := library()) is None:
+        return False
+    threads = torch.get_num_threads()
+    work = _buffer(threads, 4 * n)
+    lib.gru_update(D, k, n, *(ctypes.byref(v) for v in vs[:5]), *m,
+                   *(ctypes.byref(v) for v in vs[5:]), threads, work.data_ptr())  # fmt: skip
+    return True
+
+
+def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
+    """:func:`nmt_lib.gru.gru_backward_update` (``kernels.c``), all ``[D, k, ·]``: True when done,
+    False (nothing written) where the kernel does not apply."""
+    D, k, n = h.shape
+    vs = _views(D, k, dict(dh=n, z=n, ht=n, h=n, dA=3 * n, dcand_c=n),
+                dh=dh, z=z, ht=ht, h=h, dA=dA, dcand_c=dcand_c)  # fmt: skip
+    if (vs is None or dh.dtype != torch.float32 or dA.dtype != torch.float32
+            or (m := _mask(mask, D, k)) is None or D * k == 0 or (lib := library()) is None):  # fmt: skip
+        return False
+    threads = torch.get_num_threads()
+    work = _buffer(threads, 4 * n)
+    lib.gru_backward_update(D, k, n, ctypes.byref(vs[0]), *m, *(ctypes.byref(v) for v in vs[1:]),
+                            threads, work.data_ptr())  # fmt: skip
+    return True
+
+
+def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
+    """:func:`nmt_lib.gru.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]``: True when done,
+    False (nothing written) where the kernel does not apply."""
+    D, k, n = h.shape
+    vs = _views(D, k, dict(d_rh=n, h=n, r=n, dA=3 * n, drz_c=2 * n, dh=n, dA_c=3 * n),
+                d_rh=d_rh, h=h, r=r, dA=dA, drz_c=drz_c, dh=dh, dA_c=dA_c)  # fmt: skip
+    if (vs is None or dh.dtype != torch.float32 or dA.dtype != torch.float32 or D * k == 0
+            or (lib := library()) is None):  # fmt: skip
+        return False
+    threads = torch.get_num_threads()
+    work = _buffer(threads, 4 * n)
+    lib.gru_backward_reset(D, k, n, *(ctypes.byref(v) for v in vs), threads, work.data_ptr())
+    return True

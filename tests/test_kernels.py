@@ -289,3 +289,113 @@ def test_library_loads_once_under_threads_and_falls_back_without_a_home(tmp_path
     )
     with pytest.warns(RuntimeWarning, match="could not build"):
         assert kernels.load() is None
+
+
+GRU_FNS = ("gru_gates", "gru_update", "gru_backward_update", "gru_backward_reset")
+
+
+def gru_operands(dtype, n, seed):
+    """Random operands of the four GRU kernels, ``[D, k, ·]`` views with row strides other than
+    their widths (slices of wider rows, as the scans pass them), the compute-dtype ones in
+    ``dtype``; a mask with a row off in each direction."""
+    from nmt_lib import gru
+
+    g = torch.Generator().manual_seed(seed)
+    D, k = 2, 5
+
+    def rand(cols, dt=torch.float32, lo=None):
+        wide = torch.randn(D, k, cols + 3, generator=g).to(dt)
+        return wide[..., 1 : cols + 1]
+
+    def unit(cols):  # r, z, ht in (0, 1) or (-1, 1), as the forward leaves them
+        return torch.rand(D, k, cols, generator=g) * 0.98 + 0.01
+
+    mask = torch.ones(D, k, 1, dtype=torch.bool)
+    mask[0, 3], mask[1, 0] = False, False
+    return gru, mask, dict(a=rand(3 * n), x=rand(3 * n, dtype), g=rand(2 * n, dtype),
+                           u=rand(n, dtype), h=rand(n), r=unit(n), z=unit(n),
+                           ht=2 * unit(n) - 1, dh=rand(n), d_rh=rand(n, dtype))  # fmt: skip
+
+
+def run_gru_fns(impl, gru, mask, t, dtype, n):
+    """Each of the four functions of ``impl`` (the kernels or nmt_lib.gru) on copies of ``t``; the
+    outputs written."""
+    c = {key: v.clone() for key, v in t.items()}
+    D, k = c["h"].shape[:2]
+    new = lambda cols, dt=torch.float32: torch.full((D, k, cols), 7.0, dtype=dt)  # noqa: E731
+    r, z, rh = new(n), new(n), new(n, dtype)
+    ht, out, out_c = new(n), c["h"].clone(), new(n, dtype)
+    dA, dcand_c, drz_c, dA_c = new(3 * n), new(n, dtype), new(2 * n, dtype), new(3 * n, dtype)
+    done = [
+        impl.gru_gates(c["a"], c["x"], c["g"], c["h"], r, z, rh),
+        impl.gru_update(
+            c["a"][..., :n], c["x"][..., :n], c["u"], c["z"], out, mask, ht, out, out_c
+        ),  # out is h: updated in place  # fmt: skip
+        impl.gru_backward_update(c["dh"], mask, c["z"], c["ht"], c["h"], dA, dcand_c),
+        impl.gru_backward_reset(c["d_rh"], c["h"], c["r"], dA, drz_c, c["dh"], dA_c),
+    ]
+    return done, [r, z, rh, ht, out, out_c, dA, dcand_c, drz_c, dA_c, c["dh"]]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("n", [1, 7, 37])  # shorter and longer than a vector, with a tail
+def test_gru_kernels_equal_torch_ops(lib, dtype, n):
+    """The four GRU kernels write what nmt_lib.gru's PyTorch functions write, within float32
+    rounding (outputs in bf16: within one bf16 ulp): strided views, a mask, the new state written
+    over the old, bf16 or float32 matmul operands; past the mask only dh passes."""
+    gru, mask, t = gru_operands(dtype, n, seed=n)
+    done, got = run_gru_fns(kernels, gru, mask, t, dtype, n)
+    assert all(done)
+    _, ref = run_gru_fns(gru, gru, mask, t, dtype, n)
+    for a, b in zip(got, ref, strict=True):
+        assert a.dtype == b.dtype
+        tol = 2**-7 if a.dtype == torch.bfloat16 else 1e-6
+        torch.testing.assert_close(a.float(), b.float(), rtol=tol, atol=tol)
+    dA = got[6]
+    assert (dA[0, 3, : 2 * n] == 0).all() and (dA[1, 0, : 2 * n] == 0).all()  # masked-out rows
+
+
+def test_gru_kernels_refuse_what_they_cannot_read(lib):
+    """float64 operands, a wrong width or a mask of another shape: False, nothing written (the
+    scans then run nmt_lib.gru's functions)."""
+    gru, mask, t = gru_operands(torch.float32, 4, seed=0)
+    t64 = {key: v.double() for key, v in t.items()}
+    done, out = run_gru_fns(kernels, gru, mask, t64, torch.float64, 4)
+    assert not any(done) and all((o == 7).all() for o in out[:4])
+    r = torch.empty(2, 5, 4)
+    assert not kernels.gru_gates(t["a"][..., :-1], None, t["g"], t["h"], r, r, r)
+    assert not kernels.gru_update(t["a"][..., :4], None, t["u"], t["z"], t["h"], mask[:, :3],
+                                  r, r)  # fmt: skip
+
+
+@pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
+def test_training_with_and_without_gru_kernels(lib, arch, monkeypatch):
+    """A float32 forward and backward of the whole model (both scans, padding, sentences ending at
+    different steps) gives the same loss and gradients with the GRU kernels as with nmt_lib.gru's
+    PyTorch functions, within float32 rounding; under bf16 autocast within bf16 rounding."""
+    from nmt_lib.config import ModelConfig
+    from nmt_lib.model import build_model
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(arch=arch, src_vocab=30, trg_vocab=40, m=8, n=12, n_align=10, l=6,
+                      output_rank=None, init="fanin")  # fmt: skip
+    model = build_model(cfg)
+    x, y = torch.randint(3, 30, (6, 9)), torch.randint(3, 40, (6, 7))
+    x_mask = torch.arange(9) < torch.tensor([9, 9, 7, 5, 3, 2])[:, None]
+    y_mask = torch.arange(7) < torch.tensor([7, 3, 6, 2, 7, 1])[:, None]
+
+    def loss_and_grads(bf16):
+        model.zero_grad()
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            loss = -model(x, x_mask, y, y_mask)[0].sum()
+        loss.backward()
+        return [loss.detach()] + [p.grad.clone() for p in model.parameters()]
+
+    for bf16, tol in ((False, 1e-5), (True, 3e-2)):
+        got = loss_and_grads(bf16)
+        with monkeypatch.context() as m:
+            for name in GRU_FNS:
+                m.setattr(kernels, name, lambda *a: False)
+            ref = loss_and_grads(bf16)
+        for a, b in zip(got, ref, strict=True):
+            torch.testing.assert_close(a, b, rtol=tol, atol=tol)
