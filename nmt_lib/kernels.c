@@ -126,18 +126,26 @@ void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, c
     }
 }
 
-/* tanh (Cephes' tanhf: an odd polynomial below 0.625, (1 - e^-2|x|) / (1 + e^-2|x|) above; ~2 ulp),
- * branch-free so that the loops around it vectorize. */
+/* tanh: Eigen's rational approximation (generic_fast_tanh_float: odd degree-13 numerator, even
+ * degree-6 denominator, x clamped to +-7.9053; tanh(x) = x below 4e-4): within 4.9 float32 ulps
+ * of tanh compiled with FMA, 6.9 without (checked over all floats); +-1 at +-inf, NaN for NaN.
+ * One division and no exp: the energies run 1.6x as fast as with Cephes' tanhf. Branch-free, so
+ * that the loops around it vectorize. */
 static inline float tanh_float(float x) {
-    float a = fabsf(x), z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    float t = exp_nonpositive(-2.0f * a);
-    float big = copysignf((1.0f - t) / (1.0f + t), x);
-    return a < 0.625f ? p * z * x + x : big;
+    const float c = 7.90531110763549805f;
+    float xc = x > c ? c : (x < -c ? -c : x), x2 = xc * xc;
+    float p = -2.76076847742355e-16f;
+    p = p * x2 + 2.00018790482477e-13f;
+    p = p * x2 - 8.60467152213735e-11f;
+    p = p * x2 + 5.12229709037114e-08f;
+    p = p * x2 + 1.48572235717979e-05f;
+    p = p * x2 + 6.37261928875436e-04f;
+    p = p * x2 + 4.89352455891786e-03f;
+    float q = 1.19825839466702e-06f;
+    q = q * x2 + 1.18534705686654e-04f;
+    q = q * x2 + 2.26843463243900e-03f;
+    q = q * x2 + 4.89352518554385e-03f;
+    return fabsf(x) < 0.0004f ? x : p * xc / q;
 }
 
 /* attention.energies_in_pieces: e[b, g, j] = sum_d v[d] tanh(Uh[b, j, d] + Ws[b, g, d]) for B

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 from torch.func import functional_call
+from torch.nn import functional as F
 
 from nmt_lib.decoder import Decoder
 
@@ -153,3 +154,22 @@ def test_step_weights_computed_once_give_the_same_states(monkeypatch):
     monkeypatch.setattr(model, "step_weights", lambda: calls.append(1) or orig())
     search.decode_corpus(model.eval(), [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=2)
     assert calls == [1]
+
+
+def test_deep_output_maxout_over_adjacent_pairs_ties_included():
+    """``t_i`` is the max over adjacent pairs ``(2j, 2j+1)`` of the pre-activations (GroundHog's
+    maxout), values and gradients as ``unflatten(-1, (-1, 2)).amax(-1)``, ties (common in bf16)
+    splitting the gradient in half."""
+    dec, s0, _, c, _, y, _ = setup(attention=False)
+    e = dec.embed(y[:, 0])
+    with torch.no_grad():
+        dec.U_o[1] = dec.U_o[0]  # pair 0 of t̃ tied
+        dec.C_o[1], dec.V_o[1], dec.b_o[1] = dec.C_o[0], dec.V_o[0], dec.b_o[0]
+    s = s0.clone().requires_grad_()
+    t = dec.deep_output(s, e, c)
+    t_tilde = F.linear(s, dec.U_o, dec.b_o) + F.linear(c, dec.C_o) + F.linear(e, dec.V_o)
+    ref = t_tilde.unflatten(-1, (-1, 2)).amax(-1)
+    assert torch.equal(t, ref) and t.shape == (B, l)
+    w = torch.randn(B, l, dtype=torch.float64)
+    got, want = (torch.autograd.grad((x * w).sum(), s)[0] for x in (t, ref))
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

@@ -156,13 +156,14 @@ def test_energies_kernel_equals_torch_ops(lib, G, monkeypatch):
 
 
 def test_tanh_of_the_kernel_is_accurate(lib):
-    """The kernel's tanh within 3 float32 ulps of tanh over the whole range (one energy per x:
-    ``v = 1``, ``N = 1``)."""
-    x = torch.cat([torch.linspace(-12, 12, 20001), torch.logspace(-8, 0, 200)])
+    """The kernel's tanh within 7 float32 ulps of tanh over the whole range, ±1 at ±inf (one
+    energy per x: ``v = 1``, ``N = 1``; all floats were checked once: 4.9 ulps with FMA)."""
+    x = torch.cat([torch.linspace(-12, 12, 20001), torch.logspace(-8, 0, 200),
+                   torch.tensor([math.inf, -math.inf])])  # fmt: skip
     got = kernels.energies(x.view(1, -1, 1), torch.zeros(1, 1), torch.ones(1))[0]
     ref = torch.tanh(x.double())
     ulp = torch.finfo(torch.float32).eps * ref.abs().clamp(min=torch.finfo(torch.float32).tiny)
-    assert ((got.double() - ref).abs() <= 3 * ulp).all()
+    assert ((got.double() - ref).abs() <= 7 * ulp).all()
 
 
 def test_energies_backward_kernel_equals_torch_ops(lib, monkeypatch):
