@@ -252,8 +252,10 @@ void target_logp_backward(void *z, int is_bf16, int64_t N, int64_t K, int64_t ld
     }
 }
 
+#define MAX_UNITS 4096 /* n of the GRU kernels: their rows live on the threads' stacks */
+
 /* The GRU steps' elementwise work (gru.gru_gates, gru.gru_update and their backward), for D x k
- * rows of n units. Each operand is a view: element (d, i, j) at data + d * sd + i * sr + j (in
+ * rows of n <= MAX_UNITS units. Each operand is a view: element (d, i, j) at data + d * sd + i * sr + j (in
  * elements), bf16 or float32; a view with data NULL is absent (an input: 0; an output: not
  * written). kernels.py builds them from tensors. */
 typedef struct {
@@ -299,14 +301,12 @@ static inline float sigmoid_float(float x) {
 }
 
 /* Gates: r = σ(a_r + x_r + g_r), z = σ(a_z + x_z + g_z), rh = r ∘ h, where a and x hold the
- * pre-activations [candidate; z; r] (3n columns) and g = [U_r h; U_z h] (2n columns). work:
- * threads * 5n floats. */
+ * pre-activations [candidate; z; r] (3n columns) and g = [U_r h; U_z h] (2n columns). */
 void gru_gates(int64_t D, int64_t k, int64_t n, const view *a, const view *x, const view *g,
-               const view *h, const view *r, const view *z, const view *rh, int threads,
-               float *work) {
+               const view *h, const view *r, const view *z, const view *rh, int threads) {
 #pragma omp parallel num_threads(threads)
     {
-        float *t = work + (int64_t)omp_get_thread_num() * 5 * n;
+        float t[5 * n]; /* this thread's rows, in cache (n <= MAX_UNITS) */
         float *pr = t, *pz = t + n, *q = t + 2 * n, *rr = t + 3 * n, *zz = t + 4 * n;
 #pragma omp for collapse(2) schedule(static)
         for (int64_t d = 0; d < D; d++)
@@ -337,14 +337,13 @@ void gru_gates(int64_t D, int64_t k, int64_t n, const view *a, const view *x, co
 
 /* Update: ht = tanh(a_h + x_h + u) (u = U (r ∘ h)), out = (1 - z) h + z ht on rows where
  * mask[d * mask_sd + i * mask_sr] (mask NULL: all rows), else h; out may be h itself; out_c (may
- * be absent) gets out again, e.g. in bf16 for the next step's matmul. work: threads * 4n floats. */
+ * be absent) gets out again, e.g. in bf16 for the next step's matmul. */
 void gru_update(int64_t D, int64_t k, int64_t n, const view *a, const view *x, const view *u,
                 const view *z, const view *h, const uint8_t *mask, int64_t mask_sd,
-                int64_t mask_sr, const view *ht, const view *out, const view *out_c, int threads,
-                float *work) {
+                int64_t mask_sr, const view *ht, const view *out, const view *out_c, int threads) {
 #pragma omp parallel num_threads(threads)
     {
-        float *t = work + (int64_t)omp_get_thread_num() * 4 * n;
+        float t[4 * n]; /* this thread's rows, in cache (n <= MAX_UNITS) */
         float *p = t, *q = t + n, *zz = t + 2 * n, *hh = t + 3 * n;
 #pragma omp for collapse(2) schedule(static)
         for (int64_t d = 0; d < D; d++)
@@ -374,14 +373,13 @@ void gru_update(int64_t D, int64_t k, int64_t n, const view *a, const view *x, c
  * d_cand = dn z (1 - ht^2) and d_z = dn (ht - h) z (1 - z), written to columns [0, 2n) of dA
  * (dL/d pre-activations [candidate; z; r]) and d_cand also to dcand_c (for the matmul with U);
  * dh becomes the part of dL/dh_{t-1} that passes by the matmuls: dn (1 - z), or dh where masked
- * out. work: threads * 4n floats. */
+ * out. */
 void gru_backward_update(int64_t D, int64_t k, int64_t n, const view *dh, const uint8_t *mask,
                          int64_t mask_sd, int64_t mask_sr, const view *z, const view *ht,
-                         const view *h, const view *dA, const view *dcand_c, int threads,
-                         float *work) {
+                         const view *h, const view *dA, const view *dcand_c, int threads) {
 #pragma omp parallel num_threads(threads)
     {
-        float *w = work + (int64_t)omp_get_thread_num() * 4 * n;
+        float w[4 * n]; /* this thread's rows, in cache (n <= MAX_UNITS) */
         float *g = w, *zz = w + n, *t = w + 2 * n, *hh = w + 3 * n;
 #pragma omp for collapse(2) schedule(static)
         for (int64_t d = 0; d < D; d++)
@@ -416,14 +414,13 @@ void gru_backward_update(int64_t D, int64_t k, int64_t n, const view *dh, const 
 
 /* The backward of gru_gates' r, given d_rh = dL/d(r ∘ h) (U^T d_cand): d_r = d_rh h r (1 - r) into
  * columns [2n, 3n) of dA; drz_c = [d_r; d_z] (d_z read from dA's columns [n, 2n)), for the
- * matmul with [U_r; U_z]; dA_c (may be absent) = the whole row of dA; dh += d_rh r. work: threads
- * * 4n floats. */
+ * matmul with [U_r; U_z]; dA_c (may be absent) = the whole row of dA; dh += d_rh r. */
 void gru_backward_reset(int64_t D, int64_t k, int64_t n, const view *d_rh, const view *h,
                         const view *r, const view *dA, const view *drz_c, const view *dh,
-                        const view *dA_c, int threads, float *work) {
+                        const view *dA_c, int threads) {
 #pragma omp parallel num_threads(threads)
     {
-        float *w = work + (int64_t)omp_get_thread_num() * 4 * n;
+        float w[4 * n]; /* this thread's rows, in cache (n <= MAX_UNITS) */
         float *g = w, *hh = w + n, *rr = w + 2 * n, *acc = w + 3 * n;
 #pragma omp for collapse(2) schedule(static)
         for (int64_t d = 0; d < D; d++)

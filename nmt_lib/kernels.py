@@ -108,13 +108,13 @@ def load() -> ctypes.CDLL | None:
     lib.target_logp_backward.argtypes = [p, i32, i64, i64, i64, p, p, p, p, p, i32, p]
     lib.target_logp_backward.restype = None
     v = ctypes.POINTER(View)
-    lib.gru_gates.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32, p]
+    lib.gru_gates.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
     lib.gru_gates.restype = None
-    lib.gru_update.argtypes = [i64, i64, i64, v, v, v, v, v, p, i64, i64, v, v, v, i32, p]
+    lib.gru_update.argtypes = [i64, i64, i64, v, v, v, v, v, p, i64, i64, v, v, v, i32]
     lib.gru_update.restype = None
-    lib.gru_backward_update.argtypes = [i64, i64, i64, v, p, i64, i64, v, v, v, v, v, i32, p]
+    lib.gru_backward_update.argtypes = [i64, i64, i64, v, p, i64, i64, v, v, v, v, v, i32]
     lib.gru_backward_update.restype = None
-    lib.gru_backward_reset.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32, p]
+    lib.gru_backward_reset.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
     lib.gru_backward_reset.restype = None
     return lib
 
@@ -235,19 +235,22 @@ class View(ctypes.Structure):
                 ("bf16", ctypes.c_int32)]  # fmt: skip
 
 
-def _views(D: int, k: int, cols: dict[str, int], **ts: Tensor | None) -> list[View] | None:
-    """A :class:`View` of each ``[D, k, cols[name]]`` tensor (None: absent), or None if one is not
-    a CPU bf16/float32 tensor of that shape with contiguous columns."""
-    out = []
-    for name, t in ts.items():
-        if t is None:
-            out.append(View(None, 0, 0, 0))
-            continue
-        if (not _cpu(t, dtypes=(torch.bfloat16, torch.float32)) or t.dim() != 3
-                or tuple(t.shape) != (D, k, cols[name]) or (t.stride(2) != 1 and cols[name] > 1)):  # fmt: skip
-            return None
-        out.append(View(t.data_ptr(), t.stride(0), t.stride(1), t.dtype == torch.bfloat16))
-    return out
+MAX_UNITS = 4096  # kernels.c: the GRU kernels' n (their rows live on the threads' stacks)
+_ABSENT = View(None, 0, 0, 0)
+_IS_BF16 = {torch.float32: 0, torch.bfloat16: 1}
+
+
+def _view(t: Tensor | None, D: int, k: int, cols: int) -> View | None:
+    """A :class:`View` of ``t``, a CPU bf16/float32 ``[D, k, cols]`` tensor with contiguous columns
+    (``_ABSENT`` for None), or None if it is not one. Cheap: called for every operand of every
+    recurrent step."""
+    if t is None:
+        return _ABSENT
+    bf16 = _IS_BF16.get(t.dtype)
+    if bf16 is None or not t.is_cpu or t.shape != (D, k, cols):
+        return None
+    sd, sr, sc = t.stride()
+    return View(t.data_ptr(), sd, sr, bf16) if sc == 1 or cols == 1 else None
 
 
 def _mask(mask: Tensor | None, D: int, k: int) -> tuple | None:
@@ -255,22 +258,27 @@ def _mask(mask: Tensor | None, D: int, k: int) -> tuple | None:
     0)`` for no mask, None if it is not such a tensor."""
     if mask is None:
         return None, 0, 0
-    if mask.dtype != torch.bool or mask.device.type != "cpu" or tuple(mask.shape) != (D, k, 1):
+    if mask.dtype != torch.bool or not mask.is_cpu or mask.shape != (D, k, 1):
         return None
     return mask.data_ptr(), mask.stride(0), mask.stride(1)
+
+
+def _ready(n: int, D: int, k: int, views: list) -> ctypes.CDLL | None:
+    """The library, if the GRU kernels apply: every view made, ``0 < n <= MAX_UNITS``, rows."""
+    if D * k == 0 or not 0 < n <= MAX_UNITS or any(v is None for v in views):
+        return None
+    return library()
 
 
 def gru_gates(a, x, g, h, r, z, rh) -> bool:
     """:func:`nmt_lib.gru.gru_gates` (``kernels.c``), all ``[D, k, ·]``: True when done, False
     (nothing written) where the kernel does not apply."""
     D, k, n = h.shape
-    vs = _views(D, k, dict(a=3 * n, x=3 * n, g=2 * n, h=n, r=n, z=n, rh=n),
-                a=a, x=x, g=g, h=h, r=r, z=z, rh=rh)  # fmt: skip
-    if vs is None or D * k == 0 or (lib := library()) is None:
+    vs = [_view(a, D, k, 3 * n), _view(x, D, k, 3 * n), _view(g, D, k, 2 * n), _view(h, D, k, n),
+          _view(r, D, k, n), _view(z, D, k, n), _view(rh, D, k, n)]  # fmt: skip
+    if (lib := _ready(n, D, k, vs)) is None:
         return False
-    threads = torch.get_num_threads()
-    work = _buffer(threads, 5 * n)
-    lib.gru_gates(D, k, n, *(ctypes.byref(v) for v in vs), threads, work.data_ptr())
+    lib.gru_gates(D, k, n, *map(ctypes.byref, vs), torch.get_num_threads())
     return True
 
 
@@ -279,14 +287,11 @@ def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
     or None; ``out`` may be ``h``): True when done, False (nothing written) where the kernel does
     not apply."""
     D, k, n = h.shape
-    vs = _views(D, k, dict(a=n, x=n, u=n, z=n, h=n, ht=n, out=n, out_c=n),
-                a=a, x=x, u=u, z=z, h=h, ht=ht, out=out, out_c=out_c)  # fmt: skip
-    if vs is None or (m := _mask(mask, D, k)) is None or D * k == 0 or (lib := library()) is None:
+    vs = [_view(t, D, k, n) for t in (a, x, u, z, h, ht, out, out_c)]
+    if (m := _mask(mask, D, k)) is None or (lib := _ready(n, D, k, vs)) is None:
         return False
-    threads = torch.get_num_threads()
-    work = _buffer(threads, 4 * n)
-    lib.gru_update(D, k, n, *(ctypes.byref(v) for v in vs[:5]), *m,
-                   *(ctypes.byref(v) for v in vs[5:]), threads, work.data_ptr())  # fmt: skip
+    refs = list(map(ctypes.byref, vs))
+    lib.gru_update(D, k, n, *refs[:5], *m, *refs[5:], torch.get_num_threads())
     return True
 
 
@@ -294,15 +299,12 @@ def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
     """:func:`nmt_lib.gru.gru_backward_update` (``kernels.c``), all ``[D, k, ·]``: True when done,
     False (nothing written) where the kernel does not apply."""
     D, k, n = h.shape
-    vs = _views(D, k, dict(dh=n, z=n, ht=n, h=n, dA=3 * n, dcand_c=n),
-                dh=dh, z=z, ht=ht, h=h, dA=dA, dcand_c=dcand_c)  # fmt: skip
-    if (vs is None or dh.dtype != torch.float32 or dA.dtype != torch.float32
-            or (m := _mask(mask, D, k)) is None or D * k == 0 or (lib := library()) is None):  # fmt: skip
+    vs = [_view(dh, D, k, n), _view(z, D, k, n), _view(ht, D, k, n), _view(h, D, k, n),
+          _view(dA, D, k, 3 * n), _view(dcand_c, D, k, n)]  # fmt: skip
+    if (m := _mask(mask, D, k)) is None or (lib := _ready(n, D, k, vs)) is None:
         return False
-    threads = torch.get_num_threads()
-    work = _buffer(threads, 4 * n)
-    lib.gru_backward_update(D, k, n, ctypes.byref(vs[0]), *m, *(ctypes.byref(v) for v in vs[1:]),
-                            threads, work.data_ptr())  # fmt: skip
+    refs = list(map(ctypes.byref, vs))
+    lib.gru_backward_update(D, k, n, refs[0], *m, *refs[1:], torch.get_num_threads())
     return True
 
 
@@ -310,12 +312,9 @@ def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
     """:func:`nmt_lib.gru.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]``: True when done,
     False (nothing written) where the kernel does not apply."""
     D, k, n = h.shape
-    vs = _views(D, k, dict(d_rh=n, h=n, r=n, dA=3 * n, drz_c=2 * n, dh=n, dA_c=3 * n),
-                d_rh=d_rh, h=h, r=r, dA=dA, drz_c=drz_c, dh=dh, dA_c=dA_c)  # fmt: skip
-    if (vs is None or dh.dtype != torch.float32 or dA.dtype != torch.float32 or D * k == 0
-            or (lib := library()) is None):  # fmt: skip
+    vs = [_view(d_rh, D, k, n), _view(h, D, k, n), _view(r, D, k, n), _view(dA, D, k, 3 * n),
+          _view(drz_c, D, k, 2 * n), _view(dh, D, k, n), _view(dA_c, D, k, 3 * n)]  # fmt: skip
+    if (lib := _ready(n, D, k, vs)) is None:
         return False
-    threads = torch.get_num_threads()
-    work = _buffer(threads, 4 * n)
-    lib.gru_backward_reset(D, k, n, *(ctypes.byref(v) for v in vs), threads, work.data_ptr())
+    lib.gru_backward_reset(D, k, n, *map(ctypes.byref, vs), torch.get_num_threads())
     return True
