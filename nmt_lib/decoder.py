@@ -281,8 +281,11 @@ class _TargetLogProb(torch.autograd.Function):
             d, b_w, y, g, ctx.stats, logp)  # fmt: skip
         if db is None:
             db = _grad_in_pieces(d, b_w, y, g, logp)
-        du, dW_t = torch.mm(d, W_c), torch.mm(transposed(u_c, u_c.dtype), d)  # [N, r], [r, K]
-        dW = dW_t.t() if W_c.t().is_contiguous() else transposed(dW_t, dW_t.dtype)  # W's layout
+        du, dW_t = (
+            torch.mm(d, W_c),
+            torch.mm(transposed(u_c, u_c.dtype, kernels), d),
+        )  # [N, r], [r, K]
+        dW = dW_t.t() if W_c.t().is_contiguous() else transposed(dW_t, dW_t.dtype, kernels)
         return du.to(ctx.dtypes[0]), dW.to(ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
 
 
@@ -457,8 +460,8 @@ class _AttentionDecoderScan(torch.autograd.Function):
             ds[:k] += torch.matmul(d_g[i, :k], W_s.mT) + dS[i, :k]
         # the weight gradients: one matmul over all steps and sentences each, [k, N] @ [N, k']
         rows = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
-        dW_s = transposed(rows(S), cd) @ rows(d_g)
-        dC_in = transposed(rows(C), cd) @ rows(d_pre_c)
-        dU = transposed(rows(RS), cd) @ rows(d_pre_c[..., :n])
+        dW_s = transposed(rows(S), cd, kernels) @ rows(d_g)
+        dC_in = transposed(rows(C), cd, kernels) @ rows(d_pre_c)
+        dU = transposed(rows(RS), cd, kernels) @ rows(d_pre_c[..., :n])
         dh = torch.bmm(A.permute(1, 2, 0).to(cd), d_c.transpose(0, 1))  # c_i = Σ_j α_ij h_j
         return d_pre, ds, None, dh, d_sum * v_a, None, dW_s, dC_in, dU, dv_a

@@ -145,9 +145,12 @@ def compute_dtype(like: Tensor) -> torch.dtype:
     return torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else like.dtype
 
 
-def transposed(x: Tensor, dtype: torch.dtype) -> Tensor:
+def transposed(x: Tensor, dtype: torch.dtype, fused=None) -> Tensor:
     """``x.mT`` as a contiguous tensor of ``dtype``, in one copy: matmuls whose first operand is a
-    transposed view run much slower on CPUs (bf16 oneDNN) than on a contiguous copy."""
+    transposed view run much slower on CPUs (bf16 oneDNN) than on a contiguous copy. ``fused``:
+    an object whose ``transposed`` does the same faster, or returns None (``nmt_lib.kernels``)."""
+    if fused is not None and (out := fused.transposed(x, dtype)) is not None:
+        return out
     return torch.empty(x.mT.shape, dtype=dtype, device=x.device).copy_(x.mT)
 
 
@@ -247,9 +250,9 @@ class _GRUScan(torch.autograd.Function):
             dh[:, :k] += torch.matmul(d_rz[:, :k], U_rz.mT)
         # weight gradients: one matmul over all steps and sentences each, [D, n, T*B] @ [D, T*B, k]
         rows = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[-1])  # noqa: E731
-        dU = transposed(rows(RH), cd) @ rows(dA[..., :n]).to(cd)
+        dU = transposed(rows(RH), cd, ctx.fused) @ rows(dA[..., :n]).to(cd)
         d_rz = torch.cat([dA[..., 2 * n :], dA[..., n : 2 * n]], -1)
-        dU_rz = transposed(rows(H_prev), cd) @ rows(d_rz).to(cd)
+        dU_rz = transposed(rows(H_prev), cd, ctx.fused) @ rows(d_rz).to(cd)
         return dA, dh, dU_rz, dU, None, None
 
 

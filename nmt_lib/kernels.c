@@ -448,3 +448,29 @@ void gru_backward_reset(int64_t D, int64_t k, int64_t n, const view *d_rh, const
             }
     }
 }
+
+/* gru.transposed: out[d, j, i] = x[d, i, j] for an [D, R, C] view x into a contiguous [D, C, R]
+ * out, bf16 if out_bf16 (rounded to nearest even), else float32; 32 x 32 blocks, in cache. */
+void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int out_bf16,
+               int threads) {
+    int64_t nbr = (R + 31) / 32, nbc = (C + 31) / 32;
+#pragma omp parallel for collapse(3) schedule(static) num_threads(threads)
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t bi = 0; bi < nbr; bi++)
+            for (int64_t bj = 0; bj < nbc; bj++) {
+                int64_t i1 = bi * 32 + 32 < R ? bi * 32 + 32 : R;
+                int64_t j1 = bj * 32 + 32 < C ? bj * 32 + 32 : C;
+                float block[32][32];
+                for (int64_t i = bi * 32; i < i1; i++)
+                    row_in(x, d, i, bj * 32, j1 - bj * 32, block[i - bi * 32]);
+                for (int64_t j = bj * 32; j < j1; j++) {
+                    float col[32];
+                    for (int64_t i = bi * 32; i < i1; i++) col[i - bi * 32] = block[i - bi * 32][j - bj * 32];
+                    int64_t at = (d * C + j) * R + bi * 32, n = i1 - bi * 32;
+                    if (out_bf16)
+                        for (int64_t i = 0; i < n; i++) ((uint16_t *)out)[at + i] = float_to_bf16(col[i]);
+                    else
+                        memcpy((float *)out + at, col, n * sizeof *col);
+                }
+            }
+}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import platform
 import shlex
@@ -116,6 +117,8 @@ def load() -> ctypes.CDLL | None:
     lib.gru_backward_update.restype = None
     lib.gru_backward_reset.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
     lib.gru_backward_reset.restype = None
+    lib.transpose.argtypes = [i64, i64, i64, v, p, i32, i32]
+    lib.transpose.restype = None
     return lib
 
 
@@ -318,3 +321,23 @@ def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
         return False
     lib.gru_backward_reset(D, k, n, *map(ctypes.byref, vs), torch.get_num_threads())
     return True
+
+
+def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
+    """:func:`nmt_lib.gru.transposed` (``kernels.c``): ``x.mT`` as a new contiguous tensor of
+    ``dtype``, ``x`` ``[..., R, C]`` bf16/float32 with contiguous columns and leading dims that
+    flatten into one; None where the kernel does not apply. 10-20x PyTorch's transposing copy."""
+    if x.dim() < 2 or dtype not in _IS_BF16:
+        return None
+    *lead, R, C = x.shape
+    try:
+        x3 = x.view(math.prod(lead), R, C)
+    except RuntimeError:  # leading dims that do not flatten without a copy
+        return None
+    if (vx := _view(x3, x3.shape[0], R, C)) is None or (lib := library()) is None:
+        return None
+    out = torch.empty(*lead, C, R, dtype=dtype)
+    if out.numel():
+        lib.transpose(x3.shape[0], R, C, ctypes.byref(vx), out.data_ptr(), _IS_BF16[dtype],
+                      torch.get_num_threads())  # fmt: skip
+    return out
