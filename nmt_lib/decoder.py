@@ -281,10 +281,8 @@ class _TargetLogProb(torch.autograd.Function):
             d, b_w, y, g, ctx.stats, logp)  # fmt: skip
         if db is None:
             db = _grad_in_pieces(d, b_w, y, g, logp)
-        du, dW_t = (
-            torch.mm(d, W_c),
-            torch.mm(transposed(u_c, u_c.dtype, kernels), d),
-        )  # [N, r], [r, K]
+        du = torch.mm(d, W_c)  # [N, r]
+        dW_t = torch.mm(transposed(u_c, u_c.dtype, kernels), d)  # [r, K]
         dW = dW_t.t() if W_c.t().is_contiguous() else transposed(dW_t, dW_t.dtype, kernels)
         return du.to(ctx.dtypes[0]), dW.to(ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
 
