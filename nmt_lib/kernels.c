@@ -255,9 +255,9 @@ void target_logp_backward(void *z, int is_bf16, int64_t N, int64_t K, int64_t ld
 #define MAX_UNITS 4096 /* n of the GRU kernels: their rows live on the threads' stacks */
 
 /* The GRU steps' elementwise work (gru.gru_gates, gru.gru_update and their backward), for D x k
- * rows of n <= MAX_UNITS units. Each operand is a view: element (d, i, j) at data + d * sd + i * sr + j (in
- * elements), bf16 or float32; a view with data NULL is absent (an input: 0; an output: not
- * written). kernels.py builds them from tensors. */
+ * rows of n <= MAX_UNITS units. Each operand is a view: element (d, i, j) at
+ * data + d * sd + i * sr + j (in elements), bf16 or float32; a view with data NULL is absent (an
+ * input: 0; an output: not written). kernels.py builds them from tensors. */
 typedef struct {
     void *data;
     int64_t sd, sr;
@@ -437,10 +437,10 @@ void gru_backward_reset(int64_t D, int64_t k, int64_t n, const view *d_rh, const
                 row_out(dh, d, i, 0, n, acc);
                 row_out(dA, d, i, 2 * n, n, hh);
                 row_out(drz_c, d, i, 0, n, hh);
-                if (dA_c->data) row_out(dA_c, d, i, 2 * n, n, hh);
+                row_out(dA_c, d, i, 2 * n, n, hh);
                 row_in(dA, d, i, n, n, acc); /* d_z */
                 row_out(drz_c, d, i, n, n, acc);
-                if (dA_c->data) {
+                if (dA_c->data) { /* and the candidate's and z's columns */
                     row_out(dA_c, d, i, n, n, acc);
                     row_in(dA, d, i, 0, n, acc);
                     row_out(dA_c, d, i, 0, n, acc);
@@ -460,17 +460,18 @@ void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int ou
             for (int64_t bj = 0; bj < nbc; bj++) {
                 int64_t i1 = bi * 32 + 32 < R ? bi * 32 + 32 : R;
                 int64_t j1 = bj * 32 + 32 < C ? bj * 32 + 32 : C;
-                float block[32][32];
-                for (int64_t i = bi * 32; i < i1; i++)
-                    row_in(x, d, i, bj * 32, j1 - bj * 32, block[i - bi * 32]);
-                for (int64_t j = bj * 32; j < j1; j++) {
-                    float col[32];
-                    for (int64_t i = bi * 32; i < i1; i++) col[i - bi * 32] = block[i - bi * 32][j - bj * 32];
-                    int64_t at = (d * C + j) * R + bi * 32, n = i1 - bi * 32;
+                int64_t rows = i1 - bi * 32, cols = j1 - bj * 32;
+                float block[32][32], col[32];
+                for (int64_t i = 0; i < rows; i++)
+                    row_in(x, d, bi * 32 + i, bj * 32, cols, block[i]);
+                for (int64_t j = 0; j < cols; j++) {
+                    for (int64_t i = 0; i < rows; i++) col[i] = block[i][j];
+                    int64_t at = (d * C + bj * 32 + j) * R + bi * 32;
                     if (out_bf16)
-                        for (int64_t i = 0; i < n; i++) ((uint16_t *)out)[at + i] = float_to_bf16(col[i]);
+                        for (int64_t i = 0; i < rows; i++)
+                            ((uint16_t *)out)[at + i] = float_to_bf16(col[i]);
                     else
-                        memcpy((float *)out + at, col, n * sizeof *col);
+                        memcpy((float *)out + at, col, rows * sizeof *col);
                 }
             }
 }

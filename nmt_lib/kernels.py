@@ -5,7 +5,8 @@ the bias, the max, ``exp``, the sum and the top-k, each a pass over the matrix (
 out of cache); the kernel does it row by row in one pass over the logits, in cache. Likewise the
 attention energies (decoding and training), the training output layer, and the elementwise work of
 every GRU step (gates, update and their backward: a dozen PyTorch operations per step, each a pass
-over memory and a dispatch, in both training scans and the decoding step).
+over memory and a dispatch, in both training scans and the decoding step), and the transposing
+copies before the weight-gradient matmuls.
 
 The C file is compiled on first use (the first CPU beam search or training step of a process) with
 the system's C compiler (``$CC``, else ``cc``; gcc or clang with OpenMP) for this machine
