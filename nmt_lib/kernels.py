@@ -246,15 +246,17 @@ _IS_BF16 = {torch.float32: 0, torch.bfloat16: 1}
 
 def _view(t: Tensor | None, D: int, k: int, cols: int) -> View | None:
     """A :class:`View` of ``t``, a CPU bf16/float32 ``[D, k, cols]`` tensor with contiguous columns
-    (``_ABSENT`` for None), or None if it is not one. Cheap: called for every operand of every
-    recurrent step."""
+    and no two rows in the same memory (``_ABSENT`` for None), or None if it is not one. Cheap:
+    called for every operand of every recurrent step."""
     if t is None:
         return _ABSENT
     bf16 = _IS_BF16.get(t.dtype)
     if bf16 is None or not t.is_cpu or t.shape != (D, k, cols):
         return None
     sd, sr, sc = t.stride()
-    return View(t.data_ptr(), sd, sr, bf16) if sc == 1 or cols == 1 else None
+    if (sc != 1 and cols > 1) or (sd == 0 and D > 1) or (sr == 0 and k > 1):  # e.g. expand()ed
+        return None
+    return View(t.data_ptr(), sd, sr, bf16)
 
 
 def _mask(mask: Tensor | None, D: int, k: int) -> tuple | None:
@@ -277,6 +279,8 @@ def _ready(n: int, D: int, k: int, views: list) -> ctypes.CDLL | None:
 def gru_gates(a, x, g, h, r, z, rh) -> bool:
     """:func:`nmt_lib.gru.gru_gates` (``kernels.c``), all ``[D, k, ·]``: True when done, False
     (nothing written) where the kernel does not apply."""
+    if h.dim() != 3:
+        return False
     D, k, n = h.shape
     vs = [_view(a, D, k, 3 * n), _view(x, D, k, 3 * n), _view(g, D, k, 2 * n), _view(h, D, k, n),
           _view(r, D, k, n), _view(z, D, k, n), _view(rh, D, k, n)]  # fmt: skip
@@ -290,6 +294,8 @@ def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
     """:func:`nmt_lib.gru.gru_update` (``kernels.c``), all ``[D, k, ·]`` (``mask [D, k, 1]`` bool
     or None; ``out`` may be ``h``): True when done, False (nothing written) where the kernel does
     not apply."""
+    if h.dim() != 3:
+        return False
     D, k, n = h.shape
     vs = [_view(t, D, k, n) for t in (a, x, u, z, h, ht, out, out_c)]
     if (m := _mask(mask, D, k)) is None or (lib := _ready(n, D, k, vs)) is None:
@@ -302,6 +308,8 @@ def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
 def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
     """:func:`nmt_lib.gru.gru_backward_update` (``kernels.c``), all ``[D, k, ·]``: True when done,
     False (nothing written) where the kernel does not apply."""
+    if h.dim() != 3:
+        return False
     D, k, n = h.shape
     vs = [_view(dh, D, k, n), _view(z, D, k, n), _view(ht, D, k, n), _view(h, D, k, n),
           _view(dA, D, k, 3 * n), _view(dcand_c, D, k, n)]  # fmt: skip
@@ -315,6 +323,8 @@ def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
 def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
     """:func:`nmt_lib.gru.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]``: True when done,
     False (nothing written) where the kernel does not apply."""
+    if h.dim() != 3:
+        return False
     D, k, n = h.shape
     vs = [_view(d_rh, D, k, n), _view(h, D, k, n), _view(r, D, k, n), _view(dA, D, k, 3 * n),
           _view(drz_c, D, k, 2 * n), _view(dh, D, k, n), _view(dA_c, D, k, 3 * n)]  # fmt: skip

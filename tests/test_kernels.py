@@ -357,8 +357,9 @@ def test_gru_kernels_equal_torch_ops(lib, dtype, n):
 
 
 def test_gru_kernels_refuse_what_they_cannot_read(lib):
-    """float64 operands, a wrong width, a mask of another shape or more than ``MAX_UNITS`` units:
-    False, nothing written (the scans then run nmt_lib.gru's functions)."""
+    """float64 operands, a wrong width, a mask of another shape, operands not ``[D, k, ·]``, an
+    output whose rows share memory or more than ``MAX_UNITS`` units: False, nothing written (the
+    scans then run nmt_lib.gru's functions)."""
     gru, mask, t = gru_operands(torch.float32, 4, seed=0)
     t64 = {key: v.double() for key, v in t.items()}
     done, out = run_gru_fns(kernels, gru, mask, t64, torch.float64, 4)
@@ -367,6 +368,9 @@ def test_gru_kernels_refuse_what_they_cannot_read(lib):
     assert not kernels.gru_gates(t["a"][..., :-1], None, t["g"], t["h"], r, r, r)
     assert not kernels.gru_update(t["a"][..., :4], None, t["u"], t["z"], t["h"], mask[:, :3],
                                   r, r)  # fmt: skip
+    assert not kernels.gru_gates(t["a"][0], None, t["g"][0], t["h"][0], r[0], r[0], r[0])  # 2-D
+    out = torch.zeros(1, 5, 4).expand(2, 5, 4)  # both directions' rows in the same memory
+    assert not kernels.gru_gates(t["a"], None, t["g"], t["h"], out, r, r)
     big = kernels.MAX_UNITS + 1  # more units than the kernels keep on a thread's stack
     h, r = torch.zeros(1, 1, big), torch.full((1, 1, big), 7.0)
     assert not kernels.gru_gates(torch.zeros(1, 1, 3 * big), None, torch.zeros(1, 1, 2 * big), h,
