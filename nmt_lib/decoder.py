@@ -158,11 +158,10 @@ class Decoder(nn.Module):
         x = F.linear(c, C_in)  # [C; C_z; C_r] c
         if torch.is_grad_enabled():
             return gru_step(a + x, s_prev, U_rz, U)  # [B, n]
-        gates, update, _, _ = elementwise(kernels)
+        n, (gates, update, _, _) = s_prev.shape[-1], elementwise(kernels)
         r, z, h_tilde, s = (torch.empty_like(s_prev)[None] for _ in range(4))
         rs = torch.empty_like(r, dtype=compute_dtype(U))
         gates(a[None], x[None], torch.matmul(s_prev, U_rz)[None], s_prev[None], r, z, rs)
-        n = s_prev.shape[-1]
         u = torch.matmul(rs[0], U)[None]
         update(a[None, :, :n], x[None, :, :n], u, z, s_prev[None], None, h_tilde, s)
         return s[0]
@@ -399,14 +398,14 @@ class _AttentionDecoderScan(torch.autograd.Function):
         RS = S.new_zeros(S.shape, dtype=cd)  # r_i ∘ s_{i-1}, the input of U
         ks = active_rows(mask)
         s = s0.clone()
-        s_c = s0.to(cd, copy=True) if cd != s.dtype else s  # s in the compute dtype
+        s_c = s0.to(cd, copy=True) if cd != s.dtype else None  # s in the compute dtype
         gates, update, _, _ = elementwise(kernels)
         one = lambda x: x.unsqueeze(0)  # noqa: E731  # [k, ·] -> [1, k, ·]
         with torch.autocast(s0.device.type, enabled=False):
             for i, k in enumerate(ks):
                 S[i] = s
                 s_k = s[:k]
-                g = torch.matmul(s_c[:k], W_s)  # [k, 2n + n']: U_r s, U_z s, W_a s
+                g = torch.matmul(s_k if s_c is None else s_c[:k], W_s)  # U_r s, U_z s, W_a s
                 Q[i, :k] = g[:, 2 * n :]
                 A[i, :k] = masked_softmax(energies(Uh[:k], Q[i, :k], v_a), x_mask[:k])
                 c = torch.bmm(A[i, :k].to(cd).unsqueeze(1), h[:k], out=C[i, :k].unsqueeze(1))
@@ -416,7 +415,7 @@ class _AttentionDecoderScan(torch.autograd.Function):
                 u = torch.matmul(RS[i, :k], U)  # U (r ∘ s)
                 update(one(a[i, :k, :n]), one(x[:, :n]), one(u), one(Z[i, :k]), one(s_k),
                        one(mask[i, :k]), one(St[i, :k]), one(s_k),
-                       None if s_c is s else one(s_c[:k]))  # fmt: skip
+                       None if s_c is None else one(s_c[:k]))  # fmt: skip
         ctx.save_for_backward(mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS)
         ctx.ks = ks
         return S, C, A
@@ -440,7 +439,7 @@ class _AttentionDecoderScan(torch.autograd.Function):
             k = ctx.ks[i]
             if k < B:  # the rows past their end: s_i = s_{i-1}; c_i, α_i are 0, not computed
                 ds[k:] += dS[i, k:]
-                for d in {id(t): t for t in (d_pre, d_pre_c, d_g, d_c)}.values():
+                for d in (d_pre, d_pre_c, d_g, d_c):  # d_pre_c may be d_pre: zeroed twice
                     d[i, k:] = 0
             s, r, z, s_tilde, alpha = S[i, :k], R[i, :k], Z[i, :k], St[i, :k], A[i, :k]
             # the GRU update (past the sentence end s_i = s_{i-1}: only ds passes), then r
