@@ -11,8 +11,8 @@ No biases (GroundHog). ``U_a h_j`` does not depend on ``i``: it is computed once
 states per sentence (``s_prev [G * B, n]``, the hypotheses of a beam) against ``B`` encoded
 sentences, so that the annotations need not be copied for each hypothesis. Pure functions of their
 arguments; nothing is cached on the module. :func:`alignment_scores` is the definition;
-:func:`energies_in_pieces` computes the same without autograd, faster (decoding, and the training
-recurrence of ``decoder.py``). Imports only torch.
+:func:`energies_in_pieces` and :func:`attend_in_pieces` compute the same without autograd, faster
+(decoding, and the training recurrence of ``decoder.py``). Imports only torch.
 """
 
 from __future__ import annotations
@@ -88,6 +88,14 @@ def context(alpha: Tensor, h: Tensor) -> Tensor:
     return torch.bmm(alpha.view(B, groups(alpha, B), Tx).to(h.dtype), h).view(-1, d)
 
 
+@torch.no_grad()
+def attend_in_pieces(Uh: Tensor, Ws: Tensor, v_a: Tensor, h: Tensor, mask: Tensor):
+    """``c_i [G * B, 2n], α_i [G * B, Tx]`` given ``Ws = W_a s_{i-1}`` ``[G * B, n']``, without
+    autograd: :func:`energies_in_pieces`, :func:`masked_softmax`, :func:`context`."""
+    alpha = masked_softmax(energies_in_pieces(Uh, Ws, v_a), mask)
+    return context(alpha, h), alpha
+
+
 class Attention(nn.Module):
     """Parameters ``W_a [n', n]``, ``U_a [n', 2n]``, ``v_a [n']`` of the alignment model."""
 
@@ -103,15 +111,15 @@ class Attention(nn.Module):
         return nn.functional.linear(h, self.U_a).to(h.dtype)
 
     def forward(
-        self, s_prev: Tensor, h: Tensor, Uh: Tensor, mask: Tensor, energies=energies_in_pieces
+        self, s_prev: Tensor, h: Tensor, Uh: Tensor, mask: Tensor, attend=attend_in_pieces
     ) -> tuple[Tensor, Tensor]:
         """Context and weights for one decoder step.
 
         Args:
             s_prev: ``[G * B, n]`` (``G`` consecutive states per sentence, e.g. a beam); h:
             ``[B, Tx, 2n]``; Uh: ``[B, Tx, n']``; mask: ``[B, Tx]`` bool.
-            energies: what computes :func:`energies_in_pieces` when decoding (the decoder passes
-            one that uses the compiled kernel, ``nmt_lib.decoder.energies``).
+            attend: what computes :func:`attend_in_pieces` when decoding (the decoder passes one
+            that uses the compiled kernel, ``nmt_lib.decoder.attend``).
         Returns:
             ``c [G * B, 2n]``, ``alpha [G * B, Tx]``.
         """
@@ -120,6 +128,5 @@ class Attention(nn.Module):
             return context(alpha, h), alpha
         # decoding: the same, faster (h and U_a h_j stay in float32 under autocast)
         Ws = nn.functional.linear(s_prev, self.W_a)
-        alpha = masked_softmax(energies(Uh, Ws, self.v_a), mask)
         with torch.autocast(h.device.type, enabled=False):
-            return context(alpha, h), alpha
+            return attend(Uh, Ws, self.v_a, h, mask)

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from . import kernels
-from .attention import Attention, energies_in_pieces, masked_softmax, piece_rows
+from .attention import Attention, attend_in_pieces, piece_rows
 from .gru import (
     GRU,
     active_rows,
@@ -107,7 +107,7 @@ class Decoder(nn.Module):
     ) -> tuple[Tensor, Tensor]:
         """``c_i [G * B, 2n], α_i [G * B, Tx]`` from ``s_{i-1} [G * B, n]`` (App. A.1.2), ``G``
         consecutive states per sentence of ``h [B, Tx, 2n]``."""
-        return self.attention(s_prev, h, Uh, x_mask, energies)
+        return self.attention(s_prev, h, Uh, x_mask, attend)
 
     def deep_output(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor) -> Tensor:
         """``t_i = maxout_2(U_o s_{i-1} + b_o + V_o ē(y_{i-1}) + C_o c_i)`` (App. A.2.2, GroundHog).
@@ -329,10 +329,11 @@ def attention_decoder_scan(
     Per step: ``[U_r s; U_z s; W_a s]`` in one matmul of ``s_{i-1}``; ``c_i, α_i`` (App. A.1.2);
     the GRU update with ``[C; C_z; C_r] c_i`` in every gate, the state copied past the sentence
     end. The matmuls (and ``c_i = Σ_j α_ij h_j``) run in :func:`~nmt_lib.gru.compute_dtype` (bf16
-    under autocast), all else (the energies and softmax too) in ``s0``'s dtype; the GRU's
-    elementwise work in :func:`~nmt_lib.gru.elementwise` (compiled where it applies), forward and
-    backward. ``tanh(W_a s_{i-1} + U_a h_j)`` is computed a few sentences at a time, in cache, and
-    recomputed in the backward rather than stored (``[Ty, B, Tx, n']``).
+    under autocast), all else (the energies and softmax too) in ``s0``'s dtype; the attention step
+    in :func:`attend` and the GRU's elementwise work in :func:`~nmt_lib.gru.elementwise` (both
+    compiled where they apply), forward and backward. ``tanh(W_a s_{i-1} + U_a h_j)`` is computed
+    a few sentences at a time, in cache, and recomputed in the backward rather than stored
+    (``[Ty, B, Tx, n']``).
 
     Args:
         a: ``[B, Ty, 3n]`` = ``[W; W_z; W_r] ē(y_i) + b``; s0: ``[B, n]``; y_mask: ``[B, Ty]``;
@@ -351,21 +352,32 @@ def attention_decoder_scan(
     return S.transpose(0, 1), C.transpose(0, 1), A.transpose(0, 1)
 
 
-def energies(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor:
-    """:func:`~nmt_lib.attention.energies_in_pieces`, in one pass where the compiled kernel applies
-    (:func:`nmt_lib.kernels.energies`: float32 on a CPU)."""
-    fast = kernels.energies(Uh, Ws.to(Uh.dtype), v_a.to(Uh.dtype))
-    return energies_in_pieces(Uh, Ws, v_a) if fast is None else fast
+def attend(Uh: Tensor, Ws: Tensor, v_a: Tensor, h: Tensor, mask: Tensor, out=None):
+    """:func:`~nmt_lib.attention.attend_in_pieces` (``c_i, α_i`` from ``Ws = W_a s_{i-1}``), in one
+    pass where the compiled kernel applies (:func:`nmt_lib.kernels.attend`: float32 ``Uh`` on a
+    CPU; it accumulates ``c_i`` from the float32 ``α_i``, where the PyTorch operations round
+    ``α_i`` to ``h``'s dtype first); into ``out = (c, α)`` when given."""
+    fast = kernels.attend(Uh, Ws.to(Uh.dtype), v_a.to(Uh.dtype), h, mask, out)
+    if fast is not None:
+        return fast
+    c, alpha = attend_in_pieces(Uh, Ws, v_a, h, mask)
+    if out is None:
+        return c, alpha
+    return out[0].copy_(c), out[1].copy_(alpha)
 
 
-def _energies_backward(Uh: Tensor, q: Tensor, v_a: Tensor, d_e: Tensor, d_sum: Tensor):
-    """The backward of ``e = v_aᵀ tanh(q + U_a h_j)`` (:func:`~nmt_lib.attention.energies_in_pieces`)
-    a few sentences at a time, ``t`` recomputed: adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']``
-    in place and returns ``∂L/∂q [B, n']`` and ``∂L/∂v_a [n']``. In one pass where the compiled
-    kernel applies (:func:`nmt_lib.kernels.energies_backward`)."""
-    fast = kernels.energies_backward(Uh, q, d_e, d_sum)
+def _attend_backward(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum) -> tuple[Tensor, Tensor]:
+    """The backward of :func:`attend` for one state per sentence: ``∂L/∂α = h ∂L/∂c + d_alpha``
+    (None: 0), the softmax's backward ``∂L/∂e``, and that of ``e = v_aᵀ tanh(q + U_a h_j)`` a few
+    sentences at a time, ``t`` recomputed: adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']`` in place and
+    returns ``∂L/∂q [B, n']`` (``q = W_a s``) and ``∂L/∂v_a [n']``. In one pass where the compiled
+    kernel applies (:func:`nmt_lib.kernels.attend_backward`)."""
+    fast = kernels.attend_backward(Uh, q, h, d_c, alpha, d_alpha, d_sum)
     if fast is not None:
         return fast[0] * v_a, fast[1]
+    d_a = torch.bmm(h, d_c.unsqueeze(-1)).squeeze(-1)
+    d_a = d_a if d_alpha is None else d_a + d_alpha
+    d_e = alpha * (d_a - (alpha * d_a).sum(-1, keepdim=True))  # softmax'
     B, rows = Uh.shape[0], piece_rows(Uh)
     buf = Uh.new_empty(2, min(rows, B), *Uh.shape[1:])
     one = torch.ones((), dtype=Uh.dtype, device=Uh.device)
@@ -407,9 +419,8 @@ class _AttentionDecoderScan(torch.autograd.Function):
                 s_k = s[:k]
                 g = torch.matmul(s_k if s_c is None else s_c[:k], W_s)  # U_r s, U_z s, W_a s
                 Q[i, :k] = g[:, 2 * n :]
-                A[i, :k] = masked_softmax(energies(Uh[:k], Q[i, :k], v_a), x_mask[:k])
-                c = torch.bmm(A[i, :k].to(cd).unsqueeze(1), h[:k], out=C[i, :k].unsqueeze(1))
-                x = torch.matmul(c.squeeze(1), C_in)  # [k, 3n]: [C; C_z; C_r] c
+                c, _ = attend(Uh[:k], Q[i, :k], v_a, h[:k], x_mask[:k], (C[i, :k], A[i, :k]))
+                x = torch.matmul(c, C_in)  # [k, 3n]: [C; C_z; C_r] c
                 gates(one(a[i, :k]), one(x), one(g[:, : 2 * n]), one(s_k), one(R[i, :k]),
                       one(Z[i, :k]), one(RS[i, :k]))  # fmt: skip
                 u = torch.matmul(RS[i, :k], U)  # U (r ∘ s)
@@ -449,9 +460,8 @@ class _AttentionDecoderScan(torch.autograd.Function):
             back_reset(one(d_rs), one(s), one(r), one(d_pre[i, :k]), one(d_g[i, :k, : 2 * n]),
                        one(ds[:k]), None if same else one(d_pre_c[i, :k]))  # fmt: skip
             torch.add(torch.matmul(d_pre_c[i, :k], C_in.mT), dC[i, :k], out=d_c[i, :k])
-            d_alpha = torch.bmm(h[:k], d_c[i, :k].unsqueeze(-1)).squeeze(-1) + dA[i, :k]
-            d_e = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdim=True))  # softmax'
-            d_q, d_v = _energies_backward(Uh[:k], Q[i, :k], v_a, d_e, d_sum[:k])  # ∂L/∂(W_a s)
+            d_q, d_v = _attend_backward(Uh[:k], Q[i, :k], v_a, h[:k], d_c[i, :k], alpha, dA[i, :k],
+                                        d_sum[:k])  # fmt: skip  # ∂L/∂(W_a s), ∂L/∂v_a
             dv_a += d_v
             d_g[i, :k, 2 * n :] = d_q
             ds[:k] += torch.matmul(d_g[i, :k], W_s.mT) + dS[i, :k]

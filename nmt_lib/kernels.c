@@ -148,46 +148,147 @@ static inline float tanh_float(float x) {
     return fabsf(x) < 0.0004f ? x : p * xc / q;
 }
 
-/* attention.energies_in_pieces: e[b, g, j] = sum_d v[d] tanh(Uh[b, j, d] + Ws[b, g, d]) for B
- * sentences, G states each, Tx positions, n' = N; all float32, contiguous. Each sentence's Uh
- * (Tx * N floats) is read from cache for its G states; nothing but e is written. */
-void energies(const float *Uh, const float *Ws, const float *v, int64_t B, int64_t G, int64_t Tx,
-              int64_t N, int threads, float *e) {
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t g = 0; g < G; g++) {
-            const float *ws = Ws + (b * G + g) * N;
-            for (int64_t j = 0; j < Tx; j++) {
-                const float *uh = Uh + (b * Tx + j) * N;
-                float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-                for (int64_t d = 0; d < N; d++) acc += v[d] * tanh_float(uh[d] + ws[d]);
-                e[(b * G + g) * Tx + j] = acc;
-            }
-        }
+/* An operand of the GRU kernels (and a row of attend's): element (d, i, j) at
+ * data + d * sd + i * sr + j (in elements), bf16 or float32; a view with data NULL is absent (an
+ * input: 0; an output: not written). kernels.py builds them from tensors. */
+typedef struct {
+    void *data;
+    int64_t sd, sr;
+    int32_t bf16;
+} view;
+
+/* dst[0:n] = columns off..off+n of row (d, i) of v, as float32 (0 if v is absent). */
+static inline void row_in(const view *v, int64_t d, int64_t i, int64_t off, int64_t n, float *dst) {
+    if (!v->data) {
+        memset(dst, 0, n * sizeof *dst);
+        return;
+    }
+    int64_t at = d * v->sd + i * v->sr + off;
+    if (v->bf16) {
+        const uint16_t *src = (const uint16_t *)v->data + at;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) dst[j] = bf16_to_float(src[j]);
+    } else {
+        memcpy(dst, (const float *)v->data + at, n * sizeof *dst);
+    }
 }
 
-/* The backward of energies (decoder._energies_backward), tanh recomputed: for each of B sentences
- * with state term q[b] (W_a s_{i-1}) and dL/de[b, j] = d_e[b, j], t = tanh(Uh[b, j] + q[b]):
- * d_sum[b, j] += d_e[b, j] (1 - t^2)   (accumulated over the steps of the caller's loop),
- * d_q[b] = sum_j d_e[b, j] (1 - t^2),  dv[b] = sum_j d_e[b, j] t   (the caller sums dv over b).
- * All float32, contiguous; Uh, d_sum [B, Tx, N], q, d_q, dv [B, N], d_e [B, Tx]. */
-void energies_backward(const float *Uh, const float *q, const float *d_e, int64_t B, int64_t Tx,
-                       int64_t N, int threads, float *d_sum, float *d_q, float *dv) {
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t b = 0; b < B; b++) {
-        const float *qb = q + b * N;
-        float *dq = d_q + b * N, *dvb = dv + b * N;
-        for (int64_t d = 0; d < N; d++) dq[d] = dvb[d] = 0.0f;
-        for (int64_t j = 0; j < Tx; j++) {
-            const float *uh = Uh + (b * Tx + j) * N;
-            float *ds = d_sum + (b * Tx + j) * N, de = d_e[b * Tx + j];
+/* Columns off..off+n of row (d, i) of v = src, rounded to bf16 if v is; nothing if v is absent. */
+static inline void row_out(const view *v, int64_t d, int64_t i, int64_t off, int64_t n,
+                           const float *src) {
+    if (!v->data) return;
+    int64_t at = d * v->sd + i * v->sr + off;
+    if (v->bf16) {
+        uint16_t *dst = (uint16_t *)v->data + at;
 #pragma omp simd
-            for (int64_t d = 0; d < N; d++) {
-                float t = tanh_float(uh[d] + qb[d]), g = de * (1.0f - t * t);
-                ds[d] += g;
-                dq[d] += g;
-                dvb[d] += de * t;
+        for (int64_t j = 0; j < n; j++) dst[j] = float_to_bf16(src[j]);
+    } else {
+        memcpy((float *)v->data + at, src, n * sizeof *src);
+    }
+}
+
+/* v . tanh(uh + ws) over n' = N. */
+static inline float energy(const float *uh, const float *ws, const float *v, int64_t N) {
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t d = 0; d < N; d++) acc += v[d] * tanh_float(uh[d] + ws[d]);
+    return acc;
+}
+
+#define MAX_CONTEXT 8192 /* ctx of attend: a row of c lives on the thread's stack */
+
+/* One attention step (attention.Attention without autograd, decoder._AttentionDecoderScan), for B
+ * sentences, G states each: the energies e_j = v . tanh(Uh[b, j] + Ws[b, g]) at the real positions
+ * (mask[b, j]; the padding's are not computed), alpha = their softmax (0 at padding),
+ * c = sum_j alpha_j h[b, j], accumulated in float32. Uh [B, Tx, N], Ws [B * G, N], v [N], alpha [B * G, Tx] float32; mask
+ * [B, Tx]; h [B, Tx, C] and c [B * G, C] bf16 (h_bf16, c_bf16) or float32; all contiguous. */
+void attend(const float *Uh, const float *Ws, const float *v, const uint8_t *mask, const void *h,
+            int h_bf16, int64_t B, int64_t G, int64_t Tx, int64_t N, int64_t C, int threads,
+            float *alpha, void *c, int c_bf16) {
+    view out = {c, 0, C, c_bf16};
+#pragma omp parallel num_threads(threads)
+    {
+        float acc[C]; /* this thread's row of c (C <= MAX_CONTEXT) */
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t g = 0; g < G; g++) {
+                const uint8_t *real = mask + b * Tx;
+                float *a = alpha + (b * G + g) * Tx, m = -INFINITY, s = 0.0f;
+                for (int64_t j = 0; j < Tx; j++) {
+                    a[j] = real[j] ? energy(Uh + (b * Tx + j) * N, Ws + (b * G + g) * N, v, N) : 0;
+                    m = real[j] && a[j] > m ? a[j] : m;
+                }
+                for (int64_t j = 0; j < Tx; j++) s += a[j] = real[j] ? exp_nonpositive(a[j] - m) : 0;
+                memset(acc, 0, C * sizeof *acc);
+                for (int64_t j = 0; j < Tx; j++) {
+                    if (!real[j]) continue;
+                    float w = a[j] /= s;
+                    int64_t at = (b * Tx + j) * C;
+                    if (h_bf16) {
+                        const uint16_t *hj = (const uint16_t *)h + at;
+#pragma omp simd
+                        for (int64_t d = 0; d < C; d++) acc[d] += w * bf16_to_float(hj[d]);
+                    } else {
+                        const float *hj = (const float *)h + at;
+#pragma omp simd
+                        for (int64_t d = 0; d < C; d++) acc[d] += w * hj[d];
+                    }
+                }
+                row_out(&out, 0, b * G + g, 0, C, acc);
+            }
+    }
+}
+
+/* The backward of attend for G = 1 (decoder._AttentionDecoderScan), tanh recomputed: from dL/dc
+ * dc [B, C] (bf16 if dc_bf16) and dL/dalpha dA [B, Tx] (NULL: 0),
+ * d_alpha_j = h_j . dc + dA_j,  d_e_j = alpha_j (d_alpha_j - sum_k alpha_k d_alpha_k)  (softmax'),
+ * and with t = tanh(Uh[b, j] + q[b]):
+ * d_sum[b, j] += d_e_j (1 - t^2)   (accumulated over the steps of the caller's loop),
+ * d_q[b] = sum_j d_e_j (1 - t^2),  dv[b] = sum_j d_e_j t   (the caller sums dv over b);
+ * positions with d_e_j = 0 (padding: alpha_j = 0) add nothing and are skipped. d_e: B * Tx floats
+ * of work. Uh, d_sum [B, Tx, N], q, d_q, dv [B, N], alpha [B, Tx] float32; h [B, Tx, C] bf16
+ * (h_bf16) or float32; all contiguous. */
+void attend_backward(const float *Uh, const float *q, const void *h, int h_bf16, const void *dc,
+                     int dc_bf16, const float *alpha, const float *dA, int64_t B, int64_t Tx,
+                     int64_t N, int64_t C, int threads, float *d_e, float *d_sum, float *d_q,
+                     float *dv) {
+    view grad = {(void *)dc, 0, C, dc_bf16};
+#pragma omp parallel num_threads(threads)
+    {
+        float g[C]; /* this thread's row of dc, as float32 (C <= MAX_CONTEXT) */
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < B; b++) {
+            const float *qb = q + b * N, *ab = alpha + b * Tx;
+            float *de = d_e + b * Tx, *dq = d_q + b * N, *dvb = dv + b * N, sum = 0.0f;
+            row_in(&grad, 0, b, 0, C, g);
+            for (int64_t j = 0; j < Tx; j++) {
+                float dot = 0.0f;
+                int64_t at = (b * Tx + j) * C;
+                if (h_bf16) {
+                    const uint16_t *hj = (const uint16_t *)h + at;
+#pragma omp simd reduction(+ : dot)
+                    for (int64_t d = 0; d < C; d++) dot += bf16_to_float(hj[d]) * g[d];
+                } else {
+                    const float *hj = (const float *)h + at;
+#pragma omp simd reduction(+ : dot)
+                    for (int64_t d = 0; d < C; d++) dot += hj[d] * g[d];
+                }
+                de[j] = dot + (dA ? dA[b * Tx + j] : 0.0f);
+                sum += ab[j] * de[j];
+            }
+            for (int64_t d = 0; d < N; d++) dq[d] = dvb[d] = 0.0f;
+            for (int64_t j = 0; j < Tx; j++) {
+                float dej = ab[j] * (de[j] - sum);
+                if (dej == 0.0f) continue;
+                const float *uh = Uh + (b * Tx + j) * N;
+                float *ds = d_sum + (b * Tx + j) * N;
+#pragma omp simd
+                for (int64_t d = 0; d < N; d++) {
+                    float t = tanh_float(uh[d] + qb[d]), gt = dej * (1.0f - t * t);
+                    ds[d] += gt;
+                    dq[d] += gt;
+                    dvb[d] += dej * t;
+                }
             }
         }
     }
@@ -255,44 +356,7 @@ void target_logp_backward(void *z, int is_bf16, int64_t N, int64_t K, int64_t ld
 #define MAX_UNITS 4096 /* n of the GRU kernels: their rows live on the threads' stacks */
 
 /* The GRU steps' elementwise work (gru.gru_gates, gru.gru_update and their backward), for D x k
- * rows of n <= MAX_UNITS units. Each operand is a view: element (d, i, j) at
- * data + d * sd + i * sr + j (in elements), bf16 or float32; a view with data NULL is absent (an
- * input: 0; an output: not written). kernels.py builds them from tensors. */
-typedef struct {
-    void *data;
-    int64_t sd, sr;
-    int32_t bf16;
-} view;
-
-/* dst[0:n] = columns off..off+n of row (d, i) of v, as float32 (0 if v is absent). */
-static inline void row_in(const view *v, int64_t d, int64_t i, int64_t off, int64_t n, float *dst) {
-    if (!v->data) {
-        memset(dst, 0, n * sizeof *dst);
-        return;
-    }
-    int64_t at = d * v->sd + i * v->sr + off;
-    if (v->bf16) {
-        const uint16_t *src = (const uint16_t *)v->data + at;
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++) dst[j] = bf16_to_float(src[j]);
-    } else {
-        memcpy(dst, (const float *)v->data + at, n * sizeof *dst);
-    }
-}
-
-/* Columns off..off+n of row (d, i) of v = src, rounded to bf16 if v is; nothing if v is absent. */
-static inline void row_out(const view *v, int64_t d, int64_t i, int64_t off, int64_t n,
-                           const float *src) {
-    if (!v->data) return;
-    int64_t at = d * v->sd + i * v->sr + off;
-    if (v->bf16) {
-        uint16_t *dst = (uint16_t *)v->data + at;
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++) dst[j] = float_to_bf16(src[j]);
-    } else {
-        memcpy((float *)v->data + at, src, n * sizeof *src);
-    }
-}
+ * rows of n <= MAX_UNITS units, each operand a view. */
 
 /* σ(x) = 1 / (1 + e^-x), from e^-|x| (never overflows). */
 static inline float sigmoid_float(float x) {
@@ -474,4 +538,23 @@ void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int ou
                         memcpy((float *)out + at, col, rows * sizeof *col);
                 }
             }
+}
+
+/* train.Adadelta: a step of torch.optim.Adadelta (lr, rho, eps) over n float32 parameters in one
+ * pass, with torch's operations in torch's order (_single_tensor_adadelta; addcmul_ as one fused
+ * multiply-add, as torch's vectorized code), each correctly rounded:
+ * sq = sq rho + (1 - rho) g g;  delta = sqrt(acc + eps) / sqrt(sq + eps) g;
+ * acc = acc rho + (1 - rho) delta delta;  p = p - lr delta.
+ * PyTorch's vectorized sqrt and division are not always correctly rounded: ~1 % of the deltas
+ * differ from torch's by an ulp. */
+void adadelta(float *p, const float *g, float *sq, float *acc, int64_t n, float rho,
+              float one_minus_rho, float eps, float neg_lr, int threads) {
+#pragma omp parallel for simd schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < n; i++) {
+        float s = fmaf(one_minus_rho * g[i], g[i], sq[i] * rho);
+        float delta = sqrtf(acc[i] + eps) / sqrtf(s + eps) * g[i];
+        sq[i] = s;
+        acc[i] = fmaf(one_minus_rho * delta, delta, acc[i] * rho);
+        p[i] = fmaf(neg_lr, delta, p[i]);
+    }
 }

@@ -3,10 +3,10 @@
 A beam step normalises and ranks ``[beam * B, K]`` logits: in PyTorch ops that is a float32 copy,
 the bias, the max, ``exp``, the sum and the top-k, each a pass over the matrix (25 MB at bench-small,
 out of cache); the kernel does it row by row in one pass over the logits, in cache. Likewise the
-attention energies (decoding and training), the training output layer, and the elementwise work of
-every GRU step (gates, update and their backward: a dozen PyTorch operations per step, each a pass
-over memory and a dispatch, in both training scans and the decoding step), and the transposing
-copies before the weight-gradient matmuls.
+attention step (energies, masked softmax and context, and in training its backward), the training
+output layer, the elementwise work of every GRU step (gates, update and their backward: a dozen
+PyTorch operations per step, each a pass over memory and a dispatch, in both training scans and the
+decoding step), the transposing copies before the weight-gradient matmuls, and Adadelta's update.
 
 The C file is compiled on first use (the first CPU beam search or training step of a process) with
 the system's C compiler (``$CC``, else ``cc``; gcc or clang with OpenMP) for this machine
@@ -101,10 +101,10 @@ def load() -> ctypes.CDLL | None:
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
     lib.best_words.argtypes = [p, i32, i64, i64, i64, p, p, i32, i32, i64, i32, p, p, p]
     lib.best_words.restype = None
-    lib.energies.argtypes = [p, p, p, i64, i64, i64, i64, i32, p]
-    lib.energies.restype = None
-    lib.energies_backward.argtypes = [p, p, p, i64, i64, i64, i32, p, p, p]
-    lib.energies_backward.restype = None
+    lib.attend.argtypes = [p, p, p, p, p, i32, i64, i64, i64, i64, i64, i32, p, p, i32]
+    lib.attend.restype = None
+    lib.attend_backward.argtypes = [p, p, p, i32, p, i32, p, p, i64, i64, i64, i64, i32, p, p, p, p]
+    lib.attend_backward.restype = None
     lib.target_logp.argtypes = [p, i32, i64, i64, i64, p, p, i32, p, p]
     lib.target_logp.restype = None
     lib.target_logp_backward.argtypes = [p, i32, i64, i64, i64, p, p, p, p, p, i32, p]
@@ -118,6 +118,9 @@ def load() -> ctypes.CDLL | None:
     lib.gru_backward_update.restype = None
     lib.gru_backward_reset.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
     lib.gru_backward_reset.restype = None
+    f32 = ctypes.c_float
+    lib.adadelta.argtypes = [p, p, p, p, i64, f32, f32, f32, f32, i32]
+    lib.adadelta.restype = None
     lib.transpose.argtypes = [i64, i64, i64, v, p, i32, i32]
     lib.transpose.restype = None
     return lib
@@ -158,36 +161,70 @@ def best_words(
     return v, j
 
 
-def energies(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor | None:
-    """:func:`nmt_lib.attention.energies_in_pieces` in one pass (``kernels.c``): ``Uh [B, Tx, n']``,
-    ``Ws [G * B, n']`` (``G`` consecutive states per sentence), ``v_a [n']`` -> ``[G * B, Tx]``; or
-    None where the kernel does not apply (not float32 CPU tensors, no library)."""
-    if not _cpu(Uh, Ws, v_a) or (lib := library()) is None:
-        return None
-    (B, Tx, N), GB = Uh.shape, Ws.shape[0]
-    Uh, Ws, v_a = Uh.contiguous(), Ws.contiguous(), v_a.contiguous()
-    e = _buffer(GB, Tx)
-    if GB:
-        lib.energies(Uh.data_ptr(), Ws.data_ptr(), v_a.data_ptr(), B, GB // B, Tx, N,
-                     torch.get_num_threads(), e.data_ptr())  # fmt: skip
-    return e
+def _rows_of(t: Tensor, *shape: int) -> bool:
+    """Whether ``t`` is a contiguous bf16 or float32 CPU tensor of ``shape``."""
+    return (
+        _cpu(t, dtypes=(torch.bfloat16, torch.float32)) and t.shape == shape and t.is_contiguous()
+    )
 
 
-def energies_backward(
-    Uh: Tensor, q: Tensor, d_e: Tensor, d_sum: Tensor
+def attend(
+    Uh: Tensor, Ws: Tensor, v_a: Tensor, h: Tensor, mask: Tensor, out: tuple | None = None
 ) -> tuple[Tensor, Tensor] | None:
-    """The backward of :func:`energies` without the factor ``v_a`` (``kernels.c``), for
-    ``nmt_lib.decoder._energies_backward``: ``Uh, d_sum [B, Tx, n']``, ``q [B, n']`` (one state per
-    sentence), ``d_e [B, Tx]``; adds ``d_e ∘ (1 - t²)`` to ``d_sum`` in place and returns
-    ``(Σ_j d_e (1 - t²) [B, n'], Σ_bj d_e t [n'])``; or None where the kernel does not apply (not
-    float32 CPU tensors, ``d_sum`` not contiguous, no library)."""
-    if not _cpu(Uh, q, d_e, d_sum) or not d_sum.is_contiguous() or (lib := library()) is None:
+    """One attention step in one pass (``kernels.c``): the energies
+    (:func:`nmt_lib.attention.energies_in_pieces`) at the real positions only, the masked softmax (:func:`nmt_lib.attention.masked_softmax`) and the context ``c = Σ_j α_j h_j``
+    accumulated in float32 (:func:`nmt_lib.attention.context` rounds ``α`` to ``h``'s dtype
+    first). ``Uh [B, Tx, n']``, ``Ws [G * B, n']``, ``v_a [n']`` float32; ``h [B, Tx, ctx]`` bf16
+    or float32; ``mask [B, Tx]`` bool. Returns ``(c [G * B, ctx]`` in ``h``'s dtype, ``α [G * B,
+    Tx]`` float32), written into ``out = (c, α)`` when given (contiguous, ``c`` bf16 or float32);
+    or None where the kernel does not apply (other dtypes or devices, ``ctx`` > 8192, an ``out``
+    it cannot write, no library)."""
+    (B, Tx, N), GB = Uh.shape, Ws.shape[0]
+    C = h.shape[-1]
+    c, alpha = out or (_buffer(GB, C, dtype=h.dtype), _buffer(GB, Tx))
+    if (not _cpu(Uh, Ws, v_a, alpha) or not _rows_of(h, B, Tx, C) or not _rows_of(c, GB, C)
+            or C > 8192 or alpha.shape != (GB, Tx) or not alpha.is_contiguous()
+            or mask.shape != (B, Tx) or not _cpu(mask, dtypes=(torch.bool,))
+            or (lib := library()) is None):  # fmt: skip
         return None
-    (B, Tx, N), threads = Uh.shape, torch.get_num_threads()
-    Uh, q, d_e = Uh.contiguous(), q.contiguous(), d_e.contiguous()
-    d_q, dv = _buffer(B, N), _buffer(B, N)
-    lib.energies_backward(Uh.data_ptr(), q.data_ptr(), d_e.data_ptr(), B, Tx, N, threads,
-                          d_sum.data_ptr(), d_q.data_ptr(), dv.data_ptr())  # fmt: skip
+    Uh, Ws, v_a, mask = Uh.contiguous(), Ws.contiguous(), v_a.contiguous(), mask.contiguous()
+    if GB:
+        lib.attend(Uh.data_ptr(), Ws.data_ptr(), v_a.data_ptr(), mask.data_ptr(), h.data_ptr(),
+                   h.dtype == torch.bfloat16, B, GB // B, Tx, N, C, torch.get_num_threads(),
+                   alpha.data_ptr(), c.data_ptr(), c.dtype == torch.bfloat16)  # fmt: skip
+    return c, alpha
+
+
+def attend_backward(
+    Uh: Tensor,
+    q: Tensor,
+    h: Tensor,
+    d_c: Tensor,
+    alpha: Tensor,
+    d_alpha: Tensor | None,
+    d_sum: Tensor,
+) -> tuple[Tensor, Tensor] | None:
+    """The backward of :func:`attend` for one state per sentence, without the factor ``v_a``
+    (``kernels.c``), for ``nmt_lib.decoder._AttentionDecoderScan``: from ``∂L/∂c = d_c [B, ctx]``
+    and ``∂L/∂α = d_alpha [B, Tx]`` (None: 0), adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']``
+    in place and returns ``(Σ_j ∂L/∂e_j (1 - t_j²) [B, n'], Σ_bj ∂L/∂e_j t_j [n'])``. ``Uh``, ``q``
+    (``W_a s``), ``alpha``, ``d_alpha``, ``d_sum`` float32, ``h`` and ``d_c`` bf16 or float32.
+    None where the kernel does not apply (other dtypes or devices, ``d_sum`` not contiguous, ``ctx``
+    > 8192, no library)."""
+    (B, Tx, N), C = Uh.shape, h.shape[-1]
+    if (not _cpu(Uh, q, alpha, d_sum, *([] if d_alpha is None else [d_alpha]))
+            or not _rows_of(h, B, Tx, C) or not _cpu(d_c, dtypes=(torch.bfloat16, torch.float32))
+            or d_c.shape != (B, C) or not d_sum.is_contiguous() or d_sum.shape != Uh.shape
+            or C > 8192 or (lib := library()) is None):  # fmt: skip
+        return None
+    Uh, q, alpha, d_c = Uh.contiguous(), q.contiguous(), alpha.contiguous(), d_c.contiguous()
+    d_alpha = None if d_alpha is None else d_alpha.contiguous()
+    d_e, d_q, dv = _buffer(B, Tx), _buffer(B, N), _buffer(B, N)
+    lib.attend_backward(Uh.data_ptr(), q.data_ptr(), h.data_ptr(), h.dtype == torch.bfloat16,
+                        d_c.data_ptr(), d_c.dtype == torch.bfloat16, alpha.data_ptr(),
+                        None if d_alpha is None else d_alpha.data_ptr(), B, Tx, N, C,
+                        torch.get_num_threads(), d_e.data_ptr(), d_sum.data_ptr(),
+                        d_q.data_ptr(), dv.data_ptr())  # fmt: skip
     return d_q, dv.sum(0)
 
 
@@ -352,3 +389,20 @@ def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
         lib.transpose(x3.shape[0], R, C, ctypes.byref(vx), out.data_ptr(), _IS_BF16[dtype],
                       torch.get_num_threads())  # fmt: skip
     return out
+
+
+def adadelta(
+    p: Tensor, g: Tensor, sq: Tensor, acc: Tensor, lr: float, rho: float, eps: float
+) -> bool:
+    """A step of ``torch.optim.Adadelta`` in one pass (``kernels.c``) over 1-D contiguous float32 CPU
+    tensors of the same length: the parameters ``p``, gradient ``g``, ``square_avg`` ``sq`` and
+    ``acc_delta`` ``acc``, updated in place; torch's operations in its order, correctly rounded
+    (torch's own vectorized sqrt and division differ by an ulp in ~1 % of the updates). True when
+    done, False (nothing written) where the kernel does not apply."""
+    ts = (p, g, sq, acc)
+    if (not _cpu(*ts) or any(t.dim() != 1 or t.stride(0) != 1 or t.shape != p.shape for t in ts)
+            or (lib := library()) is None):  # fmt: skip
+        return False
+    lib.adadelta(p.data_ptr(), g.data_ptr(), sq.data_ptr(), acc.data_ptr(), p.numel(), rho,
+                 1 - rho, eps, -lr, torch.get_num_threads())  # fmt: skip
+    return True

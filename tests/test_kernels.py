@@ -129,67 +129,106 @@ def test_excluded_words_are_pad_unk_eos():
     assert (PAD, UNK, EOS) == (0, 1, 2)
 
 
-@pytest.mark.parametrize("G", [1, 3])
-def test_energies_kernel_equals_torch_ops(lib, G, monkeypatch):
-    """``v_aᵀ tanh(W_a s + U_a h_j)`` as the PyTorch operations compute it (float32 rounding apart),
-    for G states per sentence, arguments from tiny (tanh's polynomial) to saturating, a
-    non-contiguous ``Uh``; no rows at all."""
-    from nmt_lib.attention import energies_in_pieces
-    from nmt_lib.decoder import energies
-
-    g = torch.Generator().manual_seed(G)
-    B, Tx, N = 5, 7, 40
+def _attention_inputs(seed: int, B: int, Tx: int, N: int, C: int, G: int = 1):
+    """``Uh`` (not contiguous; one sentence's tiny, for tanh's polynomial, one saturating), ``W_a s``
+    ``[G * B, N]``, ``v_a``, ``h``, a mask with padding of every length."""
+    g = torch.Generator().manual_seed(seed)
     Uh = torch.randn(B, N, Tx, generator=g).transpose(1, 2)  # [B, Tx, N], not contiguous
     Uh[0] *= 1e-3
     Uh[1] *= 30
     Ws, v = torch.randn(G * B, N, generator=g), torch.randn(N, generator=g)
-    got = kernels.energies(Uh, Ws, v)
-    ref = torch.tanh(Uh.double().unsqueeze(1) + Ws.double().view(B, G, 1, N)) @ v.double()
-    torch.testing.assert_close(got.double(), ref.view(-1, Tx), rtol=0, atol=1e-5)
-    assert torch.equal(energies(Uh, Ws, v), got)  # what the decoder uses
-    torch.testing.assert_close(energies_in_pieces(Uh, Ws, v), got, rtol=0, atol=1e-5)
+    h = torch.randn(B, Tx, C, generator=g)
+    mask = torch.arange(Tx) < torch.arange(B).remainder(Tx).add(1)[:, None]  # lengths 1, 2, ...
+    return Uh, Ws, v, h, mask
+
+
+@pytest.mark.parametrize("G", [1, 3])
+@pytest.mark.parametrize("h_dtype", [torch.bfloat16, torch.float32])
+def test_attend_kernel_equals_torch_ops(lib, G, h_dtype, monkeypatch):
+    """One attention step (energies, masked softmax, context) as the PyTorch operations compute it
+    (float32 rounding apart; the kernel's context from the float32 weights, theirs from weights
+    rounded to ``h``'s dtype), for G states per sentence, exactly 0 weight on padding; into given
+    buffers; no rows; what it refuses."""
+    from nmt_lib.attention import attend_in_pieces
+    from nmt_lib.decoder import attend
+
+    B, Tx, N, C = 7, 9, 40, 24
+    Uh, Ws, v, h, mask = _attention_inputs(G, B, Tx, N, C, G)
+    h = h.to(h_dtype)
+    c, alpha = kernels.attend(Uh, Ws, v, h, mask)
+    assert c.dtype == h_dtype and alpha.dtype == torch.float32
+    e = torch.tanh(Uh.double().unsqueeze(1) + Ws.double().view(B, G, 1, N)) @ v.double()
+    ref_a = e.masked_fill(~mask[:, None], -math.inf).softmax(-1)  # [B, G, Tx]
+    ref_c = (ref_a @ h.double()).view(-1, C)
+    torch.testing.assert_close(alpha.double(), ref_a.view(-1, Tx), rtol=0, atol=1e-6)
+    assert (alpha.view(B, G, Tx)[~mask[:, None].expand(B, G, Tx)] == 0).all()
+    tol = 1e-5 if h_dtype == torch.float32 else 1e-2  # bf16: c rounded to bf16
+    torch.testing.assert_close(c.double(), ref_c, rtol=tol, atol=tol)
+    c_torch, alpha_torch = attend_in_pieces(Uh, Ws, v, h, mask)
+    torch.testing.assert_close(alpha, alpha_torch, rtol=0, atol=1e-6)
+    torch.testing.assert_close(c.float(), c_torch.float(), rtol=tol, atol=tol)
+    out = (torch.full_like(c, math.nan), torch.full_like(alpha, math.nan))
+    got = attend(Uh, Ws.bfloat16(), v, h, mask, out)  # what the decoder uses (W_a s in bf16)
+    assert got[0] is out[0] and got[1] is out[1]
+    assert torch.equal(out[1], kernels.attend(Uh, Ws.bfloat16().float(), v, h, mask)[1])
     with monkeypatch.context() as m:
         m.setattr(kernels, "library", lambda: None)
-        assert torch.equal(energies(Uh, Ws, v), energies_in_pieces(Uh, Ws, v))
-    assert kernels.energies(Uh[:0], Ws[:0], v).shape == (0, Tx)
-    assert kernels.energies(Uh.double(), Ws.double(), v.double()) is None  # float64: PyTorch ops
+        got = attend(Uh, Ws, v, h, mask, out)
+        assert got[0] is out[0] and torch.equal(out[1], alpha_torch)
+    assert kernels.attend(Uh[:0], Ws[:0], v, h[:0], mask[:0])[0].shape == (0, C)
+    assert kernels.attend(Uh.double(), Ws.double(), v.double(), h.double(), mask) is None
+    assert kernels.attend(Uh, Ws, v, h, mask.int()) is None
+    assert kernels.attend(Uh, Ws, v, h.transpose(0, 1).contiguous().transpose(0, 1), mask) is None
+    assert kernels.attend(Uh, Ws, v, h, mask, (c.t().contiguous().t(), alpha)) is None
 
 
-def test_tanh_of_the_kernel_is_accurate(lib):
-    """The kernel's tanh within 7 float32 ulps of tanh over the whole range, ±1 at ±inf (one
-    energy per x: ``v = 1``, ``N = 1``; all floats were checked once: 4.9 ulps with FMA)."""
+def test_tanh_of_the_kernels_is_accurate(lib):
+    """The kernels' tanh (here the GRU candidate's, ``n = 1``) within 7 float32 ulps of tanh over
+    the whole range, ±1 at ±inf (all floats were checked once: 4.9 ulps with FMA)."""
     x = torch.cat([torch.linspace(-12, 12, 20001), torch.logspace(-8, 0, 200),
-                   torch.tensor([math.inf, -math.inf])])  # fmt: skip
-    got = kernels.energies(x.view(1, -1, 1), torch.zeros(1, 1), torch.ones(1))[0]
+                   torch.tensor([math.inf, -math.inf])]).view(1, -1, 1)  # fmt: skip
+    got, out, z = torch.empty_like(x), torch.empty_like(x), torch.ones_like(x)
+    assert kernels.gru_update(x, None, torch.zeros_like(x), z, torch.zeros_like(x), None, got, out)
     ref = torch.tanh(x.double())
     ulp = torch.finfo(torch.float32).eps * ref.abs().clamp(min=torch.finfo(torch.float32).tiny)
     assert ((got.double() - ref).abs() <= 7 * ulp).all()
 
 
-def test_energies_backward_kernel_equals_torch_ops(lib, monkeypatch):
-    """``decoder._energies_backward`` (∂L/∂(W_a s), ∂L/∂v_a, and ∂L/∂(U_a h) accumulated in place)
-    with the kernel as with the PyTorch operations, and as autograd through the energies."""
-    from nmt_lib.decoder import _energies_backward
+@pytest.mark.parametrize("h_dtype", [torch.bfloat16, torch.float32])
+def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype, monkeypatch):
+    """``decoder._attend_backward`` (∂L/∂(W_a s), ∂L/∂v_a, and ∂L/∂(U_a h) accumulated in place)
+    with the kernel as with the PyTorch operations, and as float64 autograd through energies,
+    masked softmax and context; with and without a gradient for the weights."""
+    from nmt_lib.decoder import _attend_backward
 
-    g = torch.Generator().manual_seed(0)
-    B, Tx, N = 6, 9, 33
-    Uh, q = torch.randn(B, Tx, N, generator=g), torch.randn(B, N, generator=g)
-    v, d_e = torch.randn(N, generator=g), torch.randn(B, Tx, generator=g)
+    B, Tx, N, C = 6, 9, 33, 20
+    Uh, q, v, h, mask = _attention_inputs(0, B, Tx, N, C)
+    g = torch.Generator().manual_seed(1)
+    d_c, d_alpha = torch.randn(B, C, generator=g).to(h_dtype), torch.randn(B, Tx, generator=g)
+    h = h.to(h_dtype)
     start = torch.randn(B, Tx, N, generator=g)  # what earlier steps accumulated
-    d_sum = start.clone()
-    d_q, dv = _energies_backward(Uh, q, v, d_e, d_sum)
-    with monkeypatch.context() as m:
-        m.setattr(kernels, "library", lambda: None)
-        ref_sum = start.clone()
-        ref_q, ref_v = _energies_backward(Uh, q, v, d_e, ref_sum)
-    for a, b in ((d_q, ref_q), (dv, ref_v), (d_sum, ref_sum)):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
     Uh64, q64, v64 = (t.double().requires_grad_() for t in (Uh, q, v))
-    e = (torch.tanh(Uh64 + q64[:, None]) @ v64).mul(d_e.double()).sum()
-    gU, gq, gv = torch.autograd.grad(e, (Uh64, q64, v64))
-    torch.testing.assert_close((d_sum - start) * v, gU.float(), rtol=0, atol=1e-5)
-    torch.testing.assert_close(d_q, gq.float(), rtol=0, atol=1e-5)
-    torch.testing.assert_close(dv, gv.float(), rtol=0, atol=1e-5)
+    e = (torch.tanh(Uh64 + q64[:, None]) @ v64).masked_fill(~mask, -math.inf)
+    alpha = e.softmax(-1)
+    for dA in (d_alpha, None):
+        loss = (torch.bmm(alpha[:, None], h.double())[:, 0] * d_c.double()).sum()
+        loss = loss + (0 if dA is None else (alpha * dA.double()).sum())
+        gU, gq, gv = torch.autograd.grad(loss, (Uh64, q64, v64), retain_graph=True)
+        a32 = alpha.detach().float()
+        d_sum = start.clone()
+        d_q, dv = _attend_backward(Uh, q, v, h, d_c, a32, dA, d_sum)
+        torch.testing.assert_close((d_sum - start) * v, gU.float(), rtol=0, atol=1e-5)
+        torch.testing.assert_close(d_q, gq.float(), rtol=0, atol=1e-5)
+        torch.testing.assert_close(dv, gv.float(), rtol=0, atol=1e-5)
+        with monkeypatch.context() as m:
+            m.setattr(kernels, "library", lambda: None)
+            ref_sum = start.clone()
+            ref = _attend_backward(Uh, q, v, h, d_c, a32, dA, ref_sum)
+        tol = 1e-5 if h_dtype == torch.float32 else 5e-3  # PyTorch's bmm rounds h ∂L/∂c to bf16
+        for a, b in ((d_q, ref[0]), (dv, ref[1]), (d_sum, ref_sum)):
+            torch.testing.assert_close(a, b, rtol=0, atol=tol)
+    assert kernels.attend_backward(Uh.double(), q, h, d_c, a32, None, d_sum) is None
+    assert kernels.attend_backward(Uh, q, h, d_c, a32, None, d_sum.transpose(0, 1)) is None
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
@@ -254,13 +293,15 @@ def test_kernels_ignore_the_default_dtype_and_refuse_what_they_cannot_read(lib, 
     try:
         got = kernels.best_words(x, 2, torch.zeros(3, dtype=torch.bool), False, b, False)
         f32 = dict(dtype=torch.float32)
-        e = kernels.energies(
-            torch.randn(2, 3, 4, **f32), torch.randn(2, 4, **f32), torch.ones(4, **f32)
-        )
+        c, e = kernels.attend(torch.randn(2, 3, 4, **f32), torch.randn(2, 4, **f32),
+                              torch.ones(4, **f32), torch.randn(2, 3, 5, **f32),
+                              torch.ones(2, 3, dtype=torch.bool))  # fmt: skip
     finally:
         torch.set_default_dtype(torch.float32)
     assert got[0].dtype == torch.float32 and torch.equal(got[0], ref[0])
-    assert e.dtype == torch.float32 and torch.isfinite(e).all()
+    assert (
+        e.dtype == c.dtype == torch.float32 and torch.isfinite(e).all() and torch.isfinite(c).all()
+    )
     y = torch.tensor([1, 5, 69])
     assert kernels.target_log_prob(x, b, y) is not None
     assert kernels.target_log_prob(x, b, y.int()) is None
