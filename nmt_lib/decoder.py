@@ -328,12 +328,12 @@ def attention_decoder_scan(
 
     Per step: ``[U_r s; U_z s; W_a s]`` in one matmul of ``s_{i-1}``; ``c_i, α_i`` (App. A.1.2);
     the GRU update with ``[C; C_z; C_r] c_i`` in every gate, the state copied past the sentence
-    end. The matmuls (and ``c_i = Σ_j α_ij h_j``) run in :func:`~nmt_lib.gru.compute_dtype` (bf16
-    under autocast), all else (the energies and softmax too) in ``s0``'s dtype; the attention step
-    in :func:`attend` and the GRU's elementwise work in :func:`~nmt_lib.gru.elementwise` (both
-    compiled where they apply), forward and backward. ``tanh(W_a s_{i-1} + U_a h_j)`` is computed
-    a few sentences at a time, in cache, and recomputed in the backward rather than stored
-    (``[Ty, B, Tx, n']``).
+    end. The matmuls run in :func:`~nmt_lib.gru.compute_dtype` (bf16 under autocast), and so does
+    ``c_i = Σ_j α_ij h_j`` (the compiled kernel accumulates it in float32 and rounds it once); all
+    else (the energies and softmax too) in ``s0``'s dtype. The attention step is :func:`attend` and
+    the GRU's elementwise work :func:`~nmt_lib.gru.elementwise` (both compiled where they apply),
+    forward and backward; ``tanh(W_a s_{i-1} + U_a h_j)`` is computed in cache (a sentence, or a few
+    at a time) and recomputed in the backward rather than stored (``[Ty, B, Tx, n']``).
 
     Args:
         a: ``[B, Ty, 3n]`` = ``[W; W_z; W_r] ē(y_i) + b``; s0: ``[B, n]``; y_mask: ``[B, Ty]``;

@@ -195,13 +195,15 @@ static inline float energy(const float *uh, const float *ws, const float *v, int
     return acc;
 }
 
-#define MAX_CONTEXT 8192 /* ctx of attend: a row of c lives on the thread's stack */
+#define MAX_CONTEXT 8192 /* ctx of attend, attend_backward (kernels.py checks it): a row lives on
+                            * each thread's stack */
 
 /* One attention step (attention.Attention without autograd, decoder._AttentionDecoderScan), for B
  * sentences, G states each: the energies e_j = v . tanh(Uh[b, j] + Ws[b, g]) at the real positions
- * (mask[b, j]; the padding's are not computed), alpha = their softmax (0 at padding),
- * c = sum_j alpha_j h[b, j], accumulated in float32. Uh [B, Tx, N], Ws [B * G, N], v [N], alpha [B * G, Tx] float32; mask
- * [B, Tx]; h [B, Tx, C] and c [B * G, C] bf16 (h_bf16, c_bf16) or float32; all contiguous. */
+ * (mask[b, j]; the padding's are not computed), alpha = their softmax (0 at padding; a row
+ * without real positions: alpha = 0, c = 0), c = sum_j alpha_j h[b, j], accumulated in float32.
+ * Uh [B, Tx, N], Ws [B * G, N], v [N], alpha [B * G, Tx] float32; mask [B, Tx]; h [B, Tx, C] and
+ * c [B * G, C] bf16 (h_bf16, c_bf16) or float32; all contiguous. */
 void attend(const float *Uh, const float *Ws, const float *v, const uint8_t *mask, const void *h,
             int h_bf16, int64_t B, int64_t G, int64_t Tx, int64_t N, int64_t C, int threads,
             float *alpha, void *c, int c_bf16) {

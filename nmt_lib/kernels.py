@@ -103,7 +103,8 @@ def load() -> ctypes.CDLL | None:
     lib.best_words.restype = None
     lib.attend.argtypes = [p, p, p, p, p, i32, i64, i64, i64, i64, i64, i32, p, p, i32]
     lib.attend.restype = None
-    lib.attend_backward.argtypes = [p, p, p, i32, p, i32, p, p, i64, i64, i64, i64, i32, p, p, p, p]
+    lib.attend_backward.argtypes = [p, p, p, i32, p, i32, p, p, i64, i64, i64, i64, i32, p, p, p,
+                                    p]  # fmt: skip
     lib.attend_backward.restype = None
     lib.target_logp.argtypes = [p, i32, i64, i64, i64, p, p, i32, p, p]
     lib.target_logp.restype = None
@@ -168,24 +169,30 @@ def _rows_of(t: Tensor, *shape: int) -> bool:
     )
 
 
+MAX_CONTEXT = 8192  # kernels.c: ctx of the attention kernels (a row lives on each thread's stack)
+
+
 def attend(
     Uh: Tensor, Ws: Tensor, v_a: Tensor, h: Tensor, mask: Tensor, out: tuple | None = None
 ) -> tuple[Tensor, Tensor] | None:
     """One attention step in one pass (``kernels.c``): the energies
-    (:func:`nmt_lib.attention.energies_in_pieces`) at the real positions only, the masked softmax (:func:`nmt_lib.attention.masked_softmax`) and the context ``c = Σ_j α_j h_j``
-    accumulated in float32 (:func:`nmt_lib.attention.context` rounds ``α`` to ``h``'s dtype
-    first). ``Uh [B, Tx, n']``, ``Ws [G * B, n']``, ``v_a [n']`` float32; ``h [B, Tx, ctx]`` bf16
-    or float32; ``mask [B, Tx]`` bool. Returns ``(c [G * B, ctx]`` in ``h``'s dtype, ``α [G * B,
-    Tx]`` float32), written into ``out = (c, α)`` when given (contiguous, ``c`` bf16 or float32);
-    or None where the kernel does not apply (other dtypes or devices, ``ctx`` > 8192, an ``out``
-    it cannot write, no library)."""
-    (B, Tx, N), GB = Uh.shape, Ws.shape[0]
-    C = h.shape[-1]
+    (:func:`nmt_lib.attention.energies_in_pieces`) at the real positions only, the masked softmax
+    (:func:`nmt_lib.attention.masked_softmax`) and the context ``c = Σ_j α_j h_j`` accumulated in
+    float32 (:func:`nmt_lib.attention.context` rounds ``α`` to ``h``'s dtype first); a row without
+    real positions gets ``α = 0``, ``c = 0`` (``masked_softmax``: NaN). ``Uh [B, Tx, n']``,
+    ``Ws [G * B, n']``, ``v_a [n']`` float32; ``h [B, Tx, ctx]`` bf16 or float32; ``mask [B, Tx]``
+    bool. Returns ``(c [G * B, ctx]`` in ``h``'s dtype, ``α [G * B, Tx]`` float32), written into
+    ``out = (c, α)`` when given (contiguous, ``c`` bf16 or float32); or None where the kernel does
+    not apply (other dtypes, shapes or devices, ``ctx`` > ``MAX_CONTEXT``, an ``out`` it cannot
+    write, no library)."""
+    (B, Tx, N), (GB, C) = Uh.shape, (Ws.shape[0], h.shape[-1])
+    if (not _cpu(Uh, Ws, v_a) or Ws.shape != (GB, N) or v_a.shape != (N,) or GB % max(B, 1)
+            or (GB and not B) or not _rows_of(h, B, Tx, C) or C > MAX_CONTEXT
+            or mask.shape != (B, Tx) or not _cpu(mask, dtypes=(torch.bool,))):  # fmt: skip
+        return None
     c, alpha = out or (_buffer(GB, C, dtype=h.dtype), _buffer(GB, Tx))
-    if (not _cpu(Uh, Ws, v_a, alpha) or not _rows_of(h, B, Tx, C) or not _rows_of(c, GB, C)
-            or C > 8192 or alpha.shape != (GB, Tx) or not alpha.is_contiguous()
-            or mask.shape != (B, Tx) or not _cpu(mask, dtypes=(torch.bool,))
-            or (lib := library()) is None):  # fmt: skip
+    if (not _rows_of(c, GB, C) or not _cpu(alpha) or alpha.shape != (GB, Tx)
+            or not alpha.is_contiguous() or (lib := library()) is None):  # fmt: skip
         return None
     Uh, Ws, v_a, mask = Uh.contiguous(), Ws.contiguous(), v_a.contiguous(), mask.contiguous()
     if GB:
@@ -207,15 +214,16 @@ def attend_backward(
     """The backward of :func:`attend` for one state per sentence, without the factor ``v_a``
     (``kernels.c``), for ``nmt_lib.decoder._AttentionDecoderScan``: from ``∂L/∂c = d_c [B, ctx]``
     and ``∂L/∂α = d_alpha [B, Tx]`` (None: 0), adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']``
-    in place and returns ``(Σ_j ∂L/∂e_j (1 - t_j²) [B, n'], Σ_bj ∂L/∂e_j t_j [n'])``. ``Uh``, ``q``
-    (``W_a s``), ``alpha``, ``d_alpha``, ``d_sum`` float32, ``h`` and ``d_c`` bf16 or float32.
-    None where the kernel does not apply (other dtypes or devices, ``d_sum`` not contiguous, ``ctx``
-    > 8192, no library)."""
+    in place and returns ``(Σ_j ∂L/∂e_j (1 - t_j²) [B, n'], Σ_bj ∂L/∂e_j t_j [n'])``. ``Uh``, ``q
+    [B, n']`` (``W_a s``), ``alpha``, ``d_alpha``, ``d_sum`` float32, ``h`` and ``d_c`` both bf16 or
+    both float32. None where the kernel does not apply (other dtypes, shapes or devices, ``d_sum``
+    not contiguous, ``ctx`` > ``MAX_CONTEXT``, no library)."""
     (B, Tx, N), C = Uh.shape, h.shape[-1]
     if (not _cpu(Uh, q, alpha, d_sum, *([] if d_alpha is None else [d_alpha]))
-            or not _rows_of(h, B, Tx, C) or not _cpu(d_c, dtypes=(torch.bfloat16, torch.float32))
-            or d_c.shape != (B, C) or not d_sum.is_contiguous() or d_sum.shape != Uh.shape
-            or C > 8192 or (lib := library()) is None):  # fmt: skip
+            or q.shape != (B, N) or alpha.shape != (B, Tx) or d_sum.shape != Uh.shape
+            or (d_alpha is not None and d_alpha.shape != (B, Tx)) or not d_sum.is_contiguous()
+            or not _rows_of(h, B, Tx, C) or d_c.dtype != h.dtype or d_c.shape != (B, C)
+            or d_c.device != h.device or C > MAX_CONTEXT or (lib := library()) is None):  # fmt: skip
         return None
     Uh, q, alpha, d_c = Uh.contiguous(), q.contiguous(), alpha.contiguous(), d_c.contiguous()
     d_alpha = None if d_alpha is None else d_alpha.contiguous()

@@ -180,6 +180,8 @@ def test_attend_kernel_equals_torch_ops(lib, G, h_dtype, monkeypatch):
     assert kernels.attend(Uh, Ws, v, h, mask.int()) is None
     assert kernels.attend(Uh, Ws, v, h.transpose(0, 1).contiguous().transpose(0, 1), mask) is None
     assert kernels.attend(Uh, Ws, v, h, mask, (c.t().contiguous().t(), alpha)) is None
+    for bad in ((Uh, Ws[:-1], v), (Uh, Ws[:, :-1], v), (Uh, Ws, v[:-1])):  # shapes it cannot read
+        assert kernels.attend(*bad, h, mask) is None
 
 
 def test_tanh_of_the_kernels_is_accurate(lib):
@@ -229,6 +231,10 @@ def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype, monkeypatch):
             torch.testing.assert_close(a, b, rtol=0, atol=tol)
     assert kernels.attend_backward(Uh.double(), q, h, d_c, a32, None, d_sum) is None
     assert kernels.attend_backward(Uh, q, h, d_c, a32, None, d_sum.transpose(0, 1)) is None
+    other = torch.float32 if h_dtype == torch.bfloat16 else torch.bfloat16
+    for bad in ((q[:, :-1], d_c, a32, None), (q, d_c, a32[:, :-1], None), (q, d_c, a32, d_alpha[:, :1]),
+                (q, d_c.to(other), a32, None)):  # fmt: skip
+        assert kernels.attend_backward(Uh, bad[0], h, bad[1], bad[2], bad[3], d_sum) is None
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
