@@ -231,28 +231,28 @@ class _GRUScan(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dH):
         h0, U_rz, U, mask, H, R, Z, Ht, RH = ctx.saved_tensors
-        T, n, cd = H.shape[0], h0.shape[-1], U.dtype
+        (T, D, B), n, cd = H.shape[:3], h0.shape[-1], U.dtype
         H_prev = torch.cat([h0[None], H[:-1]])  # h_0 .. h_{T-1}
         dA = H.new_empty(*H.shape[:-1], 3 * n)  # ∂L/∂a: [candidate; z; r], time-major
         dh = torch.zeros_like(h0)
-        d_cand = dh.new_empty(dh.shape, dtype=cd)  # ∂L/∂a of the candidate, for U
-        d_rz = dh.new_empty(*dh.shape[:-1], 2 * n, dtype=cd)  # ∂L/∂a of r, z, for [U_r; U_z]
+        # in the compute dtype and direction-major, [D, T*B, ·] views for the weight gradients:
+        D_cand = dA.new_empty(D, T, B, n, dtype=cd)  # ∂L/∂a of the candidate, for U
+        D_rz = dA.new_empty(D, T, B, 2 * n, dtype=cd)  # ∂L/∂a of r, z, for [U_r; U_z]
         _, _, back_update, back_reset = elementwise(ctx.fused)
         for t in reversed(range(T)):
             k = ctx.ks[t]
-            dA[t, :, k:] = 0  # the rows past their end
+            dA[t, :, k:], D_cand[:, t, k:], D_rz[:, t, k:] = 0, 0, 0  # the rows past their end
             dh += dH[t]  # ∂L/∂h_t; rows from k on: past the end, h_t = h_{t-1}, it passes through
             m = None if mask is None else mask[t, :, :k]  # padding: h_t = h_{t-1}, it passes too
             h, r, z, h_tilde = H_prev[t, :, :k], R[t, :, :k], Z[t, :, :k], Ht[t, :, :k]
-            back_update(dh[:, :k], m, z, h_tilde, h, dA[t, :, :k], d_cand[:, :k])
-            d_rh = torch.matmul(d_cand[:, :k], U.mT)
-            back_reset(d_rh, h, r, dA[t, :, :k], d_rz[:, :k], dh[:, :k])
-            dh[:, :k] += torch.matmul(d_rz[:, :k], U_rz.mT)
+            back_update(dh[:, :k], m, z, h_tilde, h, dA[t, :, :k], D_cand[:, t, :k])
+            d_rh = torch.matmul(D_cand[:, t, :k], U.mT)
+            back_reset(d_rh, h, r, dA[t, :, :k], D_rz[:, t, :k], dh[:, :k])
+            dh[:, :k] += torch.matmul(D_rz[:, t, :k], U_rz.mT)
         # weight gradients: one matmul over all steps and sentences each, [D, n, T*B] @ [D, T*B, k]
         rows = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[-1])  # noqa: E731
-        dU = transposed(rows(RH), cd, ctx.fused) @ rows(dA[..., :n]).to(cd)
-        d_rz = torch.cat([dA[..., 2 * n :], dA[..., n : 2 * n]], -1)
-        dU_rz = transposed(rows(H_prev), cd, ctx.fused) @ rows(d_rz).to(cd)
+        dU = transposed(rows(RH), cd, ctx.fused) @ D_cand.view(D, T * B, n)
+        dU_rz = transposed(rows(H_prev), cd, ctx.fused) @ D_rz.view(D, T * B, 2 * n)
         return dA, dh, dU_rz, dU, None, None
 
 
