@@ -369,9 +369,9 @@ def attend(Uh: Tensor, Ws: Tensor, v_a: Tensor, h: Tensor, mask: Tensor, out=Non
 def _attend_backward(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum) -> tuple[Tensor, Tensor]:
     """The backward of :func:`attend` for one state per sentence: ``∂L/∂α = h ∂L/∂c + d_alpha``
     (None: 0), the softmax's backward ``∂L/∂e``, and that of ``e = v_aᵀ tanh(q + U_a h_j)`` a few
-    sentences at a time, ``t`` recomputed: adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']`` in place and
-    returns ``∂L/∂q [B, n']`` (``q = W_a s``) and ``∂L/∂v_a [n']``. In one pass where the compiled
-    kernel applies (:func:`nmt_lib.kernels.attend_backward`)."""
+    sentences at a time, ``t`` recomputed: adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']`` in
+    place and returns ``∂L/∂q [B, n']`` (``q = W_a s``) and ``∂L/∂v_a [n']``. In one pass where the
+    compiled kernel applies (:func:`nmt_lib.kernels.attend_backward`)."""
     fast = kernels.attend_backward(Uh, q, h, d_c, alpha, d_alpha, d_sum)
     if fast is not None:
         return fast[0] * v_a, fast[1]
