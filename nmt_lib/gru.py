@@ -191,7 +191,7 @@ def fast_gru_scan(
     *lead, B, T, n3 = a.shape
     n, cd = n3 // 3, compute_dtype(U)
     D = torch.Size(lead).numel()
-    a_t = a.reshape(D, B, T, n3).to(h0.dtype).permute(2, 0, 1, 3).contiguous()  # time-major
+    a_t = a.reshape(D, B, T, n3).permute(2, 0, 1, 3)  # time-major view: read in place, as it is
     m_t = None if mask is None else mask.reshape(D, B, T).permute(2, 0, 1).unsqueeze(-1)
     U_rz = U_rz.to(cd).expand(*lead, n, 2 * n).reshape(D, n, 2 * n)
     U = U.to(cd).expand(*lead, n, n).reshape(D, n, n)
@@ -202,7 +202,9 @@ def fast_gru_scan(
 class _GRUScan(torch.autograd.Function):
     """``a [T, D, B, 3n]``, ``h0 [D, B, n]``, ``U_rz [D, n, 2n]``, ``U [D, n, n]``, ``mask [T, D, B,
     1]`` or None -> ``h_1..h_T [T, D, B, n]``; D independent GRUs (e.g. the two directions).
-    Step ``t`` computes only the first :func:`active_rows` rows; the others copy their state."""
+    Step ``t`` computes only the first :func:`active_rows` rows; the others copy their state. ``a``
+    may be any view, in any float dtype (the sums are computed in ``h0``'s); its gradient comes in
+    ``a``'s memory layout."""
 
     @staticmethod
     def forward(ctx, a, h0, U_rz, U, mask, fused):
@@ -226,6 +228,7 @@ class _GRUScan(torch.autograd.Function):
                 H[t] = h
         ctx.save_for_backward(h0, U_rz, U, mask, H, R, Z, Ht, RH)
         ctx.ks, ctx.fused = ks, fused
+        ctx.a_shape, ctx.a_order = a.shape, sorted(range(4), key=lambda i: -a.stride(i))
         return H
 
     @staticmethod
@@ -233,7 +236,10 @@ class _GRUScan(torch.autograd.Function):
         h0, U_rz, U, mask, H, R, Z, Ht, RH = ctx.saved_tensors
         (T, D, B), n, cd = H.shape[:3], h0.shape[-1], U.dtype
         H_prev = torch.cat([h0[None], H[:-1]])  # h_0 .. h_{T-1}
-        dA = H.new_empty(*H.shape[:-1], 3 * n)  # ∂L/∂a: [candidate; z; r], time-major
+        order = ctx.a_order  # ∂L/∂a [T, D, B, 3n] ([candidate; z; r]) laid out in memory as a:
+        dA = H.new_empty([ctx.a_shape[i] for i in order]).permute(
+            [order.index(i) for i in range(4)]
+        )
         dh = torch.zeros_like(h0)
         # in the compute dtype and direction-major, [D, T*B, ·] views for the weight gradients:
         D_cand = dA.new_empty(D, T, B, n, dtype=cd)  # ∂L/∂a of the candidate, for U
