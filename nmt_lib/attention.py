@@ -57,7 +57,7 @@ def energies_in_pieces(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor:
     (about 4x faster on a CPU for a beam of 640 rows), and each sentence's ``U_a h_j`` is read once
     for its ``G`` states. ``Uh [B, Tx, n']`` -> ``[G * B, Tx]``."""
     (B, Tx, n_a), v_a = Uh.shape, v_a.to(Uh.dtype)
-    Ws = Ws.to(Uh.dtype).view(B, groups(Ws, B), 1, n_a)  # [B, G, 1, n']
+    Ws = Ws.to(Uh.dtype).reshape(B, groups(Ws, B), 1, n_a)  # [B, G, 1, n']
     rows = piece_rows(Uh, Ws.shape[1])
     e, buf = Uh.new_empty(Ws.shape[:2] + (Tx,)), Uh.new_empty(min(rows, B), Ws.shape[1], Tx, n_a)
     with torch.autocast(Uh.device.type, enabled=False):

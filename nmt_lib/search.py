@@ -21,8 +21,9 @@ All sentences of a batch are searched together: ``B * width`` rows in one tensor
 index, against the ``B`` encoded sentences (each once, not once per hypothesis). ``width`` is 1 at
 the first step (one empty hypothesis per sentence), then the most live hypotheses any sentence
 has (``beam`` until hypotheses end; finished ones are not carried, as in GroundHog); sentences
-that are done are dropped from the tensors. The model is used only through the interface of ``CONTRIBUTING.md`` (``encode``,
-``Encoded.select``, ``init_state``, ``readout_step`` with ``G`` states per sentence, or
+that are done are dropped from the tensors. The model is used only through the interface of
+``CONTRIBUTING.md``: ``encode``, ``Encoded.select``, and the steps of :func:`model_steps` (the
+model's ``decode_steps``, or ``init_state``, ``readout_step`` with ``G`` states per sentence or
 ``readout_logits`` where the model has it, ``next_state`` with ``step_weights`` where it has them).
 """
 
@@ -92,6 +93,35 @@ def state_update(model):
     if hasattr(model, "step_weights"):
         return functools.partial(model.next_state, weights=model.step_weights())
     return model.next_state
+
+
+class ModelSteps:
+    """A search's steps through the model interface (CONTRIBUTING.md): :func:`readout` and
+    :func:`state_update`. ``start(enc)`` -> state; ``readout(enc, state)`` -> ``(x, bias,
+    normalized, alpha, carry)`` (:func:`readout`'s, and ``carry``: per-row tensors, which a beam
+    reorders); ``advance(carry, y)`` -> the state after emitting ``y``. Here a state is ``(s,
+    y_prev)`` and ``carry`` is ``(s, c)``."""
+
+    def __init__(self, model):
+        self.model, self.next_state = model, state_update(model)
+
+    def start(self, enc) -> tuple:
+        return self.model.init_state(enc), None
+
+    def readout(self, enc, state: tuple) -> tuple:
+        s, y_prev = state
+        x, bias, normalized, c, alpha = readout(self.model, enc, s, y_prev)
+        return x, bias, normalized, alpha, (s, c)
+
+    def advance(self, carry: tuple, y: Tensor) -> tuple:
+        s, c = carry
+        return self.next_state(s, y, c), y
+
+
+def model_steps(model):
+    """The model's own faster steps (``decode_steps()``, e.g. :class:`nmt_lib.model.DecodeSteps`:
+    the same protocol and function) where it has them, else :class:`ModelSteps`."""
+    return model.decode_steps() if hasattr(model, "decode_steps") else ModelSteps(model)
 
 
 def best_words(
@@ -176,14 +206,14 @@ def greedy_search(
     B = x.shape[0]
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     enc = model.encode(x, x_mask)
-    s = model.init_state(enc)  # [B, n]
-    next_state = state_update(model)
-    y_prev, done = None, torch.zeros(B, dtype=torch.bool, device=x.device)
+    steps = model_steps(model)
+    state = steps.start(enc)
+    done = torch.zeros(B, dtype=torch.bool, device=x.device)
     cost = torch.zeros(B, dtype=torch.float32, device=x.device)
     length = torch.zeros(B, dtype=torch.long, device=x.device)
     ys, alphas = [], []
     for k in range(int(max_len.max())):
-        scores, bias, normalized, c, alpha = readout(model, enc, s, y_prev)  # [B, K]
+        scores, bias, normalized, alpha, carry = steps.readout(enc, state)  # [B, K]
         lp, y = best_words(scores, 1, k < min_len, ignore_unk, bias, normalized)
         lp, y = lp.squeeze(1), y.squeeze(1)
         active = ~done
@@ -194,8 +224,7 @@ def greedy_search(
         done = done | (y == EOS) | (k + 1 >= max_len)
         if bool(done.all()):
             break
-        s = next_state(s, y, c)
-        y_prev = y
+        state = steps.advance(carry, y)
     tokens = torch.stack(ys, 1).tolist()  # [B, T]
     lengths, costs = length.tolist(), cost.tolist()
     out = []
@@ -236,8 +265,8 @@ def beam_search(
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     L = int(max_len.max())
     enc = model.encode(x, x_mask)  # [B', ...]: each sentence once for its hypotheses
-    s = model.init_state(enc)  # [B' * width, n]: width 1 (the empty hypothesis), then <= beam
-    next_state = state_update(model)
+    steps = model_steps(model)
+    state = steps.start(enc)  # rows [B' * width]: width 1 (the empty hypothesis), then <= beam
     inf = torch.tensor(math.inf, device=dev)
     cost = torch.zeros(B, 1, device=dev)  # [B', width] of the active sentences
     hist = torch.zeros(B, 1, 0, dtype=torch.long, device=dev)  # [B', width, k]
@@ -252,7 +281,6 @@ def beam_search(
     best_len = torch.zeros(B, dtype=torch.long, device=dev)
     best_fin = torch.zeros(B, dtype=torch.bool, device=dev)
     best_alpha = torch.zeros(B, L, Tx, device=dev) if return_alpha else None
-    y_prev = None
 
     def record(sel: Tensor, j: Tensor, score: Tensor, c: Tensor, fin: bool, k: int) -> None:
         """Store hypothesis ``j [n]`` of active sentences ``sel [n]`` (bool mask over B')."""
@@ -266,7 +294,7 @@ def beam_search(
 
     for k in range(L):
         Bk, width = cost.shape
-        scores, bias, normalized, c, alpha = readout(model, enc, s, y_prev)  # [Bk*width, K]
+        scores, bias, normalized, alpha, carry = steps.readout(enc, state)  # [Bk*width, K]
         no_eos = (k < min_len[ids]).repeat_interleave(width)
         # the best `beam` of all width*K candidates are among each row's `beam` best words
         kb = min(beam, scores.shape[-1])
@@ -321,8 +349,8 @@ def beam_search(
         if act.numel() < Bk:
             enc, ids, n_fin = enc.select(act), ids[act], n_fin[act]
         rows = (act[:, None] * width + parent).view(-1)  # parent rows in the current tensors
-        y_prev = word.reshape(-1)
-        s = next_state(s[rows], y_prev, c[rows])  # GroundHog: y_i and the same c_i
+        # GroundHog: s_i from the parent's s_{i-1}, y_i and the same c_i
+        state = steps.advance(tuple(t[rows] for t in carry), word.reshape(-1))
     tokens, lengths = best_tok.tolist(), best_len.tolist()
     src_len = x_mask.sum(1).tolist()
     out = []

@@ -80,7 +80,10 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 # `sentence × beam` of one tensor, against each sentence's encoding once) and uses the model only
 # through `encode`, `init_state`, `readout_step` (or, where the model has it, `readout_logits`: the
 # search then normalises only what it needs, a few rows at a time) and `next_state` (with the
-# model's `step_weights`, where it has them, computed once per search). The length rules:
+# model's `step_weights`, where it has them, computed once per search). nmt_lib's models also have
+# `decode_steps`, the same two steps with the matrix products that share an input merged, which
+# the search uses instead (`search.model_steps`; the tests check it gives the same logits and
+# states). The length rules:
 #
 # ```{literalinclude} ../../nmt_lib/search.py
 # :pyobject: length_limits

@@ -129,7 +129,8 @@ def test_decoder_gradcheck(attention):
 def test_step_weights_computed_once_give_the_same_states(monkeypatch):
     """``step_state`` with :meth:`Decoder.step_weights` computed beforehand (what a search does,
     once) gives the same states as computing them itself, in float64 and under bf16 autocast
-    (where, without autograd, they are already cast to bf16); a beam search asks once."""
+    (where, without autograd, they are already cast to bf16); a beam search asks once, as for
+    ``decode_steps``."""
     from nmt_lib import search
     from nmt_lib.config import ModelConfig
     from nmt_lib.model import build_model
@@ -148,12 +149,13 @@ def test_step_weights_computed_once_give_the_same_states(monkeypatch):
         ref = dec.step_state(s0.float(), y[:, 0], c.float())  # autograd on: gru_step, gates in bf16
     torch.testing.assert_close(got, ref, rtol=0, atol=0.02)  # decoding: gates in float32
 
-    model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2))
-    calls = []
-    orig = model.step_weights
-    monkeypatch.setattr(model, "step_weights", lambda: calls.append(1) or orig())
-    search.decode_corpus(model.eval(), [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=2)
-    assert calls == [1]
+    model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)).eval()
+    for name in ("decode_steps", "step_weights"):  # the model's own steps; the interface's
+        calls, orig = [], getattr(model, name)
+        monkeypatch.setattr(model, name, lambda orig=orig, calls=calls: calls.append(1) or orig())
+        search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=2)
+        assert calls == [1]
+        monkeypatch.setattr(search, "model_steps", search.ModelSteps)
 
 
 def test_deep_output_maxout_over_adjacent_pairs_ties_included():

@@ -169,6 +169,44 @@ def test_readout_with_several_states_per_sentence(arch):
         torch.testing.assert_close(z + b, full, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_decode_steps_equal_the_step_interface(arch, dtype):
+    """``decode_steps`` (a search's faster steps) gives the logits, weights and states of
+    ``readout_logits``/``next_state`` (through ``search.ModelSteps``), with the beam's reordering of
+    rows between steps: to rounding in float64 and float32 (the compiled kernels), to bf16's in
+    autocast (products merged, so rounded in another order)."""
+    from nmt_lib.search import ModelSteps
+
+    model, x, x_mask, y, _ = setup(arch)
+    model = model.to(torch.float32 if dtype == torch.bfloat16 else dtype)
+    tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 0.1}[dtype]
+    G, gen = 2, torch.Generator().manual_seed(1)
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=dtype == torch.bfloat16):
+        enc = model.encode(x, x_mask)
+        fast, ref = model.decode_steps(), ModelSteps(model)
+        states = [fast.start(enc), ref.start(enc)]
+        for _ in range(4):
+            outs = [steps.readout(enc, st) for steps, st in zip((fast, ref), states, strict=True)]
+            (z, b, norm, alpha, carry), (z_ref, b_ref, norm_ref, alpha_ref, carry_ref) = outs
+            assert norm is norm_ref is False and z.dtype == z_ref.dtype
+            torch.testing.assert_close(
+                (z + b).double(), (z_ref + b_ref).double(), rtol=tol, atol=tol
+            )
+            if alpha_ref is None:
+                assert alpha is None
+            else:
+                torch.testing.assert_close(alpha.double(), alpha_ref.double(), rtol=tol, atol=tol)
+            # the next rows: G hypotheses per sentence, from random parents of the same sentence
+            R = z.shape[0]
+            parents = torch.randint(0, R // x.shape[0], (x.shape[0], G), generator=gen)
+            rows = (torch.arange(x.shape[0])[:, None] * (R // x.shape[0]) + parents).view(-1)
+            words = torch.randint(3, CFG.trg_vocab, (rows.numel(),), generator=gen)
+            states = [steps.advance(tuple(t[rows] for t in c), words)
+                      for steps, c in zip((fast, ref), (carry, carry_ref), strict=True)]  # fmt: skip
+            torch.testing.assert_close(states[0][0], states[1][0], rtol=tol, atol=tol)
+
+
 def test_model_gradcheck():
     model, x, x_mask, y, y_mask = setup("RNNsearch", gate_bias=True)
     names = [k for k, _ in model.named_parameters()]
