@@ -6,6 +6,9 @@
 #include <omp.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 static inline float bf16_to_float(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
@@ -187,12 +190,120 @@ static inline void row_out(const view *v, int64_t d, int64_t i, int64_t off, int
     }
 }
 
-/* v . tanh(uh + ws) over n' = N. */
-static inline float energy(const float *uh, const float *ws, const float *v, int64_t N) {
-    float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-    for (int64_t d = 0; d < N; d++) acc += v[d] * tanh_float(uh[d] + ws[d]);
-    return acc;
+#ifdef __AVX512F__
+/* tanh_float on 16 floats, its division replaced by a reciprocal estimate (rel. error < 2^-14) and
+ * one Newton step: within 2.5 float32 ulps of tanh on a dense sweep (tanh_float: 4.9), 1 - 2^-22
+ * at +inf; 1.2x the throughput (the division bounds the energies). max/min return their second
+ * operand for NaN: NaN stays NaN. */
+static inline __m512 tanh16(__m512 x) {
+    const __m512 c = _mm512_set1_ps(7.90531110763549805f);
+    __m512 xc = _mm512_min_ps(c, _mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), c), x));
+    __m512 x2 = _mm512_mul_ps(xc, xc), p = _mm512_set1_ps(-2.76076847742355e-16f), q, r;
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.00018790482477e-13f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-8.60467152213735e-11f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(5.12229709037114e-08f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(1.48572235717979e-05f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(6.37261928875436e-04f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(4.89352455891786e-03f));
+    q = _mm512_fmadd_ps(_mm512_set1_ps(1.19825839466702e-06f), x2,
+                        _mm512_set1_ps(1.18534705686654e-04f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(2.26843463243900e-03f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(4.89352518554385e-03f));
+    r = _mm512_rcp14_ps(q);
+    r = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(1.0f)), r);
+    return _mm512_mul_ps(_mm512_mul_ps(p, xc), r);
+}
+
+#define ALL ((__mmask16)0xFFFF)
+static inline __mmask16 lanes(int64_t left) { /* the first `left` < 16 of 16 lanes */
+    return (__mmask16)((1u << left) - 1u);
+}
+#endif
+
+/* p[0:n] = tanh(p + q) (tanh16 where there is AVX-512: every tanh of the GRU and the attention
+ * kernels is the same function). */
+static inline void tanh_of_sum(float *p, const float *q, int64_t n) {
+#ifdef __AVX512F__
+    int64_t d = 0;
+    for (; d + 16 <= n; d += 16) {
+        __m512 x = _mm512_add_ps(_mm512_loadu_ps(p + d), _mm512_loadu_ps(q + d));
+        _mm512_storeu_ps(p + d, tanh16(x));
+    }
+    if (d < n) {
+        __mmask16 m = lanes(n - d);
+        __m512 x = _mm512_add_ps(_mm512_maskz_loadu_ps(m, p + d), _mm512_maskz_loadu_ps(m, q + d));
+        _mm512_mask_storeu_ps(p + d, m, tanh16(x));
+    }
+#else
+#pragma omp simd
+    for (int64_t d = 0; d < n; d++) p[d] = tanh_float(p[d] + q[d]);
+#endif
+}
+
+#ifdef __AVX512F__
+/* energy2's 16 columns from d on, of which the lanes m (all 16 but in a last pass). */
+static inline void energy2_lanes(const float *u0, const float *u1, const float *ws, const float *v,
+                                 int64_t d, __mmask16 m, __m512 *a0, __m512 *a1) {
+    __m512 w = _mm512_maskz_loadu_ps(m, ws + d), vd = _mm512_maskz_loadu_ps(m, v + d);
+    *a0 = _mm512_fmadd_ps(vd, tanh16(_mm512_add_ps(_mm512_maskz_loadu_ps(m, u0 + d), w)), *a0);
+    *a1 = _mm512_fmadd_ps(vd, tanh16(_mm512_add_ps(_mm512_maskz_loadu_ps(m, u1 + d), w)), *a1);
+}
+#endif
+
+/* The energies e[0] = v . tanh(u0 + ws), e[1] = v . tanh(u1 + ws) over n' = N: two positions per
+ * pass share the loads of ws and v (1.35x as fast as one at a time with tanh_float). */
+static inline void energy2(const float *u0, const float *u1, const float *ws, const float *v,
+                           int64_t N, float *e) {
+#ifdef __AVX512F__
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int64_t d = 0;
+    for (; d + 16 <= N; d += 16) energy2_lanes(u0, u1, ws, v, d, ALL, &a0, &a1);
+    if (d < N) energy2_lanes(u0, u1, ws, v, d, lanes(N - d), &a0, &a1);
+    e[0] = _mm512_reduce_add_ps(a0);
+    e[1] = _mm512_reduce_add_ps(a1);
+#else
+    float a0 = 0.0f, a1 = 0.0f;
+#pragma omp simd reduction(+ : a0, a1)
+    for (int64_t d = 0; d < N; d++) {
+        a0 += v[d] * tanh_float(u0[d] + ws[d]);
+        a1 += v[d] * tanh_float(u1[d] + ws[d]);
+    }
+    e[0] = a0;
+    e[1] = a1;
+#endif
+}
+
+#ifdef __AVX512F__
+/* energy_backward's 16 columns from d on, of which the lanes m. */
+static inline void energy_backward_lanes(const float *uh, const float *q, float de, float *ds,
+                                         float *dq, float *dv, int64_t d, __mmask16 m) {
+    __m512 dev = _mm512_set1_ps(de);
+    __m512 t = tanh16(
+        _mm512_add_ps(_mm512_maskz_loadu_ps(m, uh + d), _mm512_maskz_loadu_ps(m, q + d)));
+    __m512 gt = _mm512_mul_ps(dev, _mm512_fnmadd_ps(t, t, _mm512_set1_ps(1.0f)));
+    _mm512_mask_storeu_ps(ds + d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, ds + d), gt));
+    _mm512_mask_storeu_ps(dq + d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dq + d), gt));
+    _mm512_mask_storeu_ps(dv + d, m, _mm512_fmadd_ps(dev, t, _mm512_maskz_loadu_ps(m, dv + d)));
+}
+#endif
+
+/* With t = tanh(uh + q) (the same function as energy2's) and gt = de (1 - t^2) over n' = N:
+ * ds += gt, dq += gt, dv += de t. */
+static inline void energy_backward(const float *uh, const float *q, float de, float *ds, float *dq,
+                                   float *dv, int64_t N) {
+#ifdef __AVX512F__
+    int64_t d = 0;
+    for (; d + 16 <= N; d += 16) energy_backward_lanes(uh, q, de, ds, dq, dv, d, ALL);
+    if (d < N) energy_backward_lanes(uh, q, de, ds, dq, dv, d, lanes(N - d));
+#else
+#pragma omp simd
+    for (int64_t d = 0; d < N; d++) {
+        float t = tanh_float(uh[d] + q[d]), gt = de * (1.0f - t * t);
+        ds[d] += gt;
+        dq[d] += gt;
+        dv[d] += de * t;
+    }
+#endif
 }
 
 #define MAX_CONTEXT 8192 /* ctx of attend, attend_backward (kernels.py checks it): a row lives on
@@ -215,11 +326,26 @@ void attend(const float *Uh, const float *Ws, const float *v, const uint8_t *mas
         for (int64_t b = 0; b < B; b++)
             for (int64_t g = 0; g < G; g++) {
                 const uint8_t *real = mask + b * Tx;
-                float *a = alpha + (b * G + g) * Tx, m = -INFINITY, s = 0.0f;
-                for (int64_t j = 0; j < Tx; j++) {
-                    a[j] = real[j] ? energy(Uh + (b * Tx + j) * N, Ws + (b * G + g) * N, v, N) : 0;
-                    m = real[j] && a[j] > m ? a[j] : m;
+                float *a = alpha + (b * G + g) * Tx, m = -INFINITY, s = 0.0f, e[2];
+                int64_t nr = 0, j0 = 0;
+                for (int64_t j = 0; j < Tx; j++) { /* the real positions, two by two */
+                    a[j] = 0.0f;
+                    if (!real[j]) continue;
+                    if (nr++ % 2 == 0) {
+                        j0 = j;
+                        continue;
+                    }
+                    energy2(Uh + (b * Tx + j0) * N, Uh + (b * Tx + j) * N, Ws + (b * G + g) * N, v,
+                            N, e);
+                    a[j0] = e[0];
+                    a[j] = e[1];
                 }
+                if (nr % 2) { /* the last one alone */
+                    const float *u = Uh + (b * Tx + j0) * N;
+                    energy2(u, u, Ws + (b * G + g) * N, v, N, e);
+                    a[j0] = e[0];
+                }
+                for (int64_t j = 0; j < Tx; j++) m = real[j] && a[j] > m ? a[j] : m;
                 for (int64_t j = 0; j < Tx; j++) s += a[j] = real[j] ? exp_nonpositive(a[j] - m) : 0;
                 memset(acc, 0, C * sizeof *acc);
                 for (int64_t j = 0; j < Tx; j++) {
@@ -282,15 +408,8 @@ void attend_backward(const float *Uh, const float *q, const void *h, int h_bf16,
             for (int64_t j = 0; j < Tx; j++) {
                 float dej = ab[j] * (de[j] - sum);
                 if (dej == 0.0f) continue;
-                const float *uh = Uh + (b * Tx + j) * N;
-                float *ds = d_sum + (b * Tx + j) * N;
-#pragma omp simd
-                for (int64_t d = 0; d < N; d++) {
-                    float t = tanh_float(uh[d] + qb[d]), gt = dej * (1.0f - t * t);
-                    ds[d] += gt;
-                    dq[d] += gt;
-                    dvb[d] += dej * t;
-                }
+                int64_t at = (b * Tx + j) * N;
+                energy_backward(Uh + at, qb, dej, d_sum + at, dq, dvb, N);
             }
         }
     }
@@ -419,8 +538,7 @@ void gru_update(int64_t D, int64_t k, int64_t n, const view *a, const view *x, c
 #pragma omp simd
                 for (int64_t j = 0; j < n; j++) p[j] += q[j];
                 row_in(u, d, i, 0, n, q);
-#pragma omp simd
-                for (int64_t j = 0; j < n; j++) p[j] = tanh_float(p[j] + q[j]);
+                tanh_of_sum(p, q, n);
                 row_out(ht, d, i, 0, n, p);
                 row_in(z, d, i, 0, n, zz);
                 row_in(h, d, i, 0, n, hh);
