@@ -350,7 +350,7 @@ def beam_search(
             enc, ids, n_fin = enc.select(act), ids[act], n_fin[act]
         rows = (act[:, None] * width + parent).view(-1)  # parent rows in the current tensors
         # GroundHog: s_i from the parent's s_{i-1}, y_i and the same c_i
-        state = steps.advance(tuple(t[rows] for t in carry), word.reshape(-1))
+        state = steps.advance(tuple(t.index_select(0, rows) for t in carry), word.reshape(-1))
     tokens, lengths = best_tok.tolist(), best_len.tolist()
     src_len = x_mask.sum(1).tolist()
     out = []
