@@ -222,7 +222,9 @@ class Decoder(nn.Module):
             alpha = alpha.masked_fill(~y_mask[..., None], 0.0)
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # ē(y_{i-1}), 0 at i=1
         real, N = padded_rows(y_mask)  # the N real positions, then copies of the first up to 64k
-        rows = lambda x: x.flatten(0, 1)[real]  # noqa: E731
+        # index_select: its backward (index_add_) is 4x as fast as indexing's (index_put_, which
+        # sorts the indices, repeated ones here)
+        rows = lambda x: x.flatten(0, 1).index_select(0, real)  # noqa: E731
         t = self.deep_output(rows(s_prev), rows(e_prev), rows(c_all))  # [64k, l]
         u, W = (t, self.W_o) if self.output_rank is None else (F.linear(t, self.W1), self.W2)
         logp = target_log_prob(u, W, self.b_y, rows(y))[:N]  # [N] float32
