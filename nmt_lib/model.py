@@ -193,8 +193,8 @@ class DecodeSteps:
 
     * ``s_{i-1}`` -> ``[W_a s | U_o s + b_o | U_r s; U_z s]``: attention, deep output, and the gates
       of the next state (which are read from the rows of the hypotheses kept);
-    * ``c_i`` -> ``[C_o c | C c; C_z c; C_r c]``: deep output and next state (RNNencdec: once per
-      sentence, ``c`` being fixed);
+    * ``c_i`` -> ``[C_o c | C c; C_z c; C_r c]``: deep output and next state (RNNencdec: for each
+      sentence, not each hypothesis, ``c`` being fixed);
     * ``ē(y_i)`` -> ``[W ē + b; W_z ē + b_z; W_r ē + b_r | V_o ē]`` once, at the state update, the
       ``V_o`` part kept in the state for the next step's deep output.
 
