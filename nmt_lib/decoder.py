@@ -159,13 +159,7 @@ class Decoder(nn.Module):
         x = F.linear(c, C_in)  # [C; C_z; C_r] c
         if torch.is_grad_enabled():
             return gru_step(a + x, s_prev, U_rz, U)  # [B, n]
-        n, (gates, update, _, _) = s_prev.shape[-1], elementwise(kernels)
-        r, z, h_tilde, s = (torch.empty_like(s_prev)[None] for _ in range(4))
-        rs = torch.empty_like(r, dtype=compute_dtype(U))
-        gates(a[None], x[None], torch.matmul(s_prev, U_rz)[None], s_prev[None], r, z, rs)
-        u = torch.matmul(rs[0], U)[None]
-        update(a[None, :, :n], x[None, :, :n], u, z, s_prev[None], None, h_tilde, s)
-        return s[0]
+        return next_gru_state(a, x, torch.matmul(s_prev, U_rz), s_prev, U)
 
     def step_weights(self) -> tuple[Tensor, ...]:
         """The weights of :meth:`step_state`: ``([W; W_z; W_r], [b; b_z; b_r], [C; C_z; C_r], U_rz,
@@ -229,6 +223,20 @@ class Decoder(nn.Module):
         u, W = (t, self.W_o) if self.output_rank is None else (F.linear(t, self.W1), self.W2)
         logp = target_log_prob(u, W, self.b_y, rows(y))[:N]  # [N] float32
         return logp.new_zeros(y.shape).masked_scatter(y_mask, logp), alpha
+
+
+def next_gru_state(a: Tensor, x: Tensor, g: Tensor, s_prev: Tensor, U: Tensor) -> Tensor:
+    """The decoder's GRU step without autograd (decoding), from its pre-activations ``[B, ·]``:
+    ``a = [W; W_z; W_r] ē(y_i) + b``, ``x = [C; C_z; C_r] c_i``, ``g = [U_r s; U_z s]`` of
+    ``s_{i-1}``, and ``U`` (as ``(r ∘ s) @ U``); the elementwise work in
+    :func:`~nmt_lib.gru.elementwise` (compiled where it applies) in ``s_{i-1}``'s dtype."""
+    n, (gates, update, _, _) = s_prev.shape[-1], elementwise(kernels)
+    r, z, h_tilde, s = (torch.empty_like(s_prev)[None] for _ in range(4))
+    rs = torch.empty_like(r, dtype=compute_dtype(U))
+    gates(a[None], x[None], g[None], s_prev[None], r, z, rs)
+    u = torch.matmul(rs[0], U)[None]
+    update(a[None, :, :n], x[None, :, :n], u, z, s_prev[None], None, h_tilde, s)
+    return s[0]
 
 
 def maxout(t_tilde: Tensor) -> Tensor:

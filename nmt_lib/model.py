@@ -22,12 +22,11 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from . import kernels
 from .attention import groups
 from .config import ModelConfig
-from .decoder import Decoder, attend, maxout
+from .decoder import Decoder, attend, maxout, next_gru_state
 from .encoder import Encoder
-from .gru import compute_dtype, elementwise
+from .gru import compute_dtype
 
 
 class Encoded(NamedTuple):
@@ -221,7 +220,6 @@ class DecodeSteps:
         self.b_Y = torch.cat([gru.input_bias(), zeros(self.l2)]).to(cd)
         self.U = rows([gru.U])
         self.na, self.cd = na, cd
-        self.gates, self.update = elementwise(kernels)[:2]
 
     def start(self, enc: Encoded) -> tuple:
         return self.model.init_state(enc), None
@@ -247,15 +245,8 @@ class DecodeSteps:
 
     def advance(self, carry: tuple, y: Tensor) -> tuple:
         s, g, x = carry  # s_{i-1}, [U_r s; U_z s], [C c; C_z c; C_r c]
-        n = self.n
         e = torch.addmm(self.b_Y, self.dec.embed(y), self.Y)  # [R, 3n + 2l]
-        a = e[:, : 3 * n]
-        r, z, h_tilde, s_new = (torch.empty_like(s)[None] for _ in range(4))
-        rs = torch.empty_like(r, dtype=self.cd)
-        self.gates(a[None], x[None], g[None], s[None], r, z, rs)
-        u = torch.matmul(rs[0], self.U)[None]
-        self.update(a[None, :, :n], x[None, :, :n], u, z, s[None], None, h_tilde, s_new)
-        return s_new[0], e[:, 3 * n :]
+        return next_gru_state(e[:, : 3 * self.n], x, g, s, self.U), e[:, 3 * self.n :]
 
 
 #: Parameter names (last component) with special initialisations (App. B.1).
