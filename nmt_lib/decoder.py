@@ -32,6 +32,7 @@ from .gru import (
     elementwise,
     fast_gru_scan,
     gru_step,
+    right_products,
     transposed,
 )
 
@@ -430,18 +431,19 @@ class _AttentionDecoderScan(torch.autograd.Function):
         s = s0.clone()
         s_c = s0.to(cd, copy=True) if cd != s.dtype else None  # s in the compute dtype
         gates, update, _, _ = elementwise(kernels)
+        times_W_s, times_C_in, times_U = (right_products(w, kernels) for w in (W_s, C_in, U))
         one = lambda x: x.unsqueeze(0)  # noqa: E731  # [k, ·] -> [1, k, ·]
         with torch.autocast(s0.device.type, enabled=False):
             for i, k in enumerate(ks):
                 S[i] = s
                 s_k = s[:k]
-                g = torch.matmul(s_k if s_c is None else s_c[:k], W_s)  # U_r s, U_z s, W_a s
+                g = times_W_s(s_k if s_c is None else s_c[:k])  # U_r s, U_z s, W_a s
                 Q[i, :k] = g[:, 2 * n :]
                 c, _ = attend(Uh[:k], Q[i, :k], v_a, h[:k], x_mask[:k], (C[i, :k], A[i, :k]))
-                x = torch.matmul(c, C_in)  # [k, 3n]: [C; C_z; C_r] c
+                x = times_C_in(c)  # [k, 3n]: [C; C_z; C_r] c
                 gates(one(a[i, :k]), one(x), one(g[:, : 2 * n]), one(s_k), one(R[i, :k]),
                       one(Z[i, :k]), one(RS[i, :k]))  # fmt: skip
-                u = torch.matmul(RS[i, :k], U)  # U (r ∘ s)
+                u = times_U(RS[i, :k])  # U (r ∘ s)
                 update(one(a[i, :k, :n]), one(x[:, :n]), one(u), one(Z[i, :k]), one(s_k),
                        one(mask[i, :k]), one(St[i, :k]), one(s_k),
                        None if s_c is None else one(s_c[:k]))  # fmt: skip
@@ -463,6 +465,9 @@ class _AttentionDecoderScan(torch.autograd.Function):
         dv_a = torch.zeros_like(v_a)
         ds = torch.zeros_like(S[0])  # ∂L/∂s_i through the steps after i
         _, _, back_update, back_reset = elementwise(kernels)
+        times_W_s_t, times_C_in_t, times_U_t = (
+            right_products(w.mT, kernels) for w in (W_s, C_in, U)
+        )
         one = lambda x: x.unsqueeze(0)  # noqa: E731  # [k, ·] -> [1, k, ·]
         for i in reversed(range(Ty)):
             k = ctx.ks[i]
@@ -474,15 +479,15 @@ class _AttentionDecoderScan(torch.autograd.Function):
             # the GRU update (past the sentence end s_i = s_{i-1}: only ds passes), then r
             back_update(one(ds[:k]), one(mask[i, :k]), one(z), one(s_tilde), one(s),
                         one(d_pre[i, :k]), one(d_cand[:k]))  # fmt: skip
-            d_rs = torch.matmul(d_cand[:k], U.mT)
+            d_rs = times_U_t(d_cand[:k])
             back_reset(one(d_rs), one(s), one(r), one(d_pre[i, :k]), one(d_g[i, :k, : 2 * n]),
                        one(ds[:k]), None if same else one(d_pre_c[i, :k]))  # fmt: skip
-            torch.add(torch.matmul(d_pre_c[i, :k], C_in.mT), dC[i, :k], out=d_c[i, :k])
+            torch.add(times_C_in_t(d_pre_c[i, :k]), dC[i, :k], out=d_c[i, :k])
             d_q, d_v = _attend_backward(Uh[:k], Q[i, :k], v_a, h[:k], d_c[i, :k], alpha, dA[i, :k],
                                         d_sum[:k])  # fmt: skip  # ∂L/∂(W_a s), ∂L/∂v_a
             dv_a += d_v
             d_g[i, :k, 2 * n :] = d_q
-            ds[:k] += torch.matmul(d_g[i, :k], W_s.mT) + dS[i, :k]
+            ds[:k] += times_W_s_t(d_g[i, :k]) + dS[i, :k]
         # the weight gradients: one matmul over all steps and sentences each, [k, N] @ [N, k']
         rows = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
         dW_s = transposed(rows(S), cd, kernels) @ rows(d_g)

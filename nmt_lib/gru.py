@@ -154,6 +154,14 @@ def transposed(x: Tensor, dtype: torch.dtype, fused=None) -> Tensor:
     return torch.empty(x.mT.shape, dtype=dtype, device=x.device).copy_(x.mT)
 
 
+def right_products(W: Tensor, fused=None):
+    """``x -> x @ W`` for a ``W [..., n, m]`` that a scan multiplies by at every step: ``fused``'s
+    ``right_product`` (``nmt_lib.kernels``: a prepacked oneDNN weight) where given and it applies,
+    else ``torch.matmul``."""
+    fast = None if fused is None else fused.right_product(W)
+    return fast or (lambda x: torch.matmul(x, W))
+
+
 #: Row multiple of :func:`active_rows` (16 = an AMX tile; the tests also use 1).
 ROW_TILE = 16
 
@@ -216,12 +224,13 @@ class _GRUScan(torch.autograd.Function):
         h = h0.clone()
         h_c = h0.to(cd, copy=True) if cd != h.dtype else None  # h in the compute dtype
         gates, update, _, _ = elementwise(fused)
+        times_U_rz, times_U = right_products(U_rz, fused), right_products(U, fused)
         with torch.autocast(h0.device.type, enabled=False):
             for t, k in enumerate(ks):
                 h_k = h[:, :k]
-                g = torch.matmul(h_k if h_c is None else h_c[:, :k], U_rz)  # [D, k, 2n]
+                g = times_U_rz(h_k if h_c is None else h_c[:, :k])  # [D, k, 2n]
                 gates(a[t, :, :k], None, g, h_k, R[t, :, :k], Z[t, :, :k], RH[t, :, :k])
-                u = torch.matmul(RH[t, :, :k], U)  # U (r ∘ h)
+                u = times_U(RH[t, :, :k])  # U (r ∘ h)
                 update(a[t, :, :k, :n], None, u, Z[t, :, :k], h_k,
                        None if mask is None else mask[t, :, :k], Ht[t, :, :k], h_k,
                        None if h_c is None else h_c[:, :k])  # fmt: skip
@@ -245,6 +254,10 @@ class _GRUScan(torch.autograd.Function):
         D_cand = dA.new_empty(D, T, B, n, dtype=cd)  # ∂L/∂a of the candidate, for U
         D_rz = dA.new_empty(D, T, B, 2 * n, dtype=cd)  # ∂L/∂a of r, z, for [U_r; U_z]
         _, _, back_update, back_reset = elementwise(ctx.fused)
+        times_U_t, times_U_rz_t = (
+            right_products(U.mT, ctx.fused),
+            right_products(U_rz.mT, ctx.fused),
+        )
         for t in reversed(range(T)):
             k = ctx.ks[t]
             dA[t, :, k:], D_cand[:, t, k:], D_rz[:, t, k:] = 0, 0, 0  # the rows past their end
@@ -252,9 +265,9 @@ class _GRUScan(torch.autograd.Function):
             m = None if mask is None else mask[t, :, :k]  # padding: h_t = h_{t-1}, it passes too
             h, r, z, h_tilde = H_prev[t, :, :k], R[t, :, :k], Z[t, :, :k], Ht[t, :, :k]
             back_update(dh[:, :k], m, z, h_tilde, h, dA[t, :, :k], D_cand[:, t, :k])
-            d_rh = torch.matmul(D_cand[:, t, :k], U.mT)
+            d_rh = times_U_t(D_cand[:, t, :k])
             back_reset(d_rh, h, r, dA[t, :, :k], D_rz[:, t, :k], dh[:, :k])
-            dh[:, :k] += torch.matmul(D_rz[:, t, :k], U_rz.mT)
+            dh[:, :k] += times_U_rz_t(D_rz[:, t, :k])
         # weight gradients: one matmul over all steps and sentences each, [D, n, T*B] @ [D, T*B, k]
         rows = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[-1])  # noqa: E731
         dU = transposed(rows(RH), cd, ctx.fused) @ D_cand.view(D, T * B, n)

@@ -429,8 +429,9 @@ def test_gru_kernels_refuse_what_they_cannot_read(lib):
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
 def test_training_with_and_without_gru_kernels(lib, arch, monkeypatch):
     """A float32 forward and backward of the whole model (both scans, padding, sentences ending at
-    different steps) gives the same loss and gradients with the GRU kernels as with nmt_lib.gru's
-    PyTorch functions, within float32 rounding; under bf16 autocast within bf16 rounding."""
+    different steps) gives the same loss and gradients with the GRU kernels (and under autocast the
+    prepacked products, ``kernels.right_product``) as with nmt_lib.gru's PyTorch functions and
+    ``torch.matmul``, within float32 rounding; under bf16 autocast within bf16 rounding."""
     from nmt_lib.config import ModelConfig
     from nmt_lib.model import build_model
 
@@ -454,6 +455,7 @@ def test_training_with_and_without_gru_kernels(lib, arch, monkeypatch):
         with monkeypatch.context() as m:
             for name in GRU_FNS:
                 m.setattr(kernels, name, lambda *a: False)
+            m.setattr(kernels, "right_product", lambda W: None)
             ref = loss_and_grads(bf16)
         for a, b in zip(got, ref, strict=True):
             torch.testing.assert_close(a, b, rtol=tol, atol=tol)
@@ -480,3 +482,25 @@ def test_transposed_kernel_equals_torch_copy(lib, dtype):
     assert kernels.transposed(wide.double(), dtype) is None
     assert kernels.transposed(wide[0, 0], dtype) is None
     assert torch.equal(transposed(wide.double(), dtype, kernels), transposed(wide.double(), dtype))
+
+
+def test_right_product_is_the_matmul(monkeypatch):
+    """``kernels.right_product(W)(x)`` is ``x @ W`` in bf16 (float32 sums rounded once: within a
+    bf16 ulp of the float32 product of the same bf16 numbers), for ``W`` contiguous or a transposed
+    view, ``[1, n, m]`` with ``x [1, k, n]``, ``x`` a slice of rows or strided columns, no rows;
+    None for float32, two weights ``[2, n, m]`` and ``NMT_LIB_KERNELS=0``."""
+    if not kernels._prepacking():
+        pytest.skip("this PyTorch has no oneDNN bf16 prepacked linear: matmul is used")
+    g = torch.Generator().manual_seed(5)
+    W = torch.randn(40, 24, generator=g).bfloat16()
+    x = torch.randn(2, 19, 80, generator=g).bfloat16()
+    for w in (W, torch.randn(24, 40, generator=g).bfloat16().mT):
+        for xs in (x[1, 2:15, :40], x[0, :, 40:], x[0, :0, :40], x[:1, :7, :40]):
+            got = kernels.right_product(w[None] if xs.dim() == 3 else w)(xs)
+            want = xs.float() @ w.float()
+            assert got.dtype == torch.bfloat16 and got.shape == want.shape
+            torch.testing.assert_close(got.float(), want, rtol=2**-8, atol=1e-6)
+    assert kernels.right_product(W.float()) is None
+    assert kernels.right_product(torch.stack([W, W])) is None
+    monkeypatch.setenv("NMT_LIB_KERNELS", "0")
+    assert kernels.right_product(W) is None
