@@ -636,6 +636,49 @@ void gru_backward_reset(int64_t D, int64_t k, int64_t n, const view *d_rh, const
 
 /* gru.transposed: out[d, j, i] = x[d, i, j] for an [D, R, C] view x into a contiguous [D, C, R]
  * out, bf16 if out_bf16 (rounded to nearest even), else float32; 32 x 32 blocks, in cache. */
+#ifdef __AVX512F__
+/* Transpose the 16 x 16 floats at in (rows ldi apart) into out (rows ldo apart), 16 float32 or
+ * bf16 (rounded as float_to_bf16) per row: unpack, shuffle, then 128-bit lane shuffles. */
+static inline void transpose16(const float *in, int64_t ldi, void *out, int64_t ldo, int bf16) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(in + i * ldi);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    }
+    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7FFF);
+    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+    for (int i = 0; i < 16; i++) {
+        if (!bf16) {
+            _mm512_storeu_ps((float *)out + i * ldo, r[i]);
+            continue;
+        }
+        __m512i u = _mm512_castps_si512(r[i]), hi = _mm512_srli_epi32(u, 16);
+        __m512i rounded = _mm512_srli_epi32(
+            _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(hi, one))), 16);
+        __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
+        rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+        _mm256_storeu_si256((__m256i *)((uint16_t *)out + i * ldo), _mm512_cvtepi32_epi16(rounded));
+    }
+}
+#endif
+
 void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int out_bf16,
                int threads) {
     int64_t nbr = (R + 31) / 32, nbc = (C + 31) / 32;
@@ -649,6 +692,18 @@ void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int ou
                 float block[32][32], col[32];
                 for (int64_t i = 0; i < rows; i++)
                     row_in(x, d, bi * 32 + i, bj * 32, cols, block[i]);
+#ifdef __AVX512F__
+                if (rows == 32 && cols == 32) { /* 5x the scalar copy below (bench/README) */
+                    for (int ti = 0; ti < 32; ti += 16)
+                        for (int tj = 0; tj < 32; tj += 16) {
+                            int64_t at = (d * C + bj * 32 + tj) * R + bi * 32 + ti;
+                            void *o = out_bf16 ? (void *)((uint16_t *)out + at)
+                                               : (void *)((float *)out + at);
+                            transpose16(&block[ti][tj], 32, o, R, out_bf16);
+                        }
+                    continue;
+                }
+#endif
                 for (int64_t j = 0; j < cols; j++) {
                     for (int64_t i = 0; i < rows; i++) col[i] = block[i][j];
                     int64_t at = (d * C + bj * 32 + j) * R + bi * 32;

@@ -464,24 +464,29 @@ def test_training_with_and_without_gru_kernels(lib, arch, monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_transposed_kernel_equals_torch_copy(lib, dtype):
     """``gru.transposed`` with the kernel: the same tensor as PyTorch's transposing copy (casts
-    rounded alike), for matrices, batches of them and rows strided; None for leading dims that do
+    rounded alike, ties to even, inf and NaN kept; 32 x 32 blocks and the partial ones at the
+    edges take different code), for matrices, batches of them and rows strided; None for leading dims that do
     not flatten into one, float64, or fewer than two dims."""
     from nmt_lib.gru import transposed
 
     g = torch.Generator().manual_seed(3)
     wide = torch.randn(3, 70, 45, generator=g)
+    halfway = torch.tensor([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8)])  # bf16 ties: to even
+    nans = torch.tensor([0x7FFFFFFF, -1], dtype=torch.int32).view(torch.float32)  # rounding: ±0
+    wide[:, 5, :9] = torch.cat([halfway, torch.tensor([math.inf, -math.inf, math.nan, 0.0]), nans])
     for x in (wide[0], wide[:, :, 2:35], wide[1, 3:], wide.to(dtype), wide.transpose(0, 1),
               torch.randn(0, 5)):  # fmt: skip
         for out in (torch.bfloat16, torch.float32):
             got = kernels.transposed(x, out)
             assert got is not None and got.is_contiguous()
-            assert torch.equal(got, transposed(x, out)), (x.shape, out)
+            torch.testing.assert_close(got, transposed(x, out), rtol=0, atol=0, equal_nan=True)
     four = torch.randn(2, 3, 4, 5, generator=g).transpose(0, 1)  # leading [3, 2]: not one dim
     assert kernels.transposed(four, dtype) is None
     assert torch.equal(transposed(four, dtype, kernels), transposed(four, dtype))
     assert kernels.transposed(wide.double(), dtype) is None
     assert kernels.transposed(wide[0, 0], dtype) is None
-    assert torch.equal(transposed(wide.double(), dtype, kernels), transposed(wide.double(), dtype))
+    same = transposed(wide.double(), dtype, kernels), transposed(wide.double(), dtype)
+    torch.testing.assert_close(*same, rtol=0, atol=0, equal_nan=True)
 
 
 def test_right_product_is_the_matmul(monkeypatch):
