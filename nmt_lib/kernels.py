@@ -414,7 +414,8 @@ def right_product(W: Tensor):
     if (W.device.type != "cpu" or W.dtype != torch.bfloat16 or W.dim() != 2
             or os.environ.get("NMT_LIB_KERNELS", "1") == "0" or not _prepacking()):  # fmt: skip
         return None
-    packed = torch.ops.mkldnn._reorder_linear_weight(W.mT)
+    # from a contiguous copy: reordering a transposed view is 2-6x slower than copy and reorder
+    packed = torch.ops.mkldnn._reorder_linear_weight(W.mT.contiguous())
     return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
 
 
