@@ -194,7 +194,8 @@ def fast_gru_scan(
     The state, the gates and the gradients of the pre-activations stay in ``h0``'s dtype; the matrix
     products run in :func:`compute_dtype` (bf16 under autocast). Arguments and result as
     :func:`gru_scan` (``U_rz``, ``U`` may omit the leading dims of ``a``); ``fused``: compiled
-    versions of the elementwise work (:func:`elementwise`), or None.
+    versions of the elementwise work (:func:`elementwise`) and of the per-step products
+    (:func:`right_products`), or None.
     """
     *lead, B, T, n3 = a.shape
     n, cd = n3 // 3, compute_dtype(U)
