@@ -347,7 +347,8 @@ def attention_decoder_scan(
 
     Per step: ``[U_r s; U_z s; W_a s]`` in one matmul of ``s_{i-1}``; ``c_i, α_i`` (App. A.1.2);
     the GRU update with ``[C; C_z; C_r] c_i`` in every gate, the state copied past the sentence
-    end. The matmuls run in :func:`~nmt_lib.gru.compute_dtype` (bf16 under autocast), and so does
+    end. The matmuls run in :func:`~nmt_lib.gru.compute_dtype` (bf16 under autocast; the per-step
+    ones by prepacked weights where :func:`~nmt_lib.gru.right_products` has them), and so does
     ``c_i = Σ_j α_ij h_j`` (the compiled kernel accumulates it in float32 and rounds it once); all
     else (the energies and softmax too) in ``s0``'s dtype. The attention step is :func:`attend` and
     the GRU's elementwise work :func:`~nmt_lib.gru.elementwise` (both compiled where they apply),

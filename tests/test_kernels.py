@@ -465,8 +465,8 @@ def test_training_with_and_without_gru_kernels(lib, arch, monkeypatch):
 def test_transposed_kernel_equals_torch_copy(lib, dtype):
     """``gru.transposed`` with the kernel: the same tensor as PyTorch's transposing copy (casts
     rounded alike, ties to even, inf and NaN kept; 32 x 32 blocks and the partial ones at the
-    edges take different code), for matrices, batches of them and rows strided; None for leading dims that do
-    not flatten into one, float64, or fewer than two dims."""
+    edges take different code), for matrices, batches of them and rows strided; None for leading
+    dims that do not flatten into one, float64, or fewer than two dims."""
     from nmt_lib.gru import transposed
 
     g = torch.Generator().manual_seed(3)
