@@ -734,3 +734,162 @@ void adadelta(float *p, const float *g, float *sq, float *acc, int64_t n, float 
         p[i] = fmaf(neg_lr, delta, p[i]);
     }
 }
+
+/* kernels.right_product on CPUs with AMX: out[d] = x[d] @ W[d] for bf16 W and bf16/float32 x,
+ * float32 sums rounded once to out's dtype (as oneDNN's bf16 matmul), by the AMX tile instructions
+ * (a tile: 16 rows of 64 bytes; tdpbf16ps adds a [16, 32] @ [32, 16] bf16 product to a [16, 16]
+ * float32 tile). W is packed once (amx_pack), x at every call (amx_product, into work), both into
+ * the tiles' layout, zero-padded to whole tiles: oneDNN's matmul costs as much in setting up as in
+ * multiplying at the 16-80 rows of a recurrent step. Built where the compiler targets AMX;
+ * amx_ready() says whether it was and whether Linux lets this process use the tiles. */
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+static inline __mmask16 first(int64_t n) { /* the first n (any integer) of 16 lanes */
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
+}
+
+int amx_ready(void) { /* ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA */
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+}
+
+/* Bp[d][n / 16][k / 32] is the tile of W[d, k : k + 32, n : n + 16] (element (k, n) at
+ * d * sd + k * sk + n * sn), pairs of consecutive k side by side: Bp row (k % 32) / 2, column
+ * 2 * (n % 16) + k % 2. Columns padded to a multiple of 32, rows to one of 32, with zeros. */
+void amx_pack(int64_t D, int64_t K, int64_t N, const uint16_t *W, int64_t sd, int64_t sk,
+              int64_t sn, uint16_t *Bp, int threads) {
+    int64_t nk = (K + 31) / 32, nn = (N + 31) / 32 * 2;
+#pragma omp parallel for collapse(3) schedule(static) num_threads(threads)
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t bn = 0; bn < nn; bn++)
+            for (int64_t bk = 0; bk < nk; bk++) {
+                uint16_t *tile = Bp + ((d * nn + bn) * nk + bk) * 512;
+                for (int64_t c = 0; c < 16; c++)
+                    for (int64_t r = 0; r < 32; r++) {
+                        int64_t k = bk * 32 + r, n = bn * 16 + c;
+                        tile[r / 2 * 32 + 2 * c + r % 2] =
+                            k < K && n < N ? W[d * sd + k * sk + n * sn] : 0;
+                    }
+            }
+}
+
+/* Rows i0..i0+rows of a [16, 16] float32 tile buf to out's rows, columns j..j+cols (cols <= 16). */
+static inline void tile_out(const float *buf, int64_t rows, int64_t cols, const view *out,
+                            int64_t d, int64_t i0, int64_t j) {
+    __mmask16 m = first(cols);
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t at = d * out->sd + (i0 + i) * out->sr + j;
+        __m512 v = _mm512_loadu_ps(buf + 16 * i);
+        if (out->bf16)
+            _mm256_mask_storeu_epi16((uint16_t *)out->data + at, m,
+                                     (__m256i)_mm512_cvtneps_pbh(v));
+        else
+            _mm512_mask_storeu_ps((float *)out->data + at, m, v);
+    }
+}
+
+/* out [D, M, N] = x [D, M, K] @ W for W packed by amx_pack; work: D * ceil(M/16)*16 * nk * 32
+ * bf16. Each thread packs some of x's row tiles, then computes chunks of up to 8 column pairs of
+ * tiles (32 columns) for all rows: 2 x 2 output tiles at a time, each W tile used twice. */
+void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, const uint16_t *Bp,
+                 const view *out, uint16_t *work, int threads) {
+    int64_t nk = (K + 31) / 32, mt = (M + 15) / 16, nb = (N + 31) / 32;
+    int64_t per = (threads + D - 1) / D, nc = (nb + per - 1) / per;
+    nc = nc > 8 ? 8 : nc;
+    int64_t chunks = (nb + nc - 1) / nc;
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t t = 0; t < mt; t++) {
+                uint16_t *A = work + (d * mt + t) * nk * 512;
+                for (int64_t i = 0; i < 16; i++) {
+                    int64_t row = t * 16 + i;
+                    for (int64_t bk = 0; bk < nk; bk++) {
+                        __mmask16 m = row < M ? first(K - bk * 32) : 0;
+                        __mmask16 m2 = row < M ? first(K - bk * 32 - 16) : 0;
+                        __m512i v;
+                        if (x->bf16) {
+                            const uint16_t *src = (const uint16_t *)x->data;
+                            __mmask32 mm = (__mmask32)m | (__mmask32)m2 << 16;
+                            v = _mm512_maskz_loadu_epi16(mm, src + d * x->sd + row * x->sr +
+                                                                 bk * 32);
+                        } else {
+                            const float *src = (const float *)x->data + d * x->sd + row * x->sr +
+                                               bk * 32;
+                            __m512 lo = _mm512_maskz_loadu_ps(m, src);
+                            __m512 hi = _mm512_maskz_loadu_ps(m2, src + 16);
+                            v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+                        }
+                        _mm512_storeu_si512(A + bk * 512 + i * 32, v);
+                    }
+                }
+            }
+        tile_config cfg = {.palette = 1};
+        for (int t = 0; t < 8; t++) {
+            cfg.rows[t] = 16;
+            cfg.colsb[t] = 64;
+        }
+        _tile_loadconfig(&cfg);
+        float buf[4][256];
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t ch = 0; ch < chunks; ch++)
+                for (int64_t t = 0; t < mt; t += 2) {
+                    const uint16_t *A0 = work + (d * mt + t) * nk * 512, *A1 = A0 + nk * 512;
+                    int64_t r0 = M - t * 16 < 16 ? M - t * 16 : 16, r1 = M - t * 16 - r0;
+                    r1 = r1 > 16 ? 16 : r1;
+                    int64_t end = (ch + 1) * nc < nb ? (ch + 1) * nc : nb;
+                    for (int64_t b = ch * nc; b < end; b++) {
+                        const uint16_t *B0 = Bp + (d * nb * 2 + 2 * b) * nk * 512,
+                                       *B1 = B0 + nk * 512;
+                        int64_t c0 = N - b * 32 < 16 ? N - b * 32 : 16, c1 = N - b * 32 - c0;
+                        c1 = c1 > 16 ? 16 : c1;
+                        _tile_zero(0);
+                        _tile_zero(1);
+                        _tile_zero(2);
+                        _tile_zero(3);
+                        for (int64_t bk = 0; bk < nk; bk++) {
+                            if (t == 0 && bk + 2 < nk) /* W's tiles from L3: 1.2x */
+                                for (int64_t l = (bk + 2) * 512; l < (bk + 3) * 512; l += 32) {
+                                    _mm_prefetch((const char *)(B0 + l), _MM_HINT_T0);
+                                    _mm_prefetch((const char *)(B1 + l), _MM_HINT_T0);
+                                }
+                            _tile_loadd(4, A0 + bk * 512, 64);
+                            _tile_loadd(6, B0 + bk * 512, 64);
+                            _tile_dpbf16ps(0, 4, 6);
+                            _tile_loadd(7, B1 + bk * 512, 64);
+                            _tile_dpbf16ps(1, 4, 7);
+                            if (r1 > 0) {
+                                _tile_loadd(5, A1 + bk * 512, 64);
+                                _tile_dpbf16ps(2, 5, 6);
+                                _tile_dpbf16ps(3, 5, 7);
+                            }
+                        }
+                        _tile_stored(0, buf[0], 64);
+                        _tile_stored(1, buf[1], 64);
+                        _tile_stored(2, buf[2], 64);
+                        _tile_stored(3, buf[3], 64);
+                        tile_out(buf[0], r0, c0, out, d, t * 16, b * 32);
+                        tile_out(buf[2], r1, c0, out, d, t * 16 + 16, b * 32);
+                        if (c1 > 0) {
+                            tile_out(buf[1], r0, c1, out, d, t * 16, b * 32 + 16);
+                            tile_out(buf[3], r1, c1, out, d, t * 16 + 16, b * 32 + 16);
+                        }
+                    }
+                }
+        _tile_release();
+    }
+}
+#else
+int amx_ready(void) { return 0; }
+void amx_pack(void) {}
+void amx_product(void) {}
+#endif

@@ -127,6 +127,11 @@ def load() -> ctypes.CDLL | None:
     lib.adadelta.restype = None
     lib.transpose.argtypes = [i64, i64, i64, v, p, i32, i32]
     lib.transpose.restype = None
+    lib.amx_ready.restype = ctypes.c_int
+    lib.amx_pack.argtypes = [i64, i64, i64, p, i64, i64, i64, p, i32]
+    lib.amx_pack.restype = None
+    lib.amx_product.argtypes = [i64, i64, i64, i64, v, p, v, p, i32]
+    lib.amx_product.restype = None
     return lib
 
 
@@ -403,20 +408,64 @@ def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
 
 
 def right_product(W: Tensor):
-    """``x -> x @ W`` for a bf16 CPU weight ``W [n, m]`` (or ``[1, n, m]``) that a recurrence
-    multiplies by at every step: ``W`` is reordered once into oneDNN's blocked layout (its
-    prepacked weights, as in ``torch.compile``'s frozen linear layers), which ``torch.matmul`` does
-    again at every call. In a bench-small training step the decoder's six products per step took
-    ~25 % less time. None where it does not apply: another device or dtype, no oneDNN bf16,
-    ``NMT_LIB_KERNELS=0``, or ``[D, n, m]`` with D > 1 (the encoder's two directions: one ``bmm``
-    was faster than two prepacked products). Not a compiled kernel: PyTorch's own operators."""
+    """``x -> x @ W`` for a bf16 CPU weight ``W [n, m]`` or ``[D, n, m]`` that a recurrence multiplies
+    by at every step, or None where nothing is faster than ``torch.matmul``. ``x``: ``[..., n]``
+    (``[D, k, n]`` for ``D`` > 1), bf16 or float32, contiguous rows; the product is bf16, its
+    float32 sums rounded once (as ``torch.matmul``'s).
+
+    With AMX (:func:`amx`), ``kernels.c``'s ``amx_product``: ``W`` packed once into the tiles'
+    layout, ``x`` at every call. Without, for a 2-D ``W``: oneDNN's prepacked weight (as
+    ``torch.compile``'s frozen linear layers), which spares the reorder that ``torch.matmul``
+    does at every call. At the 16-80 rows of a recurrent step, oneDNN spends as long setting up
+    a product as computing it (bench/README.md). None for another device or dtype,
+    ``NMT_LIB_KERNELS=0``, or a 3-D ``W`` without AMX (one ``bmm`` was faster than two
+    prepacked products)."""
+    if (W.device.type != "cpu" or W.dtype != torch.bfloat16 or W.dim() not in (2, 3)
+            or os.environ.get("NMT_LIB_KERNELS", "1") == "0"):  # fmt: skip
+        return None
+    if (lib := library()) is not None and amx():
+        return _amx_product(W, lib)
     W = W[0] if W.dim() == 3 and W.shape[0] == 1 else W  # x [1, k, n]: linear keeps leading dims
-    if (W.device.type != "cpu" or W.dtype != torch.bfloat16 or W.dim() != 2
-            or os.environ.get("NMT_LIB_KERNELS", "1") == "0" or not _prepacking()):  # fmt: skip
+    if W.dim() != 2 or not _prepacking():
         return None
     # from a contiguous copy: reordering a transposed view is 2-6x slower than copy and reorder
     packed = torch.ops.mkldnn._reorder_linear_weight(W.mT.contiguous())
     return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+
+
+def _amx_product(W: Tensor, lib: ctypes.CDLL):
+    """:func:`right_product` by ``kernels.c``'s ``amx_pack`` and ``amx_product``."""
+    threads = torch.get_num_threads()
+    *lead, K, N = W.shape
+    D = W.shape[0] if lead else 1
+    W3, tiles_k = W.reshape(D, K, N), -(-K // 32)
+    packed = _buffer(D * tiles_k * 32 * -(-N // 32) * 32, dtype=torch.bfloat16)
+    lib.amx_pack(D, K, N, W3.data_ptr(), *W3.stride(), packed.data_ptr(), threads)
+    work = [_buffer(0, dtype=torch.bfloat16)]  # x packed, reused by the calls
+
+    def product(x: Tensor) -> Tensor:
+        if x.shape[-1] != K or (D > 1 and (x.dim() != 3 or x.shape[0] != D)):
+            raise ValueError(f"right_product: x {list(x.shape)} @ W {list(W.shape)}")
+        M = x.shape[-2] if D > 1 else math.prod(x.shape[:-1])
+        out, x3 = _buffer(*x.shape[:-1], N, dtype=torch.bfloat16), x.reshape(D, M, K)
+        if (vx := _view(x3, D, M, K)) is None:  # another dtype, or strided columns
+            vx = _view(x3 := x3.to(torch.bfloat16).contiguous(), D, M, K)
+        if out.numel():
+            if work[0].numel() < (size := D * -(-M // 16) * 16 * tiles_k * 32):
+                work[0] = _buffer(size, dtype=torch.bfloat16)
+            lib.amx_product(D, M, K, N, ctypes.byref(vx), packed.data_ptr(),
+                            ctypes.byref(_view(out.view(D, M, N), D, M, N)), work[0].data_ptr(),
+                            threads)  # fmt: skip
+        return out
+
+    return product
+
+
+@functools.cache
+def amx() -> bool:
+    """Whether :func:`right_product` uses ``kernels.c``'s AMX code: the library was built for a CPU
+    with AMX (bf16 tiles) and Linux lets this process use them."""
+    return (lib := library()) is not None and lib.amx_ready() == 1
 
 
 @functools.cache

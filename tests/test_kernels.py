@@ -489,13 +489,19 @@ def test_transposed_kernel_equals_torch_copy(lib, dtype):
     torch.testing.assert_close(*same, rtol=0, atol=0, equal_nan=True)
 
 
-def test_right_product_is_the_matmul(monkeypatch):
+@pytest.mark.parametrize("path", ["amx", "onednn"])
+def test_right_product_is_the_matmul(monkeypatch, path):
     """``kernels.right_product(W)(x)`` is ``x @ W`` in bf16 (float32 sums rounded once: within a
     bf16 ulp of the float32 product of the same bf16 numbers), for ``W`` contiguous or a transposed
     view, ``[1, n, m]`` with ``x [1, k, n]``, ``x`` a slice of rows or strided columns, no rows;
-    None for float32, two weights ``[2, n, m]`` and ``NMT_LIB_KERNELS=0``."""
-    if not kernels._prepacking():
-        pytest.skip("this PyTorch has no oneDNN bf16 prepacked linear: matmul is used")
+    None for float32 and ``NMT_LIB_KERNELS=0``. Both ways: AMX tiles, oneDNN's prepacked weight
+    (which leaves two weights ``[2, n, m]`` to ``bmm``)."""
+    if path == "amx" and not kernels.amx():
+        pytest.skip("no AMX on this CPU (or no compiled kernels)")
+    if path == "onednn":
+        if not kernels._prepacking():
+            pytest.skip("this PyTorch has no oneDNN bf16 prepacked linear: matmul is used")
+        monkeypatch.setattr(kernels, "amx", lambda: False)
     g = torch.Generator().manual_seed(5)
     W = torch.randn(40, 24, generator=g).bfloat16()
     x = torch.randn(2, 19, 80, generator=g).bfloat16()
@@ -506,6 +512,32 @@ def test_right_product_is_the_matmul(monkeypatch):
             assert got.dtype == torch.bfloat16 and got.shape == want.shape
             torch.testing.assert_close(got.float(), want, rtol=2**-8, atol=1e-6)
     assert kernels.right_product(W.float()) is None
-    assert kernels.right_product(torch.stack([W, W])) is None
+    assert (kernels.right_product(torch.stack([W, W])) is None) == (path == "onednn")
     monkeypatch.setenv("NMT_LIB_KERNELS", "0")
     assert kernels.right_product(W) is None
+
+
+@pytest.mark.skipif(not kernels.amx(), reason="no AMX on this CPU (or no compiled kernels)")
+def test_amx_product_is_the_matmul():
+    """``kernels.c``'s ``amx_product`` at the shapes its tiles leave over: rows, inner and output
+    sizes that are not multiples of 16 / 32 (or below), ``D`` = 2 weights, float32 or bf16 ``x``
+    with rows apart and NaN, inf around them (which a read past a row would spread), ``W``
+    transposed. Each entry within half a bf16 ulp of the exact product of the
+    bf16 numbers plus float32 summation error: ``2^-8 |x @ W| + K 2^-23 (|x| @ |W|)``."""
+    g = torch.Generator().manual_seed(11)
+    for D, M, K, N in [(1, 1, 1, 1), (1, 15, 31, 17), (1, 16, 32, 32), (1, 17, 45, 33),
+                       (2, 33, 64, 48), (1, 80, 620, 77), (2, 64, 256, 517), (1, 3, 0, 5)]:  # fmt: skip
+        for x_dtype, transposed in ((torch.bfloat16, False), (torch.float32, True)):
+            W = torch.randn(D, N, K, generator=g).bfloat16().mT
+            W = W if transposed else W.contiguous()
+            big = torch.randn(D, M, K + 3, generator=g).to(x_dtype)
+            big[..., :2], big[..., K + 2 :] = float("nan"), float("inf")  # never to be read
+            x = big[..., 2 : K + 2]  # rows K + 3 apart
+            got = kernels.right_product(W if D > 1 else W[0])(x if D > 1 else x[0])
+            xb, Wd = x.to(torch.bfloat16).double(), W.double()
+            exact = xb @ Wd
+            bound = 2**-8 * exact.abs() + K * 2**-23 * (xb.abs() @ Wd.abs())
+            assert got.dtype == torch.bfloat16 and got.shape == exact.reshape(got.shape).shape
+            assert ((got.double().reshape(exact.shape) - exact).abs() <= bound).all(), (D, M, K, N)
+    with pytest.raises(ValueError, match="right_product"):
+        kernels.right_product(torch.ones(2, 4, 5, dtype=torch.bfloat16))(torch.ones(3, 1, 4))
