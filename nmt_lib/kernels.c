@@ -780,18 +780,21 @@ void amx_pack(int64_t D, int64_t K, int64_t N, const uint16_t *W, int64_t sd, in
             }
 }
 
-/* Rows i0..i0+rows of a [16, 16] float32 tile buf to out's rows, columns j..j+cols (cols <= 16). */
-static inline void tile_out(const float *buf, int64_t rows, int64_t cols, const view *out,
-                            int64_t d, int64_t i0, int64_t j) {
-    __mmask16 m = first(cols);
+/* Rows i0..i0+rows, columns j..j+cols (cols <= 32) of out = the [16, 32] float32 buf. */
+static inline void tiles_out(const float *buf, int64_t rows, int64_t cols, const view *out,
+                             int64_t d, int64_t i0, int64_t j) {
+    __mmask16 m0 = first(cols), m1 = first(cols - 16);
     for (int64_t i = 0; i < rows; i++) {
         int64_t at = d * out->sd + (i0 + i) * out->sr + j;
-        __m512 v = _mm512_loadu_ps(buf + 16 * i);
-        if (out->bf16)
-            _mm256_mask_storeu_epi16((uint16_t *)out->data + at, m,
-                                     (__m256i)_mm512_cvtneps_pbh(v));
-        else
-            _mm512_mask_storeu_ps((float *)out->data + at, m, v);
+        __m512 v0 = _mm512_loadu_ps(buf + 32 * i), v1 = _mm512_loadu_ps(buf + 32 * i + 16);
+        if (out->bf16) {
+            __mmask32 m = (__mmask32)m0 | (__mmask32)m1 << 16;
+            _mm512_mask_storeu_epi16((uint16_t *)out->data + at, m,
+                                     (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+        } else {
+            _mm512_mask_storeu_ps((float *)out->data + at, m0, v0);
+            _mm512_mask_storeu_ps((float *)out->data + at + 16, m1, v1);
+        }
     }
 }
 
@@ -838,7 +841,7 @@ void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, cons
             cfg.colsb[t] = 64;
         }
         _tile_loadconfig(&cfg);
-        float buf[4][256];
+        float buf[32 * 32];
 #pragma omp for collapse(2) schedule(static)
         for (int64_t d = 0; d < D; d++)
             for (int64_t ch = 0; ch < chunks; ch++)
@@ -850,8 +853,7 @@ void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, cons
                     for (int64_t b = ch * nc; b < end; b++) {
                         const uint16_t *B0 = Bp + (d * nb * 2 + 2 * b) * nk * 512,
                                        *B1 = B0 + nk * 512;
-                        int64_t c0 = N - b * 32 < 16 ? N - b * 32 : 16, c1 = N - b * 32 - c0;
-                        c1 = c1 > 16 ? 16 : c1;
+                        int64_t cols = N - b * 32 < 32 ? N - b * 32 : 32;
                         _tile_zero(0);
                         _tile_zero(1);
                         _tile_zero(2);
@@ -873,16 +875,12 @@ void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, cons
                                 _tile_dpbf16ps(3, 5, 7);
                             }
                         }
-                        _tile_stored(0, buf[0], 64);
-                        _tile_stored(1, buf[1], 64);
-                        _tile_stored(2, buf[2], 64);
-                        _tile_stored(3, buf[3], 64);
-                        tile_out(buf[0], r0, c0, out, d, t * 16, b * 32);
-                        tile_out(buf[2], r1, c0, out, d, t * 16 + 16, b * 32);
-                        if (c1 > 0) {
-                            tile_out(buf[1], r0, c1, out, d, t * 16, b * 32 + 16);
-                            tile_out(buf[3], r1, c1, out, d, t * 16 + 16, b * 32 + 16);
-                        }
+                        _tile_stored(0, buf, 128);
+                        _tile_stored(1, buf + 16, 128);
+                        _tile_stored(2, buf + 512, 128);
+                        _tile_stored(3, buf + 528, 128);
+                        tiles_out(buf, r0, cols, out, d, t * 16, b * 32);
+                        tiles_out(buf + 512, r1, cols, out, d, t * 16 + 16, b * 32);
                     }
                 }
         _tile_release();
