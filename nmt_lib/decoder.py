@@ -226,16 +226,17 @@ class Decoder(nn.Module):
         return logp.new_zeros(y.shape).masked_scatter(y_mask, logp), alpha
 
 
-def next_gru_state(a: Tensor, x: Tensor, g: Tensor, s_prev: Tensor, U: Tensor) -> Tensor:
+def next_gru_state(a: Tensor, x: Tensor, g: Tensor, s_prev: Tensor, U) -> Tensor:
     """The decoder's GRU step without autograd (decoding), from its pre-activations ``[B, ·]``:
     ``a = [W; W_z; W_r] ē(y_i) + b``, ``x = [C; C_z; C_r] c_i``, ``g = [U_r s; U_z s]`` of
-    ``s_{i-1}``, and ``U`` (as ``(r ∘ s) @ U``); the elementwise work in
+    ``s_{i-1}``, and ``U`` (as ``(r ∘ s) @ U``; or a function computing that product, e.g.
+    :func:`nmt_lib.kernels.amx_product`'s); the elementwise work in
     :func:`~nmt_lib.gru.elementwise` (compiled where it applies) in ``s_{i-1}``'s dtype."""
     n, (gates, update, _, _) = s_prev.shape[-1], elementwise(kernels)
     r, z, h_tilde, s = (torch.empty_like(s_prev)[None] for _ in range(4))
-    rs = torch.empty_like(r, dtype=compute_dtype(U))
+    rs = torch.empty_like(r, dtype=compute_dtype(g))
     gates(a[None], x[None], g[None], s_prev[None], r, z, rs)
-    u = torch.matmul(rs[0], U)[None]
+    u = (U(rs[0]) if callable(U) else torch.matmul(rs[0], U))[None]
     update(a[None, :, :n], x[None, :, :n], u, z, s_prev[None], None, h_tilde, s)
     return s[0]
 
@@ -348,7 +349,7 @@ def attention_decoder_scan(
     Per step: ``[U_r s; U_z s; W_a s]`` in one matmul of ``s_{i-1}``; ``c_i, α_i`` (App. A.1.2);
     the GRU update with ``[C; C_z; C_r] c_i`` in every gate, the state copied past the sentence
     end. The matmuls run in :func:`~nmt_lib.gru.compute_dtype` (bf16 under autocast; the per-step
-    ones by prepacked weights where :func:`~nmt_lib.gru.right_products` has them), and so does
+    ones by :func:`~nmt_lib.gru.right_products`: AMX tiles or prepacked weights), and so does
     ``c_i = Σ_j α_ij h_j`` (the compiled kernel accumulates it in float32 and rounds it once); all
     else (the energies and softmax too) in ``s0``'s dtype. The attention step is :func:`attend` and
     the GRU's elementwise work :func:`~nmt_lib.gru.elementwise` (both compiled where they apply),

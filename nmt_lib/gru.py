@@ -156,8 +156,8 @@ def transposed(x: Tensor, dtype: torch.dtype, fused=None) -> Tensor:
 
 def right_products(W: Tensor, fused=None):
     """``x -> x @ W`` for a ``W [..., n, m]`` that a scan multiplies by at every step: ``fused``'s
-    ``right_product`` (``nmt_lib.kernels``: a prepacked oneDNN weight) where given and it applies,
-    else ``torch.matmul``."""
+    ``right_product`` (``nmt_lib.kernels``: AMX tiles, or a prepacked oneDNN weight) where given and
+    it applies, else ``torch.matmul``."""
     fast = None if fused is None else fused.right_product(W)
     return fast or (lambda x: torch.matmul(x, W))
 

@@ -780,13 +780,20 @@ void amx_pack(int64_t D, int64_t K, int64_t N, const uint16_t *W, int64_t sd, in
             }
 }
 
-/* Rows i0..i0+rows, columns j..j+cols (cols <= 32) of out = the [16, 32] float32 buf. */
-static inline void tiles_out(const float *buf, int64_t rows, int64_t cols, const view *out,
-                             int64_t d, int64_t i0, int64_t j) {
+/* Rows i0..i0+rows, columns j..j+cols (cols <= 32) of out = the [16, 32] float32 buf + bias[j..]
+ * (float32, or NULL: none). */
+static inline void tiles_out(const float *buf, int64_t rows, int64_t cols, const float *bias,
+                             const view *out, int64_t d, int64_t i0, int64_t j) {
     __mmask16 m0 = first(cols), m1 = first(cols - 16);
+    __m512 b0 = _mm512_setzero_ps(), b1 = b0;
+    if (bias) {
+        b0 = _mm512_maskz_loadu_ps(m0, bias + j);
+        b1 = _mm512_maskz_loadu_ps(m1, bias + j + 16);
+    }
     for (int64_t i = 0; i < rows; i++) {
         int64_t at = d * out->sd + (i0 + i) * out->sr + j;
-        __m512 v0 = _mm512_loadu_ps(buf + 32 * i), v1 = _mm512_loadu_ps(buf + 32 * i + 16);
+        __m512 v0 = _mm512_add_ps(_mm512_loadu_ps(buf + 32 * i), b0);
+        __m512 v1 = _mm512_add_ps(_mm512_loadu_ps(buf + 32 * i + 16), b1);
         if (out->bf16) {
             __mmask32 m = (__mmask32)m0 | (__mmask32)m1 << 16;
             _mm512_mask_storeu_epi16((uint16_t *)out->data + at, m,
@@ -798,15 +805,16 @@ static inline void tiles_out(const float *buf, int64_t rows, int64_t cols, const
     }
 }
 
-/* out [D, M, N] = x [D, M, K] @ W for W packed by amx_pack; work: D * ceil(M/16)*16 * nk * 32
- * bf16. Each thread packs some of x's row tiles, then computes chunks of up to 8 column pairs of
+/* out [D, M, N] = x [D, M, K] @ W (+ bias [N] float32, unless NULL) for W packed by amx_pack;
+ * work: D * ceil(M/16)*16 * nk * 32
+ * bf16. Each thread packs some of x's row tiles, then computes chunks of up to 16 column pairs of
  * tiles (32 columns) for all rows: 2 x 2 output tiles at a time, each W tile used twice. */
 void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, const uint16_t *Bp,
-                 const view *out, uint16_t *work, int threads) {
+                 const float *bias, const view *out, uint16_t *work, int threads) {
     int64_t nk = (K + 31) / 32, mt = (M + 15) / 16, nb = (N + 31) / 32;
-    int64_t per = (threads + D - 1) / D, nc = (nb + per - 1) / per;
-    nc = nc > 8 ? 8 : nc;
-    int64_t chunks = (nb + nc - 1) / nc;
+    /* as many chunks of nc <= 16 column pairs for each thread, nc as large as that leaves */
+    int64_t per = (threads + D - 1) / D, each = (nb + per * 16 - 1) / (per * 16);
+    int64_t nc = (nb + per * each - 1) / (per * each), chunks = (nb + nc - 1) / nc;
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for collapse(2) schedule(static)
@@ -879,8 +887,8 @@ void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, cons
                         _tile_stored(1, buf + 16, 128);
                         _tile_stored(2, buf + 512, 128);
                         _tile_stored(3, buf + 528, 128);
-                        tiles_out(buf, r0, cols, out, d, t * 16, b * 32);
-                        tiles_out(buf + 512, r1, cols, out, d, t * 16 + 16, b * 32);
+                        tiles_out(buf, r0, cols, bias, out, d, t * 16, b * 32);
+                        tiles_out(buf + 512, r1, cols, bias, out, d, t * 16 + 16, b * 32);
                     }
                 }
         _tile_release();

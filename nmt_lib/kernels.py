@@ -7,8 +7,8 @@ attention step (energies, masked softmax and context, and in training its backwa
 output layer, the elementwise work of every GRU step (gates, update and their backward: a dozen
 PyTorch operations per step, each a pass over memory and a dispatch, in both training scans and the
 decoding step), the transposing copies before the weight-gradient matmuls, and Adadelta's update.
-Beside them, :func:`right_product`: the training scans' per-step products by prepacked weights
-(oneDNN's, through PyTorch's own operators).
+And :func:`right_product`: the training scans' per-step products, by AMX tiles where the CPU has
+them (``amx_product``), else by oneDNN's prepacked weights (PyTorch's own operators).
 
 The C file is compiled on first use (the first CPU beam search or training step of a process) with
 the system's C compiler (``$CC``, else ``cc``; gcc or clang with OpenMP) for this machine
@@ -130,7 +130,7 @@ def load() -> ctypes.CDLL | None:
     lib.amx_ready.restype = ctypes.c_int
     lib.amx_pack.argtypes = [i64, i64, i64, p, i64, i64, i64, p, i32]
     lib.amx_pack.restype = None
-    lib.amx_product.argtypes = [i64, i64, i64, i64, v, p, v, p, i32]
+    lib.amx_product.argtypes = [i64, i64, i64, i64, v, p, p, v, p, i32]
     lib.amx_product.restype = None
     return lib
 
@@ -420,11 +420,11 @@ def right_product(W: Tensor):
     a product as computing it (bench/README.md). None for another device or dtype,
     ``NMT_LIB_KERNELS=0``, or a 3-D ``W`` without AMX (one ``bmm`` was faster than two
     prepacked products)."""
+    if (fast := amx_product(W)) is not None:
+        return fast
     if (W.device.type != "cpu" or W.dtype != torch.bfloat16 or W.dim() not in (2, 3)
             or os.environ.get("NMT_LIB_KERNELS", "1") == "0"):  # fmt: skip
         return None
-    if (lib := library()) is not None and amx():
-        return _amx_product(W, lib)
     W = W[0] if W.dim() == 3 and W.shape[0] == 1 else W  # x [1, k, n]: linear keeps leading dims
     if W.dim() != 2 or not _prepacking():
         return None
@@ -433,10 +433,18 @@ def right_product(W: Tensor):
     return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
 
 
-def _amx_product(W: Tensor, lib: ctypes.CDLL):
-    """:func:`right_product` by ``kernels.c``'s ``amx_pack`` and ``amx_product``."""
+def amx_product(W: Tensor, bias: Tensor | None = None):
+    """:func:`right_product` by ``kernels.c``'s ``amx_pack`` and ``amx_product`` (``x -> x @ W +
+    bias``, the bias ``[m]`` added to the float32 sums before they are rounded), or None without
+    AMX (:func:`amx`), for another device or dtype, or with ``NMT_LIB_KERNELS=0``. The decoding
+    step uses it directly: at 640 rows it is faster than ``torch.matmul`` for some shapes only."""
+    if (W.device.type != "cpu" or W.dtype != torch.bfloat16 or W.dim() not in (2, 3)
+            or os.environ.get("NMT_LIB_KERNELS", "1") == "0" or (lib := library()) is None
+            or not amx()):  # fmt: skip
+        return None
     threads = torch.get_num_threads()
     *lead, K, N = W.shape
+    b = None if bias is None else bias.to(torch.float32).reshape(N).contiguous()
     D = W.shape[0] if lead else 1
     W3, tiles_k = W.reshape(D, K, N), -(-K // 32)
     packed = _buffer(D * tiles_k * 32 * -(-N // 32) * 32, dtype=torch.bfloat16)
@@ -454,6 +462,7 @@ def _amx_product(W: Tensor, lib: ctypes.CDLL):
             if work[0].numel() < (size := D * -(-M // 16) * 16 * tiles_k * 32):
                 work[0] = _buffer(size, dtype=torch.bfloat16)
             lib.amx_product(D, M, K, N, ctypes.byref(vx), packed.data_ptr(),
+                            None if b is None else b.data_ptr(),
                             ctypes.byref(_view(out.view(D, M, N), D, M, N)), work[0].data_ptr(),
                             threads)  # fmt: skip
         return out

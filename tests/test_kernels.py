@@ -522,22 +522,27 @@ def test_amx_product_is_the_matmul():
     """``kernels.c``'s ``amx_product`` at the shapes its tiles leave over: rows, inner and output
     sizes that are not multiples of 16 / 32 (or below), ``D`` = 2 weights, float32 or bf16 ``x``
     with rows apart and NaN, inf around them (which a read past a row would spread), ``W``
-    transposed. Each entry within half a bf16 ulp of the exact product of the
-    bf16 numbers plus float32 summation error: ``2^-8 |x @ W| + K 2^-23 (|x| @ |W|)``."""
+    transposed, with and without a bias. Each entry within half a bf16 ulp of the exact result
+    for the bf16 numbers, plus float32 summation error: ``2^-8 |x @ W + b| + K 2^-23 (|x| @ |W|
+    + |b|)``."""
     g = torch.Generator().manual_seed(11)
     for D, M, K, N in [(1, 1, 1, 1), (1, 15, 31, 17), (1, 16, 32, 32), (1, 17, 45, 33),
                        (2, 33, 64, 48), (1, 80, 620, 77), (2, 64, 256, 517), (1, 3, 0, 5)]:  # fmt: skip
-        for x_dtype, transposed in ((torch.bfloat16, False), (torch.float32, True)):
+        for x_dtype, transposed, bias in ((torch.bfloat16, False, False),
+                                          (torch.float32, True, True)):  # fmt: skip
             W = torch.randn(D, N, K, generator=g).bfloat16().mT
             W = W if transposed else W.contiguous()
             big = torch.randn(D, M, K + 3, generator=g).to(x_dtype)
             big[..., :2], big[..., K + 2 :] = float("nan"), float("inf")  # never to be read
             x = big[..., 2 : K + 2]  # rows K + 3 apart
-            got = kernels.right_product(W if D > 1 else W[0])(x if D > 1 else x[0])
+            b = torch.randn(N, generator=g) * 10 if bias else torch.zeros(N)
+            product = kernels.amx_product(W if D > 1 else W[0], b if bias else None)
+            got = product(x if D > 1 else x[0])
             xb, Wd = x.to(torch.bfloat16).double(), W.double()
-            exact = xb @ Wd
-            bound = 2**-8 * exact.abs() + K * 2**-23 * (xb.abs() @ Wd.abs())
+            exact = xb @ Wd + b.double()
+            bound = 2**-8 * exact.abs() + K * 2**-23 * (xb.abs() @ Wd.abs() + b.double().abs())
             assert got.dtype == torch.bfloat16 and got.shape == exact.reshape(got.shape).shape
             assert ((got.double().reshape(exact.shape) - exact).abs() <= bound).all(), (D, M, K, N)
     with pytest.raises(ValueError, match="right_product"):
         kernels.right_product(torch.ones(2, 4, 5, dtype=torch.bfloat16))(torch.ones(3, 1, 4))
+    assert kernels.amx_product(torch.ones(4, 5)) is None  # float32
