@@ -198,6 +198,9 @@ class DecodeSteps:
     * ``ē(y_i)`` -> ``[W ē + b; W_z ē + b_z; W_r ē + b_r | V_o ē]`` once, at the state update, the
       ``V_o`` part kept in the state for the next step's deep output.
 
+    These products and ``U (r ∘ s)`` go through :func:`nmt_lib.kernels.amx_product` where the CPU
+    has AMX (the output layer's through ``torch.matmul``, which was faster at its shape).
+
     ``state = start(enc)``: ``(s_0, None)``; ``z, b, False, alpha, carry = readout(enc, state)``:
     the logits ``z + b`` of every row (``b`` apart, as :meth:`~EncoderDecoder.readout_logits`;
     False: not normalised), ``α_i`` (or None) and ``carry``, per-row tensors that a beam reorders
