@@ -215,8 +215,9 @@ static inline __m512 tanh16(__m512 x) {
 }
 
 #define ALL ((__mmask16)0xFFFF)
-static inline __mmask16 lanes(int64_t left) { /* the first `left` < 16 of 16 lanes */
-    return (__mmask16)((1u << left) - 1u);
+static inline __mmask16 lanes(int64_t left) { /* the first `left` (any integer) of 16 lanes */
+    if (left >= 16) return (__mmask16)0xFFFF;
+    return left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
 }
 #endif
 
@@ -752,10 +753,6 @@ typedef struct {
     uint8_t rows[16];
 } tile_config;
 
-static inline __mmask16 first(int64_t n) { /* the first n (any integer) of 16 lanes */
-    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
-}
-
 int amx_ready(void) { /* ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA */
     return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 }
@@ -784,7 +781,7 @@ void amx_pack(int64_t D, int64_t K, int64_t N, const uint16_t *W, int64_t sd, in
  * (float32, or NULL: none). */
 static inline void tiles_out(const float *buf, int64_t rows, int64_t cols, const float *bias,
                              const view *out, int64_t d, int64_t i0, int64_t j) {
-    __mmask16 m0 = first(cols), m1 = first(cols - 16);
+    __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
     __m512 b0 = _mm512_setzero_ps(), b1 = b0;
     if (bias) {
         b0 = _mm512_maskz_loadu_ps(m0, bias + j);
@@ -806,9 +803,9 @@ static inline void tiles_out(const float *buf, int64_t rows, int64_t cols, const
 }
 
 /* out [D, M, N] = x [D, M, K] @ W (+ bias [N] float32, unless NULL) for W packed by amx_pack;
- * work: D * ceil(M/16)*16 * nk * 32
- * bf16. Each thread packs some of x's row tiles, then computes chunks of up to 16 column pairs of
- * tiles (32 columns) for all rows: 2 x 2 output tiles at a time, each W tile used twice. */
+ * work: D * ceil(M / 16) * 16 * nk * 32 bf16 for x's tiles. Each thread packs some of x's row
+ * tiles, then computes chunks of up to 16 column pairs of tiles (32 columns) for all rows: 2 x 2
+ * output tiles at a time, each W tile used twice. */
 void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, const uint16_t *Bp,
                  const float *bias, const view *out, uint16_t *work, int threads) {
     int64_t nk = (K + 31) / 32, mt = (M + 15) / 16, nb = (N + 31) / 32;
@@ -824,8 +821,8 @@ void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, cons
                 for (int64_t i = 0; i < 16; i++) {
                     int64_t row = t * 16 + i;
                     for (int64_t bk = 0; bk < nk; bk++) {
-                        __mmask16 m = row < M ? first(K - bk * 32) : 0;
-                        __mmask16 m2 = row < M ? first(K - bk * 32 - 16) : 0;
+                        __mmask16 m = row < M ? lanes(K - bk * 32) : 0;
+                        __mmask16 m2 = row < M ? lanes(K - bk * 32 - 16) : 0;
                         __m512i v;
                         if (x->bf16) {
                             const uint16_t *src = (const uint16_t *)x->data;
