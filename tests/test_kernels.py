@@ -517,7 +517,6 @@ def test_right_product_is_the_matmul(monkeypatch, path):
     assert kernels.right_product(W) is None
 
 
-@pytest.mark.skipif(not kernels.amx(), reason="no AMX on this CPU (or no compiled kernels)")
 def test_amx_product_is_the_matmul():
     """``kernels.c``'s ``amx_product`` at the shapes its tiles leave over: rows, inner and output
     sizes that are not multiples of 16 / 32 (or below), ``D`` = 2 weights, float32 or bf16 ``x``
@@ -525,6 +524,8 @@ def test_amx_product_is_the_matmul():
     transposed, with and without a bias. Each entry within half a bf16 ulp of the exact result
     for the bf16 numbers, plus float32 summation error: ``2^-8 |x @ W + b| + K 2^-23 (|x| @ |W|
     + |b|)``."""
+    if not kernels.amx():
+        pytest.skip("no AMX on this CPU (or no compiled kernels)")
     g = torch.Generator().manual_seed(11)
     for D, M, K, N in [(1, 1, 1, 1), (1, 15, 31, 17), (1, 16, 32, 32), (1, 17, 45, 33),
                        (2, 33, 64, 48), (1, 80, 620, 77), (2, 64, 256, 517), (1, 3, 0, 5)]:  # fmt: skip
