@@ -422,8 +422,7 @@ def right_product(W: Tensor):
     prepacked products)."""
     if (fast := amx_product(W)) is not None:
         return fast
-    if (W.device.type != "cpu" or W.dtype != torch.bfloat16 or W.dim() not in (2, 3)
-            or os.environ.get("NMT_LIB_KERNELS", "1") == "0"):  # fmt: skip
+    if not _recurrent_weight(W):
         return None
     W = W[0] if W.dim() == 3 and W.shape[0] == 1 else W  # x [1, k, n]: linear keeps leading dims
     if W.dim() != 2 or not _prepacking():
@@ -438,9 +437,7 @@ def amx_product(W: Tensor, bias: Tensor | None = None):
     bias``, the bias ``[m]`` added to the float32 sums before they are rounded), or None without
     AMX (:func:`amx`), for another device or dtype, or with ``NMT_LIB_KERNELS=0``. The decoding
     step uses it directly: at 640 rows it is faster than ``torch.matmul`` for some shapes only."""
-    if (W.device.type != "cpu" or W.dtype != torch.bfloat16 or W.dim() not in (2, 3)
-            or os.environ.get("NMT_LIB_KERNELS", "1") == "0" or (lib := library()) is None
-            or not amx()):  # fmt: skip
+    if not _recurrent_weight(W) or (lib := library()) is None or not amx():
         return None
     threads = torch.get_num_threads()
     *lead, K, N = W.shape
@@ -468,6 +465,13 @@ def amx_product(W: Tensor, bias: Tensor | None = None):
         return out
 
     return product
+
+
+def _recurrent_weight(W: Tensor) -> bool:
+    """Whether :func:`right_product` / :func:`amx_product` may take ``W``: a bf16 CPU ``[n, m]`` or
+    ``[D, n, m]``, the kernels not turned off (``NMT_LIB_KERNELS=0``)."""
+    return (W.device.type == "cpu" and W.dtype == torch.bfloat16 and W.dim() in (2, 3)
+            and os.environ.get("NMT_LIB_KERNELS", "1") != "0")  # fmt: skip
 
 
 @functools.cache
