@@ -11,7 +11,9 @@ Run each through the peers' ``run_timed.py`` into ``$P/runs/nmt_lib/{train,greed
 64 sentences padded to the longest, 250 updates timed from the update-50 line to the update-250
 line; decoding the 500 test sentences in batches of 64 with exactly 30 target words each. What
 differs is the recipe, ours (the paper's): Adadelta instead of Adam, the summed loss, EOS but no
-BOS; bf16 autocast unless ``--precision fp32``. Not a test.
+BOS, and the paper's batches (``nmt_lib.data.TrainIterator``: 20 batches' worth of pairs at a time
+sorted by length, App. B.2; OpenNMT-py sorts too), or ``--batching random`` as the naive script
+and JoeyNMT batch; bf16 autocast unless ``--precision fp32``. Not a test.
 """
 
 from __future__ import annotations
@@ -20,15 +22,17 @@ import argparse
 import json
 import random
 import resource
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import torch
 from common import Trainee, autocast, fixed_length, model_config
 
 from nmt_lib import search
-from nmt_lib.data import pad
+from nmt_lib.data import TrainIterator, TrainSet, pad
 from nmt_lib.model import build_model
 from nmt_lib.vocab import Vocab
 
@@ -45,6 +49,27 @@ def ids(v: Vocab, sentences: list[list[str]]) -> list[list[int]]:
     return [[v.stoi.get(w, 1) for w in s] for s in sentences]
 
 
+def random_batches(src, trg, size: int):
+    """Batches of ``size`` pairs drawn without replacement, a new shuffle when too few are left."""
+    order, pos = list(range(len(src))), len(src)
+    while True:
+        if pos + size > len(order):
+            random.shuffle(order)
+            pos = 0
+        idx, pos = order[pos : pos + size], pos + size
+        yield (*pad([src[i] for i in idx], add_eos=True), *pad([trg[i] for i in idx], add_eos=True))
+
+
+def paper_batches(src, trg, size: int, seed: int, folder: Path):
+    """nmt_lib's own batches (``TrainIterator``, 20 batches sorted by length at a time) over the
+    pairs, written to ``folder`` as ``nmt_lib.data.prepare`` writes a training set."""
+    for name, sents in (("src", src), ("trg", trg)):
+        np.save(folder / f"{name}.ids.npy", np.array([w for s in sents for w in s], np.int64))
+        np.save(folder / f"{name}.offsets.npy", np.cumsum([0] + [len(s) for s in sents]))
+    for b in TrainIterator(TrainSet(folder), size, 20, seed):
+        yield b.x, b.x_mask, b.y, b.y_mask
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("mode", choices=["train", "decode"])
@@ -59,6 +84,7 @@ def main():
     ap.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batching", default="paper", choices=["paper", "random"])
     args = ap.parse_args()
     t_start = time.perf_counter()
     torch.set_num_threads(args.threads)
@@ -73,21 +99,18 @@ def main():
     if args.mode == "train":
         trainee = Trainee("nmt_lib", cfg, model, False, args.precision)
         src, trg = ids(sv, src_train), ids(tv, trg_train)
-        order = list(range(len(src)))
-        random.shuffle(order)
+        tmp = tempfile.TemporaryDirectory()
+        if args.batching == "paper":
+            batches = paper_batches(src, trg, args.batch, args.seed, Path(tmp.name))
+        else:
+            batches = random_batches(src, trg, args.batch)
         print(f"setup done {time.perf_counter() - t_start:.3f} s", flush=True)
-        t_warm, tokens, sentences, pos = None, 0, 0, 0
-        for step in range(1, args.steps + 1):
-            if pos + args.batch > len(order):
-                random.shuffle(order)
-                pos = 0
-            idx, pos = order[pos : pos + args.batch], pos + args.batch
-            x, x_mask = pad([src[i] for i in idx], add_eos=True)
-            y, y_mask = pad([trg[i] for i in idx], add_eos=True)
-            loss = trainee.step((x, x_mask, y, y_mask))
-            n = int(y_mask.sum())  # target tokens incl. EOS
+        t_warm, tokens, sentences = None, 0, 0
+        for step, batch in zip(range(1, args.steps + 1), batches, strict=False):
+            loss = trainee.step(batch)
+            n = int(batch[3].sum())  # target tokens incl. EOS
             if step > args.warmup:
-                tokens, sentences = tokens + n, sentences + len(idx)
+                tokens, sentences = tokens + n, sentences + len(batch[0])
             if step == args.warmup:
                 t_warm = time.perf_counter()
             if step % 50 == 0:
@@ -96,8 +119,8 @@ def main():
         dt = time.perf_counter() - t_warm
         args.ckpt.parent.mkdir(parents=True, exist_ok=True)
         torch.save(model.state_dict(), args.ckpt)
-        result.update(steps_timed=args.steps - args.warmup, seconds=dt, trg_tokens_incl_eos=tokens,
-                      sents=sentences, tok_per_s_incl_eos=tokens / dt,
+        result.update(batching=args.batching, steps_timed=args.steps - args.warmup, seconds=dt,
+                      trg_tokens_incl_eos=tokens, sents=sentences, tok_per_s_incl_eos=tokens / dt,
                       tok_per_s_words=(tokens - sentences) / dt)  # fmt: skip
     else:
         model.load_state_dict(torch.load(args.ckpt))

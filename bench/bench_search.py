@@ -9,7 +9,9 @@ batches of 64 sentences, beam 10, and exactly 30 target words per sentence (EOS 
 step 30, stop at 30: ``nmt_lib.search.length_limits`` is replaced by (30, 30) here), so that every
 implementation does the same work whatever the weights (random here). Sentences/s = 500 / the time
 of decoding all batches (the encoder included, model construction excluded), the median of
-``--reps`` runs. Not a test.
+``--reps`` runs. ``decode_corpus`` decodes ``--workers`` batches at once (default: one per thread),
+and is also timed one batch at a time (``workers=1``, all threads on each batch), as the naive
+search is. Not a test.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main():
     ap.add_argument("--length", type=int, default=30, help="target words per sentence")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--workers", type=int, help="decode_corpus's (default: --threads)")
     ap.add_argument("--no-naive", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -63,14 +66,15 @@ def main():
     xs = sorted(sources(cfg, args.sentences), key=len, reverse=True)  # as decode_corpus batches
     batches = [search.pad_batch(xs[i : i + args.batch]) for i in range(0, len(xs), args.batch)]
 
-    def ours(beam):
+    def ours(beam, workers=args.workers):
         with fixed_length(args.length):
-            return search.decode_corpus(model, xs, beam=beam, batch_size=args.batch)
+            return search.decode_corpus(model, xs, beam, args.batch, workers=workers)
 
     def naive(beam):
         return [naive_decode(P, cfg, x, m, max(beam, 1), args.length) for x, m in batches]
 
-    runs = {"nmt_lib beam": lambda: ours(args.beam), "nmt_lib greedy": lambda: ours(0)}
+    runs = {"nmt_lib beam": lambda: ours(args.beam), "nmt_lib greedy": lambda: ours(0),
+            "nmt_lib beam 1 worker": lambda: ours(args.beam, 1)}  # fmt: skip
     if not args.no_naive:
         runs |= {"naive beam": lambda: naive(args.beam), "naive greedy": lambda: naive(1)}
     rows = []
@@ -84,6 +88,9 @@ def main():
                     times[k].append(timed(f)[1])
         row = {"precision": prec} | {f"{k} sent/s": args.sentences / median(v)
                                      for k, v in times.items()}  # fmt: skip
+        row["beam speed-up from workers"] = (
+            row["nmt_lib beam sent/s"] / row["nmt_lib beam 1 worker sent/s"]
+        )
         if not args.no_naive:
             row["beam speed-up vs naive"] = row["nmt_lib beam sent/s"] / row["naive beam sent/s"]
             row["greedy speed-up vs naive"] = (
@@ -92,16 +99,18 @@ def main():
         rows.append(row)
         print(json.dumps(row))
     print(f"\n{args.sentences} sentences, batches of {args.batch}, {args.length} target words each, "
-          f"{args.threads} threads")  # fmt: skip
+          f"{args.threads} threads, {args.workers or args.threads} decode_corpus workers")  # fmt: skip
     print(
-        "| precision | nmt_lib beam-10 sent/s | nmt_lib greedy sent/s | naive beam-10 sent/s | "
-        "naive greedy sent/s | beam speed-up | greedy speed-up |\n|---|---|---|---|---|---|---|"
+        "| precision | nmt_lib beam-10 sent/s | (1 worker) | nmt_lib greedy sent/s | naive beam-10 "
+        "sent/s | naive greedy sent/s | beam speed-up | greedy speed-up |\n"
+        "|---|---|---|---|---|---|---|---|"
     )
     nan = float("nan")
     for r in rows:
         print(f"| {r['precision']} | {r['nmt_lib beam sent/s']:.1f} | "
-              f"{r['nmt_lib greedy sent/s']:.1f} | {r.get('naive beam sent/s', nan):.1f} | "
-              f"{r.get('naive greedy sent/s', nan):.1f} | {r.get('beam speed-up vs naive', nan):.2f} | "
+              f"{r['nmt_lib beam 1 worker sent/s']:.1f} | {r['nmt_lib greedy sent/s']:.1f} | "
+              f"{r.get('naive beam sent/s', nan):.1f} | {r.get('naive greedy sent/s', nan):.1f} | "
+              f"{r.get('beam speed-up vs naive', nan):.2f} | "
               f"{r.get('greedy speed-up vs naive', nan):.2f} |")  # fmt: skip
     if args.json:
         with open(args.json, "w") as f:

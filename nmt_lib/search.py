@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
@@ -387,27 +388,60 @@ def decode_corpus(
     return_alpha: bool = False,
     device=None,
     progress: bool = False,
+    workers: int | None = None,
 ) -> list[Hypothesis]:
     """Decode source id lists (EOS included) in batches of similar length; results in input order.
 
     ``beam=0`` decodes greedily (:func:`greedy_search`); otherwise :func:`beam_search`.
+    ``workers`` batches are decoded at once, each in its own thread with one intra-op thread
+    (:func:`in_threads`; default: ``torch.get_num_threads()`` on a CPU, else 1): a beam step's
+    operations are small, and a core that waits for the other at each of them is idle.
     """
     from tqdm import tqdm
 
     order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
+                 ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
+
+    def decode(idx: list[int]) -> list[Hypothesis]:
+        x, x_mask = pad_batch([xs[i] for i in idx], device)
+        if beam == 0:
+            return greedy_search(model, x, x_mask, **rules)
+        return beam_search(model, x, x_mask, beam=beam, normalize=normalize, **rules)
+
+    kind = torch.device(device or "cpu").type
+    if workers is None:
+        workers = torch.get_num_threads() if kind == "cpu" else 1
     out: list[Hypothesis | None] = [None] * len(xs)
     bar = tqdm(total=len(xs), desc="decode", disable=not progress, leave=False)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        x, x_mask = pad_batch([xs[i] for i in idx], device)
-        rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
-                     ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
-        if beam == 0:
-            hyps = greedy_search(model, x, x_mask, **rules)
-        else:
-            hyps = beam_search(model, x, x_mask, beam=beam, normalize=normalize, **rules)
+    for idx, hyps in zip(batches, in_threads(decode, batches, workers, kind), strict=True):
         for i, h in zip(idx, hyps, strict=True):
             out[i] = h
         bar.update(len(idx))
     bar.close()
     return out  # type: ignore[return-value]
+
+
+def in_threads(fn, items: Sequence, workers: int, device_type: str = "cpu") -> Iterator:
+    """``map(fn, items)`` (lazily, in order), computed by up to ``workers`` threads, each with one
+    intra-op thread (``torch.set_num_threads(1)``; the caller's count is restored at the end) and
+    the caller's autocast for ``device_type``, which is per thread. PyTorch's operators release the
+    GIL."""
+    workers = min(workers, len(items))
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    threads = torch.get_num_threads()
+    amp = torch.is_autocast_enabled(device_type), torch.get_autocast_dtype(device_type)
+
+    def call(item):
+        torch.set_num_threads(1)
+        with torch.autocast(device_type, dtype=amp[1], enabled=amp[0]):
+            return fn(item)
+
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            yield from pool.map(call, items)
+    finally:
+        torch.set_num_threads(threads)

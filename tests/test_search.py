@@ -7,13 +7,23 @@ tested on its own; the last tests run the real RNNsearch/RNNencdec.
 from __future__ import annotations
 
 import math
+import threading
 from typing import NamedTuple
 
 import pytest
 import torch
 from torch import Tensor, nn
 
-from nmt_lib.search import EOS, PAD, UNK, beam_search, decode_corpus, greedy_search, pad_batch
+from nmt_lib.search import (
+    EOS,
+    PAD,
+    UNK,
+    beam_search,
+    decode_corpus,
+    greedy_search,
+    in_threads,
+    pad_batch,
+)
 
 
 class TinyEncoded(NamedTuple):
@@ -234,6 +244,64 @@ def test_decode_corpus_keeps_input_order():
     assert [h.tokens for h in greedy] == [
         h.tokens for h in greedy_search(model, *pad_batch(SOURCES), **RULES)
     ]
+
+
+def in_new_thread(f):
+    out = []
+    t = threading.Thread(target=lambda: out.append(f()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_in_threads_keeps_order_autocast_and_errors():
+    threads, caller = torch.get_num_threads(), threading.get_ident()
+    later = in_new_thread(torch.get_num_threads)  # what threads started later get
+    seen = []
+
+    def f(i):
+        seen.append(threading.get_ident())
+        if i == 5:
+            raise ValueError("item five")
+        amp = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
+        return i * i, torch.get_num_threads(), *amp
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert list(in_threads(f, range(4), 2)) == [(i * i, 1, True, torch.bfloat16)
+                                                    for i in range(4)]  # fmt: skip
+    assert caller not in seen and torch.get_num_threads() == threads
+    assert in_new_thread(torch.get_num_threads) == later
+    with pytest.raises(ValueError, match="item five"):
+        list(in_threads(f, range(8), 3))
+    assert torch.get_num_threads() == threads and in_new_thread(torch.get_num_threads) == later
+    seen.clear()  # one worker: in the caller's thread, with its thread count
+    assert [r[:2] for r in in_threads(f, range(3), 1)] == [(i * i, threads) for i in range(3)]
+    assert set(seen) == {caller}
+
+
+def test_decode_corpus_in_threads_is_the_same():
+    """``workers=3``: the same hypotheses as one batch at a time, under the caller's autocast."""
+    from nmt_lib.config import ModelConfig
+    from nmt_lib.model import build_model
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
+    model = build_model(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(30 if p.dim() > 1 else 1)
+    srcs = [[3 + (5 * i + j) % 10 for j in range(1 + i % 6)] + [EOS] for i in range(11)]
+
+    def run(workers):
+        return decode_corpus(model, srcs, beam=3, batch_size=2, workers=workers, **RULES)
+
+    fp32 = run(1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        one, many = run(1), run(3)
+    assert [h.tokens for h in many] == [h.tokens for h in one]
+    assert [h.cost for h in many] == pytest.approx([h.cost for h in one], abs=1e-6)
+    # bf16 changes the costs here, so that a worker without the caller's autocast would be seen
+    assert max(abs(a.cost - b.cost) for a, b in zip(fp32, one, strict=True)) > 1e-3
 
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
