@@ -427,7 +427,7 @@ def in_threads(fn, items: Sequence, workers: int, device_type: str = "cpu") -> I
     """``map(fn, items)`` (lazily, in order), computed by up to ``workers`` threads, each with one
     intra-op thread (``torch.set_num_threads(1)``; the caller's count is restored at the end) and
     the caller's autocast for ``device_type``, which is per thread. PyTorch's operators release the
-    GIL."""
+    GIL. An error in ``fn`` is raised in the caller, and the items not yet started are dropped."""
     workers = min(workers, len(items))
     if workers <= 1:
         yield from map(fn, items)
@@ -442,6 +442,6 @@ def in_threads(fn, items: Sequence, workers: int, device_type: str = "cpu") -> I
 
     try:
         with ThreadPoolExecutor(workers) as pool:
-            yield from pool.map(call, items)
+            yield from pool.map(call, items)  # on an error, cancels the items not yet started
     finally:
         torch.set_num_threads(threads)

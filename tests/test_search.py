@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from typing import NamedTuple
 
 import pytest
@@ -273,6 +274,17 @@ def test_in_threads_keeps_order_autocast_and_errors():
     assert in_new_thread(torch.get_num_threads) == later
     with pytest.raises(ValueError, match="item five"):
         list(in_threads(f, range(8), 3))
+    seen.clear()
+
+    def slow(i):
+        seen.append(i)
+        if i == 0:
+            raise ValueError("item zero")
+        time.sleep(0.2)
+
+    with pytest.raises(ValueError, match="item zero"):  # the items not yet started are dropped
+        list(in_threads(slow, range(20), 2))
+    assert len(seen) < 20
     assert torch.get_num_threads() == threads and in_new_thread(torch.get_num_threads) == later
     seen.clear()  # one worker: in the caller's thread, with its thread count
     assert [r[:2] for r in in_threads(f, range(3), 1)] == [(i * i, threads) for i in range(3)]
