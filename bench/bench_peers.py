@@ -99,8 +99,8 @@ def main():
     if args.mode == "train":
         trainee = Trainee("nmt_lib", cfg, model, False, args.precision)
         src, trg = ids(sv, src_train), ids(tv, trg_train)
-        tmp = tempfile.TemporaryDirectory()
         if args.batching == "paper":
+            tmp = tempfile.TemporaryDirectory()  # removed when the process ends
             batches = paper_batches(src, trg, args.batch, args.seed, Path(tmp.name))
         else:
             batches = random_batches(src, trg, args.batch)
