@@ -118,11 +118,11 @@ def sentence_nll(
 class Adadelta(torch.optim.Adadelta):
     """``torch.optim.Adadelta`` (its state, its checkpoints) whose update on a CPU makes one pass
     over memory instead of nine: in the compiled kernel (:func:`nmt_lib.kernels.adadelta`: torch's
-    operations in torch's order, correctly rounded, where torch's vectorized sqrt and division
-    differ by an ulp in ~1 % of the updates; 4.4x as fast at bench-small), else on a cache-sized
-    chunk of each parameter at a time with torch's own operations (the same numbers bit for bit;
-    1.5-1.6x as fast as torch's version, which streams 84M parameters of the paper's model through
-    memory at each of its nine passes, ~10 % of a CPU training step). Both tested against
+    operations in torch's order, correctly rounded, where torch's vectorized sqrt is an ulp off in
+    ~1 % (Intel Xeon) to ~20 % (AMD EPYC) of the updates; 4.4x as fast at bench-small), else on a
+    cache-sized chunk of each parameter at a time with torch's own operations (the same numbers bit
+    for bit; 1.5-1.6x as fast as torch's version, which streams 84M parameters of the paper's model
+    through memory at each of its nine passes, ~10 % of a CPU training step). Both tested against
     ``torch.optim.Adadelta``. On GPUs, for complex parameters and with options other than ``lr``,
     ``rho``, ``eps``, torch's own step runs."""
 

@@ -246,8 +246,8 @@ def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
 def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
     """The same parameters and state as ``torch.optim.Adadelta`` after several steps: bit for bit
     in PyTorch operations, chunks of 7 elements (ragged ends) and the default; within float32
-    rounding with the compiled kernel (torch's vectorized sqrt and division are not always
-    correctly rounded), most entries the same bits. A contiguous matrix, a column-major one
+    rounding with the compiled kernel (torch's vectorized sqrt is not always correctly rounded).
+    A contiguous matrix, a column-major one
     (``W_o``'s layout), a long vector (the vectorized loops), a permuted 3-D tensor (no flat view:
     the whole tensor at once, in PyTorch operations), a parameter without a gradient; and either's
     state loads into the other."""
@@ -273,7 +273,7 @@ def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
             a.grad, b.grad = torch.empty_like(a).copy_(grad), torch.empty_like(b).copy_(grad)
         opt.step()
         opt_ref.step()
-    same = torch.equal if chunk != "kernel" else close_and_mostly_equal
+    same = torch.equal if chunk != "kernel" else close_in_rounding
     for a, b in zip(ours, ref, strict=True):
         assert same(a, b) and a.stride() == b.stride()
     for a, b in zip(opt.state_dict()["state"].values(), opt_ref.state_dict()["state"].values(),
@@ -283,15 +283,20 @@ def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
     Adadelta(ours, lr=1.0).load_state_dict(opt_ref.state_dict())
 
 
-def close_and_mostly_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Within float32 rounding (a few ulps after several steps), 90 % of the entries equal."""
+def close_in_rounding(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Within float32 rounding (a few ulps after several steps). How many entries are equal
+    depends on the CPU: PyTorch's vectorized sqrt is not always correctly rounded (~1 % of the
+    entries on an Intel Xeon, 16-20 % on an AMD EPYC, torch 2.13), the kernel's is, which
+    ``test_adadelta_kernel_rounds_correctly`` checks."""
     torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-12)
-    return bool((a == b).float().mean() >= 0.9)
+    return True
 
 
 def test_adadelta_kernel_rounds_correctly():
-    """One step of the compiled Adadelta from a random state is at least as close to the float64
-    evaluation of the same operations as ``torch.optim.Adadelta``'s."""
+    """One step of the compiled Adadelta from a random state is, bit for bit, torch's float32
+    operations in torch's order, each correctly rounded (evaluated in float64 and rounded to
+    float32 after each; ``addcmul_`` one fused multiply-add), and at least as close to the float64
+    evaluation of the whole update as ``torch.optim.Adadelta``'s."""
     from nmt_lib import kernels
 
     if kernels.library() is None:
@@ -300,6 +305,11 @@ def test_adadelta_kernel_rounds_correctly():
     p, grad = torch.randn(4000, generator=g), torch.randn(4000, generator=g) * 0.1
     sq, acc = torch.rand(4000, generator=g) * 1e-2, torch.rand(4000, generator=g) * 1e-3
     f = lambda t: t.double()  # noqa: E731
+    r = lambda t: t.float().double()  # noqa: E731  (round to float32)
+    rho, one_minus_rho, eps = r(torch.tensor(0.95)), r(torch.tensor(0.05)), r(torch.tensor(1e-6))
+    s32 = r(r(one_minus_rho * f(grad)) * f(grad) + r(f(sq) * rho))
+    d32 = r(r(r(r(f(acc) + eps).sqrt()) / r(r(s32 + eps).sqrt())) * f(grad))
+    rounded = (r(f(p) - d32), s32, r(r(one_minus_rho * d32) * d32 + r(f(acc) * rho)))
     sq64 = f(sq) * 0.95 + 0.05 * f(grad) ** 2
     delta64 = (f(acc) + 1e-6).sqrt() / (sq64 + 1e-6).sqrt() * f(grad)
     want = (f(p) - delta64, sq64, f(acc) * 0.95 + 0.05 * delta64**2)
@@ -314,7 +324,8 @@ def test_adadelta_kernel_rounds_correctly():
     ref.data.copy_(p)
     opt.step()
     theirs = (ref.detach(), opt.state[ref]["square_avg"], opt.state[ref]["acc_delta"])
-    for w, a, b in zip(want, (ours[0], ours[2], ours[3]), theirs, strict=True):
+    for w, x, a, b in zip(want, rounded, (ours[0], ours[2], ours[3]), theirs, strict=True):
+        assert torch.equal(f(a), x)
         assert (f(a) - w).abs().max() <= (f(b) - w).abs().max()
     assert not kernels.adadelta(*(t[::2] for t in ours), 1.0, 0.95, 1e-6)  # strided: PyTorch's
 
