@@ -17,8 +17,12 @@ static inline float bf16_to_float(uint16_t h) {
     return f;
 }
 
-/* Element i of a bf16 (is_bf16) or float32 array, as float32. The flag is the same for a whole
- * loop: the compiler makes one vectorized loop per case. */
+/* Element i of a bf16 (is_bf16) or float32 array, as float32. In a loop, the flag must be a
+ * constant (a function inlined for each case, INLINE): with a flag known only at run time, gcc
+ * vectorizes the loop with masked loads of both types, and the float32 ones reach past the end of a
+ * bf16 array; where that memory is not mapped, every such load waits for a suppressed fault (up to
+ * 8x slower on an AMD EPYC, bench/README.md). */
+#define INLINE static inline __attribute__((always_inline))
 static inline float load(const void *z, int is_bf16, int64_t i) {
     return is_bf16 ? bf16_to_float(((const uint16_t *)z)[i]) : ((const float *)z)[i];
 }
@@ -66,8 +70,28 @@ static inline int64_t insert_top(float *tv, int64_t *ti, int64_t k, int64_t fill
 
 #define BLOCK 64
 
+/* Of best_words: row x (bf16 if is_bf16, a constant) + bias, in float32, into row; the maxima of
+ * its blocks of 64 words into bmax; returns the row's maximum. */
+INLINE float row_and_block_maxima(const void *x, const int is_bf16, int64_t K, const float *bias,
+                                  float *row, float *bmax) {
+    float m = -INFINITY;
+    for (int64_t b = 0, nb = (K + BLOCK - 1) / BLOCK; b < nb; b++) {
+        int64_t j0 = b * BLOCK, j1 = j0 + BLOCK < K ? j0 + BLOCK : K;
+        float q = -INFINITY;
+#pragma omp simd reduction(max : q)
+        for (int64_t j = j0; j < j1; j++) {
+            float v = load(x, is_bf16, j) + bias[j];
+            row[j] = v;
+            q = v > q ? v : q;
+        }
+        bmax[b] = q;
+        m = q > m ? q : m;
+    }
+    return m;
+}
+
 /* search.best_words for a [R, K] matrix of bf16 (is_bf16) or float32 logits, row stride ldx:
- * per row, in float32, x + bias (bias may be NULL); if normalize, m = max and
+ * per row, in float32, x + bias; if normalize, m = max and
  * s = sum exp(x - m) over ALL words; then words 0 (<pad>), 1 (<unk>, if ignore_unk) and 2 (EOS, if
  * no_eos[r]) excluded; the k largest (k <= K) written best first to out_v as (x - m) - log s
  * (x itself if not normalize) and their columns to out_i; among equal values the lower column
@@ -83,19 +107,10 @@ void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, c
         float *row = work + (int64_t)omp_get_thread_num() * (K + nb), *bmax = row + K;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < R; r++) {
-            float m = -INFINITY;
-            for (int64_t b = 0; b < nb; b++) {
-                int64_t j0 = b * BLOCK, j1 = j0 + BLOCK < K ? j0 + BLOCK : K;
-                float q = -INFINITY;
-#pragma omp simd reduction(max : q)
-                for (int64_t j = j0; j < j1; j++) {
-                    float v = load(x, is_bf16, r * ldx + j) + (bias ? bias[j] : 0.0f);
-                    row[j] = v;
-                    q = v > q ? v : q;
-                }
-                bmax[b] = q;
-                m = q > m ? q : m;
-            }
+            float m = is_bf16 ? row_and_block_maxima((const uint16_t *)x + r * ldx, 1, K, bias,
+                                                     row, bmax)
+                              : row_and_block_maxima((const float *)x + r * ldx, 0, K, bias, row,
+                                                     bmax);
             float log_s = 0.0f;
             if (normalize) {
                 float s = 0.0f;
@@ -417,6 +432,23 @@ void attend_backward(const float *Uh, const float *q, const void *h, int h_bf16,
     }
 }
 
+/* decoder.target_log_prob, forward, for one row z (bf16 if is_bf16, a constant) and target y. */
+INLINE void target_logp_row(const void *z, const int is_bf16, int64_t K, const float *bias,
+                            int64_t y, float *logp, float *stats) {
+    float m = -INFINITY, s = 0.0f;
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < K; j++) {
+        float v = load(z, is_bf16, j) + bias[j];
+        m = v > m ? v : m;
+    }
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = 0; j < K; j++) s += exp_nonpositive(load(z, is_bf16, j) + bias[j] - m);
+    float log_s = logf(s);
+    *logp = (load(z, is_bf16, y) + bias[y] - m) - log_s;
+    stats[0] = m;
+    stats[1] = log_s;
+}
+
 /* decoder.target_log_prob, forward: for N rows of logits z (bf16 if is_bf16, else float32; row
  * stride ldz) plus bias[K], in float32: m = max, log_s = log sum exp(x - m) over the row,
  * logp[r] = (x[y[r]] - m) - log_s; stats[r] = (m, log_s) for the backward. */
@@ -424,18 +456,10 @@ void target_logp(const void *z, int is_bf16, int64_t N, int64_t K, int64_t ldz, 
                  const int64_t *y, int threads, float *logp, float *stats) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t r = 0; r < N; r++) {
-        float m = -INFINITY, s = 0.0f;
-#pragma omp simd reduction(max : m)
-        for (int64_t j = 0; j < K; j++) {
-            float v = load(z, is_bf16, r * ldz + j) + bias[j];
-            m = v > m ? v : m;
-        }
-#pragma omp simd reduction(+ : s)
-        for (int64_t j = 0; j < K; j++) s += exp_nonpositive(load(z, is_bf16, r * ldz + j) + bias[j] - m);
-        float log_s = logf(s);
-        logp[r] = (load(z, is_bf16, r * ldz + y[r]) + bias[y[r]] - m) - log_s;
-        stats[2 * r] = m;
-        stats[2 * r + 1] = log_s;
+        if (is_bf16)
+            target_logp_row((const uint16_t *)z + r * ldz, 1, K, bias, y[r], logp + r, stats + 2 * r);
+        else
+            target_logp_row((const float *)z + r * ldz, 0, K, bias, y[r], logp + r, stats + 2 * r);
     }
 }
 

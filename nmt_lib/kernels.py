@@ -159,13 +159,13 @@ def best_words(
         return None
     if x.stride(1) != 1:
         x = x.contiguous()
-    b = None if bias is None else bias.to(torch.float32).contiguous()
+    b = torch.zeros(K) if bias is None else bias.to(torch.float32).contiguous()
     mask = no_eos.reshape(R).to(torch.uint8).contiguous()
     threads = torch.get_num_threads()
     work = _buffer(threads, K + -(-K // 64))  # each thread's row and block maxima
     v, j = _buffer(R, k), _buffer(R, k, dtype=torch.long)
     lib.best_words(x.data_ptr(), x.dtype == torch.bfloat16, R, K, x.stride(0),
-                   None if b is None else b.data_ptr(), mask.data_ptr(), ignore_unk,
+                   b.data_ptr(), mask.data_ptr(), ignore_unk,
                    not normalized, k, threads, work.data_ptr(), v.data_ptr(), j.data_ptr())  # fmt: skip
     return v, j
 
