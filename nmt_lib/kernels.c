@@ -107,10 +107,11 @@ void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, c
         float *row = work + (int64_t)omp_get_thread_num() * (K + nb), *bmax = row + K;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < R; r++) {
-            float m = is_bf16 ? row_and_block_maxima((const uint16_t *)x + r * ldx, 1, K, bias,
-                                                     row, bmax)
-                              : row_and_block_maxima((const float *)x + r * ldx, 0, K, bias, row,
-                                                     bmax);
+            float m;
+            if (is_bf16)
+                m = row_and_block_maxima((const uint16_t *)x + r * ldx, 1, K, bias, row, bmax);
+            else
+                m = row_and_block_maxima((const float *)x + r * ldx, 0, K, bias, row, bmax);
             float log_s = 0.0f;
             if (normalize) {
                 float s = 0.0f;
@@ -456,10 +457,11 @@ void target_logp(const void *z, int is_bf16, int64_t N, int64_t K, int64_t ldz, 
                  const int64_t *y, int threads, float *logp, float *stats) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t r = 0; r < N; r++) {
+        float *st = stats + 2 * r;
         if (is_bf16)
-            target_logp_row((const uint16_t *)z + r * ldz, 1, K, bias, y[r], logp + r, stats + 2 * r);
+            target_logp_row((const uint16_t *)z + r * ldz, 1, K, bias, y[r], logp + r, st);
         else
-            target_logp_row((const float *)z + r * ldz, 0, K, bias, y[r], logp + r, stats + 2 * r);
+            target_logp_row((const float *)z + r * ldz, 0, K, bias, y[r], logp + r, st);
     }
 }
 

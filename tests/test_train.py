@@ -247,10 +247,9 @@ def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
     """The same parameters and state as ``torch.optim.Adadelta`` after several steps: bit for bit
     in PyTorch operations, chunks of 7 elements (ragged ends) and the default; within float32
     rounding with the compiled kernel (torch's vectorized sqrt is not always correctly rounded).
-    A contiguous matrix, a column-major one
-    (``W_o``'s layout), a long vector (the vectorized loops), a permuted 3-D tensor (no flat view:
-    the whole tensor at once, in PyTorch operations), a parameter without a gradient; and either's
-    state loads into the other."""
+    A contiguous matrix, a column-major one (``W_o``'s layout), a long vector (the vectorized
+    loops), a permuted 3-D tensor (no flat view: the whole tensor at once, in PyTorch operations),
+    a parameter without a gradient; and either's state loads into the other."""
     from nmt_lib import kernels
     from nmt_lib.train import Adadelta
 
