@@ -32,6 +32,7 @@ from .gru import (
     elementwise,
     fast_gru_scan,
     gru_step,
+    in_transposed_layout,
     right_products,
     transposed,
 )
@@ -233,12 +234,12 @@ def next_gru_state(a: Tensor, x: Tensor, g: Tensor, s_prev: Tensor, U) -> Tensor
     :func:`nmt_lib.kernels.amx_product`'s); the elementwise work in
     :func:`~nmt_lib.gru.elementwise` (compiled where it applies) in ``s_{i-1}``'s dtype."""
     n, (gates, update, _, _) = s_prev.shape[-1], elementwise(kernels)
-    r, z, h_tilde, s = (torch.empty_like(s_prev)[None] for _ in range(4))
+    r, z, h_tilde, s = (torch.empty_like(s_prev) for _ in range(4))
     rs = torch.empty_like(r, dtype=compute_dtype(g))
-    gates(a[None], x[None], g[None], s_prev[None], r, z, rs)
-    u = (U(rs[0]) if callable(U) else torch.matmul(rs[0], U))[None]
-    update(a[None, :, :n], x[None, :, :n], u, z, s_prev[None], None, h_tilde, s)
-    return s[0]
+    gates(a, x, g, s_prev, r, z, rs)
+    u = U(rs) if callable(U) else torch.matmul(rs, U)
+    update(a[:, :n], x[:, :n], u, z, s_prev, None, h_tilde, s)
+    return s
 
 
 def maxout(t_tilde: Tensor) -> Tensor:
@@ -366,8 +367,11 @@ def attention_decoder_scan(
         (``s0``'s dtype).
     """
     cd, sd = compute_dtype(U), s0.dtype
+    # time-major: the CPU kernels read a view of a bf16 a (autocast) as it is; elsewhere the PyTorch
+    # functions would convert each step's rows, so a is converted once, into time-major order
+    a = a.transpose(0, 1) if a.device.type == "cpu" else a.to(sd).transpose(0, 1).contiguous()
     S, C, A = _AttentionDecoderScan.apply(
-        a.to(sd).transpose(0, 1).contiguous(), s0, y_mask.t().unsqueeze(-1), h.to(cd),
+        a, s0, y_mask.t().unsqueeze(-1), h.to(cd),
         Uh.to(sd), x_mask, W_s.to(cd), C_in.to(cd), U.to(cd), v_a.to(sd),
     )  # fmt: skip
     return S.transpose(0, 1), C.transpose(0, 1), A.transpose(0, 1)
@@ -414,7 +418,8 @@ def _attend_backward(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum) -> tuple[Tensor,
 
 
 class _AttentionDecoderScan(torch.autograd.Function):
-    """Time-major: ``a [Ty, B, 3n]``, ``mask [Ty, B, 1]``; returns ``S, C, A`` time-major.
+    """Time-major: ``a [Ty, B, 3n]`` (any view, in any float dtype: the kernels read it in place, the
+    sums are computed in ``s0``'s dtype), ``mask [Ty, B, 1]``; returns ``S, C, A`` time-major.
 
     Step ``i`` computes only the first ``k_i`` rows (:func:`~nmt_lib.gru.active_rows`): the
     sentences after the last one still running are past their end, where the state is copied and
@@ -434,7 +439,6 @@ class _AttentionDecoderScan(torch.autograd.Function):
         s_c = s0.to(cd, copy=True) if cd != s.dtype else None  # s in the compute dtype
         gates, update, _, _ = elementwise(kernels)
         times_W_s, times_C_in, times_U = (right_products(w, kernels) for w in (W_s, C_in, U))
-        one = lambda x: x.unsqueeze(0)  # noqa: E731  # [k, ·] -> [1, k, ·]
         with torch.autocast(s0.device.type, enabled=False):
             for i, k in enumerate(ks):
                 S[i] = s
@@ -443,12 +447,10 @@ class _AttentionDecoderScan(torch.autograd.Function):
                 Q[i, :k] = g[:, 2 * n :]
                 c, _ = attend(Uh[:k], Q[i, :k], v_a, h[:k], x_mask[:k], (C[i, :k], A[i, :k]))
                 x = times_C_in(c)  # [k, 3n]: [C; C_z; C_r] c
-                gates(one(a[i, :k]), one(x), one(g[:, : 2 * n]), one(s_k), one(R[i, :k]),
-                      one(Z[i, :k]), one(RS[i, :k]))  # fmt: skip
+                gates(a[i, :k], x, g[:, : 2 * n], s_k, R[i, :k], Z[i, :k], RS[i, :k])
                 u = times_U(RS[i, :k])  # U (r ∘ s)
-                update(one(a[i, :k, :n]), one(x[:, :n]), one(u), one(Z[i, :k]), one(s_k),
-                       one(mask[i, :k]), one(St[i, :k]), one(s_k),
-                       None if s_c is None else one(s_c[:k]))  # fmt: skip
+                update(a[i, :k, :n], x[:, :n], u, Z[i, :k], s_k, mask[i, :k], St[i, :k], s_k,
+                       None if s_c is None else s_c[:k])  # fmt: skip
         ctx.save_for_backward(mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS)
         ctx.ks = ks
         return S, C, A
@@ -470,7 +472,6 @@ class _AttentionDecoderScan(torch.autograd.Function):
         times_W_s_t, times_C_in_t, times_U_t = (
             right_products(w.mT, kernels) for w in (W_s, C_in, U)
         )
-        one = lambda x: x.unsqueeze(0)  # noqa: E731  # [k, ·] -> [1, k, ·]
         for i in reversed(range(Ty)):
             k = ctx.ks[i]
             if k < B:  # the rows past their end: s_i = s_{i-1}; c_i, α_i are 0, not computed
@@ -479,11 +480,10 @@ class _AttentionDecoderScan(torch.autograd.Function):
                     d[i, k:] = 0
             s, r, z, s_tilde, alpha = S[i, :k], R[i, :k], Z[i, :k], St[i, :k], A[i, :k]
             # the GRU update (past the sentence end s_i = s_{i-1}: only ds passes), then r
-            back_update(one(ds[:k]), one(mask[i, :k]), one(z), one(s_tilde), one(s),
-                        one(d_pre[i, :k]), one(d_cand[:k]))  # fmt: skip
+            back_update(ds[:k], mask[i, :k], z, s_tilde, s, d_pre[i, :k], d_cand[:k])
             d_rs = times_U_t(d_cand[:k])
-            back_reset(one(d_rs), one(s), one(r), one(d_pre[i, :k]), one(d_g[i, :k, : 2 * n]),
-                       one(ds[:k]), None if same else one(d_pre_c[i, :k]))  # fmt: skip
+            back_reset(d_rs, s, r, d_pre[i, :k], d_g[i, :k, : 2 * n], ds[:k],
+                       None if same else d_pre_c[i, :k])  # fmt: skip
             torch.add(times_C_in_t(d_pre_c[i, :k]), dC[i, :k], out=d_c[i, :k])
             d_q, d_v = _attend_backward(Uh[:k], Q[i, :k], v_a, h[:k], d_c[i, :k], alpha, dA[i, :k],
                                         d_sum[:k])  # fmt: skip  # ∂L/∂(W_a s), ∂L/∂v_a
@@ -495,5 +495,6 @@ class _AttentionDecoderScan(torch.autograd.Function):
         dW_s = transposed(rows(S), cd, kernels) @ rows(d_g)
         dC_in = transposed(rows(C), cd, kernels) @ rows(d_pre_c)
         dU = transposed(rows(RS), cd, kernels) @ rows(d_pre_c[..., :n])
+        dW_s, dC_in, dU = (in_transposed_layout(d, kernels) for d in (dW_s, dC_in, dU))
         dh = torch.bmm(A.permute(1, 2, 0).to(cd), d_c.transpose(0, 1))  # c_i = Σ_j α_ij h_j
         return d_pre, ds, None, dh, d_sum * v_a, None, dW_s, dC_in, dU, dv_a

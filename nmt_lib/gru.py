@@ -154,6 +154,14 @@ def transposed(x: Tensor, dtype: torch.dtype, fused=None) -> Tensor:
     return torch.empty(x.mT.shape, dtype=dtype, device=x.device).copy_(x.mT)
 
 
+def in_transposed_layout(x: Tensor, fused=None) -> Tensor:
+    """``x`` ``[..., R, C]``, its values laid out as its transpose's (``x.mT`` contiguous), in one
+    copy (:func:`transposed`). The gradient of a weight passed as ``P.t()`` (or a concatenation's)
+    comes back in ``P``'s own layout that way: AccumulateGrad keeps a contiguous slice as it is,
+    and makes a slow transposing copy of a strided one."""
+    return transposed(x, x.dtype, fused).mT
+
+
 def right_products(W: Tensor, fused=None):
     """``x -> x @ W`` for a ``W [..., n, m]`` that a scan multiplies by at every step: ``fused``'s
     ``right_product`` (``nmt_lib.kernels``: AMX tiles, or a prepacked oneDNN weight) where given and
@@ -273,6 +281,7 @@ class _GRUScan(torch.autograd.Function):
         rows = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[-1])  # noqa: E731
         dU = transposed(rows(RH), cd, ctx.fused) @ D_cand.view(D, T * B, n)
         dU_rz = transposed(rows(H_prev), cd, ctx.fused) @ D_rz.view(D, T * B, 2 * n)
+        dU, dU_rz = (in_transposed_layout(d, ctx.fused) for d in (dU, dU_rz))  # as [U_r; U_z], U
         return dA, dh, dU_rz, dU, None, None
 
 

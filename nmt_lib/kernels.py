@@ -298,43 +298,59 @@ _IS_BF16 = {torch.float32: 0, torch.bfloat16: 1}
 
 
 def _view(t: Tensor | None, D: int, k: int, cols: int) -> View | None:
-    """A :class:`View` of ``t``, a CPU bf16/float32 ``[D, k, cols]`` tensor with contiguous columns
-    and no two rows in the same memory (``_ABSENT`` for None), or None if it is not one. Cheap:
-    called for every operand of every recurrent step."""
+    """A :class:`View` of ``t``, a CPU bf16/float32 ``[D, k, cols]`` tensor (``[k, cols]`` when
+    ``D`` is 1) with contiguous columns and no two rows in the same memory (``_ABSENT`` for None),
+    or None if it is not one. Cheap: called for every operand of every recurrent step."""
     if t is None:
         return _ABSENT
-    bf16 = _IS_BF16.get(t.dtype)
-    if bf16 is None or not t.is_cpu or t.shape != (D, k, cols):
+    bf16, shape = _IS_BF16.get(t.dtype), t.shape
+    if bf16 is None or not t.is_cpu:
         return None
-    sd, sr, sc = t.stride()
+    if len(shape) == 2 and D == 1 and shape == (k, cols):
+        (sr, sc), sd = t.stride(), 0
+    elif shape == (D, k, cols):
+        sd, sr, sc = t.stride()
+    else:
+        return None
     if (sc != 1 and cols > 1) or (sd == 0 and D > 1) or (sr == 0 and k > 1):  # e.g. expand()ed
         return None
     return View(t.data_ptr(), sd, sr, bf16)
 
 
 def _mask(mask: Tensor | None, D: int, k: int) -> tuple | None:
-    """``(pointer, stride over D, stride over rows)`` of a CPU bool ``mask [D, k, 1]``, ``(None, 0,
-    0)`` for no mask, None if it is not such a tensor."""
+    """``(pointer, stride over D, stride over rows)`` of a CPU bool ``mask [D, k, 1]`` (``[k, 1]``
+    when ``D`` is 1), ``(None, 0, 0)`` for no mask, None if it is not such a tensor."""
     if mask is None:
         return None, 0, 0
-    if mask.dtype != torch.bool or not mask.is_cpu or mask.shape != (D, k, 1):
+    if mask.dtype != torch.bool or not mask.is_cpu:
         return None
-    return mask.data_ptr(), mask.stride(0), mask.stride(1)
+    if mask.shape == (D, k, 1):
+        return mask.data_ptr(), mask.stride(0), mask.stride(1)
+    if D == 1 and mask.shape == (k, 1):
+        return mask.data_ptr(), 0, mask.stride(0)
+    return None
+
+
+def _dims(h: Tensor) -> tuple[int, int, int] | None:
+    """``(D, k, n)`` of the GRU kernels' state ``h``: ``[D, k, n]``, or ``[k, n]`` for one GRU."""
+    if h.dim() == 3:
+        return h.shape
+    return (1, *h.shape) if h.dim() == 2 else None
 
 
 def _ready(n: int, D: int, k: int, views: list) -> ctypes.CDLL | None:
     """The library, if the GRU kernels apply: every view made, ``0 < n <= MAX_UNITS``, rows."""
-    if D * k == 0 or not 0 < n <= MAX_UNITS or any(v is None for v in views):
+    if D * k == 0 or not 0 < n <= MAX_UNITS or None in views:
         return None
     return library()
 
 
 def gru_gates(a, x, g, h, r, z, rh) -> bool:
-    """:func:`nmt_lib.gru.gru_gates` (``kernels.c``), all ``[D, k, ·]``: True when done, False
+    """:func:`nmt_lib.gru.gru_gates` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when done, False
     (nothing written) where the kernel does not apply."""
-    if h.dim() != 3:
+    if (dims := _dims(h)) is None:
         return False
-    D, k, n = h.shape
+    D, k, n = dims
     vs = [_view(a, D, k, 3 * n), _view(x, D, k, 3 * n), _view(g, D, k, 2 * n), _view(h, D, k, n),
           _view(r, D, k, n), _view(z, D, k, n), _view(rh, D, k, n)]  # fmt: skip
     if (lib := _ready(n, D, k, vs)) is None:
@@ -344,12 +360,12 @@ def gru_gates(a, x, g, h, r, z, rh) -> bool:
 
 
 def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
-    """:func:`nmt_lib.gru.gru_update` (``kernels.c``), all ``[D, k, ·]`` (``mask [D, k, 1]`` bool
+    """:func:`nmt_lib.gru.gru_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]`` (``mask [D, k, 1]`` / ``[k, 1]`` bool
     or None; ``out`` may be ``h``): True when done, False (nothing written) where the kernel does
     not apply."""
-    if h.dim() != 3:
+    if (dims := _dims(h)) is None:
         return False
-    D, k, n = h.shape
+    D, k, n = dims
     vs = [_view(t, D, k, n) for t in (a, x, u, z, h, ht, out, out_c)]
     if (m := _mask(mask, D, k)) is None or (lib := _ready(n, D, k, vs)) is None:
         return False
@@ -359,11 +375,11 @@ def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
 
 
 def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
-    """:func:`nmt_lib.gru.gru_backward_update` (``kernels.c``), all ``[D, k, ·]``: True when done,
+    """:func:`nmt_lib.gru.gru_backward_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when done,
     False (nothing written) where the kernel does not apply."""
-    if h.dim() != 3:
+    if (dims := _dims(h)) is None:
         return False
-    D, k, n = h.shape
+    D, k, n = dims
     vs = [_view(dh, D, k, n), _view(z, D, k, n), _view(ht, D, k, n), _view(h, D, k, n),
           _view(dA, D, k, 3 * n), _view(dcand_c, D, k, n)]  # fmt: skip
     if (m := _mask(mask, D, k)) is None or (lib := _ready(n, D, k, vs)) is None:
@@ -374,11 +390,11 @@ def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
 
 
 def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
-    """:func:`nmt_lib.gru.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]``: True when done,
+    """:func:`nmt_lib.gru.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when done,
     False (nothing written) where the kernel does not apply."""
-    if h.dim() != 3:
+    if (dims := _dims(h)) is None:
         return False
-    D, k, n = h.shape
+    D, k, n = dims
     vs = [_view(d_rh, D, k, n), _view(h, D, k, n), _view(r, D, k, n), _view(dA, D, k, 3 * n),
           _view(drz_c, D, k, 2 * n), _view(dh, D, k, n), _view(dA_c, D, k, 3 * n)]  # fmt: skip
     if (lib := _ready(n, D, k, vs)) is None:
@@ -428,7 +444,8 @@ def right_product(W: Tensor):
     if W.dim() != 2 or not _prepacking():
         return None
     # from a contiguous copy: reordering a transposed view is 2-6x slower than copy and reorder
-    packed = torch.ops.mkldnn._reorder_linear_weight(W.mT.contiguous())
+    Wt = W.mT if W.mT.is_contiguous() else transposed(W, W.dtype)
+    packed = torch.ops.mkldnn._reorder_linear_weight(W.mT.contiguous() if Wt is None else Wt)
     return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
 
 

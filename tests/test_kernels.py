@@ -370,8 +370,8 @@ def run_gru_fns(impl, gru, mask, t, dtype, n):
     """Each of the four functions of ``impl`` (the kernels or nmt_lib.gru) on copies of ``t``; the
     outputs written."""
     c = {key: v.clone() for key, v in t.items()}
-    D, k = c["h"].shape[:2]
-    new = lambda cols, dt=torch.float32: torch.full((D, k, cols), 7.0, dtype=dt)  # noqa: E731
+    lead = c["h"].shape[:-1]  # [D, k] or [k]
+    new = lambda cols, dt=torch.float32: torch.full((*lead, cols), 7.0, dtype=dt)  # noqa: E731
     r, z, rh = new(n), new(n), new(n, dtype)
     ht, out, out_c = new(n), c["h"].clone(), new(n, dtype)
     dA, dcand_c, drz_c, dA_c = new(3 * n), new(n, dtype), new(2 * n, dtype), new(3 * n, dtype)
@@ -388,11 +388,15 @@ def run_gru_fns(impl, gru, mask, t, dtype, n):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("n", [1, 7, 37])  # shorter and longer than a vector, with a tail
-def test_gru_kernels_equal_torch_ops(lib, dtype, n):
+@pytest.mark.parametrize("one_gru", [False, True])
+def test_gru_kernels_equal_torch_ops(lib, dtype, n, one_gru):
     """The four GRU kernels write what nmt_lib.gru's PyTorch functions write, within float32
     rounding (outputs in bf16: within one bf16 ulp): strided views, a mask, the new state written
-    over the old, bf16 or float32 matmul operands; past the mask only dh passes."""
+    over the old, bf16 or float32 matmul operands; past the mask only dh passes. ``[D, k, ·]``
+    operands, or ``[k, ·]`` ones for one GRU (the decoder's)."""
     gru, mask, t = gru_operands(dtype, n, seed=n)
+    if one_gru:  # the second direction's: its row 0 masked out
+        mask, t = mask[1], {key: v[1] for key, v in t.items()}
     done, got = run_gru_fns(kernels, gru, mask, t, dtype, n)
     assert all(done)
     _, ref = run_gru_fns(gru, gru, mask, t, dtype, n)
@@ -400,14 +404,15 @@ def test_gru_kernels_equal_torch_ops(lib, dtype, n):
         assert a.dtype == b.dtype
         tol = 2**-7 if a.dtype == torch.bfloat16 else 1e-6
         torch.testing.assert_close(a.float(), b.float(), rtol=tol, atol=tol)
-    dA = got[6]
-    assert (dA[0, 3, : 2 * n] == 0).all() and (dA[1, 0, : 2 * n] == 0).all()  # masked-out rows
+    dA = got[6]  # masked-out rows:
+    assert (dA[0, : 2 * n] == 0).all() if one_gru else (dA[0, 3, : 2 * n] == 0).all()
+    assert one_gru or (dA[1, 0, : 2 * n] == 0).all()
 
 
 def test_gru_kernels_refuse_what_they_cannot_read(lib):
-    """float64 operands, a wrong width, a mask of another shape, operands not ``[D, k, ·]``, an
-    output whose rows share memory or more than ``MAX_UNITS`` units: False, nothing written (the
-    scans then run nmt_lib.gru's functions)."""
+    """float64 operands, a wrong width, a mask of another shape, operands not ``[D, k, ·]`` (or
+    ``[k, ·]`` with D = 1), an output whose rows share memory or more than ``MAX_UNITS`` units:
+    False, nothing written (the scans then run nmt_lib.gru's functions)."""
     gru, mask, t = gru_operands(torch.float32, 4, seed=0)
     t64 = {key: v.double() for key, v in t.items()}
     done, out = run_gru_fns(kernels, gru, mask, t64, torch.float64, 4)
@@ -416,7 +421,11 @@ def test_gru_kernels_refuse_what_they_cannot_read(lib):
     assert not kernels.gru_gates(t["a"][..., :-1], None, t["g"], t["h"], r, r, r)
     assert not kernels.gru_update(t["a"][..., :4], None, t["u"], t["z"], t["h"], mask[:, :3],
                                   r, r)  # fmt: skip
-    assert not kernels.gru_gates(t["a"][0], None, t["g"][0], t["h"][0], r[0], r[0], r[0])  # 2-D
+    assert not kernels.gru_gates(t["a"][0], None, t["g"][0], t["h"], r, r, r)  # [k, ·] for D = 2
+    assert not kernels.gru_gates(t["a"][0, 0], None, t["g"][0, 0], t["h"][0, 0], r[0, 0], r[0, 0],
+                                 r[0, 0])  # fmt: skip  # 1-D
+    assert not kernels.gru_update(t["a"][0, :, :4], None, t["u"][0], t["z"][0], t["h"][0],
+                                  mask, r[0], r[0])  # fmt: skip  # mask [D, k, 1] for D = 1
     out = torch.zeros(1, 5, 4).expand(2, 5, 4)  # both directions' rows in the same memory
     assert not kernels.gru_gates(t["a"], None, t["g"], t["h"], out, r, r)
     big = kernels.MAX_UNITS + 1  # more units than the kernels keep on a thread's stack
