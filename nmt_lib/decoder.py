@@ -200,31 +200,35 @@ class Decoder(nn.Module):
         Returns:
             ``logp [B, Ty]`` float32 (0 at padding), ``alpha [B, Ty, Tx]`` (0 at padding) or None.
         """
-        e = self.embed(y)  # [B, Ty, m]
-        a = self.gru.project(e)  # [B, Ty, 3n]: input pre-activations of all steps, one matmul
+        # time-major ([Ty, B, ·]): the recurrence reads each step's rows in one block
+        e = self.embed(y.t())  # [Ty, B, m]
+        a = self.gru.project(e)  # [Ty, B, 3n]: input pre-activations of all steps, one matmul
         U_rz, U = self.gru.recurrent_weights()
         if self.attention is None:
-            a = a + F.linear(c, self.context_weight()).unsqueeze(1)  # fixed context: once
-            s = fast_gru_scan(a, s0, U_rz, U, y_mask, kernels)  # [B, Ty, n]: s_1 .. s_Ty
-            s_prev = torch.cat([s0.unsqueeze(1), s[:, :-1]], 1)  # s_0 .. s_{Ty-1}
-            c_all, alpha = c.unsqueeze(1).expand(-1, y.shape[1], -1), None
+            a = a + F.linear(c, self.context_weight())  # fixed context: once
+            s = fast_gru_scan(a.transpose(0, 1), s0, U_rz, U, y_mask, kernels).transpose(0, 1)
+            s_prev = torch.cat([s0[None], s[:-1]])  # s_0 .. s_{Ty-1} [Ty, B, n]
+            alpha = None
         else:
             att = self.attention
             W_s = torch.cat([self.gru.U_r, self.gru.U_z, att.W_a]).t()  # one matmul of s_{i-1}
             C_in = self.context_weight().t()
             s_prev, c_all, alpha = attention_decoder_scan(
-                a, s0, y_mask, h, Uh, x_mask, W_s, C_in, U, att.v_a
+                a.transpose(0, 1), s0, y_mask, h, Uh, x_mask, W_s, C_in, U, att.v_a
             )
+            s_prev, c_all = s_prev.transpose(0, 1), c_all.transpose(0, 1)  # [Ty, B, ·]
             alpha = alpha.masked_fill(~y_mask[..., None], 0.0)
-        e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # ē(y_{i-1}), 0 at i=1
-        real, N = padded_rows(y_mask)  # the N real positions, then copies of the first up to 64k
+        e_prev = torch.cat([torch.zeros_like(e[:1]), e[:-1]])  # ē(y_{i-1}), 0 at i=1
+        # the N real positions (time-major order), then copies of the first up to 64k
+        real, N = padded_rows(y_mask.t())
         # index_select: its backward (index_add_) is 4x as fast as indexing's (index_put_, which
         # sorts the indices, repeated ones here)
         rows = lambda x: x.flatten(0, 1).index_select(0, real)  # noqa: E731
-        t = self.deep_output(rows(s_prev), rows(e_prev), rows(c_all))  # [64k, l]
+        c_rows = c.index_select(0, real % c.shape[0]) if alpha is None else rows(c_all)
+        t = self.deep_output(rows(s_prev), rows(e_prev), c_rows)  # [64k, l]
         u, W = (t, self.W_o) if self.output_rank is None else (F.linear(t, self.W1), self.W2)
-        logp = target_log_prob(u, W, self.b_y, rows(y))[:N]  # [N] float32
-        return logp.new_zeros(y.shape).masked_scatter(y_mask, logp), alpha
+        logp = target_log_prob(u, W, self.b_y, rows(y.t()))[:N]  # [N] float32
+        return logp.new_zeros(y.t().shape).masked_scatter(y_mask.t(), logp).t(), alpha
 
 
 def next_gru_state(a: Tensor, x: Tensor, g: Tensor, s_prev: Tensor, U) -> Tensor:
@@ -358,13 +362,14 @@ def attention_decoder_scan(
     at a time) and recomputed in the backward rather than stored (``[Ty, B, Tx, n']``).
 
     Args:
-        a: ``[B, Ty, 3n]`` = ``[W; W_z; W_r] ē(y_i) + b``; s0: ``[B, n]``; y_mask: ``[B, Ty]``;
+        a: ``[B, Ty, 3n]`` = ``[W; W_z; W_r] ē(y_i) + b`` (any view: on a CPU, a time-major one is
+        read in place); s0: ``[B, n]``; y_mask: ``[B, Ty]``;
         h, Uh, x_mask: ``[B, Tx, ctx]``, ``[B, Tx, n']``, ``[B, Tx]`` bool;
         W_s: ``[n, 2n + n']`` = ``[U_r; U_z; W_a]ᵀ``; C_in: ``[ctx, 3n]`` = ``[C; C_z; C_r]ᵀ``;
         U: ``[n, n]`` = ``Uᵀ``; v_a: ``[n']``.
     Returns:
         ``s_0..s_{Ty-1} [B, Ty, n]``, ``c_1..c_Ty [B, Ty, ctx]`` (compute dtype), ``α [B, Ty, Tx]``
-        (``s0``'s dtype).
+        (``s0``'s dtype): views of time-major tensors.
     """
     cd, sd = compute_dtype(U), s0.dtype
     # time-major: the CPU kernels read a view of a bf16 a (autocast) as it is; elsewhere the PyTorch

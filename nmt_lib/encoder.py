@@ -64,15 +64,17 @@ class Encoder(nn.Module):
         D, (B, T), n = len(grus), x.shape, self.n
         W = torch.cat([g.input_weight() for g in grus])  # [D*3n, m]
         b = torch.cat([g.input_bias() for g in grus])  # [D*3n]
-        a = nn.functional.linear(self.embed(x), W, b)  # [B, Tx, D*3n]: one matmul, all positions
-        a = a.view(B, T, D, 3 * n).permute(2, 0, 1, 3)  # [D, B, Tx, 3n]
-        mask = x_mask.unsqueeze(0).expand(D, B, T)  # [D, B, Tx]
+        # time-major ([Tx, ·]): the recurrence reads each step's rows in one block
+        a = nn.functional.linear(self.embed(x.t()), W, b)  # [Tx, B, D*3n]: one matmul, all of them
+        a, mask = a.view(T, B, D, 3 * n).transpose(1, 2), x_mask.t()[:, None]  # [Tx, D, B, ·]
         if D == 2:  # the backward direction reads x_{Tx} .. x_1
-            a = torch.stack([a[0], a[1].flip(1)])
-            mask = torch.stack([mask[0], mask[1].flip(1)])
+            fwd, bwd = a.unbind(1)
+            a = torch.stack([fwd, bwd.flip(0)], 1)
+            mask = torch.cat([mask, mask.flip(0)], 1)
         U_rz, U = zip(*(g.recurrent_weights() for g in grus), strict=True)
         h0 = x_mask.new_zeros(D, B, n, dtype=self.E_bar.dtype)  # the parameters' dtype, not bf16
-        h = fast_gru_scan(a, h0, torch.stack(U_rz), torch.stack(U), mask, kernels)  # [D, B, Tx, n]
+        h = fast_gru_scan(a.permute(1, 2, 0, 3), h0, torch.stack(U_rz), torch.stack(U),
+                          mask.permute(1, 2, 0), kernels)  # fmt: skip  # [D, B, Tx, n]
         if D == 1:
             return h[0]
         return torch.cat([h[0], h[1].flip(1)], dim=-1)  # [B, Tx, 2n]
