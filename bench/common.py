@@ -147,9 +147,13 @@ class Trainee:
             logp = self.logp(*batch)
         loss = -logp.float().sum()
         loss.backward()
-        _, action = clip_gradients(self.params, 1.0, "shrink")
-        if action != "skip":
+        norm, action = clip_gradients(self.params, 1.0, "shrink", defer=not self.naive)
+        if action == "skip":
+            pass
+        elif self.naive:
             self.opt.step()
+        else:  # as train.Trainer: the clip's scaling in Adadelta's pass
+            self.opt.step(grad_scale=1.0 / norm if action == "clip" else 1.0)
         return float(loss.detach())
 
 

@@ -745,17 +745,19 @@ void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int ou
 
 /* train.Adadelta: a step of torch.optim.Adadelta (lr, rho, eps) over n float32 parameters in one
  * pass, with torch's operations in torch's order (_single_tensor_adadelta; addcmul_ as one fused
- * multiply-add, as torch's vectorized code), each correctly rounded:
+ * multiply-add, as torch's vectorized code), each correctly rounded, on g = g scale (the gradient
+ * clip's scaling, done here instead of in a pass of its own):
  * sq = sq rho + (1 - rho) g g;  delta = sqrt(acc + eps) / sqrt(sq + eps) g;
  * acc = acc rho + (1 - rho) delta delta;  p = p - lr delta.
  * PyTorch's vectorized sqrt is not always correctly rounded: an ulp off in ~1 % of the deltas
  * on an Intel Xeon, in 16-20 % of the square roots on an AMD EPYC (torch 2.13). */
 void adadelta(float *p, const float *g, float *sq, float *acc, int64_t n, float rho,
-              float one_minus_rho, float eps, float neg_lr, int threads) {
+              float one_minus_rho, float eps, float neg_lr, float scale, int threads) {
 #pragma omp parallel for simd schedule(static) num_threads(threads)
     for (int64_t i = 0; i < n; i++) {
-        float s = fmaf(one_minus_rho * g[i], g[i], sq[i] * rho);
-        float delta = sqrtf(acc[i] + eps) / sqrtf(s + eps) * g[i];
+        float gi = g[i] * scale; /* the clip's g.mul_(scale), 1: g itself */
+        float s = fmaf(one_minus_rho * gi, gi, sq[i] * rho);
+        float delta = sqrtf(acc[i] + eps) / sqrtf(s + eps) * gi;
         sq[i] = s;
         acc[i] = fmaf(one_minus_rho * delta, delta, acc[i] * rho);
         p[i] = fmaf(neg_lr, delta, p[i]);

@@ -123,7 +123,7 @@ def load() -> ctypes.CDLL | None:
     lib.gru_backward_reset.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
     lib.gru_backward_reset.restype = None
     f32 = ctypes.c_float
-    lib.adadelta.argtypes = [p, p, p, p, i64, f32, f32, f32, f32, i32]
+    lib.adadelta.argtypes = [p, p, p, p, i64, f32, f32, f32, f32, f32, i32]
     lib.adadelta.restype = None
     lib.transpose.argtypes = [i64, i64, i64, v, p, i32, i32]
     lib.transpose.restype = None
@@ -511,17 +511,19 @@ def _prepacking() -> bool:
 
 
 def adadelta(
-    p: Tensor, g: Tensor, sq: Tensor, acc: Tensor, lr: float, rho: float, eps: float
-) -> bool:
+    p: Tensor, g: Tensor, sq: Tensor, acc: Tensor, lr: float, rho: float, eps: float,
+    grad_scale: float = 1.0,
+) -> bool:  # fmt: skip
     """A step of ``torch.optim.Adadelta`` in one pass (``kernels.c``) over 1-D contiguous float32 CPU
     tensors of the same length: the parameters ``p``, gradient ``g``, ``square_avg`` ``sq`` and
     ``acc_delta`` ``acc``, updated in place; torch's operations in its order, correctly rounded
-    (torch's own vectorized sqrt is an ulp off in ~1-20 % of the updates, by CPU). True when
-    done, False (nothing written) where the kernel does not apply."""
+    (torch's own vectorized sqrt is an ulp off in ~1-20 % of the updates, by CPU), on the gradient
+    ``g * grad_scale`` (as ``g.mul_(grad_scale)`` before; ``g`` is not modified). True when done,
+    False (nothing written) where the kernel does not apply."""
     ts = (p, g, sq, acc)
     if (not _cpu(*ts) or any(t.dim() != 1 or t.stride(0) != 1 or t.shape != p.shape for t in ts)
             or (lib := library()) is None):  # fmt: skip
         return False
     lib.adadelta(p.data_ptr(), g.data_ptr(), sq.data_ptr(), acc.data_ptr(), p.numel(), rho,
-                 1 - rho, eps, -lr, torch.get_num_threads())  # fmt: skip
+                 1 - rho, eps, -lr, grad_scale, torch.get_num_threads())  # fmt: skip
     return True

@@ -124,12 +124,17 @@ class Adadelta(torch.optim.Adadelta):
     for bit; 1.5-1.6x as fast as torch's version, which streams 84M parameters of the paper's model
     through memory at each of its nine passes, ~10 % of a CPU training step). Both tested against
     ``torch.optim.Adadelta``. On GPUs, for complex parameters and with options other than ``lr``,
-    ``rho``, ``eps``, torch's own step runs."""
+    ``rho``, ``eps``, torch's own step runs.
+
+    ``step(grad_scale=c)`` updates with the gradients times ``c`` (the same numbers as
+    ``g.mul_(c)`` before the step; the gradients are left as they are): the gradient clip's
+    scaling done in the update's pass instead of one of its own (:func:`clip_gradients` with
+    ``defer=True``)."""
 
     CHUNK = 1 << 17  # elements: 4 arrays of 512 KiB and 2 temporaries, in cache
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure=None, grad_scale: float = 1.0):
         groups = self.param_groups
         real_cpu = all(
             p.device.type == "cpu" and not p.is_complex() for g in groups for p in g["params"]
@@ -137,6 +142,9 @@ class Adadelta(torch.optim.Adadelta):
         options = any(g["weight_decay"] or g["maximize"] or g["foreach"] or g["capturable"]
                       or g["differentiable"] for g in groups)  # fmt: skip
         if closure is not None or not real_cpu or options:  # torch's (GPUs: its multi-tensor one)
+            if grad_scale != 1.0:
+                grads = [p.grad for g in groups for p in g["params"] if p.grad is not None]
+                torch._foreach_mul_(grads, grad_scale)
             return super().step(closure)
         for group in self.param_groups:
             params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
@@ -147,12 +155,13 @@ class Adadelta(torch.optim.Adadelta):
             ):
                 step += 1
                 flat = _flat_alike(p, g, sq, acc)
-                if flat and kernels.adadelta(*flat, lr, rho, eps):  # one compiled pass
+                if flat and kernels.adadelta(*flat, lr, rho, eps, grad_scale):  # one compiled pass
                     continue
                 views, n = flat or [p, g, sq, acc], p.numel()
                 chunk = self.CHUNK if flat else max(n, 1)  # not flat: the whole tensor at once
                 for i in range(0, n, chunk):
                     p_r, g_r, sq_r, acc_r = (v[i : i + chunk] for v in views)
+                    g_r = g_r if grad_scale == 1.0 else g_r * grad_scale
                     sq_r.mul_(rho).addcmul_(g_r, g_r, value=1 - rho)  # _single_tensor_adadelta
                     std = sq_r.add(eps).sqrt_()
                     delta = acc_r.add(eps).sqrt_().div_(std).mul_(g_r)
@@ -173,12 +182,16 @@ def _flat_alike(*ts: torch.Tensor) -> list[torch.Tensor] | None:
     return None
 
 
-def clip_gradients(params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str):
+def clip_gradients(
+    params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str, defer: bool = False
+):
     """GroundHog's ``SGD_adadelta`` gradient treatment, in place.
 
     Returns ``(norm, action)``: the global L2 norm before any change and one of ``"none"``,
     ``"clip"`` (``norm >= clip_norm``: ``g <- g * clip_norm / norm``), ``"shrink"`` (non-finite
     norm: ``g <- 0.1 * θ``) or ``"skip"`` (non-finite norm: the caller must not step).
+    ``defer``: leave the ``"clip"`` scaling to the update, ``Adadelta.step(grad_scale=clip_norm /
+    norm)``, which does it in its own pass over the gradients.
     """
     grads = [p.grad for p in params if p.grad is not None]
     norm = float(torch.stack([_squared_norm(g) for g in grads]).sum().sqrt())
@@ -191,9 +204,10 @@ def clip_gradients(params: Sequence[torch.nn.Parameter], clip_norm: float, nonfi
                     p.grad.copy_(0.1 * p)
         return norm, "shrink"
     if norm >= clip_norm:
-        with torch.no_grad():
-            for g in grads:
-                g.mul_(clip_norm / norm)
+        if not defer:
+            with torch.no_grad():
+                for g in grads:
+                    g.mul_(clip_norm / norm)
         return norm, "clip"
     return norm, "none"
 
@@ -279,11 +293,10 @@ class Trainer:
         loss.backward()
         if self.world > 1:
             sum_gradients(self.params)
-        norm, action = clip_gradients(
-            self.params, self.cfg.train.clip_norm, self.cfg.train.nonfinite
-        )
-        if action != "skip":
-            self.opt.step()
+        clip = self.cfg.train.clip_norm
+        norm, action = clip_gradients(self.params, clip, self.cfg.train.nonfinite, defer=True)
+        if action != "skip":  # a "clip" scales the gradients by clip / norm in Adadelta's pass
+            self.opt.step(grad_scale=clip / norm if action == "clip" else 1.0)
         if action in ("skip", "shrink"):
             self.n_nonfinite += 1
         self.update += 1

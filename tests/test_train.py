@@ -282,6 +282,46 @@ def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
     Adadelta(ours, lr=1.0).load_state_dict(opt_ref.state_dict())
 
 
+@pytest.mark.parametrize("path", ["chunks", "kernel", "torch"])
+def test_deferred_clip_is_the_clip(monkeypatch, path):
+    """``clip_gradients(defer=True)`` then ``Adadelta.step(grad_scale=c / norm)`` (what the Trainer
+    does) updates the parameters and the state bit for bit as the clip in place then a plain step,
+    and leaves the gradients unscaled: chunked PyTorch operations, the compiled kernel, and torch's
+    own step (``foreach``, the GPU's path)."""
+    from nmt_lib import kernels
+    from nmt_lib.train import Adadelta
+
+    if path == "kernel" and kernels.library() is None:
+        pytest.skip("no compiled kernels here")
+    if path == "chunks":
+        monkeypatch.setattr(kernels, "library", lambda: None)
+    g = torch.Generator().manual_seed(3)
+    shapes = [torch.randn(5, 9, generator=g), torch.randn(9, 5, generator=g).t(),
+              torch.randn(1011, generator=g)]  # fmt: skip
+    runs = []
+    for defer in (False, True):
+        params = [torch.nn.Parameter(t.clone()) for t in shapes]
+        opt = Adadelta(params, lr=1.0, rho=0.95, eps=1e-6, foreach=path == "torch")
+        gg = torch.Generator().manual_seed(4)
+        for _ in range(3):
+            for p in params:
+                p.grad = torch.empty_like(p).copy_(torch.randn(p.shape, generator=gg) * 3)
+            raw = [p.grad.clone() for p in params]
+            norm, action = clip_gradients(params, 1.0, "shrink", defer=defer)
+            assert action == "clip"
+            if defer:
+                assert all(torch.equal(p.grad, r) for p, r in zip(params, raw, strict=True))
+                opt.step(grad_scale=1.0 / norm)
+            else:
+                opt.step()
+        runs.append((params, opt))
+    (p0, o0), (p1, o1) = runs
+    assert all(torch.equal(a, b) for a, b in zip(p0, p1, strict=True))
+    for a, b in zip(o0.state.values(), o1.state.values(), strict=True):
+        assert torch.equal(a["square_avg"], b["square_avg"])
+        assert torch.equal(a["acc_delta"], b["acc_delta"])
+
+
 def close_in_rounding(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Within float32 rounding (a few ulps after several steps). How many entries are equal
     depends on the CPU: PyTorch's vectorized sqrt is not always correctly rounded (~1 % of the
