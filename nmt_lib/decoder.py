@@ -396,30 +396,28 @@ def attend(Uh: Tensor, Ws: Tensor, v_a: Tensor, h: Tensor, mask: Tensor, out=Non
     return out[0].copy_(c), out[1].copy_(alpha)
 
 
-def _attend_backward(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum) -> tuple[Tensor, Tensor]:
+def _attend_backward(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum, d_q, dv) -> None:
     """The backward of :func:`attend` for one state per sentence: ``∂L/∂α = h ∂L/∂c + d_alpha``
     (None: 0), the softmax's backward ``∂L/∂e``, and that of ``e = v_aᵀ tanh(q + U_a h_j)`` a few
-    sentences at a time, ``t`` recomputed: adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']`` in
-    place and returns ``∂L/∂q [B, n']`` (``q = W_a s``) and ``∂L/∂v_a [n']``. In one pass where the
-    compiled kernel applies (:func:`nmt_lib.kernels.attend_backward`)."""
-    fast = kernels.attend_backward(Uh, q, h, d_c, alpha, d_alpha, d_sum)
-    if fast is not None:
-        return fast[0] * v_a, fast[1]
+    sentences at a time, ``t`` recomputed: writes ``∂L/∂q`` into ``d_q [B, n']`` (``q = W_a s``)
+    and adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']`` and each sentence's part of ``∂L/∂v_a``
+    to ``dv [B, n']``, in place. In one pass where the compiled kernel applies
+    (:func:`nmt_lib.kernels.attend_backward`)."""
+    if kernels.attend_backward(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum, d_q, dv):
+        return
     d_a = torch.bmm(h, d_c.unsqueeze(-1)).squeeze(-1)
     d_a = d_a if d_alpha is None else d_a + d_alpha
     d_e = alpha * (d_a - (alpha * d_a).sum(-1, keepdim=True))  # softmax'
     B, rows = Uh.shape[0], piece_rows(Uh)
     buf = Uh.new_empty(2, min(rows, B), *Uh.shape[1:])
     one = torch.ones((), dtype=Uh.dtype, device=Uh.device)
-    d_q, dv_a = torch.empty_like(q), torch.zeros_like(v_a)
     for i in range(0, B, rows):
         r, k = slice(i, i + rows), min(rows, B - i)
         t = torch.add(Uh[r], q[r, None], out=buf[0, :k]).tanh_()
-        dv_a += d_e[r].reshape(1, -1).matmul(t.view(-1, t.shape[-1])).squeeze(0)
+        dv[r] += torch.bmm(d_e[r].unsqueeze(1), t).squeeze(1)
         sech2 = torch.addcmul(one, t, t, value=-1, out=buf[1, :k])  # tanh' = 1 - t²
         d_sum[r].addcmul_(d_e[r].unsqueeze(-1), sech2)
-        d_q[r] = torch.bmm(d_e[r].unsqueeze(1), sech2).squeeze(1)
-    return d_q * v_a, dv_a
+        d_q[r] = torch.bmm(d_e[r].unsqueeze(1), sech2).squeeze(1) * v_a
 
 
 class _AttentionDecoderScan(torch.autograd.Function):
@@ -471,7 +469,7 @@ class _AttentionDecoderScan(torch.autograd.Function):
         d_c = torch.empty_like(C)  # ∂L/∂c_i, in the compute dtype (as c_i)
         d_cand = S.new_empty(B, n, dtype=cd)  # ∂L/∂pre-activation of the candidate, for U
         d_sum = torch.zeros_like(Uh)  # Σ_i ∂L/∂e_ij (1 - t_ij²) = ∂L/∂(U_a h_j) / v_a
-        dv_a = torch.zeros_like(v_a)
+        dv = torch.zeros_like(Q[0])  # each sentence's ∂L/∂v_a, summed over the steps
         ds = torch.zeros_like(S[0])  # ∂L/∂s_i through the steps after i
         _, _, back_update, back_reset = elementwise(kernels)
         times_W_s_t, times_C_in_t, times_U_t = (
@@ -490,10 +488,8 @@ class _AttentionDecoderScan(torch.autograd.Function):
             back_reset(d_rs, s, r, d_pre[i, :k], d_g[i, :k, : 2 * n], ds[:k],
                        None if same else d_pre_c[i, :k])  # fmt: skip
             torch.add(times_C_in_t(d_pre_c[i, :k]), dC[i, :k], out=d_c[i, :k])
-            d_q, d_v = _attend_backward(Uh[:k], Q[i, :k], v_a, h[:k], d_c[i, :k], alpha, dA[i, :k],
-                                        d_sum[:k])  # fmt: skip  # ∂L/∂(W_a s), ∂L/∂v_a
-            dv_a += d_v
-            d_g[i, :k, 2 * n :] = d_q
+            _attend_backward(Uh[:k], Q[i, :k], v_a, h[:k], d_c[i, :k], alpha, dA[i, :k], d_sum[:k],
+                             d_g[i, :k, 2 * n :], dv[:k])  # fmt: skip  # d_g: ∂L/∂(W_a s)
             ds[:k] += times_W_s_t(d_g[i, :k]) + dS[i, :k]
         # the weight gradients: one matmul over all steps and sentences each, [k, N] @ [N, k']
         rows = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
@@ -502,4 +498,4 @@ class _AttentionDecoderScan(torch.autograd.Function):
         dU = transposed(rows(RS), cd, kernels) @ rows(d_pre_c[..., :n])
         dW_s, dC_in, dU = (in_transposed_layout(d, kernels) for d in (dW_s, dC_in, dU))
         dh = torch.bmm(A.permute(1, 2, 0).to(cd), d_c.transpose(0, 1))  # c_i = Σ_j α_ij h_j
-        return d_pre, ds, None, dh, d_sum * v_a, None, dW_s, dC_in, dU, dv_a
+        return d_pre, ds, None, dh, d_sum * v_a, None, dW_s, dC_in, dU, dv.sum(0)

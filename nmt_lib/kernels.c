@@ -324,8 +324,8 @@ static inline void energy_backward(const float *uh, const float *q, float de, fl
 #endif
 }
 
-#define MAX_CONTEXT 8192 /* ctx of attend, attend_backward (kernels.py checks it): a row lives on
-                            * each thread's stack */
+#define MAX_CONTEXT 8192 /* ctx of attend, ctx and n' of attend_backward (kernels.py checks it): a
+                            * row lives on each thread's stack */
 
 /* One attention step (attention.Attention without autograd, decoder._AttentionDecoderScan), for B
  * sentences, G states each: the energies e_j = v . tanh(Uh[b, j] + Ws[b, g]) at the real positions
@@ -388,24 +388,24 @@ void attend(const float *Uh, const float *Ws, const float *v, const uint8_t *mas
 /* The backward of attend for G = 1 (decoder._AttentionDecoderScan), tanh recomputed: from dL/dc
  * dc [B, C] (bf16 if dc_bf16) and dL/dalpha dA [B, Tx] (NULL: 0),
  * d_alpha_j = h_j . dc + dA_j,  d_e_j = alpha_j (d_alpha_j - sum_k alpha_k d_alpha_k)  (softmax'),
- * and with t = tanh(Uh[b, j] + q[b]):
- * d_sum[b, j] += d_e_j (1 - t^2)   (accumulated over the steps of the caller's loop),
- * d_q[b] = sum_j d_e_j (1 - t^2),  dv[b] = sum_j d_e_j t   (the caller sums dv over b);
+ * and with t = tanh(Uh[b, j] + q[b]), accumulated over the steps of the caller's loop:
+ * d_sum[b, j] += d_e_j (1 - t^2),  dv[b] += sum_j d_e_j t  (the caller sums dv over b at the end);
+ * and d_q[b] = v_a * sum_j d_e_j (1 - t^2), written to the view d_q (rows of bf16 or float32);
  * positions with d_e_j = 0 (padding: alpha_j = 0) add nothing and are skipped. d_e: B * Tx floats
- * of work. Uh, d_sum [B, Tx, N], q, d_q, dv [B, N], alpha [B, Tx] float32; h [B, Tx, C] bf16
- * (h_bf16) or float32; all contiguous. */
-void attend_backward(const float *Uh, const float *q, const void *h, int h_bf16, const void *dc,
-                     int dc_bf16, const float *alpha, const float *dA, int64_t B, int64_t Tx,
-                     int64_t N, int64_t C, int threads, float *d_e, float *d_sum, float *d_q,
-                     float *dv) {
+ * of work. Uh, d_sum [B, Tx, N], q, dv [B, N], v_a [N], alpha [B, Tx] float32; h [B, Tx, C] bf16
+ * (h_bf16) or float32; all contiguous but d_q. */
+void attend_backward(const float *Uh, const float *q, const float *v_a, const void *h, int h_bf16,
+                     const void *dc, int dc_bf16, const float *alpha, const float *dA, int64_t B,
+                     int64_t Tx, int64_t N, int64_t C, int threads, float *d_e, float *d_sum,
+                     const view *d_q, float *dv) {
     view grad = {(void *)dc, 0, C, dc_bf16};
 #pragma omp parallel num_threads(threads)
     {
-        float g[C]; /* this thread's row of dc, as float32 (C <= MAX_CONTEXT) */
+        float g[C], dq[N]; /* this thread's rows of dc and d_q (C, N <= MAX_CONTEXT) */
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < B; b++) {
             const float *qb = q + b * N, *ab = alpha + b * Tx;
-            float *de = d_e + b * Tx, *dq = d_q + b * N, *dvb = dv + b * N, sum = 0.0f;
+            float *de = d_e + b * Tx, *dvb = dv + b * N, sum = 0.0f;
             row_in(&grad, 0, b, 0, C, g);
             for (int64_t j = 0; j < Tx; j++) {
                 float dot = 0.0f;
@@ -422,13 +422,16 @@ void attend_backward(const float *Uh, const float *q, const void *h, int h_bf16,
                 de[j] = dot + (dA ? dA[b * Tx + j] : 0.0f);
                 sum += ab[j] * de[j];
             }
-            for (int64_t d = 0; d < N; d++) dq[d] = dvb[d] = 0.0f;
+            memset(dq, 0, N * sizeof *dq);
             for (int64_t j = 0; j < Tx; j++) {
                 float dej = ab[j] * (de[j] - sum);
                 if (dej == 0.0f) continue;
                 int64_t at = (b * Tx + j) * N;
                 energy_backward(Uh + at, qb, dej, d_sum + at, dq, dvb, N);
             }
+#pragma omp simd
+            for (int64_t d = 0; d < N; d++) dq[d] *= v_a[d];
+            row_out(d_q, 0, b, 0, N, dq);
         }
     }
 }

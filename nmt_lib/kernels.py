@@ -106,14 +106,14 @@ def load() -> ctypes.CDLL | None:
     lib.best_words.restype = None
     lib.attend.argtypes = [p, p, p, p, p, i32, i64, i64, i64, i64, i64, i32, p, p, i32]
     lib.attend.restype = None
-    lib.attend_backward.argtypes = [p, p, p, i32, p, i32, p, p, i64, i64, i64, i64, i32, p, p, p,
-                                    p]  # fmt: skip
-    lib.attend_backward.restype = None
     lib.target_logp.argtypes = [p, i32, i64, i64, i64, p, p, i32, p, p]
     lib.target_logp.restype = None
     lib.target_logp_backward.argtypes = [p, i32, i64, i64, i64, p, p, p, p, p, i32, p]
     lib.target_logp_backward.restype = None
     v = ctypes.POINTER(View)
+    lib.attend_backward.argtypes = [p, p, p, p, i32, p, i32, p, p, i64, i64, i64, i64, i32, p, p, v,
+                                    p]  # fmt: skip
+    lib.attend_backward.restype = None
     lib.gru_gates.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
     lib.gru_gates.restype = None
     lib.gru_update.argtypes = [i64, i64, i64, v, v, v, v, v, p, i64, i64, v, v, v, i32]
@@ -177,7 +177,7 @@ def _rows_of(t: Tensor, *shape: int) -> bool:
     )
 
 
-MAX_CONTEXT = 8192  # kernels.c: ctx of the attention kernels (a row lives on each thread's stack)
+MAX_CONTEXT = 8192  # kernels.c: ctx, n' of the attention kernels (rows on each thread's stack)
 
 
 def attend(
@@ -213,35 +213,41 @@ def attend(
 def attend_backward(
     Uh: Tensor,
     q: Tensor,
+    v_a: Tensor,
     h: Tensor,
     d_c: Tensor,
     alpha: Tensor,
     d_alpha: Tensor | None,
     d_sum: Tensor,
-) -> tuple[Tensor, Tensor] | None:
-    """The backward of :func:`attend` for one state per sentence, without the factor ``v_a``
-    (``kernels.c``), for ``nmt_lib.decoder._AttentionDecoderScan``: from ``∂L/∂c = d_c [B, ctx]``
-    and ``∂L/∂α = d_alpha [B, Tx]`` (None: 0), adds ``∂L/∂e ∘ (1 - t²)`` to ``d_sum [B, Tx, n']``
-    in place and returns ``(Σ_j ∂L/∂e_j (1 - t_j²) [B, n'], Σ_bj ∂L/∂e_j t_j [n'])``. ``Uh``, ``q
-    [B, n']`` (``W_a s``), ``alpha``, ``d_alpha``, ``d_sum`` float32, ``h`` and ``d_c`` both bf16 or
-    both float32. None where the kernel does not apply (other dtypes, shapes or devices, ``d_sum``
-    not contiguous, ``ctx`` > ``MAX_CONTEXT``, no library)."""
+    d_q: Tensor,
+    dv: Tensor,
+) -> bool:
+    """The backward of :func:`attend` for one state per sentence (``kernels.c``), for
+    ``nmt_lib.decoder._AttentionDecoderScan``: from ``∂L/∂c = d_c [B, ctx]`` and ``∂L/∂α = d_alpha
+    [B, Tx]`` (None: 0), writes ``∂L/∂q = v_a ∘ Σ_j ∂L/∂e_j (1 - t_j²)`` into ``d_q [B, n']`` (``q =
+    W_a s``; bf16 or float32, rows may be strided) and adds, in place, ``∂L/∂e ∘ (1 - t²)`` to
+    ``d_sum [B, Tx, n']`` and ``Σ_j ∂L/∂e_j t_j`` to ``dv [B, n']`` (summed over the rows by the
+    caller: ``∂L/∂v_a``). ``Uh``, ``q``, ``v_a``, ``alpha``, ``d_alpha``, ``d_sum``, ``dv`` float32,
+    ``h`` and ``d_c`` both bf16 or both float32. True when done, False (nothing written) where the
+    kernel does not apply (other dtypes, shapes or devices, ``d_sum`` or ``dv`` not contiguous,
+    ``ctx`` or ``n'`` > ``MAX_CONTEXT``, no library)."""
     (B, Tx, N), C = Uh.shape, h.shape[-1]
-    if (not _cpu(Uh, q, alpha, d_sum, *([] if d_alpha is None else [d_alpha]))
-            or q.shape != (B, N) or alpha.shape != (B, Tx) or d_sum.shape != Uh.shape
+    if (not _cpu(Uh, q, v_a, alpha, d_sum, dv, *([] if d_alpha is None else [d_alpha]))
+            or q.shape != (B, N) or v_a.shape != (N,) or alpha.shape != (B, Tx)
+            or d_sum.shape != Uh.shape or dv.shape != (B, N)
             or (d_alpha is not None and d_alpha.shape != (B, Tx)) or not d_sum.is_contiguous()
-            or not _rows_of(h, B, Tx, C) or d_c.dtype != h.dtype or d_c.shape != (B, C)
-            or d_c.device != h.device or C > MAX_CONTEXT or (lib := library()) is None):  # fmt: skip
-        return None
-    Uh, q, alpha, d_c = Uh.contiguous(), q.contiguous(), alpha.contiguous(), d_c.contiguous()
-    d_alpha = None if d_alpha is None else d_alpha.contiguous()
-    d_e, d_q, dv = _buffer(B, Tx), _buffer(B, N), _buffer(B, N)
-    lib.attend_backward(Uh.data_ptr(), q.data_ptr(), h.data_ptr(), h.dtype == torch.bfloat16,
-                        d_c.data_ptr(), d_c.dtype == torch.bfloat16, alpha.data_ptr(),
-                        None if d_alpha is None else d_alpha.data_ptr(), B, Tx, N, C,
-                        torch.get_num_threads(), d_e.data_ptr(), d_sum.data_ptr(),
-                        d_q.data_ptr(), dv.data_ptr())  # fmt: skip
-    return d_q, dv.sum(0)
+            or not dv.is_contiguous() or not _rows_of(h, B, Tx, C) or d_c.dtype != h.dtype
+            or d_c.shape != (B, C) or d_c.device != h.device or max(C, N) > MAX_CONTEXT
+            or (vq := _view(d_q, 1, B, N)) is None or (lib := library()) is None):  # fmt: skip
+        return False
+    Uh, q, v_a, alpha, d_c = (t.contiguous() for t in (Uh, q, v_a, alpha, d_c))
+    d_alpha, d_e = None if d_alpha is None else d_alpha.contiguous(), _buffer(B, Tx)
+    lib.attend_backward(Uh.data_ptr(), q.data_ptr(), v_a.data_ptr(), h.data_ptr(),
+                        h.dtype == torch.bfloat16, d_c.data_ptr(), d_c.dtype == torch.bfloat16,
+                        alpha.data_ptr(), None if d_alpha is None else d_alpha.data_ptr(), B, Tx,
+                        N, C, torch.get_num_threads(), d_e.data_ptr(),
+                        d_sum.data_ptr(), ctypes.byref(vq), dv.data_ptr())  # fmt: skip
+    return True
 
 
 def _logits_apply(z: Tensor, bias: Tensor, y: Tensor) -> bool:

@@ -199,9 +199,10 @@ def test_tanh_of_the_kernels_is_accurate(lib):
 
 @pytest.mark.parametrize("h_dtype", [torch.bfloat16, torch.float32])
 def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype, monkeypatch):
-    """``decoder._attend_backward`` (∂L/∂(W_a s), ∂L/∂v_a, and ∂L/∂(U_a h) accumulated in place)
-    with the kernel as with the PyTorch operations, and as float64 autograd through energies,
-    masked softmax and context; with and without a gradient for the weights."""
+    """``decoder._attend_backward`` (∂L/∂(W_a s) written into a strided view in the compute dtype,
+    ∂L/∂(U_a h) and each sentence's ∂L/∂v_a accumulated in place) with the kernel as with the
+    PyTorch operations, and as float64 autograd through energies, masked softmax and context; with
+    and without a gradient for the weights."""
     from nmt_lib.decoder import _attend_backward
 
     B, Tx, N, C = 6, 9, 33, 20
@@ -210,32 +211,45 @@ def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype, monkeypatch):
     d_c, d_alpha = torch.randn(B, C, generator=g).to(h_dtype), torch.randn(B, Tx, generator=g)
     h = h.to(h_dtype)
     start = torch.randn(B, Tx, N, generator=g)  # what earlier steps accumulated
+    dv_start = torch.randn(B, N, generator=g)
     Uh64, q64, v64 = (t.double().requires_grad_() for t in (Uh, q, v))
     e = (torch.tanh(Uh64 + q64[:, None]) @ v64).masked_fill(~mask, -math.inf)
     alpha = e.softmax(-1)
+
+    def run(dA):  # -> d_q (a view of wider rows, h's dtype), dv, d_sum
+        wide = torch.full((B, N + 5), 7.0, dtype=h_dtype)
+        dv, d_sum = dv_start.clone(), start.clone()
+        _attend_backward(Uh, q, v, h, d_c, a32, dA, d_sum, wide[:, 2 : N + 2], dv)
+        assert (wide[:, :2] == 7).all() and (wide[:, N + 2 :] == 7).all()
+        return wide[:, 2 : N + 2].float(), dv, d_sum
+
     for dA in (d_alpha, None):
         loss = (torch.bmm(alpha[:, None], h.double())[:, 0] * d_c.double()).sum()
         loss = loss + (0 if dA is None else (alpha * dA.double()).sum())
         gU, gq, gv = torch.autograd.grad(loss, (Uh64, q64, v64), retain_graph=True)
         a32 = alpha.detach().float()
-        d_sum = start.clone()
-        d_q, dv = _attend_backward(Uh, q, v, h, d_c, a32, dA, d_sum)
+        got = run(dA)
+        d_q, dv, d_sum = got
+        tol_q = 1e-5 if h_dtype == torch.float32 else 2**-8 * gq.abs().max().item()  # bf16 d_q
         torch.testing.assert_close((d_sum - start) * v, gU.float(), rtol=0, atol=1e-5)
-        torch.testing.assert_close(d_q, gq.float(), rtol=0, atol=1e-5)
-        torch.testing.assert_close(dv, gv.float(), rtol=0, atol=1e-5)
+        torch.testing.assert_close(d_q, gq.float(), rtol=0, atol=tol_q)
+        torch.testing.assert_close((dv - dv_start).sum(0), gv.float(), rtol=0, atol=1e-5)
         with monkeypatch.context() as m:
             m.setattr(kernels, "library", lambda: None)
-            ref_sum = start.clone()
-            ref = _attend_backward(Uh, q, v, h, d_c, a32, dA, ref_sum)
+            ref = run(dA)
         tol = 1e-5 if h_dtype == torch.float32 else 5e-3  # PyTorch's bmm rounds h ∂L/∂c to bf16
-        for a, b in ((d_q, ref[0]), (dv, ref[1]), (d_sum, ref_sum)):
+        for a, b in zip(got, ref, strict=True):
             torch.testing.assert_close(a, b, rtol=0, atol=tol)
-    assert kernels.attend_backward(Uh.double(), q, h, d_c, a32, None, d_sum) is None
-    assert kernels.attend_backward(Uh, q, h, d_c, a32, None, d_sum.transpose(0, 1)) is None
+    d_q, dv, d_sum = torch.empty(B, N), torch.zeros(B, N), torch.zeros(B, Tx, N)
+    args = dict(Uh=Uh, q=q, v_a=v, h=h, d_c=d_c, alpha=a32, d_alpha=None, d_sum=d_sum, d_q=d_q,
+                dv=dv)  # fmt: skip
+    assert kernels.attend_backward(**args)
     other = torch.float32 if h_dtype == torch.bfloat16 else torch.bfloat16
-    for bad in ((q[:, :-1], d_c, a32, None), (q, d_c, a32[:, :-1], None), (q, d_c, a32, d_alpha[:, :1]),
-                (q, d_c.to(other), a32, None)):  # fmt: skip
-        assert kernels.attend_backward(Uh, bad[0], h, bad[1], bad[2], bad[3], d_sum) is None
+    for bad in (dict(Uh=Uh.double()), dict(d_sum=d_sum.transpose(0, 1)), dict(q=q[:, :-1]),
+                dict(alpha=a32[:, :-1]), dict(d_alpha=d_alpha[:, :1]), dict(d_c=d_c.to(other)),
+                dict(dv=dv.t().contiguous().t()), dict(v_a=v[:-1]), dict(d_q=d_q.t()),
+                dict(d_q=d_q.double())):  # fmt: skip
+        assert not kernels.attend_backward(**{**args, **bad})
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
