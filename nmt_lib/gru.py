@@ -230,20 +230,21 @@ class _GRUScan(torch.autograd.Function):
         R, Z, Ht = torch.empty_like(H), torch.empty_like(H), torch.empty_like(H)
         RH = H.new_zeros(H.shape, dtype=cd)  # r_t ∘ h_{t-1}, the input of U
         ks = active_rows(mask) or [B] * a.shape[0]
-        h = h0.clone()
-        h_c = h0.to(cd, copy=True) if cd != h.dtype else None  # h in the compute dtype
+        h_c = h0.to(cd, copy=True) if cd != h0.dtype else None  # the state in the compute dtype
         gates, update, _, _ = elementwise(fused)
         times_U_rz, times_U = right_products(U_rz, fused), right_products(U, fused)
         with torch.autocast(h0.device.type, enabled=False):
             for t, k in enumerate(ks):
+                h = h0 if t == 0 else H[t - 1]  # h_{t-1}; h_t is written into H[t]
+                if k < B:  # the rows past their end: the state is copied
+                    H[t, :, k:] = h[:, k:]
                 h_k = h[:, :k]
                 g = times_U_rz(h_k if h_c is None else h_c[:, :k])  # [D, k, 2n]
                 gates(a[t, :, :k], None, g, h_k, R[t, :, :k], Z[t, :, :k], RH[t, :, :k])
                 u = times_U(RH[t, :, :k])  # U (r ∘ h)
                 update(a[t, :, :k, :n], None, u, Z[t, :, :k], h_k,
-                       None if mask is None else mask[t, :, :k], Ht[t, :, :k], h_k,
+                       None if mask is None else mask[t, :, :k], Ht[t, :, :k], H[t, :, :k],
                        None if h_c is None else h_c[:, :k])  # fmt: skip
-                H[t] = h
         ctx.save_for_backward(h0, U_rz, U, mask, H, R, Z, Ht, RH)
         ctx.ks, ctx.fused = ks, fused
         ctx.a_shape, ctx.a_order = a.shape, sorted(range(4), key=lambda i: -a.stride(i))
@@ -269,7 +270,8 @@ class _GRUScan(torch.autograd.Function):
         )
         for t in reversed(range(T)):
             k = ctx.ks[t]
-            dA[t, :, k:], D_cand[:, t, k:], D_rz[:, t, k:] = 0, 0, 0  # the rows past their end
+            if k < B:  # the rows past their end
+                dA[t, :, k:], D_cand[:, t, k:], D_rz[:, t, k:] = 0, 0, 0
             dh += dH[t]  # ∂L/∂h_t; rows from k on: past the end, h_t = h_{t-1}, it passes through
             m = None if mask is None else mask[t, :, :k]  # padding: h_t = h_{t-1}, it passes too
             h, r, z, h_tilde = H_prev[t, :, :k], R[t, :, :k], Z[t, :, :k], Ht[t, :, :k]

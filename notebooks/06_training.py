@@ -106,6 +106,11 @@ _ = torch.manual_seed(0)
 # :pyobject: Trainer.step
 # ```
 #
+# The trainer leaves the clip's factor $c / \lVert g \rVert$ to the optimiser
+# (`clip_gradients(..., defer=True)`, then `Adadelta.step(grad_scale=...)`), which multiplies each
+# gradient by it in the same pass as the update: the same float32 numbers as scaling the gradients
+# first, one pass over them fewer (`tests/test_train.py` checks the two bit for bit).
+#
 # The recipe lives in one config section, the paper's values as defaults:
 #
 # ```{literalinclude} ../../nmt_lib/config.py
