@@ -148,11 +148,9 @@ class Trainee:
         loss = -logp.float().sum()
         loss.backward()
         norm, action = clip_gradients(self.params, 1.0, "shrink", defer=not self.naive)
-        if action == "skip":
-            pass
-        elif self.naive:
+        if action != "skip" and self.naive:
             self.opt.step()
-        else:  # as train.Trainer: the clip's scaling in Adadelta's pass
+        elif action != "skip":  # as train.Trainer: the clip's scaling in Adadelta's pass
             self.opt.step(grad_scale=1.0 / norm if action == "clip" else 1.0)
         return float(loss.detach())
 

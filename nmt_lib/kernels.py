@@ -352,8 +352,8 @@ def _ready(n: int, D: int, k: int, views: list) -> ctypes.CDLL | None:
 
 
 def gru_gates(a, x, g, h, r, z, rh) -> bool:
-    """:func:`nmt_lib.gru.gru_gates` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when done, False
-    (nothing written) where the kernel does not apply."""
+    """:func:`nmt_lib.gru.gru_gates` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when
+    done, False (nothing written) where the kernel does not apply."""
     if (dims := _dims(h)) is None:
         return False
     D, k, n = dims
@@ -366,9 +366,9 @@ def gru_gates(a, x, g, h, r, z, rh) -> bool:
 
 
 def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
-    """:func:`nmt_lib.gru.gru_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]`` (``mask [D, k, 1]`` / ``[k, 1]`` bool
-    or None; ``out`` may be ``h``): True when done, False (nothing written) where the kernel does
-    not apply."""
+    """:func:`nmt_lib.gru.gru_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]`` (``mask
+    [D, k, 1]`` / ``[k, 1]`` bool or None; ``out`` may be ``h``): True when done, False (nothing
+    written) where the kernel does not apply."""
     if (dims := _dims(h)) is None:
         return False
     D, k, n = dims
@@ -381,8 +381,8 @@ def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
 
 
 def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
-    """:func:`nmt_lib.gru.gru_backward_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when done,
-    False (nothing written) where the kernel does not apply."""
+    """:func:`nmt_lib.gru.gru_backward_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``:
+    True when done, False (nothing written) where the kernel does not apply."""
     if (dims := _dims(h)) is None:
         return False
     D, k, n = dims
@@ -396,8 +396,8 @@ def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
 
 
 def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
-    """:func:`nmt_lib.gru.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when done,
-    False (nothing written) where the kernel does not apply."""
+    """:func:`nmt_lib.gru.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``:
+    True when done, False (nothing written) where the kernel does not apply."""
     if (dims := _dims(h)) is None:
         return False
     D, k, n = dims
@@ -449,9 +449,12 @@ def right_product(W: Tensor):
     W = W[0] if W.dim() == 3 and W.shape[0] == 1 else W  # x [1, k, n]: linear keeps leading dims
     if W.dim() != 2 or not _prepacking():
         return None
-    # from a contiguous copy: reordering a transposed view is 2-6x slower than copy and reorder
+    # from a contiguous copy (the kernel's transpose where it applies): reordering a transposed
+    # view is 2-6x slower than copy and reorder
     Wt = W.mT if W.mT.is_contiguous() else transposed(W, W.dtype)
-    packed = torch.ops.mkldnn._reorder_linear_weight(W.mT.contiguous() if Wt is None else Wt)
+    if Wt is None:
+        Wt = W.mT.contiguous()
+    packed = torch.ops.mkldnn._reorder_linear_weight(Wt)
     return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
 
 
