@@ -429,11 +429,12 @@ def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
     return out
 
 
-def right_product(W: Tensor):
-    """``x -> x @ W`` for a bf16 CPU weight ``W [n, m]`` or ``[D, n, m]`` that a recurrence multiplies
-    by at every step, or None where nothing is faster than ``torch.matmul``. ``x``: ``[..., n]``
-    (``[D, k, n]`` for ``D`` > 1), bf16 or float32, contiguous rows; the product is bf16, its
-    float32 sums rounded once (as ``torch.matmul``'s).
+def right_product(W: Tensor, bias: Tensor | None = None, amx_tiles: bool = True):
+    """``x -> x @ W (+ bias [m])`` for a bf16 CPU weight ``W [n, m]`` or ``[D, n, m]`` that a
+    recurrence (or a search) multiplies by at every step, or None where nothing is faster than
+    ``torch.matmul``. ``x``: ``[..., n]`` (``[D, k, n]`` for ``D`` > 1), bf16 or float32,
+    contiguous rows; the product is bf16, its float32 sums (and the bias) rounded once (as
+    ``torch.matmul``'s). ``amx_tiles`` False: oneDNN's even where the CPU has AMX.
 
     With AMX (:func:`amx`), ``kernels.c``'s ``amx_product``: ``W`` packed once into the tiles'
     layout, ``x`` at every call. Without, for a 2-D ``W``: oneDNN's prepacked weight (as
@@ -442,7 +443,7 @@ def right_product(W: Tensor):
     a product as computing it (bench/README.md). None for another device or dtype,
     ``NMT_LIB_KERNELS=0``, or a 3-D ``W`` without AMX (one ``bmm`` was faster than two
     prepacked products)."""
-    if (fast := amx_product(W)) is not None:
+    if amx_tiles and (fast := amx_product(W, bias)) is not None:
         return fast
     if not _recurrent_weight(W):
         return None
@@ -454,8 +455,8 @@ def right_product(W: Tensor):
     Wt = W.mT if W.mT.is_contiguous() else transposed(W, W.dtype)
     if Wt is None:
         Wt = W.mT.contiguous()
-    packed = torch.ops.mkldnn._reorder_linear_weight(Wt)
-    return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+    packed, b = torch.ops.mkldnn._reorder_linear_weight(Wt), bias if bias is None else bias.to(W)
+    return lambda x: torch.ops.mkldnn._linear_pointwise(x.to(W), packed, b, "none", [], "")
 
 
 def amx_product(W: Tensor, bias: Tensor | None = None):

@@ -11,6 +11,7 @@ The interface (``CONTRIBUTING.md``)::
     z, b, c, alpha_i = model.readout_logits(enc, s_prev, y_prev)      # logits z + b
     s = model.next_state(s_prev, y, c)
     steps = model.decode_steps()                     # the same, faster, as a search drives it
+    steps = model.decode_steps(model.word_projections())  # ... its word products tabulated once
 
 ``s_prev`` may hold ``G`` consecutive states per encoded sentence (``[G * B, n]``: a beam).
 """
@@ -134,9 +135,24 @@ class EncoderDecoder(nn.Module):
         (:meth:`~nmt_lib.decoder.Decoder.step_weights`)."""
         return self.decoder.step_weights()
 
-    def decode_steps(self) -> DecodeSteps:
-        """The decoding steps of a search, faster (:class:`DecodeSteps`; without autograd)."""
-        return DecodeSteps(self)
+    def decode_steps(self, words: Tensor | None = None) -> DecodeSteps:
+        """The decoding steps of a search, faster (:class:`DecodeSteps`; without autograd);
+        ``words``: :meth:`word_projections`, computed once for the searches of many batches."""
+        return DecodeSteps(self, words)
+
+    def word_projections(self, rows: int | None = None) -> Tensor | None:
+        """What :class:`DecodeSteps` computes from each word it advances by, ``[W ē + b; W_z ē +
+        b_z; W_r ē + b_r | V_o ē]`` (its order and dtype), for every target word at once: ``[K,
+        3n + 2l]``, from which the steps then read rows instead of multiplying. The same function:
+        the same product of the same rows, in a matmul of other height. None where ``rows``, the
+        number of hypotheses the searches will advance in all, is below ``K``: the table would
+        cost more than it saves (at bench-small it is ~1 MFLOP a row, ~10 % of a beam step's)."""
+        K = self.decoder.E.shape[0]
+        if rows is not None and rows < K:
+            return None
+        words = torch.arange(K, device=self.decoder.E.device)
+        with torch.no_grad():
+            return DecodeSteps(self).times_Y(self.decoder.embed(words))
 
 
 class RNNsearch(EncoderDecoder):
@@ -201,13 +217,15 @@ class DecodeSteps:
     These products and ``U (r ∘ s)`` go through :func:`nmt_lib.kernels.amx_product` where the CPU
     has AMX (the output layer's through ``torch.matmul``, which was faster at its shape).
 
+    With ``words`` (:meth:`~EncoderDecoder.word_projections`), the last is read from its rows.
+
     ``state = start(enc)``: ``(s_0, None)``; ``z, b, False, alpha, carry = readout(enc, state)``:
     the logits ``z + b`` of every row (``b`` apart, as :meth:`~EncoderDecoder.readout_logits`;
     False: not normalised), ``α_i`` (or None) and ``carry``, per-row tensors that a beam reorders
     (``tuple(t[rows] for t in carry)``); ``state = advance(carry, y)``: the state after ``y``.
     """
 
-    def __init__(self, model: EncoderDecoder):
+    def __init__(self, model: EncoderDecoder, words: Tensor | None = None):
         dec, gru = model.decoder, model.decoder.gru
         self.model, self.dec, self.att = model, dec, dec.attention
         self.n, self.l2 = gru.n, dec.U_o.shape[0]
@@ -226,14 +244,17 @@ class DecodeSteps:
         self.Y = rows([gru.input_weight(), dec.V_o[pairs]])
         self.b_Y = torch.cat([gru.input_bias(), zeros(self.l2)]).to(cd)
         self.U = rows([gru.U])
-        self.na, self.cd = na, cd
-        # AMX products where the CPU has them (kernels.amx_product; at 640 rows 1.2-1.4x
-        # torch.matmul), except the output layer's (0.94x)
-        amx = kernels.amx_product
-        self.times_S = amx(self.S, self.b_S) or (lambda s: torch.addmm(self.b_S, s, self.S))
-        self.times_C = amx(self.C) or (lambda c: torch.matmul(c, self.C))
-        self.times_Y = amx(self.Y, self.b_Y) or (lambda e: torch.addmm(self.b_Y, e, self.Y))
-        self.times_U = amx(self.U) or self.U
+        self.na, self.cd, self.words = na, cd, words
+        # kernels.right_product where it applies: AMX tiles (at 640 rows 1.2-1.4x torch.matmul)
+        # or else oneDNN's prepacked weights (1.05-1.13x at one thread, a decoding worker's), but
+        # not the AMX tiles for the output layer (0.94x)
+        product = kernels.right_product
+        self.times_S = product(self.S, self.b_S) or (lambda s: torch.addmm(self.b_S, s, self.S))
+        self.times_C = product(self.C) or (lambda c: torch.matmul(c, self.C))
+        self.times_Y = product(self.Y, self.b_Y) or (lambda e: torch.addmm(self.b_Y, e, self.Y))
+        self.times_U = product(self.U) or self.U
+        W_o = None if dec.output_rank is not None else product(dec.W_o.to(cd).t(), amx_tiles=False)
+        self.times_W_o = W_o or (lambda t: dec.output(t, bias=False))
 
     def start(self, enc: Encoded) -> tuple:
         return self.model.init_state(enc), None
@@ -254,12 +275,15 @@ class DecodeSteps:
         t_tilde = torch.add(P[:, na : na + l2], Q[:, :l2])  # its units in `pairs` order
         if v is not None:
             t_tilde += v
-        z = self.dec.output(torch.maximum(t_tilde[:, : l2 // 2], t_tilde[:, l2 // 2 :]), bias=False)
+        z = self.times_W_o(torch.maximum(t_tilde[:, : l2 // 2], t_tilde[:, l2 // 2 :]))
         return z, self.dec.b_y, False, alpha, (s, P[:, na + l2 :], Q[:, l2:])
 
     def advance(self, carry: tuple, y: Tensor) -> tuple:
         s, g, x = carry  # s_{i-1}, [U_r s; U_z s], [C c; C_z c; C_r c]
-        e = self.times_Y(self.dec.embed(y))  # [R, 3n + 2l]
+        if self.words is None:
+            e = self.times_Y(self.dec.embed(y))  # [R, 3n + 2l]
+        else:
+            e = self.words.index_select(0, y)
         return next_gru_state(e[:, : 3 * self.n], x, g, s, self.times_U), e[:, 3 * self.n :]
 
 

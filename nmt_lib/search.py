@@ -119,10 +119,13 @@ class ModelSteps:
         return self.next_state(s, y, c), y
 
 
-def model_steps(model):
-    """The model's own faster steps (``decode_steps()``, e.g. :class:`nmt_lib.model.DecodeSteps`:
-    the same protocol and function) where it has them, else :class:`ModelSteps`."""
-    return model.decode_steps() if hasattr(model, "decode_steps") else ModelSteps(model)
+def model_steps(model, words=None):
+    """The model's own faster steps (``decode_steps(words)``, e.g.
+    :class:`nmt_lib.model.DecodeSteps`: the same protocol and function; ``words``: its
+    ``word_projections()``, or None) where it has them, else :class:`ModelSteps`."""
+    if not hasattr(model, "decode_steps"):
+        return ModelSteps(model)
+    return model.decode_steps() if words is None else model.decode_steps(words)
 
 
 def best_words(
@@ -196,18 +199,20 @@ def greedy_search(
     max_len_ratio: float = 3.0,
     ignore_unk: bool = False,
     return_alpha: bool = False,
+    words=None,
 ) -> list[Hypothesis]:
     """The most probable word at every step, with the same length and UNK rules as the beam.
 
     Args:
         model: the model interface; x: ``[B, Tx]`` long; x_mask: ``[B, Tx]`` bool.
+        words: the model's ``word_projections()`` (:func:`model_steps`), or None.
     Returns:
         ``B`` hypotheses in input order.
     """
     B = x.shape[0]
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     enc = model.encode(x, x_mask)
-    steps = model_steps(model)
+    steps = model_steps(model, words)
     state = steps.start(enc)
     done = torch.zeros(B, dtype=torch.bool, device=x.device)
     cost = torch.zeros(B, dtype=torch.float32, device=x.device)
@@ -250,6 +255,7 @@ def beam_search(
     max_len_ratio: float = 3.0,
     ignore_unk: bool = False,
     return_alpha: bool = False,
+    words=None,
 ) -> list[Hypothesis]:
     """GroundHog's beam search over a batch of sentences (module docstring, PAPER.md §4).
 
@@ -258,6 +264,7 @@ def beam_search(
         beam: beam size; normalize: choose the best by ``cost / length`` (length incl. EOS).
         min_len_ratio, max_len_ratio: the length rules; ignore_unk: never emit ``<unk>``.
         return_alpha: also return the best hypothesis's attention ``[len, |x|]``.
+        words: the model's ``word_projections()`` (:func:`model_steps`), or None.
     Returns:
         ``B`` hypotheses in input order.
     """
@@ -266,7 +273,7 @@ def beam_search(
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     L = int(max_len.max())
     enc = model.encode(x, x_mask)  # [B', ...]: each sentence once for its hypotheses
-    steps = model_steps(model)
+    steps = model_steps(model, words)
     state = steps.start(enc)  # rows [B' * width]: width 1 (the empty hypothesis), then <= beam
     inf = torch.tensor(math.inf, device=dev)
     cost = torch.zeros(B, 1, device=dev)  # [B', width] of the active sentences
@@ -395,14 +402,18 @@ def decode_corpus(
     ``beam=0`` decodes greedily (:func:`greedy_search`); otherwise :func:`beam_search`.
     ``workers`` batches are decoded at once, each in its own thread with one intra-op thread
     (:func:`in_threads`; default: ``torch.get_num_threads()`` on a CPU, else 1): a beam step's
-    operations are small, and a core that waits for the other at each of them is idle.
+    operations are small, and a core that waits for the other at each of them is idle. The model's
+    ``word_projections`` (where it has them) are computed once for all the batches, when the
+    searches are expected to advance at least as many hypotheses as there are target words.
     """
     from tqdm import tqdm
 
     order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    rows = max(beam, 1) * sum(map(len, xs))  # hypotheses advanced, targets as long as sources
+    words = model.word_projections(rows) if hasattr(model, "word_projections") else None
     rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
-                 ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
+                 ignore_unk=ignore_unk, return_alpha=return_alpha, words=words)  # fmt: skip
 
     def decode(idx: list[int]) -> list[Hypothesis]:
         x, x_mask = pad_batch([xs[i] for i in idx], device)

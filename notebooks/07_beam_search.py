@@ -83,7 +83,11 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 # model's `step_weights`, where it has them, computed once per search). nmt_lib's models also have
 # `decode_steps`, the same two steps with the matrix products that share an input merged, which
 # the search uses instead (`search.model_steps`; the tests check it gives the same logits and
-# states). The length rules:
+# states). `decode_corpus`, which decodes a test set batch by batch, also computes once what the
+# state update takes from each word, `[W; W_z; W_r] ē(y) + b` and the deep output's `V_o ē(y)`,
+# for every target word (`word_projections`), so that a step reads rows of that table instead of
+# multiplying: the same products, done once per word rather than once per hypothesis and step.
+# The length rules:
 #
 # ```{literalinclude} ../../nmt_lib/search.py
 # :pyobject: length_limits

@@ -152,10 +152,12 @@ def test_step_weights_computed_once_give_the_same_states(monkeypatch):
     model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)).eval()
     for name in ("decode_steps", "step_weights"):  # the model's own steps; the interface's
         calls, orig = [], getattr(model, name)
-        monkeypatch.setattr(model, name, lambda orig=orig, calls=calls: calls.append(1) or orig())
+        monkeypatch.setattr(
+            model, name, lambda *a, orig=orig, calls=calls: calls.append(1) or orig(*a)
+        )
         search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=2)
         assert calls == [1]
-        monkeypatch.setattr(search, "model_steps", search.ModelSteps)
+        monkeypatch.setattr(search, "model_steps", lambda model, words: search.ModelSteps(model))
 
 
 def test_deep_output_maxout_over_adjacent_pairs_ties_included():

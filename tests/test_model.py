@@ -171,20 +171,23 @@ def test_readout_with_several_states_per_sentence(arch):
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
-def test_decode_steps_equal_the_step_interface(arch, dtype):
+@pytest.mark.parametrize("table", [False, True])
+def test_decode_steps_equal_the_step_interface(arch, dtype, table):
     """``decode_steps`` (a search's faster steps) gives the logits, weights and states of
     ``readout_logits``/``next_state`` (through ``search.ModelSteps``), with the beam's reordering of
     rows between steps: to rounding in float64 and float32 (the compiled kernels), to bf16's in
-    autocast (products merged, so rounded in another order)."""
+    autocast (products merged, so rounded in another order); also with the word products read
+    from ``word_projections()`` and a full-rank output layer (``table``)."""
     from nmt_lib.search import ModelSteps
 
-    model, x, x_mask, y, _ = setup(arch)
+    model, x, x_mask, y, _ = setup(arch, output_rank=None if table else CFG.output_rank)
     model = model.to(torch.float32 if dtype == torch.bfloat16 else dtype)
     tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 0.1}[dtype]
     G, gen = 2, torch.Generator().manual_seed(1)
     with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=dtype == torch.bfloat16):
         enc = model.encode(x, x_mask)
-        fast, ref = model.decode_steps(), ModelSteps(model)
+        words = model.word_projections() if table else None
+        fast, ref = model.decode_steps(words), ModelSteps(model)
         states = [fast.start(enc), ref.start(enc)]
         for _ in range(4):
             outs = [steps.readout(enc, st) for steps, st in zip((fast, ref), states, strict=True)]
@@ -205,6 +208,36 @@ def test_decode_steps_equal_the_step_interface(arch, dtype):
             states = [steps.advance(tuple(t[rows] for t in c), words)
                       for steps, c in zip((fast, ref), (carry, carry_ref), strict=True)]  # fmt: skip
             torch.testing.assert_close(states[0][0], states[1][0], rtol=tol, atol=tol)
+
+
+def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(monkeypatch):
+    """``word_projections(rows)``: None below one row per target word; else row ``w`` is what
+    ``decode_steps`` multiplies out for the word ``w`` (bf16 under autocast). ``decode_corpus``
+    computes it once, where the searches advance enough hypotheses, and decodes as without it."""
+    from nmt_lib import search
+
+    model = setup("RNNsearch")[0].float()
+    K, n, l2 = CFG.trg_vocab, CFG.n, 2 * CFG.l
+    assert model.word_projections(rows=K - 1) is None
+    words = torch.arange(K)
+    with torch.no_grad():
+        table = model.word_projections(rows=K)
+        steps = model.decode_steps()
+        assert table.shape == (K, 3 * n + l2)
+        torch.testing.assert_close(table, steps.times_Y(model.decoder.embed(words)))
+        with torch.autocast("cpu", torch.bfloat16):
+            assert model.word_projections().dtype == torch.bfloat16
+    xs = [[3, 4, 5, 2], [6, 7, 2], [8, 2]]  # 9 words, beam 3: 27 rows >= K
+    calls, given = [], []
+    orig, orig_steps = model.word_projections, model.decode_steps
+    monkeypatch.setattr(model, "word_projections", lambda rows: calls.append(rows) or orig(rows))
+    monkeypatch.setattr(model, "decode_steps", lambda w=None: given.append(w) or orig_steps(w))
+    with_table = search.decode_corpus(model, xs, beam=3, batch_size=2)
+    assert calls == [27] and len(given) == 2 and given[0] is given[1] is not None
+    monkeypatch.setattr(model, "word_projections", lambda rows: None)
+    plain = search.decode_corpus(model, xs, beam=3, batch_size=2)
+    assert [h.tokens for h in with_table] == [h.tokens for h in plain]
+    assert [h.cost for h in with_table] == pytest.approx([h.cost for h in plain], rel=1e-5)
 
 
 def test_model_gradcheck():
