@@ -449,6 +449,8 @@ class _AttentionDecoderScan(torch.autograd.Function):
                 g = times_W_s(s_k if s_c is None else s_c[:k])  # U_r s, U_z s, W_a s
                 Q[i, :k] = g[:, 2 * n :]
                 c, _ = attend(Uh[:k], Q[i, :k], v_a, h[:k], x_mask[:k], (C[i, :k], A[i, :k]))
+                if i == Ty - 1:  # s_Ty is not returned, nor read: its update is skipped
+                    break
                 x = times_C_in(c)  # [k, 3n]: [C; C_z; C_r] c
                 gates(a[i, :k], x, g[:, : 2 * n], s_k, R[i, :k], Z[i, :k], RS[i, :k])
                 u = times_U(RS[i, :k])  # U (r ∘ s)
@@ -482,12 +484,16 @@ class _AttentionDecoderScan(torch.autograd.Function):
                 for d in (d_pre, d_pre_c, d_g, d_c):  # d_pre_c may be d_pre: zeroed twice
                     d[i, k:] = 0
             s, r, z, s_tilde, alpha = S[i, :k], R[i, :k], Z[i, :k], St[i, :k], A[i, :k]
-            # the GRU update (past the sentence end s_i = s_{i-1}: only ds passes), then r
-            back_update(ds[:k], mask[i, :k], z, s_tilde, s, d_pre[i, :k], d_cand[:k])
-            d_rs = times_U_t(d_cand[:k])
-            back_reset(d_rs, s, r, d_pre[i, :k], d_g[i, :k, : 2 * n], ds[:k],
-                       None if same else d_pre_c[i, :k])  # fmt: skip
-            torch.add(times_C_in_t(d_pre_c[i, :k]), dC[i, :k], out=d_c[i, :k])
+            if i == Ty - 1:  # no update of s_Ty (forward): only c_Ty's gradient, the rest 0
+                for d in (d_pre, d_pre_c, d_g[..., : 2 * n]):
+                    d[i, :k] = 0
+                d_c[i, :k] = dC[i, :k]
+            else:  # the GRU update (past the sentence end s_i = s_{i-1}: only ds passes), then r
+                back_update(ds[:k], mask[i, :k], z, s_tilde, s, d_pre[i, :k], d_cand[:k])
+                d_rs = times_U_t(d_cand[:k])
+                back_reset(d_rs, s, r, d_pre[i, :k], d_g[i, :k, : 2 * n], ds[:k],
+                           None if same else d_pre_c[i, :k])  # fmt: skip
+                torch.add(times_C_in_t(d_pre_c[i, :k]), dC[i, :k], out=d_c[i, :k])
             _attend_backward(Uh[:k], Q[i, :k], v_a, h[:k], d_c[i, :k], alpha, dA[i, :k], d_sum[:k],
                              d_g[i, :k, 2 * n :], dv[:k])  # fmt: skip  # d_g: ∂L/∂(W_a s)
             ds[:k] += times_W_s_t(d_g[i, :k]) + dS[i, :k]

@@ -352,8 +352,10 @@ def forward_macs(cfg: ModelConfig, src_len: float, trg_len: float) -> float:
     RNNsearch also ``2n·n'`` (U_a h_j). Decoder, per target token: ``m·3n_d`` + ``ctx·3n_d`` (C, C_z,
     C_r; once per sentence for RNNencdec) + ``n_d·2n_d`` + ``n_d·n_d``; RNNsearch adds ``n_d·n'`` (W_a s)
     and, per source token, ``n'`` (v_a) + ``ctx`` (Σ α h); deep output ``(n_d + m + ctx)·2l``; output
-    ``l·K`` (or ``l·r + r·K`` with GroundHog's rank r). Elementwise work (tanh, softmax) is not
-    counted; the embedding lookups are not matmuls. Training = 3 × forward (backward = 2 × forward).
+    ``l·K`` (or ``l·r + r·K`` with GroundHog's rank r); less, for RNNsearch, the last state's
+    ``ctx·3n_d + n_d·n_d``: ``s_{T_y}`` feeds nothing, and its scan does not compute it. Elementwise
+    work (tanh, softmax) is not counted; the embedding lookups are not matmuls. Training = 3 ×
+    forward (backward = 2 × forward).
     """
     m, n, nd, na, l, K = cfg.m, cfg.n, cfg.n_dec or cfg.n, cfg.n_align, cfg.l, cfg.trg_vocab
     search = cfg.arch == "RNNsearch"
@@ -365,6 +367,8 @@ def forward_macs(cfg: ModelConfig, src_len: float, trg_len: float) -> float:
     if search:
         dec += ctx * 3 * nd + nd * na + src_len * (na + ctx)
     total = src_len * enc + trg_len * dec + nd * n  # + W_s for s_0
+    if search:
+        total -= ctx * 3 * nd + nd * nd  # s_Ty's C c and U (r ∘ s)
     if not search:
         total += ctx * 3 * nd  # C c once
     return float(total)
