@@ -214,8 +214,10 @@ class DecodeSteps:
     * ``ē(y_i)`` -> ``[W ē + b; W_z ē + b_z; W_r ē + b_r | V_o ē]`` once, at the state update, the
       ``V_o`` part kept in the state for the next step's deep output.
 
-    These products and ``U (r ∘ s)`` go through :func:`nmt_lib.kernels.amx_product` where the CPU
-    has AMX (the output layer's through ``torch.matmul``, which was faster at its shape).
+    These products, ``U (r ∘ s)`` and the output layer's go through
+    :func:`nmt_lib.kernels.right_product` where it applies (bf16 on a CPU): AMX tiles where the CPU
+    has them (not for the output layer: ``torch.matmul`` was faster at its shape), else oneDNN's
+    prepacked weights.
 
     With ``words`` (:meth:`~EncoderDecoder.word_projections`), the last is read from its rows.
 
