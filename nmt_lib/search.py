@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -199,20 +200,20 @@ def greedy_search(
     max_len_ratio: float = 3.0,
     ignore_unk: bool = False,
     return_alpha: bool = False,
-    words=None,
+    steps=None,
 ) -> list[Hypothesis]:
     """The most probable word at every step, with the same length and UNK rules as the beam.
 
     Args:
         model: the model interface; x: ``[B, Tx]`` long; x_mask: ``[B, Tx]`` bool.
-        words: the model's ``word_projections()`` (:func:`model_steps`), or None.
+        steps: ``model_steps(model)``, made once for several batches of one thread (or None).
     Returns:
         ``B`` hypotheses in input order.
     """
     B = x.shape[0]
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     enc = model.encode(x, x_mask)
-    steps = model_steps(model, words)
+    steps = steps or model_steps(model)
     state = steps.start(enc)
     done = torch.zeros(B, dtype=torch.bool, device=x.device)
     cost = torch.zeros(B, dtype=torch.float32, device=x.device)
@@ -255,7 +256,7 @@ def beam_search(
     max_len_ratio: float = 3.0,
     ignore_unk: bool = False,
     return_alpha: bool = False,
-    words=None,
+    steps=None,
 ) -> list[Hypothesis]:
     """GroundHog's beam search over a batch of sentences (module docstring, PAPER.md §4).
 
@@ -264,7 +265,7 @@ def beam_search(
         beam: beam size; normalize: choose the best by ``cost / length`` (length incl. EOS).
         min_len_ratio, max_len_ratio: the length rules; ignore_unk: never emit ``<unk>``.
         return_alpha: also return the best hypothesis's attention ``[len, |x|]``.
-        words: the model's ``word_projections()`` (:func:`model_steps`), or None.
+        steps: ``model_steps(model)``, made once for several batches of one thread (or None).
     Returns:
         ``B`` hypotheses in input order.
     """
@@ -273,7 +274,7 @@ def beam_search(
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     L = int(max_len.max())
     enc = model.encode(x, x_mask)  # [B', ...]: each sentence once for its hypotheses
-    steps = model_steps(model, words)
+    steps = steps or model_steps(model)
     state = steps.start(enc)  # rows [B' * width]: width 1 (the empty hypothesis), then <= beam
     inf = torch.tensor(math.inf, device=dev)
     cost = torch.zeros(B, 1, device=dev)  # [B', width] of the active sentences
@@ -404,7 +405,8 @@ def decode_corpus(
     (:func:`in_threads`; default: ``torch.get_num_threads()`` on a CPU, else 1): a beam step's
     operations are small, and a core that waits for the other at each of them is idle. The model's
     ``word_projections`` (where it has them) are computed once for all the batches, when the
-    searches are expected to advance at least as many hypotheses as there are target words.
+    searches are expected to advance at least as many hypotheses as there are target words, and
+    each thread makes the model's steps (:func:`model_steps`) once for all its batches.
     """
     from tqdm import tqdm
 
@@ -413,13 +415,17 @@ def decode_corpus(
     rows = max(beam, 1) * sum(map(len, xs))  # hypotheses advanced, targets as long as sources
     words = model.word_projections(rows) if hasattr(model, "word_projections") else None
     rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
-                 ignore_unk=ignore_unk, return_alpha=return_alpha, words=words)  # fmt: skip
+                 ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
+    local = threading.local()  # each thread's steps: their products may keep scratch buffers
 
     def decode(idx: list[int]) -> list[Hypothesis]:
+        if not hasattr(local, "steps"):
+            local.steps = model_steps(model, words)
         x, x_mask = pad_batch([xs[i] for i in idx], device)
         if beam == 0:
-            return greedy_search(model, x, x_mask, **rules)
-        return beam_search(model, x, x_mask, beam=beam, normalize=normalize, **rules)
+            return greedy_search(model, x, x_mask, steps=local.steps, **rules)
+        return beam_search(model, x, x_mask, beam=beam, normalize=normalize, steps=local.steps,
+                           **rules)  # fmt: skip
 
     kind = torch.device(device or "cpu").type
     if workers is None:

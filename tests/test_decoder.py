@@ -129,8 +129,8 @@ def test_decoder_gradcheck(attention):
 def test_step_weights_computed_once_give_the_same_states(monkeypatch):
     """``step_state`` with :meth:`Decoder.step_weights` computed beforehand (what a search does,
     once) gives the same states as computing them itself, in float64 and under bf16 autocast
-    (where, without autograd, they are already cast to bf16); a beam search asks once, as for
-    ``decode_steps``."""
+    (where, without autograd, they are already cast to bf16); ``decode_corpus`` asks once per
+    thread for all its batches, as for ``decode_steps``."""
     from nmt_lib import search
     from nmt_lib.config import ModelConfig
     from nmt_lib.model import build_model
@@ -155,7 +155,7 @@ def test_step_weights_computed_once_give_the_same_states(monkeypatch):
         monkeypatch.setattr(
             model, name, lambda *a, orig=orig, calls=calls: calls.append(1) or orig(*a)
         )
-        search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=2)
+        search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=1, workers=1)
         assert calls == [1]
         monkeypatch.setattr(search, "model_steps", lambda model, words: search.ModelSteps(model))
 

@@ -213,7 +213,8 @@ def test_decode_steps_equal_the_step_interface(arch, dtype, table):
 def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(monkeypatch):
     """``word_projections(rows)``: None below one row per target word; else row ``w`` is what
     ``decode_steps`` multiplies out for the word ``w`` (bf16 under autocast). ``decode_corpus``
-    computes it once, where the searches advance enough hypotheses, and decodes as without it."""
+    computes it once, where the searches advance enough hypotheses, gives it to the steps of
+    every thread, and decodes as without it."""
     from nmt_lib import search
 
     model = setup("RNNsearch")[0].float()
@@ -232,8 +233,8 @@ def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(mon
     orig, orig_steps = model.word_projections, model.decode_steps
     monkeypatch.setattr(model, "word_projections", lambda rows: calls.append(rows) or orig(rows))
     monkeypatch.setattr(model, "decode_steps", lambda w=None: given.append(w) or orig_steps(w))
-    with_table = search.decode_corpus(model, xs, beam=3, batch_size=2)
-    assert calls == [27] and len(given) == 2 and given[0] is given[1] is not None
+    with_table = search.decode_corpus(model, xs, beam=3, batch_size=2, workers=2)
+    assert calls == [27] and given and all(w is given[0] is not None for w in given)
     monkeypatch.setattr(model, "word_projections", lambda rows: None)
     plain = search.decode_corpus(model, xs, beam=3, batch_size=2)
     assert [h.tokens for h in with_table] == [h.tokens for h in plain]
