@@ -213,7 +213,7 @@ def greedy_search(
     B = x.shape[0]
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     enc = model.encode(x, x_mask)
-    steps = steps or model_steps(model)
+    steps = model_steps(model) if steps is None else steps
     state = steps.start(enc)
     done = torch.zeros(B, dtype=torch.bool, device=x.device)
     cost = torch.zeros(B, dtype=torch.float32, device=x.device)
@@ -274,7 +274,7 @@ def beam_search(
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     L = int(max_len.max())
     enc = model.encode(x, x_mask)  # [B', ...]: each sentence once for its hypotheses
-    steps = steps or model_steps(model)
+    steps = model_steps(model) if steps is None else steps
     state = steps.start(enc)  # rows [B' * width]: width 1 (the empty hypothesis), then <= beam
     inf = torch.tensor(math.inf, device=dev)
     cost = torch.zeros(B, 1, device=dev)  # [B', width] of the active sentences
