@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--length", type=int, default=30, help="target words per sentence")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--workers", type=int, help="decode_corpus's (default: --threads)")
     ap.add_argument("--no-naive", action="store_true")
     ap.add_argument("--json")
@@ -61,14 +62,16 @@ def main():
     info = machine_info()
     print("machine:", json.dumps(info))
     cfg = model_config(args.shape, args.arch)
-    model = build_model(cfg).eval()
+    model = build_model(cfg).eval().to(args.device)
     P = dict(copy.deepcopy(model).named_parameters())
     xs = sorted(sources(cfg, args.sentences), key=len, reverse=True)  # as decode_corpus batches
-    batches = [search.pad_batch(xs[i : i + args.batch]) for i in range(0, len(xs), args.batch)]
+    batches = [search.pad_batch(xs[i : i + args.batch], args.device)
+               for i in range(0, len(xs), args.batch)]  # fmt: skip
 
     def ours(beam, workers=args.workers):
         with fixed_length(args.length):
-            return search.decode_corpus(model, xs, beam, args.batch, workers=workers)
+            return search.decode_corpus(model, xs, beam, args.batch, device=args.device,
+                                        workers=workers)  # fmt: skip
 
     def naive(beam):
         return [naive_decode(P, cfg, x, m, max(beam, 1), args.length) for x, m in batches]
@@ -80,7 +83,7 @@ def main():
     rows = []
     for prec in args.precision:
         times = {k: [] for k in runs}
-        with torch.no_grad(), autocast(prec):
+        with torch.no_grad(), autocast(prec, args.device):
             hyps = ours(args.beam)  # warm-up, and check the workload
             assert all(len(h.tokens) == args.length for h in hyps), "not fixed-length outputs"
             for _ in range(args.reps):

@@ -40,31 +40,41 @@ from common import (
 from nmt_lib.model import build_model
 
 
-def throughput(shape, arch, precision, steps, reps, with_naive=True) -> dict:
+def on(device, batches):
+    return [tuple(t.to(device) for t in b) for b in batches]
+
+
+def throughput(shape, arch, precision, steps, reps, with_naive=True, device="cpu") -> dict:
     cfg = model_config(shape, arch)
     sh = SHAPES[shape]
-    ours, naive = pair(cfg, precision)
+    ours, naive = pair(cfg, precision, device)
     batches = synthetic_batches(cfg, sh["batch"], sh["lengths"], steps, seed=1)
     runners = [ours, naive] if with_naive else [ours]
-    for b in batches:  # warm-up: first-call allocations, the oneDNN kernels of every batch's
-        for r in runners:  # shapes (built once per shape; a long run has built them all)
+    # warm-up: first-call allocations, the oneDNN kernels of every batch's shapes (built once per
+    for b in on(device, batches):  # shape; a long run has built them all)
+        for r in runners:
             r.step(b)
     wall = {r.name: [] for r in runners}
     cpu = {r.name: [] for r in runners}
-    tokens, flops, peak = [], [], []
+    tokens, flops, peak, mem = [], [], [], {r.name: 0 for r in runners}
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    gpu = torch.device(device).type == "cuda"
     for rep in range(reps):
-        for k, b in enumerate(batches):
+        for k, (b, b_dev) in enumerate(zip(batches, on(device, batches), strict=True)):
             order = runners if (k + rep) % 2 == 0 else runners[::-1]  # cancel drift
             for r in order:
-                _, w, c = timed(r.step, b)
+                if gpu:
+                    torch.cuda.reset_peak_memory_stats()
+                _, w, c = timed(r.step, b_dev)
                 wall[r.name].append(w)
                 cpu[r.name].append(c)
+                if gpu:
+                    mem[r.name] = max(mem[r.name], torch.cuda.max_memory_allocated() / 2**20)
             tokens.append(int(b[3].sum()))
             flops.append(batch_train_flops(cfg, b))
-            peak.append(gemm_peak(dtype, reps=2))  # the machine's GEMM peak right now
-    out = {"shape": shape, "arch": arch, "precision": precision, "steps": len(tokens),
-           "tokens_per_step": sum(tokens) / len(tokens)}  # fmt: skip
+            peak.append(gemm_peak(dtype, reps=2, device=device))  # the GEMM peak right now
+    out = {"shape": shape, "arch": arch, "precision": precision, "device": str(device),
+           "steps": len(tokens), "tokens_per_step": sum(tokens) / len(tokens)}  # fmt: skip
     out["gemm_peak_median"], out["gemm_peak_max"] = median(peak), max(peak)
     for name in wall:
         out[f"{name}_tok_s"] = sum(tokens) / sum(wall[name])
@@ -73,6 +83,8 @@ def throughput(shape, arch, precision, steps, reps, with_naive=True) -> dict:
         )
         out[f"{name}_tok_s_cpu"] = sum(tokens) / sum(cpu[name])  # per CPU-second of the process
         out[f"{name}_s_per_step"] = median(wall[name])
+        if gpu:
+            out[f"{name}_gpu_peak_mb"] = mem[name]  # torch.cuda.max_memory_allocated
         # model FLOP/s of each step over the GEMM peak measured right after it; and over the best peak
         out[f"{name}_flop_frac"] = median(
             [f / w / p for f, w, p in zip(flops, wall[name], peak, strict=True)]
@@ -101,13 +113,13 @@ def memory_child(impl, shape, arch, precision):
     print("RSS " + json.dumps({"impl": impl, "built_mb": base, "peak_mb": peak_rss_mb()}))
 
 
-def sweep(shape, precision, lengths, steps, with_naive) -> list[dict]:
+def sweep(shape, precision, lengths, steps, with_naive, device="cpu") -> list[dict]:
     """Seconds per target token when every sentence (both sides) has ``L`` words."""
     cfg = model_config(shape, "RNNsearch")
-    ours, naive = pair(cfg, precision)
+    ours, naive = pair(cfg, precision, device)
     rows = []
     for L in lengths:
-        batches = synthetic_batches(cfg, SHAPES[shape]["batch"], (L, L), steps, seed=L)
+        batches = on(device, synthetic_batches(cfg, SHAPES[shape]["batch"], (L, L), steps, seed=L))
         row = {"L": L}
         for r in [ours, naive] if with_naive else [ours]:
             r.step(batches[0])
@@ -125,6 +137,7 @@ def main():
     ap.add_argument("--steps", type=int, default=6, help="distinct batches")
     ap.add_argument("--reps", type=int, default=2, help="passes over the batches")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (--memory: cpu only)")
     ap.add_argument("--no-naive", action="store_true", help="time nmt_lib only")
     ap.add_argument("--memory", action="store_true", help="peak RSS of each implementation")
     ap.add_argument("--sweep", action="store_true", help="time per target token vs length")
@@ -158,7 +171,8 @@ def main():
                   f"{r['peak_mb']:.0f} |")  # fmt: skip
     elif args.sweep:
         for prec in args.precision:
-            rows = sweep(args.shape, prec, args.sweep_lengths, args.steps, not args.no_naive)
+            rows = sweep(args.shape, prec, args.sweep_lengths, args.steps, not args.no_naive,
+                         args.device)  # fmt: skip
             results[f"sweep_{prec}"] = rows
             print(
                 f"\n{prec}: ms per target token, RNNsearch {args.shape}, batch "
@@ -174,11 +188,12 @@ def main():
         for arch in args.arch:
             for prec in args.precision:
                 rows.append(throughput(args.shape, arch, prec, args.steps, args.reps,
-                                       not args.no_naive))  # fmt: skip
+                                       not args.no_naive, args.device))  # fmt: skip
                 print(json.dumps(rows[-1]))
         results["throughput"] = rows
         nan = float("nan")
-        print(f"\nshape {args.shape}, {args.threads} thread(s). tok/s: real target tokens (EOS "
+        where = f"{args.threads} thread(s)" if args.device == "cpu" else info["gpu"]
+        print(f"\nshape {args.shape}, {where}. tok/s: real target tokens (EOS "
               "incl.) per wall second, total and median over steps; speed-up: median over batches "
               "of naive / nmt_lib step time; % peak: model FLOP/s of a step over the GEMM peak "
               "measured right after it (median), and over the best peak of the run")  # fmt: skip

@@ -81,6 +81,7 @@ def machine_info() -> dict:
         "torch": torch.__version__, "loadavg_1min": load[0] if load else None,
         "THP_MEM_ALLOC_ENABLE": os.environ.get("THP_MEM_ALLOC_ENABLE"),
         "nmt_lib_kernels": kernels.library() is not None,
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
     }  # fmt: skip
 
 
@@ -116,8 +117,10 @@ def fixed_length(n: int):
     return mock.patch.object(search, "length_limits", limits)
 
 
-def autocast(precision: str):
-    return torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+def autocast(precision: str, device: str = "cpu"):
+    if precision != "bf16":
+        return nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
 class Trainee:
@@ -130,7 +133,7 @@ class Trainee:
 
     def __init__(self, name: str, cfg: ModelConfig, model, naive: bool, precision: str):
         self.name, self.cfg, self.naive, self.precision = name, cfg, naive, precision
-        self.model = model
+        self.model, self.device = model, next(model.parameters()).device
         self.P = dict(model.named_parameters()) if naive else None
         self.params = list(model.parameters())
         adadelta = torch.optim.Adadelta if naive else Adadelta  # nmt_lib's: chunked, same numbers
@@ -143,7 +146,7 @@ class Trainee:
 
     def step(self, batch) -> float:
         self.opt.zero_grad(set_to_none=True)
-        with autocast(self.precision):
+        with autocast(self.precision, self.device):
             logp = self.logp(*batch)
         loss = -logp.float().sum()
         loss.backward()
@@ -155,21 +158,30 @@ class Trainee:
         return float(loss.detach())
 
 
-def pair(cfg: ModelConfig, precision: str) -> tuple[Trainee, Trainee]:
-    """``nmt_lib`` and the naive reference with identical initial parameters; checks that they compute
-    the same log-probabilities on a small batch (float32)."""
+def pair(cfg: ModelConfig, precision: str, device="cpu") -> tuple[Trainee, Trainee]:
+    """``nmt_lib`` and the naive reference with identical initial parameters on ``device``; checks
+    that they compute the same log-probabilities on a small batch (float32, on the CPU)."""
     model = build_model(cfg)
     naive_model = copy.deepcopy(model)
     b = synthetic_batches(cfg, 4, (3, 8), 1, seed=99)[0]
     check_same_function(model, dict(naive_model.named_parameters()), cfg, *b)
+    model, naive_model = model.to(device), naive_model.to(device)
     return (Trainee("nmt_lib", cfg, model, False, precision),
             Trainee("naive", cfg, naive_model, True, precision))  # fmt: skip
 
 
+def sync() -> None:
+    """Wait for the GPU's queued work, if CUDA is in use (its work is asynchronous)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def timed(fn, *args):
-    """``(result, wall seconds, process CPU seconds)``."""
+    """``(result, wall seconds, process CPU seconds)``; the GPU's work done within them."""
+    sync()
     w, c = time.perf_counter(), time.process_time()
     r = fn(*args)
+    sync()
     return r, time.perf_counter() - w, time.process_time() - c
 
 
@@ -177,18 +189,16 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-def gemm_peak(dtype: torch.dtype, size: int = 2048, reps: int = 5) -> float:
+def gemm_peak(dtype: torch.dtype, size: int | None = None, reps: int = 5, device="cpu") -> float:
     """The machine's GEMM peak in FLOP/s: the best of ``reps`` ``[size]^3`` ``torch.matmul`` (bf16:
-    AMX where present), with this process's thread count."""
-    a = torch.randn(size, size).to(dtype)
-    b = torch.randn(size, size).to(dtype)
-    out = torch.empty(size, size, dtype=dtype)
+    AMX where present, tensor cores on a GPU), with this process's thread count. ``size``: 2048 on a
+    CPU, 8192 on a GPU (smaller products leave an H100's multiprocessors partly idle)."""
+    size = size or (2048 if torch.device(device).type == "cpu" else 8192)
+    a = torch.randn(size, size).to(device, dtype)
+    b = torch.randn(size, size).to(device, dtype)
+    out = torch.empty(size, size, dtype=dtype, device=device)
     torch.matmul(a, b, out=out)
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        torch.matmul(a, b, out=out)
-        best = min(best, time.perf_counter() - t)
+    best = min(timed(lambda: torch.matmul(a, b, out=out))[1] for _ in range(reps))
     return 2 * size**3 / best
 
 

@@ -97,15 +97,15 @@ def naive_logp(P, cfg, x, x_mask, y, y_mask):
 def naive_decode(P, cfg, x, x_mask, beam: int, length: int):
     """Batched beam search (greedy for ``beam == 1``) producing exactly ``length`` words per sentence
     (EOS never chosen), as the peers' benchmark does: ``[B, length]`` ids of the best hypothesis."""
-    B = x.shape[0]
+    B, dev = x.shape[0], x.device
     H, c_fixed, s = encode(P, cfg, x, x_mask)
-    rep = torch.arange(B).repeat_interleave(beam)
+    rep = torch.arange(B, device=dev).repeat_interleave(beam)
     Uh = F.linear(H, P["decoder.attention.U_a"])[rep] if H is not None else None
     H, x_mask = (H[rep] if H is not None else None), x_mask[rep]
     c_fixed, s = (c_fixed[rep] if c_fixed is not None else None), s[rep]
-    cost = torch.full((B, beam), float("inf"))
+    cost = torch.full((B, beam), float("inf"), device=dev)
     cost[:, 0] = 0.0
-    hist, e_prev = torch.zeros(B, beam, 0, dtype=torch.long), None
+    hist, e_prev = torch.zeros(B, beam, 0, dtype=torch.long, device=dev), None
     for _ in range(length):
         logp, c = readout_logp(P, cfg, s, H, Uh, x_mask, c_fixed, e_prev)
         logp[:, EOS] = float("-inf")
@@ -113,7 +113,7 @@ def naive_decode(P, cfg, x, x_mask, beam: int, length: int):
         cand = (cost.unsqueeze(-1) - logp.view(B, beam, K)).view(B, -1)
         cost, top = cand.topk(beam, dim=1, largest=False)
         parent, word = top // K, top % K
-        rows = (torch.arange(B)[:, None] * beam + parent).view(-1)
+        rows = (torch.arange(B, device=dev)[:, None] * beam + parent).view(-1)
         hist = torch.cat([hist.gather(1, parent[..., None].expand_as(hist)), word[..., None]], 2)
         e_prev = embed(P, "decoder.E", word.view(-1))
         s = gru_step(P, "decoder.gru.", e_prev, s[rows], c[rows])
