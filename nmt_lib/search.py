@@ -144,12 +144,19 @@ def best_words(
     Logits are normalised over the whole vocabulary, the excluded words included (as GroundHog's
     log-softmax before its masks), in float32 at least: each row's log-sum-exp, a few rows at a
     time in cache (on a CPU), then the best words of the logits; the log-softmax is never stored.
-    On a CPU with the compiled kernel (:mod:`nmt_lib.kernels`) all of it in one pass instead."""
+    On a CPU with the compiled kernel (:mod:`nmt_lib.kernels`) all of it in one pass instead; on a
+    GPU, where each operation's launch costs more than its work, in as few operations as can be."""
     fast = kernels.best_words(x, k, no_eos, ignore_unk, bias, normalized)
     if fast is not None:
         return fast
     R, K = x.shape
     dtype = torch.promote_types(x.dtype, torch.float32)
+    if x.device.type != "cpu":
+        wide = x.to(dtype) if bias is None else torch.add(x, bias.to(dtype))  # upcast, + bias
+        wide = wide if normalized else torch.log_softmax(wide, 1)
+        _exclude(wide, no_eos, ignore_unk)
+        v, j = wide.topk(k, dim=1)
+        return v.float(), j
     wide = x if x.dtype == dtype else torch.empty(R, K, dtype=dtype, device=x.device)
     top = lse = None  # each row's max and log Σ exp(x - max): log p = (x - max) - lse, accurately
     if not normalized:
@@ -163,12 +170,17 @@ def best_words(
         if lse is not None:
             torch.amax(xr, 1, keepdim=True, out=top[r])
             torch.sum((xr - top[r]).exp_(), 1, keepdim=True, out=lse[r]).log_()
-    wide[:, PAD] = -math.inf
-    if ignore_unk:
-        wide[:, UNK] = -math.inf
-    wide[:, EOS].masked_fill_(no_eos, -math.inf)
+    _exclude(wide, no_eos, ignore_unk)
     v, j = topk_rows(wide, k)
     return (v.float(), j) if lse is None else (((v - top) - lse).float(), j)
+
+
+def _exclude(x: Tensor, no_eos: Tensor, ignore_unk: bool) -> None:
+    """``<pad>``, ``<unk>`` (if ``ignore_unk``) and EOS on rows where ``no_eos`` to -inf."""
+    x[:, PAD] = -math.inf
+    if ignore_unk:
+        x[:, UNK] = -math.inf
+    x[:, EOS].masked_fill_(no_eos, -math.inf)
 
 
 def topk_rows(x: Tensor, k: int, g: int = 8) -> tuple[Tensor, Tensor]:

@@ -1,0 +1,131 @@
+"""The same functions on a GPU (CUDA) as on the CPU: skipped where there is none (CI, most machines).
+
+On a GPU the compiled CPU kernels and oneDNN's prepacked products step aside and the PyTorch
+operations compute everything: the model in float64 gives the CPU's log-probabilities, attention
+weights and gradients to 1e-9; under bf16 autocast it stays as close to float32 as on the CPU; beam
+search finds the CPU's translations; Adadelta is ``torch.optim.Adadelta``'s; a training run on the
+toy corpus trains, checkpoints and resumes on the GPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_fast_paths import setup
+from test_train import toy, with_train  # noqa: F401 (toy: a fixture)
+
+from nmt_lib.checkpoint import load_checkpoint
+from nmt_lib.search import best_words, decode_corpus
+from nmt_lib.train import Adadelta, train_run
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+GPU = torch.device("cuda")
+ARCHS = ["RNNsearch", "RNNencdec"]
+
+
+def outputs_and_grads(model, batch, device, autocast=False):
+    """``logp``, ``α`` (or None) and every parameter's gradient of a random linear loss of both,
+    on ``device``, as CPU tensors; the loss's weights are drawn on the CPU (the same everywhere)."""
+    model = model.to(device)
+    x, x_mask, y, y_mask = (t.to(device) for t in batch)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+        logp, alpha = model(x, x_mask, y, y_mask)
+    g = torch.Generator().manual_seed(5)
+    w = torch.randn(logp.shape, generator=g, dtype=torch.float64)
+    loss = (logp.double() * w.to(device)).sum()
+    if alpha is not None:
+        w = torch.randn(alpha.shape, generator=g, dtype=torch.float64)
+        loss = loss + (alpha.double() * w.to(device)).sum()
+    names, params = zip(*model.named_parameters(), strict=True)
+    grads = torch.autograd.grad(loss, params)
+    cpu = lambda t: None if t is None else t.detach().cpu()  # noqa: E731
+    return cpu(logp), cpu(alpha), {k: cpu(d) for k, d in zip(names, grads, strict=True)}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_float64_on_cuda_equals_the_cpu(arch):
+    model, *batch = setup(arch)
+    ref = outputs_and_grads(model, batch, torch.device("cpu"))
+    got = outputs_and_grads(model, batch, GPU)
+    tol = dict(rtol=1e-9, atol=1e-10)
+    torch.testing.assert_close(got[0], ref[0], **tol)
+    if arch == "RNNsearch":
+        torch.testing.assert_close(got[1], ref[1], **tol)
+    for k, g in ref[2].items():
+        torch.testing.assert_close(got[2][k], g, **tol, msg=k)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bf16_autocast_on_cuda_as_close_to_float32_as_on_the_cpu(arch):
+    """Log-probs within 0.01 nats of float32, every gradient within 5 % (relative L2) or twice the
+    CPU's bf16 error (as ``test_fast_paths.test_bf16_autocast_as_close_to_float32_as_the_step_path``)."""
+    model, *batch = setup(arch, dtype=torch.float32, scale=0.3, m=16, n=16, n_dec=24, n_align=12,
+                          l=8)  # fmt: skip
+    exact = outputs_and_grads(model, batch, torch.device("cpu"))
+    cpu_bf16 = outputs_and_grads(model, batch, torch.device("cpu"), autocast=True)
+    gpu_bf16 = outputs_and_grads(model, batch, GPU, autocast=True)
+    torch.testing.assert_close(gpu_bf16[0], exact[0], rtol=0, atol=0.01)
+    for k, g in exact[2].items():
+        err = float((gpu_bf16[2][k] - g).norm() / g.norm().clamp_min(1e-30))
+        err_cpu = float((cpu_bf16[2][k] - g).norm() / g.norm().clamp_min(1e-30))
+        assert err < max(0.05, 2 * err_cpu), (k, err, err_cpu)
+
+
+@pytest.mark.parametrize("beam", [0, 3])
+def test_search_on_cuda_finds_the_cpus_translations(beam):
+    model, x, x_mask, _, _ = setup("RNNsearch", scale=1.0)
+    xs = [row[m].tolist() for row, m in zip(x, x_mask, strict=True)]
+    ref = decode_corpus(model.eval(), xs, beam, batch_size=2, return_alpha=True)
+    got = decode_corpus(model.to(GPU), xs, beam, batch_size=2, return_alpha=True, device=GPU)
+    for a, b in zip(got, ref, strict=True):
+        assert a.tokens == b.tokens and a.finished == b.finished
+        assert a.cost == pytest.approx(b.cost, rel=1e-9)
+        torch.testing.assert_close(a.alpha, b.alpha, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("normalized", [False, True])
+def test_best_words_on_cuda_equal_the_cpus(dtype, normalized):
+    """The GPU's few-operation path against the CPU's (the compiled kernel where it applies)."""
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(7, 300, generator=g) * 3).to(dtype)
+    bias = None if normalized else torch.randn(300, generator=g)
+    no_eos = torch.rand(7, generator=g) < 0.5
+    cuda = lambda t: None if t is None else t.to(GPU)  # noqa: E731
+    for ignore_unk in (False, True):
+        v, j = best_words(x.clone(), 5, no_eos, ignore_unk, bias, normalized)
+        v_gpu, j_gpu = best_words(cuda(x), 5, cuda(no_eos), ignore_unk, cuda(bias), normalized)
+        assert v_gpu.dtype == torch.float32 and j_gpu.shape == (7, 5)
+        torch.testing.assert_close(v_gpu.cpu(), v, rtol=1e-5, atol=1e-5)
+        assert torch.equal(x.gather(1, j_gpu.cpu()), x.gather(1, j))  # the same words, up to ties
+
+
+def test_adadelta_on_cuda_is_torch_adadelta():
+    """torch's own (multi-tensor) step; ``grad_scale`` as scaling the gradients first."""
+    g = torch.Generator().manual_seed(0)
+    shapes = [torch.randn(5, 9, generator=g), torch.randn(9, 5, generator=g).t(),
+              torch.randn(1011, generator=g)]  # fmt: skip
+    ours = [torch.nn.Parameter(t.to(GPU)) for t in shapes]
+    ref = [torch.nn.Parameter(t.to(GPU)) for t in shapes]
+    opt = Adadelta(ours, lr=1.0, rho=0.95, eps=1e-6)
+    opt_ref = torch.optim.Adadelta(ref, lr=1.0, rho=0.95, eps=1e-6)
+    for scale in (1.0, 0.3, 1.0):
+        for a, b in zip(ours, ref, strict=True):
+            a.grad = torch.randn(a.shape, generator=g).to(GPU)
+            b.grad = a.grad * scale
+        opt.step(grad_scale=scale)
+        opt_ref.step()
+    for a, b in zip(ours, ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_training_run_on_cuda_in_bf16_trains_and_resumes(toy, tmp_path):  # noqa: F811
+    cfg, prep, _ = toy
+    cfg = with_train(cfg, device="cuda", precision="bf16", eval_every=3)
+    first = train_run(with_train(cfg, max_updates=3), tmp_path / "a", prep, progress=False)
+    second = train_run(with_train(cfg, max_updates=6), tmp_path / "a", prep, progress=False)
+    assert first["updates"] == 3 and second["resumed_from_update"] == 3 and second["updates"] == 6
+    assert second["device"] == torch.cuda.get_device_name(0) and second["precision"] == "bf16"
+    state = load_checkpoint(f"{second['checkpoint_dir']}/last.pt")
+    assert all(t.device.type == "cpu" and t.isfinite().all() for t in state["model"].values())
+    assert second["last_eval"]["dev_nll"] > 0
