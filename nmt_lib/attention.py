@@ -77,7 +77,7 @@ def masked_softmax(e: Tensor, mask: Tensor) -> Tensor:
     """
     e = e.float() if e.dtype in (torch.float16, torch.bfloat16) else e
     B, Tx = mask.shape
-    e = e.view(B, groups(e, B), Tx).masked_fill(~mask[:, None], float("-inf"))
+    e = torch.where(mask[:, None], e.view(B, groups(e, B), Tx), float("-inf"))
     return e.softmax(-1).view(-1, Tx)
 
 

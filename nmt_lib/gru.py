@@ -55,23 +55,27 @@ def gru_gates(a, x, g, h, r, z, rh) -> None:
 
     ``a``, ``x`` (None: 0): packed pre-activations ``[..., 3n]``; ``g = [U_r h; U_z h]``
     ``[..., 2n]``; ``h``, ``r``, ``z``, ``rh``: ``[..., n]`` (any float dtypes; the sums are
-    computed in ``h``'s)."""
+    computed in ``h``'s). Written in place, in few operations: on a GPU each costs a launch."""
     n, a = h.shape[-1], a.to(h.dtype)  # sums in the state's dtype (float32 under autocast)
     pre = a if x is None else a + x
-    r.copy_(torch.sigmoid(pre[..., 2 * n :] + g[..., :n]))
-    z.copy_(torch.sigmoid(pre[..., n : 2 * n] + g[..., n:]))
-    rh.copy_(r * h)
+    torch.add(pre[..., 2 * n :], g[..., :n], out=r).sigmoid_()
+    torch.add(pre[..., n : 2 * n], g[..., n:], out=z).sigmoid_()
+    torch.mul(r, h, out=rh)
 
 
 def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> None:
     """The rest of :func:`gru_step` given ``u = U (r ∘ h)``: ``ht = tanh(a_h + x_h + u)`` and
     ``out = (1 - z) ∘ h + z ∘ ht`` where ``mask`` (``[..., 1]`` bool, None: everywhere), else ``h``
     (``out`` may be ``h``); ``out_c`` (optional) gets ``out`` again (e.g. in bf16 for the next
-    matmul). ``a``, ``x`` (None: 0): the candidate's pre-activations ``[..., n]``."""
+    matmul). ``a``, ``x`` (None: 0): the candidate's pre-activations ``[..., n]``. ``h``, ``z``,
+    ``ht`` in one dtype."""
     pre = a.to(h.dtype) if x is None else a.to(h.dtype) + x
-    ht.copy_(torch.tanh(pre + u))
-    new = (1 - z) * h + z * ht
-    out.copy_(new if mask is None else torch.where(mask, new, h))
+    torch.add(pre, u, out=ht).tanh_()
+    new = torch.lerp(h, ht, z)  # h + z ∘ (ht - h) = (1 - z) ∘ h + z ∘ ht
+    if mask is None:
+        out.copy_(new)
+    else:
+        torch.where(mask, new, h, out=out)
     if out_c is not None:
         out_c.copy_(out)
 
@@ -82,14 +86,13 @@ def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> None:
     ``dA[..., :2n]`` (``dA``: ``[..., 3n]``, ordered as ``a``), the candidate's again into
     ``dcand_c`` (for the matmul with ``U``); ``dh`` becomes the part of ``∂L/∂h_{t-1}`` that
     passes by the matmuls: ``(1 - z) ∘ dh``, or ``dh`` itself where masked out."""
-    n = h.shape[-1]
-    dn = dh if mask is None else dh.masked_fill(~mask, 0)
-    d_cand = torch.ops.aten.tanh_backward(dn * z, ht)
-    d_z = torch.ops.aten.sigmoid_backward(dn * (ht - h), z)
-    rest = dn * (1 - z) if mask is None else dn * (1 - z) + dh.masked_fill(mask, 0)
-    dA[..., :n], dA[..., n : 2 * n] = d_cand, d_z
-    dcand_c.copy_(d_cand)
-    dh.copy_(rest)
+    n, aten = h.shape[-1], torch.ops.aten
+    dn = dh if mask is None else torch.where(mask, dh, 0)
+    dn_z = dn * z
+    aten.tanh_backward.grad_input(dn_z, ht, grad_input=dA[..., :n])
+    aten.sigmoid_backward.grad_input(dn * (ht - h), z, grad_input=dA[..., n : 2 * n])
+    dcand_c.copy_(dA[..., :n])
+    dh.sub_(dn_z)  # (1 - z) ∘ dh where mask, else dh
 
 
 def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> None:
@@ -97,10 +100,9 @@ def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> None:
     into ``dA[..., 2n:]``; ``drz_c = [∂L/∂a_r; ∂L/∂a_z]`` (for the matmul with ``[U_r; U_z]``) and
     ``dA_c`` (optional) ``= dA``, in their dtypes; adds ``d_rh ∘ r`` to ``dh``."""
     n = h.shape[-1]
-    d_r = torch.ops.aten.sigmoid_backward(d_rh * h, r)
-    dA[..., 2 * n :] = d_r
+    d_r = torch.ops.aten.sigmoid_backward.grad_input(d_rh * h, r, grad_input=dA[..., 2 * n :])
     drz_c[..., :n], drz_c[..., n:] = d_r, dA[..., n : 2 * n]
-    dh.add_(d_rh * r)
+    dh.addcmul_(d_rh, r)
     if dA_c is not None:
         dA_c.copy_(dA)
 
