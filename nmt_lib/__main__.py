@@ -9,7 +9,8 @@ Examples::
 
 Results of run ``R`` go to ``<out>/runs/<R>`` (``--out`` defaults to ``results/<profile>``);
 checkpoints to ``<cache>/ckpt/...`` (:func:`nmt_lib.train.default_checkpoint_dir`). Several GPUs:
-``torchrun --nproc-per-node N -m nmt_lib train ...``.
+``torchrun --nproc-per-node N -m nmt_lib train --profile gpu --run-name RNNsearch-50`` (torchrun
+would take ``--run`` for an abbreviation of its own ``--run-path``).
 """
 
 from __future__ import annotations
@@ -156,9 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--profile", default="smoke", help="profile name or TOML path (default smoke)"
         )
-        p.add_argument("--run", action="append", metavar="NAME",
+        p.add_argument("--run", "--run-name", action="append", metavar="NAME",
                        help="a run of the profile, e.g. 'RNNsearch-50'" + (
-                           "; repeatable; default: all" if many else ""))  # fmt: skip
+                           "; repeatable; default: all" if many else "") +
+                       " (under torchrun: --run-name)")  # fmt: skip
         p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                        help="override a setting for every run, e.g. train.max_updates=100")  # fmt: skip
         p.add_argument("--data-dir", help="the WMT'14 layout (sets data.data_dir; beats NMT_DATA)")

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from nmt_lib import fixtures
-from nmt_lib.__main__ import main, parse_sets
+from nmt_lib.__main__ import build_parser, main, parse_sets
 from nmt_lib.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,6 +102,20 @@ def test_help_and_errors(capsys):
     assert main(["train", "--set", "train.no_such_key=1"]) == 2
     assert "no_such_key" in capsys.readouterr().err
     assert main(["train", "--run", "RNNsearch-99"]) == 2
+    assert main(["train", "--run-name", "RNNsearch-99"]) == 2
+
+
+def test_torchrun_passes_the_run_name_on():
+    """``torchrun ... -m nmt_lib train --run-name R``: torchrun leaves ``--run-name`` to us, where
+    it would take ``--run`` for an abbreviation of its ``--run-path``."""
+    from torch.distributed.run import get_args_parser
+
+    head = ["--nproc-per-node", "2", "-m", "nmt_lib"]
+    args = get_args_parser().parse_args([*head, "train", "--profile", "gpu", "--run-name", "R"])
+    assert args.training_script_args == ["train", "--profile", "gpu", "--run-name", "R"]
+    assert build_parser().parse_args(args.training_script_args).run == ["R"]
+    with pytest.raises(SystemExit):
+        get_args_parser().parse_args([*head, "train", "--run", "R"])
     assert main(["train", "--profile", "no-such-profile"]) == 2
     assert parse_sets(["train.max_updates=100", "data.train=['a', 'b']", "train.device=cpu"]) == {
         "train": {"max_updates": 100, "device": "cpu"},
