@@ -18,6 +18,7 @@ Not a test: nothing is asserted about speed.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 
 import torch
@@ -44,12 +45,16 @@ def on(device, batches):
     return [tuple(t.to(device) for t in b) for b in batches]
 
 
-def throughput(shape, arch, precision, steps, reps, with_naive=True, device="cpu") -> dict:
+def throughput(shape, arch, precision, steps, reps, with_naive=True, device="cpu",
+               cuda_graphs=False) -> dict:  # fmt: skip
     cfg = model_config(shape, arch)
     sh = SHAPES[shape]
     ours, naive = pair(cfg, precision, device)
     batches = synthetic_batches(cfg, sh["batch"], sh["lengths"], steps, seed=1)
     runners = [ours, naive] if with_naive else [ours]
+    if cuda_graphs:  # nmt_lib again, its forward and backward replayed as CUDA graphs
+        model = copy.deepcopy(ours.model)
+        runners.append(Trainee("graphs", cfg, model, False, precision, cuda_graphs=True))
     # warm-up: first-call allocations, the oneDNN kernels of every batch's shapes (built once per
     for b in on(device, batches):  # shape; a long run has built them all)
         for r in runners:
@@ -90,6 +95,10 @@ def throughput(shape, arch, precision, steps, reps, with_naive=True, device="cpu
             [f / w / p for f, w, p in zip(flops, wall[name], peak, strict=True)]
         )
         out[f"{name}_flop_frac_of_max_peak"] = sum(flops) / sum(wall[name]) / max(peak)
+    if cuda_graphs:
+        out["graphs_speedup"] = median(
+            [o / g for o, g in zip(wall["nmt_lib"], wall["graphs"], strict=True)]
+        )
     if with_naive:
         out["speedup"] = median(
             [n / o for n, o in zip(wall["naive"], wall["nmt_lib"], strict=True)]
@@ -138,6 +147,8 @@ def main():
     ap.add_argument("--reps", type=int, default=2, help="passes over the batches")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu", help="cpu or cuda (--memory: cpu only)")
+    ap.add_argument("--cuda-graphs", action="store_true",
+                    help="also time nmt_lib with train.cuda_graphs (GPU)")  # fmt: skip
     ap.add_argument("--no-naive", action="store_true", help="time nmt_lib only")
     ap.add_argument("--memory", action="store_true", help="peak RSS of each implementation")
     ap.add_argument("--sweep", action="store_true", help="time per target token vs length")
@@ -188,7 +199,7 @@ def main():
         for arch in args.arch:
             for prec in args.precision:
                 rows.append(throughput(args.shape, arch, prec, args.steps, args.reps,
-                                       not args.no_naive, args.device))  # fmt: skip
+                                       not args.no_naive, args.device, args.cuda_graphs))  # fmt: skip
                 print(json.dumps(rows[-1]))
         results["throughput"] = rows
         nan = float("nan")
@@ -209,6 +220,10 @@ def main():
                   f"({100 * r.get('naive_flop_frac_of_max_peak', nan):.1f}) | "
                   f"{r['gemm_peak_median'] / 1e9:.0f} / {r['gemm_peak_max'] / 1e9:.0f} | "
                   f"{r['model_gflop_per_trg_token']:.3f} |")  # fmt: skip
+        for r in rows if args.cuda_graphs else []:
+            print(f"{r['arch']} {r['precision']} with CUDA graphs: {r['graphs_tok_s']:.0f} tok/s "
+                  f"({r['graphs_tok_s_median']:.0f}), {100 * r['graphs_flop_frac']:.1f} % of the "
+                  f"peak, {r['graphs_speedup']:.2f}x nmt_lib's eager step")  # fmt: skip
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

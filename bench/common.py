@@ -27,6 +27,7 @@ from naive import check_same_function, naive_logp  # noqa: E402
 
 from nmt_lib import kernels  # noqa: E402
 from nmt_lib.config import ModelConfig  # noqa: E402
+from nmt_lib.graphs import GraphedLoss  # noqa: E402
 from nmt_lib.model import build_model, forward_macs  # noqa: E402
 from nmt_lib.train import Adadelta, clip_gradients  # noqa: E402
 
@@ -131,13 +132,15 @@ class Trainee:
     ``nmt_lib.train.Adadelta`` for nmt_lib, ``torch.optim.Adadelta`` for the naive model).
     """
 
-    def __init__(self, name: str, cfg: ModelConfig, model, naive: bool, precision: str):
+    def __init__(self, name: str, cfg: ModelConfig, model, naive: bool, precision: str,
+                 cuda_graphs: bool = False):  # fmt: skip
         self.name, self.cfg, self.naive, self.precision = name, cfg, naive, precision
         self.model, self.device = model, next(model.parameters()).device
         self.P = dict(model.named_parameters()) if naive else None
         self.params = list(model.parameters())
         adadelta = torch.optim.Adadelta if naive else Adadelta  # nmt_lib's: chunked, same numbers
         self.opt = adadelta(self.params, lr=1.0, rho=0.95, eps=1e-6)
+        self.graphs = GraphedLoss(model, self.params, precision) if cuda_graphs else None
 
     def logp(self, x, x_mask, y, y_mask):
         if self.naive:
@@ -146,10 +149,15 @@ class Trainee:
 
     def step(self, batch) -> float:
         self.opt.zero_grad(set_to_none=True)
-        with autocast(self.precision, self.device):
-            logp = self.logp(*batch)
-        loss = -logp.float().sum()
-        loss.backward()
+        if self.graphs is not None:  # as train.Trainer with train.cuda_graphs
+            loss, grads = self.graphs(*batch)
+            for p, g in zip(self.params, grads, strict=True):
+                p.grad = g
+        else:
+            with autocast(self.precision, self.device):
+                logp = self.logp(*batch)
+            loss = -logp.float().sum()
+            loss.backward()
         norm, action = clip_gradients(self.params, 1.0, "shrink", defer=not self.naive)
         if action != "skip" and self.naive:
             self.opt.step()

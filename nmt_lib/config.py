@@ -125,6 +125,7 @@ class TrainConfig:
     checkpoint_minutes: float = 10.0
     precision: str = "bf16"  # "bf16" autocast (AMX / tensor cores) or "fp32" (the paper)
     device: str = "auto"  # "auto", "cpu", "cuda"
+    cuda_graphs: bool = False  # on a GPU: forward + backward as CUDA graphs (nmt_lib.graphs)
     threads: int | None = None  # torch CPU threads; None = torch default
     seed: int = 1234
 

@@ -30,10 +30,12 @@ from .gru import (
     active_rows,
     compute_dtype,
     elementwise,
+    embedding,
     fast_gru_scan,
     gru_step,
     in_transposed_layout,
     right_products,
+    static_shapes,
     transposed,
 )
 
@@ -89,7 +91,7 @@ class Decoder(nn.Module):
 
     def embed(self, y: Tensor) -> Tensor:
         """``ē(y)``: ``[...]`` long -> ``[..., m]``."""
-        e = F.embedding(y, self.E)
+        e = embedding(y, self.E)
         return e if self.b_E is None else e + self.b_E
 
     def init_state(self, h_init: Tensor) -> Tensor:
@@ -219,8 +221,13 @@ class Decoder(nn.Module):
             s_prev, c_all = s_prev.transpose(0, 1), c_all.transpose(0, 1)  # [Ty, B, ·]
             alpha = alpha.masked_fill(~y_mask[..., None], 0.0)
         e_prev = torch.cat([torch.zeros_like(e[:1]), e[:-1]])  # ē(y_{i-1}), 0 at i=1
-        # the N real positions (time-major order), then copies of the first up to 64k
-        real, N = padded_rows(y_mask.t())
+        # the N real positions (time-major order), then copies of the first up to 64k; all the
+        # positions, padding too, where the shapes must not depend on the mask (its logp is dropped)
+        if static_shapes(y_mask):
+            N = y_mask.numel()
+            real = torch.arange(N, device=y_mask.device)
+        else:
+            real, N = padded_rows(y_mask.t())
         # index_select: its backward (index_add_) is 4x as fast as indexing's (index_put_, which
         # sorts the indices, repeated ones here)
         rows = lambda x: x.flatten(0, 1).index_select(0, real)  # noqa: E731
@@ -228,6 +235,8 @@ class Decoder(nn.Module):
         t = self.deep_output(rows(s_prev), rows(e_prev), c_rows)  # [64k, l]
         u, W = (t, self.W_o) if self.output_rank is None else (F.linear(t, self.W1), self.W2)
         logp = target_log_prob(u, W, self.b_y, rows(y.t()))[:N]  # [N] float32
+        if N == y_mask.numel():  # every position
+            return logp.view(y.t().shape).masked_fill(~y_mask.t(), 0.0).t(), alpha
         return logp.new_zeros(y.t().shape).masked_scatter(y_mask.t(), logp).t(), alpha
 
 

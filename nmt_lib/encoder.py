@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from . import kernels
-from .gru import GRU, fast_gru_scan
+from .gru import GRU, embedding, fast_gru_scan
 
 
 class Encoder(nn.Module):
@@ -49,7 +49,7 @@ class Encoder(nn.Module):
 
     def embed(self, x: Tensor) -> Tensor:
         """``ē(x_j)``: ``[B, Tx]`` long -> ``[B, Tx, m]``."""
-        e = nn.functional.embedding(x, self.E_bar)
+        e = embedding(x, self.E_bar)
         return e if self.b_E is None else e + self.b_E
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:

@@ -176,6 +176,20 @@ def right_products(W: Tensor, fused=None):
 ROW_TILE = 16
 
 
+def static_shapes(t: Tensor) -> bool:
+    """Whether shapes must not depend on the values of tensors like ``t``: while a CUDA graph is
+    being captured (:mod:`nmt_lib.graphs`), when no value may be read back from the GPU."""
+    return t.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
+def embedding(ids: Tensor, E: Tensor) -> Tensor:
+    """``E[ids]`` (``F.embedding``); under :func:`static_shapes` by ``index_select``, whose backward
+    (``index_add_``) reads nothing back from the GPU, where the embedding's (a sort) may."""
+    if static_shapes(ids):
+        return E.index_select(0, ids.flatten()).view(*ids.shape, E.shape[-1])
+    return nn.functional.embedding(ids, E)
+
+
 def active_rows(mask: Tensor | None) -> list[int]:
     """For each step of a time-major ``mask [T, ..., B, 1]``: how many leading rows a scan computes,
     the last row with a real token at that step (any leading dim) + 1, rounded up to
@@ -184,10 +198,12 @@ def active_rows(mask: Tensor | None) -> list[int]:
     The rows after it are padding at that step, where the state is copied: with right-padded
     sentences sorted by length, longest first, the recurrences shrink as sentences end (cuDNN's
     packed sequences). Rounding to 16 rows, the AMX tile, bounds the matmul shapes (oneDNN builds
-    a kernel per shape) at little cost."""
+    a kernel per shape) at little cost. All ``B`` rows at every step under :func:`static_shapes`."""
     if mask is None:
         return []
     T, B = mask.shape[0], mask.shape[-2]
+    if static_shapes(mask):
+        return [B] * T
     real = mask.reshape(T, -1, B).any(1)  # [T, B]
     last = torch.where(real, torch.arange(1, B + 1, device=mask.device), 0).amax(1)
     return [min(B, -(-k // ROW_TILE) * ROW_TILE) for k in last.tolist()]

@@ -258,6 +258,11 @@ class Trainer:
                     dist.broadcast(buf, 0)
                     if buf.data_ptr() != p.data_ptr():
                         p.copy_(buf)
+        self.graphs = None  # forward + backward as CUDA graphs (train.cuda_graphs, on a GPU)
+        if t.cuda_graphs and self.device.type == "cuda":
+            from .graphs import GraphedLoss
+
+            self.graphs = GraphedLoss(model, self.params, t.precision)
         self.update = 0
         self.elapsed = 0.0  # seconds of training, summed over resumes
         self.best_dev_nll = math.inf
@@ -287,10 +292,15 @@ class Trainer:
         batch = batch.to(self.device)
         self.model.train()
         self.opt.zero_grad(set_to_none=True)
-        with autocast(self.device, self.cfg.train.precision):
-            logp, _ = self.model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty]
-        loss = -logp.float().sum()  # SUM over tokens, EOS included (PAPER.md §3, A6)
-        loss.backward()
+        if self.graphs is not None:  # the same loss and gradients, replayed
+            loss, grads = self.graphs(batch.x, batch.x_mask, batch.y, batch.y_mask)
+            for p, g in zip(self.params, grads, strict=True):
+                p.grad = g
+        else:
+            with autocast(self.device, self.cfg.train.precision):
+                logp, _ = self.model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty]
+            loss = -logp.float().sum()  # SUM over tokens, EOS included (PAPER.md §3, A6)
+            loss.backward()
         if self.world > 1:
             sum_gradients(self.params)
         clip = self.cfg.train.clip_norm

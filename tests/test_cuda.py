@@ -4,7 +4,8 @@ On a GPU the compiled CPU kernels and oneDNN's prepacked products step aside and
 operations compute everything: the model in float64 gives the CPU's log-probabilities, attention
 weights and gradients to 1e-9; under bf16 autocast it stays as close to float32 as on the CPU; beam
 search finds the CPU's translations; Adadelta is ``torch.optim.Adadelta``'s; a training run on the
-toy corpus trains, checkpoints and resumes on the GPU.
+toy corpus trains, checkpoints and resumes on the GPU; the CUDA graphs of ``train.cuda_graphs``
+replay the eager step's loss and gradients.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import torch
 from test_fast_paths import setup
 from test_train import toy, with_train  # noqa: F401 (toy: a fixture)
 
+from nmt_lib import data
 from nmt_lib.checkpoint import load_checkpoint
+from nmt_lib.graphs import GraphedLoss
+from nmt_lib.model import build_model
 from nmt_lib.search import best_words, decode_corpus
-from nmt_lib.train import Adadelta, train_run
+from nmt_lib.train import Adadelta, Trainer, train_run
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 GPU = torch.device("cuda")
@@ -129,3 +133,47 @@ def test_training_run_on_cuda_in_bf16_trains_and_resumes(toy, tmp_path):  # noqa
     state = load_checkpoint(f"{second['checkpoint_dir']}/last.pt")
     assert all(t.device.type == "cpu" and t.isfinite().all() for t in state["model"].values())
     assert second["last_eval"]["dev_nll"] > 0
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_cuda_graphs_replay_the_eager_loss_and_gradients(arch):
+    """Two padded shapes (two graphs), the first again (a replay on new inputs), float64. The eager
+    step's autograd graph is freed before the next capture, as in training: a live one ties the
+    parameters' gradient accumulators to the stream it ran on, which a capture may not wait on."""
+    model, x, x_mask, y, y_mask = setup(arch)
+    model = model.to(GPU)
+    params = list(model.parameters())
+    graphs = GraphedLoss(model, params, "fp32", multiple=4)
+    short = (x[:, :3], x_mask[:, :3].clone(), y[:, :2], y_mask[:, :2].clone())
+    short[1][:, 2], short[3][:, 1] = True, True  # every sentence ends at the cut
+
+    def eager(batch):
+        loss = -model(*batch)[0].sum()
+        return loss.detach(), torch.autograd.grad(loss, params)
+
+    for batch in [(x, x_mask, y, y_mask), short, (x.flip(0), x_mask.flip(0), y, y_mask)]:
+        batch = [t.to(GPU) for t in batch]
+        got_loss, got_grads = graphs(*batch)
+        loss, grads = eager(batch)
+        torch.testing.assert_close(got_loss, loss, rtol=1e-10, atol=1e-10)
+        for g, ref in zip(got_grads, grads, strict=True):
+            torch.testing.assert_close(g, ref, rtol=1e-10, atol=1e-10)
+    assert sorted(graphs.graphs) == [(3, 4, 4), (3, 8, 8)]
+
+
+def test_training_with_cuda_graphs_equals_eager_training(toy):  # noqa: F811
+    cfg, prep, _ = toy
+
+    def three_updates(cuda_graphs: bool):
+        c = with_train(cfg, device="cuda", precision="fp32", cuda_graphs=cuda_graphs)
+        torch.manual_seed(c.train.seed)
+        it = data.TrainIterator.from_config(prep.train, c.data)
+        tr = Trainer(c, build_model(c.model).to(GPU), it, GPU)
+        losses = [tr.step()["loss"] for _ in range(3)]
+        return tr, losses, {k: v.cpu() for k, v in tr.model.state_dict().items()}
+
+    eager, graphed = three_updates(False), three_updates(True)
+    assert eager[0].graphs is None and graphed[0].graphs.graphs
+    assert graphed[1] == pytest.approx(eager[1], rel=1e-5)
+    for k, v in eager[2].items():
+        torch.testing.assert_close(graphed[2][k], v, rtol=1e-4, atol=1e-6, msg=k)

@@ -276,6 +276,28 @@ def test_bf16_autocast_as_close_to_float32_as_the_step_path(arch):
         assert e < max(0.05, 2 * err_ref[k]), (k, e, err_ref[k])
 
 
+@pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
+def test_static_shapes_compute_the_same_function(arch, monkeypatch):
+    """Under ``static_shapes`` (a CUDA graph's capture, ``nmt_lib.graphs``) every row of every step
+    and every target position, padding too, are computed: the same log-probabilities, attention
+    weights and gradients (here on the CPU, with the check forced on)."""
+    model, x, x_mask, y, y_mask = setup(arch)
+    monkeypatch.setattr(gru_module, "ROW_TILE", 1)  # else the 3 rows are all active anyway
+    logp, alpha = model(x, x_mask, y, y_mask)
+    ref = loss_and_grads(model, logp, alpha)
+    assert gru_module.active_rows(y_mask.t()[..., None]) != [B] * Ty
+    for module in (gru_module, decoder_module):
+        monkeypatch.setattr(module, "static_shapes", lambda t: True)
+    with mock.patch.object(decoder_module, "padded_rows", side_effect=AssertionError):
+        logp2, alpha2 = model(x, x_mask, y, y_mask)
+    assert gru_module.active_rows(y_mask.t()[..., None]) == [B] * Ty
+    torch.testing.assert_close(logp2, logp, **F64)
+    if alpha is not None:
+        torch.testing.assert_close(alpha2, alpha, **F64)
+    for name, g in loss_and_grads(model, logp2, alpha2).items():
+        torch.testing.assert_close(g, ref[name], **F64, msg=name)
+
+
 def test_n_dec_config():
     assert ModelConfig().n_dec is None  # the paper: the decoder has n units too
     with pytest.raises(ConfigError, match="n_dec"):
