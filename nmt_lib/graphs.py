@@ -53,10 +53,8 @@ class GraphedLoss:
 
     def _capture(self, B: int, Tx: int, Ty: int, device) -> tuple:
         """The graph of ``[B, Tx]``, ``[B, Ty]`` batches, its input buffers and its outputs."""
-        inputs = [torch.full((B, T), 2, dtype=dt, device=device)  # EOS everywhere, all real
+        inputs = [torch.full((B, T), 2, dtype=dt, device=device)  # EOS (id 2) everywhere, all real
                   for T in (Tx, Ty) for dt in (torch.long, torch.bool)]  # fmt: skip
-        inputs[1].fill_(True)
-        inputs[3].fill_(True)
         side = torch.cuda.Stream()  # a warm-up off the capture (cuBLAS, the autograd engine)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
