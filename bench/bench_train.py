@@ -157,6 +157,8 @@ def main():
     ap.add_argument("--child", nargs=4, metavar=("IMPL", "SHAPE", "ARCH", "PRECISION"),
                     help=argparse.SUPPRESS)  # fmt: skip
     args = ap.parse_args()
+    if args.cuda_graphs and args.device != "cuda":
+        ap.error("--cuda-graphs needs --device cuda")
     setup_threads(args.threads)
     if args.child:
         return memory_child(*args.child)

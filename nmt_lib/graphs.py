@@ -5,12 +5,14 @@ take to launch it: the GPU waits on the CPU. A CUDA graph records the kernels of
 backward once and replays them in one launch. Its shapes are fixed, so a batch is padded to a
 multiple of ``multiple`` positions on each side (one graph per padded shape), and the model computes
 every row at every step and every target position (:func:`nmt_lib.gru.static_shapes`): the same
-function, padding masked out as everywhere (the tests compare it with the eager step).
+function, padding masked out as everywhere (the tests compare it with the eager step). The
+embeddings' gradients are then summed by ``index_add_``, with atomics: not bit-reproducible from
+run to run, unlike the eager step's.
 
-On an H100 at the paper's sizes (bench/README.md, "GPU"): RNNsearch 3.4x the eager step in bf16
-(63k target tokens/s), 1.9x in float32. Costs: a capture (two eager steps) per new padded shape, and
-each graph keeps its own gradients (the model's size, per shape: ~0.3 GB each at the paper's sizes).
-No autograd graph of the model that ran on another stream may be alive during a capture.
+On an H100 at the paper's sizes (bench/README.md, "Fifteenth session"): RNNsearch 3.4x the eager
+step in bf16 (63k target tokens/s), 1.9x in float32. A new padded shape costs a capture (two eager
+steps). The graphs share one memory pool, and write the loss and the gradients into one set of
+buffers, so that the memory is that of one step whatever the number of shapes.
 """
 
 from __future__ import annotations
@@ -21,16 +23,18 @@ from torch import Tensor
 
 class GraphedLoss:
     """``(x, x_mask, y, y_mask) -> (loss, grads)``: the summed NLL of a batch and the gradients of
-    ``params``, by replaying the CUDA graph of the batch's padded shape (captured at its first use).
+    ``params`` (None for a parameter the loss does not use), by replaying the CUDA graph of the
+    batch's padded shape (captured at its first use).
 
-    The returned tensors are the graph's own outputs, overwritten by the next replay. All graphs
-    share one memory pool: they are replayed one at a time."""
+    The same tensors at every call, overwritten by the next one: read them before. No autograd graph
+    of the model that ran on another stream may be alive during a capture (it ties the parameters'
+    gradient accumulators to that stream)."""
 
     def __init__(self, model, params, precision: str = "fp32", multiple: int = 8):
         self.model, self.params, self.multiple = model, list(params), multiple
         self.dtype = torch.bfloat16 if precision == "bf16" else None
         self.graphs: dict[tuple, tuple] = {}
-        self.pool = torch.cuda.graph_pool_handle()
+        self.pool = self.out = None
 
     def loss_and_grads(self, x, x_mask, y, y_mask) -> tuple[Tensor, list[Tensor | None]]:
         with torch.autocast("cuda", self.dtype, enabled=self.dtype is not None,
@@ -43,24 +47,42 @@ class GraphedLoss:
         up = lambda n: -(-n // self.multiple) * self.multiple  # noqa: E731
         key = (x.shape[0], up(x.shape[1]), up(y.shape[1]))
         if key not in self.graphs:
-            self.graphs[key] = self._capture(*key, x.device)
-        graph, inputs, out = self.graphs[key]
+            with torch.cuda.device(x.device):
+                self.graphs[key] = self._capture(*key, x.device)
+        graph, inputs = self.graphs[key]
         for buf, t in zip(inputs, (x, x_mask, y, y_mask), strict=True):
             buf.zero_()  # padding: id 0, mask False
             buf[:, : t.shape[1]].copy_(t)
         graph.replay()
-        return out
+        return self.out
 
     def _capture(self, B: int, Tx: int, Ty: int, device) -> tuple:
-        """The graph of ``[B, Tx]``, ``[B, Ty]`` batches, its input buffers and its outputs."""
+        """The graph of ``[B, Tx]``, ``[B, Ty]`` batches and its input buffers."""
         inputs = [torch.full((B, T), 2, dtype=dt, device=device)  # EOS (id 2) everywhere, all real
                   for T in (Tx, Ty) for dt in (torch.long, torch.bool)]  # fmt: skip
-        side = torch.cuda.Stream()  # a warm-up off the capture (cuBLAS, the autograd engine)
-        side.wait_stream(torch.cuda.current_stream())
+        side = torch.cuda.Stream(device)  # a warm-up off the capture (cuBLAS, the autograd engine)
+        side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):
-            self.loss_and_grads(*inputs)
-        torch.cuda.current_stream().wait_stream(side)
+            loss, grads = self.loss_and_grads(*inputs)
+        torch.cuda.current_stream(device).wait_stream(side)
+        if self.out is None:  # the outputs of every graph, outside their pool
+            self.pool = torch.cuda.graph_pool_handle()
+            self.out = (torch.empty_like(loss), [g if g is None else torch.empty_like(g)
+                                                 for g in grads])  # fmt: skip
+        del loss, grads
+
+        def step():
+            loss, grads = self.loss_and_grads(*inputs)
+            self.out[0].copy_(loss)
+            for buf, g in zip(self.out[1], grads, strict=True):
+                if buf is not None:
+                    buf.copy_(g)
+
         graph = torch.cuda.CUDAGraph()
+        self._record(graph, step)
+        return graph, inputs
+
+    def _record(self, graph, step) -> None:
+        """Capture ``step``'s kernels into ``graph``."""
         with torch.cuda.graph(graph, pool=self.pool):
-            out = self.loss_and_grads(*inputs)
-        return graph, inputs, out
+            step()

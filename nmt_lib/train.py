@@ -38,6 +38,7 @@ import math
 import os
 import signal
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -263,6 +264,9 @@ class Trainer:
             from .graphs import GraphedLoss
 
             self.graphs = GraphedLoss(model, self.params, t.precision)
+        elif t.cuda_graphs:
+            msg = f"train.cuda_graphs applies on a GPU only: ignored on {self.device}"
+            warnings.warn(msg, stacklevel=2)
         self.update = 0
         self.elapsed = 0.0  # seconds of training, summed over resumes
         self.best_dev_nll = math.inf

@@ -161,11 +161,13 @@ def test_cuda_graphs_replay_the_eager_loss_and_gradients(arch):
     assert sorted(graphs.graphs) == [(3, 4, 4), (3, 8, 8)]
 
 
-def test_training_with_cuda_graphs_equals_eager_training(toy):  # noqa: F811
+@pytest.mark.parametrize("precision,tol", [("fp32", 1e-5), ("bf16", 1e-2)])
+def test_training_with_cuda_graphs_equals_eager_training(toy, precision, tol):  # noqa: F811
+    """bf16: the padded shapes' products may round differently."""
     cfg, prep, _ = toy
 
     def three_updates(cuda_graphs: bool):
-        c = with_train(cfg, device="cuda", precision="fp32", cuda_graphs=cuda_graphs)
+        c = with_train(cfg, device="cuda", precision=precision, cuda_graphs=cuda_graphs)
         torch.manual_seed(c.train.seed)
         it = data.TrainIterator.from_config(prep.train, c.data)
         tr = Trainer(c, build_model(c.model).to(GPU), it, GPU)
@@ -174,6 +176,6 @@ def test_training_with_cuda_graphs_equals_eager_training(toy):  # noqa: F811
 
     eager, graphed = three_updates(False), three_updates(True)
     assert eager[0].graphs is None and graphed[0].graphs.graphs
-    assert graphed[1] == pytest.approx(eager[1], rel=1e-5)
+    assert graphed[1] == pytest.approx(eager[1], rel=tol)
     for k, v in eager[2].items():
-        torch.testing.assert_close(graphed[2][k], v, rtol=1e-4, atol=1e-6, msg=k)
+        torch.testing.assert_close(graphed[2][k], v, rtol=10 * tol, atol=tol / 10, msg=k)
