@@ -150,9 +150,7 @@ class Trainee:
     def step(self, batch) -> float:
         self.opt.zero_grad(set_to_none=True)
         if self.graphs is not None:  # as train.Trainer with train.cuda_graphs
-            loss, grads = self.graphs(*batch)
-            for p, g in zip(self.params, grads, strict=True):
-                p.grad = g
+            loss = self.graphs.backward(*batch)
         else:
             with autocast(self.precision, self.device):
                 logp = self.logp(*batch)

@@ -56,6 +56,14 @@ class GraphedLoss:
         graph.replay()
         return self.out
 
+    def backward(self, x, x_mask, y, y_mask) -> Tensor:
+        """The eager step's ``loss.backward()``: the loss, and ``p.grad`` of each parameter set to
+        its gradient (the graphs' buffers)."""
+        loss, grads = self(x, x_mask, y, y_mask)
+        for p, g in zip(self.params, grads, strict=True):
+            p.grad = g
+        return loss
+
     def _capture(self, B: int, Tx: int, Ty: int, device) -> tuple:
         """The graph of ``[B, Tx]``, ``[B, Ty]`` batches and its input buffers."""
         inputs = [torch.full((B, T), 2, dtype=dt, device=device)  # EOS (id 2) everywhere, all real

@@ -297,9 +297,7 @@ class Trainer:
         self.model.train()
         self.opt.zero_grad(set_to_none=True)
         if self.graphs is not None:  # the same loss and gradients, replayed
-            loss, grads = self.graphs(batch.x, batch.x_mask, batch.y, batch.y_mask)
-            for p, g in zip(self.params, grads, strict=True):
-                p.grad = g
+            loss = self.graphs.backward(batch.x, batch.x_mask, batch.y, batch.y_mask)
         else:
             with autocast(self.device, self.cfg.train.precision):
                 logp, _ = self.model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty]

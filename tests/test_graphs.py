@@ -58,6 +58,8 @@ def test_graphs_pad_replay_and_share_their_outputs(arch, fake_cuda):
     for (B, Tx, Ty), (_, inputs) in graphed.graphs.items():
         assert [t.shape for t in inputs] == [(B, Tx), (B, Tx), (B, Ty), (B, Ty)]
     assert not graphed.graphs[3, 8, 8][1][1][:, 6:].any()  # padded: mask False past the batch
+    loss = graphed.backward(x, x_mask, y, y_mask)  # as loss.backward(): into p.grad
+    assert loss is outs[0][0] and all(p.grad is g for p, g in zip(params, outs[0][1], strict=True))
 
 
 def test_cuda_graphs_on_a_cpu_warn_and_train_eagerly(toy):  # noqa: F811
