@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 from test_fast_paths import setup
+from test_graphs import three_batches
 from test_train import toy, with_train  # noqa: F401 (toy: a fixture)
 
 from nmt_lib import data
@@ -144,14 +145,12 @@ def test_cuda_graphs_replay_the_eager_loss_and_gradients(arch):
     model = model.to(GPU)
     params = list(model.parameters())
     graphs = GraphedLoss(model, params, "fp32", multiple=4)
-    short = (x[:, :3], x_mask[:, :3].clone(), y[:, :2], y_mask[:, :2].clone())
-    short[1][:, 2], short[3][:, 1] = True, True  # every sentence ends at the cut
 
     def eager(batch):
         loss = -model(*batch)[0].sum()
         return loss.detach(), torch.autograd.grad(loss, params)
 
-    for batch in [(x, x_mask, y, y_mask), short, (x.flip(0), x_mask.flip(0), y, y_mask)]:
+    for batch in three_batches(x, x_mask, y, y_mask):
         batch = [t.to(GPU) for t in batch]
         got_loss, got_grads = graphs(*batch)
         loss, grads = eager(batch)

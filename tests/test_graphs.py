@@ -38,15 +38,20 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(GraphedLoss, "_record", record)
 
 
+def three_batches(x, x_mask, y, y_mask) -> list[tuple]:
+    """The batch, a shorter one (another padded shape), and the first shape again (a replay)."""
+    short = (x[:, :3], x_mask[:, :3].clone(), y[:, :2], y_mask[:, :2].clone())
+    short[1][:, 2], short[3][:, 1] = True, True  # every sentence ends at the cut
+    return [(x, x_mask, y, y_mask), short, (x.flip(0), x_mask.flip(0), y, y_mask)]
+
+
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
 def test_graphs_pad_replay_and_share_their_outputs(arch, fake_cuda):
     model, x, x_mask, y, y_mask = setup(arch)
     params = list(model.parameters())
     graphed = GraphedLoss(model, params, "fp32", multiple=4)
-    short = (x[:, :3], x_mask[:, :3].clone(), y[:, :2], y_mask[:, :2].clone())
-    short[1][:, 2], short[3][:, 1] = True, True  # every sentence ends at the cut
     outs = []
-    for batch in [(x, x_mask, y, y_mask), short, (x.flip(0), x_mask.flip(0), y, y_mask)]:
+    for batch in three_batches(x, x_mask, y, y_mask):
         loss, grads = graphed(*batch)
         ref = -model(*batch)[0].sum()
         torch.testing.assert_close(loss, ref.detach(), rtol=1e-12, atol=1e-12)
