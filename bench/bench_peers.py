@@ -13,7 +13,8 @@ line; decoding the 500 test sentences in batches of 64 with exactly 30 target wo
 differs is the recipe, ours (the paper's): Adadelta instead of Adam, the summed loss, EOS but no
 BOS, and the paper's batches (``nmt_lib.data.TrainIterator``: 20 batches' worth of pairs at a time
 sorted by length, App. B.2; OpenNMT-py sorts too), or ``--batching random`` as the naive script
-and JoeyNMT batch; bf16 autocast unless ``--precision fp32``. Not a test.
+and JoeyNMT batch; bf16 autocast where the CPU has bf16 instructions, else fp32 (``--precision
+auto``). Not a test.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from common import Trainee, autocast, fixed_length, model_config
 from nmt_lib import search
 from nmt_lib.data import TrainIterator, TrainSet, pad
 from nmt_lib.model import build_model
+from nmt_lib.train import resolve_precision
 from nmt_lib.vocab import Vocab
 
 
@@ -81,13 +83,15 @@ def main():
     ap.add_argument("--beam", type=int, default=10, help="0 = greedy")
     ap.add_argument("--length", type=int, default=30, help="target words per decoded sentence")
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
+    ap.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"],
+                    help="auto: bf16 where the CPU multiplies bf16 in hardware, else fp32")  # fmt: skip
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batching", default="paper", choices=["paper", "random"])
     args = ap.parse_args()
     t_start = time.perf_counter()
     torch.set_num_threads(args.threads)
+    args.precision = resolve_precision(args.precision, torch.device("cpu"))
     torch.manual_seed(args.seed)
     random.seed(args.seed)
     cfg = model_config("small", "RNNsearch")

@@ -23,6 +23,7 @@ import json
 import torch
 from common import (
     autocast,
+    default_precisions,
     fixed_length,
     machine_info,
     median,
@@ -46,7 +47,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--shape", default="small")
     ap.add_argument("--arch", default="RNNsearch")
-    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"])
+    ap.add_argument("--precision", nargs="+", help="default: fp32, and bf16 where it is native")
     ap.add_argument("--sentences", type=int, default=500)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--beam", type=int, default=10)
@@ -59,6 +60,7 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     setup_threads(args.threads)
+    args.precision = args.precision or default_precisions(args.device)
     info = machine_info()
     print("machine:", json.dumps(info))
     cfg = model_config(args.shape, args.arch)

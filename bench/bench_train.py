@@ -27,6 +27,7 @@ from common import (
     Trainee,
     batch_train_flops,
     child_peak_rss,
+    default_precisions,
     gemm_peak,
     machine_info,
     median,
@@ -142,7 +143,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="small")
     ap.add_argument("--arch", nargs="+", default=["RNNsearch", "RNNencdec"])
-    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"])
+    ap.add_argument("--precision", nargs="+", help="default: fp32, and bf16 where it is native")
     ap.add_argument("--steps", type=int, default=6, help="distinct batches")
     ap.add_argument("--reps", type=int, default=2, help="passes over the batches")
     ap.add_argument("--threads", type=int, default=2)
@@ -163,6 +164,7 @@ def main():
     if args.child:
         return memory_child(*args.child)
 
+    args.precision = args.precision or default_precisions(args.device)
     info = machine_info()
     print("machine:", json.dumps(info))
     results = {"machine": info}

@@ -29,7 +29,7 @@ from nmt_lib import kernels  # noqa: E402
 from nmt_lib.config import ModelConfig  # noqa: E402
 from nmt_lib.graphs import GraphedLoss  # noqa: E402
 from nmt_lib.model import build_model, forward_macs  # noqa: E402
-from nmt_lib.train import Adadelta, clip_gradients  # noqa: E402
+from nmt_lib.train import Adadelta, clip_gradients, native_bf16  # noqa: E402
 
 #: The peers' "bench-small" (../shared/peers/README.md): embeddings 256, encoder GRU 256 per direction,
 #: decoder 512, alignment 512, maxout 256 (2l = 512), 10,000 words + 3 specials on each side; the
@@ -116,6 +116,17 @@ def fixed_length(n: int):
         return k, k
 
     return mock.patch.object(search, "length_limits", limits)
+
+
+def default_precisions(device: str = "cpu") -> list[str]:
+    """fp32, and bf16 where the device multiplies bf16 in hardware: elsewhere (an AVX2 CPU) bf16 is
+    emulated, a bench-small training step ~30x slower than fp32 and one 2048^3 bf16 product of the
+    GEMM peak ~30 s; ``--precision bf16`` times it all the same."""
+    kind = torch.device(device).type
+    if native_bf16(kind):
+        return ["fp32", "bf16"]
+    print(f"note: this {kind} has no bf16 matrix instructions: fp32 only (--precision to override)")
+    return ["fp32"]
 
 
 def autocast(precision: str, device: str = "cpu"):

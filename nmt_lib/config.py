@@ -123,7 +123,7 @@ class TrainConfig:
     dev_bleu_sentences: int = 200  # dev sample decoded (greedy) at each evaluation; 0 = none
     patience: int | None = None  # early stopping on dev NLL (RNNsearch-50*); None = off
     checkpoint_minutes: float = 10.0
-    precision: str = "bf16"  # "bf16" autocast (AMX / tensor cores) or "fp32" (the paper)
+    precision: str = "auto"  # "bf16" autocast, "fp32" (the paper), "auto": bf16 where native
     device: str = "auto"  # "auto", "cpu", "cuda"
     cuda_graphs: bool = False  # on a GPU: forward + backward as CUDA graphs (nmt_lib.graphs)
     threads: int | None = None  # torch CPU threads; None = torch default
@@ -132,8 +132,10 @@ class TrainConfig:
     def __post_init__(self):
         if self.nonfinite not in ("shrink", "skip"):
             raise ConfigError(f"train.nonfinite must be 'shrink' or 'skip', not {self.nonfinite!r}")
-        if self.precision not in ("bf16", "fp32"):
-            raise ConfigError(f"train.precision must be 'bf16' or 'fp32', not {self.precision!r}")
+        if self.precision not in ("auto", "bf16", "fp32"):
+            raise ConfigError(
+                f"train.precision must be 'auto', 'bf16' or 'fp32', not {self.precision!r}"
+            )
         if self.max_updates is None and self.max_epochs is None and self.max_hours is None:
             raise ConfigError("train needs a budget: max_updates, max_epochs or max_hours")
 

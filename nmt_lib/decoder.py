@@ -34,6 +34,7 @@ from .gru import (
     fast_gru_scan,
     gru_step,
     in_transposed_layout,
+    product,
     right_products,
     static_shapes,
     transposed,
@@ -297,7 +298,7 @@ class _TargetLogProb(torch.autograd.Function):
         cd, wide = compute_dtype(W), torch.promote_types(W.dtype, torch.float32)
         with torch.autocast(u.device.type, enabled=False):
             u_c, W_c, b_w = u.to(cd), W.to(cd), b.to(wide)  # a cast keeps W's strides
-            logits = torch.mm(u_c, W_c.t())  # [N, K]; the bias is added below, in float32
+            logits = product(u_c, W_c.t(), kernels)  # [N, K]; the bias is added below, in float32
             fast = kernels.target_log_prob(logits, b_w, y)  # on a CPU: one pass per row
             logp, ctx.stats = (_log_prob_in_pieces(logits, b_w, y), None) if fast is None else fast
         ctx.save_for_backward(u_c, W_c, b_w, y, logp)
@@ -309,13 +310,13 @@ class _TargetLogProb(torch.autograd.Function):
         u_c, W_c, b_w, y, logp = ctx.saved_tensors
         d, ctx.logits = ctx.logits, None  # the logits: overwritten by their gradient below
         if d is None:  # a second backward through the same graph (retain_graph): recompute
-            d = torch.mm(u_c, W_c.t())
+            d = product(u_c, W_c.t(), kernels)
         db = None if ctx.stats is None else kernels.target_log_prob_backward(
             d, b_w, y, g, ctx.stats, logp)  # fmt: skip
         if db is None:
             db = _grad_in_pieces(d, b_w, y, g, logp)
-        du = torch.mm(d, W_c)  # [N, r]
-        dW_t = torch.mm(transposed(u_c, u_c.dtype, kernels), d)  # [r, K]
+        du = product(d, W_c, kernels)  # [N, r]
+        dW_t = product(transposed(u_c, u_c.dtype, kernels), d, kernels)  # [r, K]
         dW = dW_t.t() if W_c.t().is_contiguous() else transposed(dW_t, dW_t.dtype, kernels)
         return du.to(ctx.dtypes[0]), dW.to(ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
 
@@ -508,9 +509,9 @@ class _AttentionDecoderScan(torch.autograd.Function):
             ds[:k] += times_W_s_t(d_g[i, :k]) + dS[i, :k]
         # the weight gradients: one matmul over all steps and sentences each, [k, N] @ [N, k']
         rows = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
-        dW_s = transposed(rows(S), cd, kernels) @ rows(d_g)
-        dC_in = transposed(rows(C), cd, kernels) @ rows(d_pre_c)
-        dU = transposed(rows(RS), cd, kernels) @ rows(d_pre_c[..., :n])
+        dW_s = product(transposed(rows(S), cd, kernels), rows(d_g), kernels)
+        dC_in = product(transposed(rows(C), cd, kernels), rows(d_pre_c), kernels)
+        dU = product(transposed(rows(RS), cd, kernels), rows(d_pre_c[..., :n]), kernels)
         dW_s, dC_in, dU = (in_transposed_layout(d, kernels) for d in (dW_s, dC_in, dU))
         dh = torch.bmm(A.permute(1, 2, 0).to(cd), d_c.transpose(0, 1))  # c_i = Σ_j α_ij h_j
         return d_pre, ds, None, dh, d_sum * v_a, None, dW_s, dC_in, dU, dv.sum(0)

@@ -35,7 +35,15 @@ from .checkpoint import load_checkpoint, load_model_state
 from .config import RunConfig, SearchConfig, run_from_dict, to_dict
 from .io import atomic_write, write_json
 from .search import EOS, Hypothesis, decode_corpus
-from .train import BEST, LAST, autocast, default_checkpoint_dir, resolve_device, sentence_nll
+from .train import (
+    BEST,
+    LAST,
+    autocast,
+    default_checkpoint_dir,
+    resolve_device,
+    resolve_precision,
+    sentence_nll,
+)
 
 #: Figure 3's sentences (PAPER.md §5): (a) "an arbitrary sentence", (b)–(d) from newstest2014.
 FIG3_SOURCES = (
@@ -245,7 +253,8 @@ def evaluate_run(
     hyps = decode(model, test.x, search, dev, prec, progress=progress)
     hyp_tok = [vocab.decode(h.tokens) for h in hyps]
     everything = list(range(len(test)))
-    result = {"run": run_cfg.name, "checkpoint": str(ckpt), "search": to_dict(search)}
+    result = {"run": run_cfg.name, "checkpoint": str(ckpt), "search": to_dict(search),
+              "precision": resolve_precision(prec, dev)}  # fmt: skip
     result["all"] = score(hyp_tok, test, everything, lang)
     result["unfinished"] = sum(not h.finished for h in hyps)
     # Table 1, No-UNK: no <unk> in source or reference; the model may not emit <unk>

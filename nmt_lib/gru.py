@@ -164,6 +164,12 @@ def in_transposed_layout(x: Tensor, fused=None) -> Tensor:
     return transposed(x, x.dtype, fused).mT
 
 
+def product(a: Tensor, b: Tensor, fused=None) -> Tensor:
+    """``a @ b`` (2-D or batched 3-D, no autograd): ``fused``'s ``matmul`` where given
+    (``nmt_lib.kernels``: oneDNN's float32 products on AMD CPUs), else ``torch.matmul``."""
+    return torch.matmul(a, b) if fused is None else fused.matmul(a, b)
+
+
 def right_products(W: Tensor, fused=None):
     """``x -> x @ W`` for a ``W [..., n, m]`` that a scan multiplies by at every step: ``fused``'s
     ``right_product`` (``nmt_lib.kernels``: AMX tiles, or a prepacked oneDNN weight) where given and
@@ -299,8 +305,9 @@ class _GRUScan(torch.autograd.Function):
             dh[:, :k] += times_U_rz_t(D_rz[:, t, :k])
         # weight gradients: one matmul over all steps and sentences each, [D, n, T*B] @ [D, T*B, k]
         rows = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[-1])  # noqa: E731
-        dU = transposed(rows(RH), cd, ctx.fused) @ D_cand.view(D, T * B, n)
-        dU_rz = transposed(rows(H_prev), cd, ctx.fused) @ D_rz.view(D, T * B, 2 * n)
+        dU = product(transposed(rows(RH), cd, ctx.fused), D_cand.view(D, T * B, n), ctx.fused)
+        dU_rz = product(transposed(rows(H_prev), cd, ctx.fused), D_rz.view(D, T * B, 2 * n),
+                        ctx.fused)  # fmt: skip
         dU, dU_rz = (in_transposed_layout(d, ctx.fused) for d in (dU, dU_rz))  # as [U_r; U_z], U
         return dA, dh, dU_rz, dU, None, None
 

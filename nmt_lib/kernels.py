@@ -54,6 +54,26 @@ def _cpu_id() -> bytes:
     return f"{platform.machine()} {platform.processor()} {sorted(set(flags))}".encode()
 
 
+@functools.cache
+def _cpuinfo(*keys: str) -> str:
+    """The value of the first ``/proc/cpuinfo`` line that starts with one of ``keys``; "" where
+    there is none (or no such file)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(keys):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags as ``/proc/cpuinfo`` lists them (x86 "flags", ARM "Features"); empty
+    where there is no such file."""
+    return frozenset(_cpuinfo("flags", "Features").split())
+
+
 def build(cc: str, folder: Path) -> Path:
     """Compile ``kernels.c`` with the command ``cc`` (may hold arguments, e.g. ``"ccache gcc"``)
     into ``folder`` (once: the file name carries a hash of the source, the compiler command and the
@@ -431,10 +451,11 @@ def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
 
 def right_product(W: Tensor, bias: Tensor | None = None, amx_tiles: bool = True):
     """``x -> x @ W (+ bias [m])`` for a bf16 CPU weight ``W [n, m]`` or ``[D, n, m]`` that a
-    recurrence (or a search) multiplies by at every step, or None where nothing is faster than
-    ``torch.matmul``. ``x``: ``[..., n]`` (``[D, k, n]`` for ``D`` > 1), bf16 or float32,
-    contiguous rows; the product is bf16, its float32 sums (and the bias) rounded once (as
-    ``torch.matmul``'s). ``amx_tiles`` False: oneDNN's even where the CPU has AMX.
+    recurrence (or a search) multiplies by at every step (or a float32 one where
+    :func:`onednn_float32`), or None where nothing is faster than ``torch.matmul``. ``x``:
+    ``[..., n]`` (``[D, k, n]`` for ``D`` > 1), bf16 or float32, contiguous rows; the product is
+    in ``W``'s dtype, its float32 sums (and the bias) rounded once (as ``torch.matmul``'s).
+    ``amx_tiles`` False: oneDNN's even where the CPU has AMX.
 
     With AMX (:func:`amx`), ``kernels.c``'s ``amx_product``: ``W`` packed once into the tiles'
     layout, ``x`` at every call. Without, for a 2-D ``W``: oneDNN's prepacked weight (as
@@ -448,7 +469,7 @@ def right_product(W: Tensor, bias: Tensor | None = None, amx_tiles: bool = True)
     if not _recurrent_weight(W):
         return None
     W = W[0] if W.dim() == 3 and W.shape[0] == 1 else W  # x [1, k, n]: linear keeps leading dims
-    if W.dim() != 2 or not _prepacking():
+    if W.dim() != 2 or not _prepacking(W.dtype):
         return None
     # from a contiguous copy (the kernel's transpose where it applies): reordering a transposed
     # view is 2-6x slower than copy and reorder
@@ -464,7 +485,8 @@ def amx_product(W: Tensor, bias: Tensor | None = None):
     bias``, the bias ``[m]`` added to the float32 sums before they are rounded), or None without
     AMX (:func:`amx`), for another device or dtype, or with ``NMT_LIB_KERNELS=0``. The decoding
     step uses it directly: at 640 rows it is faster than ``torch.matmul`` for some shapes only."""
-    if not _recurrent_weight(W) or (lib := library()) is None or not amx():
+    if (W.dtype != torch.bfloat16 or not _recurrent_weight(W) or (lib := library()) is None
+            or not amx()):  # fmt: skip
         return None
     threads = torch.get_num_threads()
     *lead, K, N = W.shape
@@ -495,9 +517,10 @@ def amx_product(W: Tensor, bias: Tensor | None = None):
 
 
 def _recurrent_weight(W: Tensor) -> bool:
-    """Whether :func:`right_product` / :func:`amx_product` may take ``W``: a bf16 CPU ``[n, m]`` or
-    ``[D, n, m]``, the kernels not turned off (``NMT_LIB_KERNELS=0``)."""
-    return (W.device.type == "cpu" and W.dtype == torch.bfloat16 and W.dim() in (2, 3)
+    """Whether :func:`right_product` may take ``W``: a CPU ``[n, m]`` or ``[D, n, m]``, bf16 (or
+    float32 where :func:`onednn_float32`), the kernels not turned off (``NMT_LIB_KERNELS=0``)."""
+    return (W.device.type == "cpu" and W.dim() in (2, 3)
+            and (W.dtype == torch.bfloat16 or (W.dtype == torch.float32 and onednn_float32()))
             and os.environ.get("NMT_LIB_KERNELS", "1") != "0")  # fmt: skip
 
 
@@ -509,15 +532,50 @@ def amx() -> bool:
 
 
 @functools.cache
-def _prepacking() -> bool:
-    """Whether this PyTorch has oneDNN's prepacked bf16 linear (private operators, so checked)."""
+def _prepacking(dtype: torch.dtype = torch.bfloat16) -> bool:
+    """Whether this PyTorch has oneDNN's prepacked linear for ``dtype`` (private operators, so
+    checked); for bf16, on a CPU where oneDNN runs bf16."""
     try:
-        x, w = torch.ones(2, 3, dtype=torch.bfloat16), torch.ones(4, 3, dtype=torch.bfloat16)
+        x, w = torch.ones(2, 3, dtype=dtype), torch.ones(4, 3, dtype=dtype)
         y = torch.ops.mkldnn._linear_pointwise(x, torch.ops.mkldnn._reorder_linear_weight(w), None,
                                                "none", [], "")  # fmt: skip
-        return torch.ops.mkldnn._is_mkldnn_bf16_supported() and bool((y == 3).all())
+        native = dtype != torch.bfloat16 or torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        return native and bool((y == 3).all())
     except (AttributeError, RuntimeError):
         return False
+
+
+@functools.cache
+def onednn_float32() -> bool:
+    """Whether float32 products on the CPU go through oneDNN (:func:`matmul`, :func:`right_product`)
+    rather than ``torch.matmul`` (MKL): on AMD CPUs, where MKL's float32 products at the
+    shapes of a training step ran 1.0-1.45x as long as oneDNN's (an EPYC with AVX2 only,
+    bench/README.md, seventeenth session; PyTorch's bf16 products are oneDNN's already).
+    ``NMT_LIB_KERNELS=0`` turns it off."""
+    if os.environ.get("NMT_LIB_KERNELS", "1") == "0" or _cpuinfo("vendor_id") != "AuthenticAMD":
+        return False
+    return _prepacking(torch.float32)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b`` for 2-D or (batched) 3-D tensors without autograd (inside an autograd Function):
+    by oneDNN where :func:`onednn_float32` and both are non-empty float32 CPU tensors (a 3-D
+    product matrix by matrix), else ``torch.matmul``. The same product within float32 rounding (another order of
+    the sums)."""
+    if (a.dtype == b.dtype == torch.float32 and a.device.type == b.device.type == "cpu"
+            and a.dim() == b.dim() in (2, 3) and a.shape[:-2] == b.shape[:-2]
+            and a.shape[-1] == b.shape[-2] and a.numel() and b.numel() and onednn_float32()
+            and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))):  # fmt: skip
+        if a.dim() == 3:
+            return torch.stack([matmul(x, y) for x, y in zip(a, b, strict=True)])
+        a, b = _dense(a), _dense(b)  # oneDNN multiplies a row or column slice 500x slower
+        return torch.ops.mkldnn._linear_pointwise(a, b.t(), None, "none", [], "")
+    return torch.matmul(a, b)
+
+
+def _dense(x: Tensor) -> Tensor:
+    """``x`` (2-D) if it or its transpose is contiguous, else a contiguous copy."""
+    return x if x.is_contiguous() or x.t().is_contiguous() else x.contiguous()
 
 
 def adadelta(

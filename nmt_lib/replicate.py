@@ -222,12 +222,12 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
     from nmt_lib.config import to_dict
     from nmt_lib.io import write_json
 
-    signatures, devices = {}, {}
+    signatures, devices, precisions = {}, {}, {}
     for name in prof.runs:
         bleu = json.loads((run_dir(out, name) / "bleu.json").read_text(encoding="utf-8"))
         signatures = {k: bleu["all"][k]["signature"] for k in ("tok", "detok")}
-        summary = run_dir(out, name) / "train_summary.json"
-        devices[name] = json.loads(summary.read_text(encoding="utf-8"))["device"]
+        summary = json.loads((run_dir(out, name) / "train_summary.json").read_text("utf-8"))
+        devices[name], precisions[name] = summary["device"], summary.get("precision")
     pkgs = ("torch", "numpy", "sacrebleu", "sacremoses", "nmt_lib")
     manifest = {
         "profile": prof.name,
@@ -243,6 +243,7 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
             "cpu_count": os.cpu_count(),
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "device_per_run": devices,
+            "precision_per_run": precisions,  # train.precision as resolved ("auto")
         },
         "versions": {"python": platform.python_version(), **{p: version(p) for p in pkgs}},
         "sacrebleu_signatures": signatures,

@@ -32,10 +32,12 @@ machine, shared disk).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
 import os
+import platform
 import signal
 import time
 import warnings
@@ -74,10 +76,51 @@ def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
     return torch.device(name)
 
 
+@functools.cache
+def native_bf16(device_type: str) -> bool:
+    """Whether a device of this type multiplies bf16 matrices in hardware: a CUDA GPU with bf16
+    support; an x86 CPU with AVX512-BF16 or AMX (its ``/proc/cpuinfo`` flags; without them oneDNN
+    emulates bf16 products, 10-400x slower than float32: ``bench/README.md``); another CPU where
+    oneDNN runs bf16 (ARM's BF16 extension)."""
+    if device_type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
+    if device_type != "cpu":
+        return False
+    flags = kernels.cpu_flags()
+    if flags and platform.machine() in ("x86_64", "AMD64", "i686"):
+        return bool({"avx512_bf16", "amx_bf16"} & flags)
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """What ``train.precision`` means on ``device``: ``"auto"`` is ``"bf16"`` where the device
+    multiplies bf16 in hardware (:func:`native_bf16`) and ``"fp32"`` elsewhere; ``"bf16"`` and
+    ``"fp32"`` are themselves."""
+    if precision == "auto":
+        return "bf16" if native_bf16(torch.device(device).type) else "fp32"
+    return precision
+
+
+def warn_emulated_bf16(precision: str, device: torch.device) -> None:
+    """A warning when ``precision = "bf16"`` is asked of a device without bf16 hardware."""
+    device = torch.device(device)
+    if precision == "bf16" and not native_bf16(device.type):
+        warnings.warn(
+            f"train.precision = 'bf16' on a {device.type} device without bf16 matrix instructions"
+            " (a CPU without AVX512-BF16 or AMX, a GPU before Ampere): its bf16 products are"
+            " emulated, and a training step runs ~30x slower than in float32 on such a CPU"
+            " (bench/README.md). train.precision = 'auto' chooses float32 there, bf16 where it is"
+            " native.", RuntimeWarning, stacklevel=3)  # fmt: skip
+
+
 def autocast(device: torch.device, precision: str):
-    """bf16 autocast (AMX on recent Xeons, tensor cores on GPUs) or nothing (``"fp32"``)."""
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
+    """bf16 autocast (AMX or AVX512-BF16 on CPUs, tensor cores on GPUs) or nothing (``"fp32"``);
+    ``"auto"`` as :func:`resolve_precision` resolves it."""
+    if resolve_precision(precision, device) == "bf16":
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -250,6 +293,8 @@ class Trainer:
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.rank, self.world = rank, world
         t = cfg.train
+        warn_emulated_bf16(t.precision, self.device)
+        self.precision = resolve_precision(t.precision, self.device)  # "bf16" or "fp32"
         self.opt = Adadelta(model.parameters(), lr=t.lr, rho=t.rho, eps=t.eps)
         self.params = [p for p in model.parameters() if p.requires_grad]
         if world > 1:  # every rank starts from rank 0's weights
@@ -263,7 +308,7 @@ class Trainer:
         if t.cuda_graphs and self.device.type == "cuda":
             from .graphs import GraphedLoss
 
-            self.graphs = GraphedLoss(model, self.params, t.precision)
+            self.graphs = GraphedLoss(model, self.params, self.precision)
         elif t.cuda_graphs:
             msg = f"train.cuda_graphs applies on a GPU only: ignored on {self.device}"
             warnings.warn(msg, stacklevel=2)
@@ -299,7 +344,7 @@ class Trainer:
         if self.graphs is not None:  # the same loss and gradients, replayed
             loss = self.graphs.backward(batch.x, batch.x_mask, batch.y, batch.y_mask)
         else:
-            with autocast(self.device, self.cfg.train.precision):
+            with autocast(self.device, self.precision):
                 logp, _ = self.model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty]
             loss = -logp.float().sum()  # SUM over tokens, EOS included (PAPER.md §3, A6)
             loss.backward()
@@ -608,7 +653,7 @@ def train_run(
         "last_eval": last_eval,
         "world_size": world,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "precision": t.precision,
+        "precision": trainer.precision,
         "compiled_kernels": device.type == "cpu" and kernels.library() is not None,
         "checkpoint_dir": str(ckpt_dir),
         "model_checkpoint": str(

@@ -123,8 +123,10 @@ def test_replicate_mode_writes_the_results_layout(results):
     for key in ("git", "configs", "data_sha256", "hardware", "versions", "wall_seconds"):
         assert manifest[key], key
     assert set(manifest["sacrebleu_signatures"]) == {"tok", "detok"}
+    assert set(manifest["hardware"]["precision_per_run"].values()) == {"fp32"}  # smoke's
     for name in replicate.MODELS:
         run = replicate.run_dir(results, name)
+        assert json.loads((run / "bleu.json").read_text(encoding="utf-8"))["precision"] == "fp32"
         for f in ("config.json", "train_log.jsonl", "train_summary.json", "bleu.json",
                   "hyp.test.tok.txt", "hyp.test.detok.txt", "bleu_by_length.json", "nll.json",
                   "attention.json"):  # fmt: skip

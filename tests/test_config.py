@@ -10,6 +10,7 @@ from nmt_lib.config import (
     ConfigError,
     DataConfig,
     ModelConfig,
+    TrainConfig,
     load_profile,
     make,
     run_dir_name,
@@ -92,6 +93,9 @@ def test_validation_of_values():
     with pytest.raises(ConfigError):
         make(DataConfig, {"max_len": 0}, "data")
     assert make(DataConfig, {"train": ["a", "b"]}, "data").train == ("a", "b")
+    assert make(TrainConfig, {"precision": "auto", "max_updates": 1}, "train").precision == "auto"
+    with pytest.raises(ConfigError, match="'auto', 'bf16' or 'fp32'"):
+        make(TrainConfig, {"precision": "fp16", "max_updates": 1}, "train")
 
 
 def test_setting_beats_env_beats_default(monkeypatch, tmp_path):

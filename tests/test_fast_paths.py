@@ -253,6 +253,31 @@ def test_decoding_without_autograd_equals_the_steps_with_autograd(arch):
             torch.testing.assert_close(a, b.detach(), **F64)
 
 
+@pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
+def test_float32_with_onednn_products_as_close_to_float64_as_with_matmul(arch, monkeypatch):
+    """The float32 training forward and backward with oneDNN's products (``kernels.matmul``,
+    ``right_product``: on AMD CPUs; forced on here) are as close to the float64 function as with
+    ``torch.matmul``'s: log-probs within 1e-5, each gradient within 1e-4 relative and at most
+    four times the ``torch.matmul`` path's error."""
+    from nmt_lib import kernels
+
+    if not kernels._prepacking(torch.float32):
+        pytest.skip("this PyTorch has no oneDNN float32 linear")
+    model, x, x_mask, y, y_mask = setup(arch, output_rank=None, scale=0.3)
+    logp64, alpha64 = model(x, x_mask, y, y_mask)
+    exact = loss_and_grads(model, logp64, alpha64)
+    model = model.float()
+    errors = {}
+    for on in (True, False):
+        monkeypatch.setattr(kernels, "onednn_float32", lambda on=on: on)
+        logp, alpha = model(x, x_mask, y, y_mask)
+        torch.testing.assert_close(logp.double(), logp64, rtol=0, atol=1e-5)
+        alpha = None if alpha is None else alpha.double()
+        errors[on] = relative_errors(loss_and_grads(model, logp.double(), alpha), exact)
+    for name, err in errors[True].items():
+        assert err < 1e-4 and err <= 4 * errors[False][name], (name, err, errors[False][name])
+
+
 def relative_errors(a: dict, b: dict) -> dict:
     return {k: float((a[k] - b[k]).norm() / b[k].norm().clamp_min(1e-30)) for k in b}
 

@@ -534,7 +534,7 @@ def test_right_product_is_the_matmul(monkeypatch, path):
             want = xs.float() @ w.float()
             assert got.dtype == torch.bfloat16 and got.shape == want.shape
             torch.testing.assert_close(got.float(), want, rtol=2**-8, atol=1e-6)
-    assert kernels.right_product(W.float()) is None
+    assert (kernels.right_product(W.float()) is None) == (not kernels.onednn_float32())
     assert (kernels.right_product(torch.stack([W, W])) is None) == (path == "onednn")
     monkeypatch.setenv("NMT_LIB_KERNELS", "0")
     assert kernels.right_product(W) is None
@@ -570,3 +570,101 @@ def test_amx_product_is_the_matmul():
     with pytest.raises(ValueError, match="right_product"):
         kernels.right_product(torch.ones(2, 4, 5, dtype=torch.bfloat16))(torch.ones(3, 1, 4))
     assert kernels.amx_product(torch.ones(4, 5)) is None  # float32
+
+
+@pytest.fixture
+def onednn_float32(monkeypatch):
+    """oneDNN's float32 products switched on (``kernels.onednn_float32``, on AMD CPUs by default)
+    where this PyTorch has them."""
+    if not kernels._prepacking(torch.float32):
+        pytest.skip("this PyTorch has no oneDNN float32 linear")
+    monkeypatch.setattr(kernels, "onednn_float32", lambda: True)
+
+
+def test_float32_products_by_onednn_are_the_matmul(onednn_float32, monkeypatch):
+    """``kernels.matmul`` and ``kernels.right_product`` by oneDNN give ``torch.matmul``'s float32
+    product (within float32 rounding): 2-D and 3-D, operands contiguous, transposed, or row and
+    column slices (oneDNN multiplies those 500x slower: copied first), no rows, an inner size of 0,
+    a bias; ``torch.matmul`` itself for float64 or bf16 operands, where autograd needs a graph, and
+    with ``NMT_LIB_KERNELS=0``."""
+    g = torch.Generator().manual_seed(3)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=g)
+
+    def close(got, a, b):
+        want = (a.double() @ b.double()).float()
+        assert got.shape == want.shape and got.dtype == torch.float32
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+    A = [rand(37, 53), rand(53, 37).t(), rand(37, 80)[:, 5:58], rand(80, 53)[::2][:37], rand(0, 53)]
+    Bs = [rand(53, 29), rand(29, 53).t(), rand(53, 60)[:, 3:32], rand(53, 0)]
+    linear, seen = torch.ops.mkldnn._linear_pointwise, []
+
+    def spy(x, w, *rest):
+        seen.append(all(t.is_contiguous() or t.t().is_contiguous() for t in (x, w)))
+        return linear(x, w, *rest)
+
+    with monkeypatch.context() as m:
+        m.setattr(torch.ops.mkldnn, "_linear_pointwise", spy)
+        for a in A:
+            for b in Bs:
+                close(kernels.matmul(a, b), a, b)
+    assert len(seen) == 12 and all(seen)  # the empty products are torch.matmul's
+    for W in Bs[:3]:  # x: rows of contiguous columns
+        close(kernels.right_product(W)(A[0]), A[0], W)
+        bias = rand(29)
+        torch.testing.assert_close(kernels.right_product(W, bias)(A[2]), A[2] @ W + bias)
+    close(kernels.matmul(rand(4, 0), rand(0, 6)), rand(4, 0), rand(0, 6))
+    a3, b3 = rand(2, 7, 9), rand(2, 11, 9).mT
+    close(kernels.matmul(a3, b3), a3, b3)
+    with pytest.raises(RuntimeError):
+        kernels.matmul(rand(3, 4), rand(5, 6))  # torch.matmul's error
+    calls = []
+    monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", lambda *a: calls.append(a))
+    x, w = rand(3, 4), rand(4, 5)
+    for a, b in ((x.double(), w.double()), (x.bfloat16(), w.bfloat16()),
+                 (x.requires_grad_(), w)):  # fmt: skip
+        torch.testing.assert_close(kernels.matmul(a, b), torch.matmul(a, b))
+    monkeypatch.setenv("NMT_LIB_KERNELS", "0")
+    assert kernels.right_product(w) is None
+    assert calls == []
+
+
+def test_onednn_float32_on_amd_cpus_only(monkeypatch):
+    """oneDNN's float32 products where ``/proc/cpuinfo`` names an AMD CPU (and this PyTorch has
+    them), not elsewhere, nor with ``NMT_LIB_KERNELS=0``."""
+    has = kernels._prepacking(torch.float32)
+    for vendor, want in (("AuthenticAMD", has), ("GenuineIntel", False), ("", False)):
+        monkeypatch.setattr(kernels, "_cpuinfo", lambda *keys, v=vendor: v)
+        kernels.onednn_float32.cache_clear()
+        assert kernels.onednn_float32() is want
+    monkeypatch.setattr(kernels, "_cpuinfo", lambda *keys: "AuthenticAMD")
+    monkeypatch.setenv("NMT_LIB_KERNELS", "0")
+    kernels.onednn_float32.cache_clear()
+    assert kernels.onednn_float32() is False
+    monkeypatch.undo()
+    kernels.onednn_float32.cache_clear()
+
+
+def test_beam_search_with_and_without_onednn_float32(monkeypatch):
+    """A float32 RNNsearch beam search finds the same translations and costs with oneDNN's
+    products (forced on) as with ``torch.matmul``'s."""
+    if not kernels._prepacking(torch.float32):
+        pytest.skip("this PyTorch has no oneDNN float32 linear")
+    from nmt_lib.config import ModelConfig
+    from nmt_lib.model import build_model
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(src_vocab=40, trg_vocab=300, m=16, n=16, n_align=16, l=8, output_rank=None,
+                      init="fanin")  # fmt: skip
+    model = build_model(cfg).eval()
+    with torch.no_grad():
+        model.decoder.b_y.normal_(0, 3)  # peaked distributions: no near-ties
+    xs = [[5, 6, 7, 8, EOS], [9, 10, EOS], [11, 12, 13, EOS]]
+    hyps = {}
+    for on in (True, False):
+        monkeypatch.setattr(kernels, "onednn_float32", lambda on=on: on)
+        hyps[on] = search.decode_corpus(model, xs, beam=4)
+    assert [h.tokens for h in hyps[True]] == [h.tokens for h in hyps[False]]
+    assert [h.cost for h in hyps[True]] == pytest.approx([h.cost for h in hyps[False]], rel=1e-5)

@@ -382,12 +382,13 @@ def test_fanin_init_scales_by_fan_in_and_keeps_recurrent_orthogonal():
 def test_forward_macs_counts_every_matrix_product(arch, rank, monkeypatch):
     """``forward_macs`` (the benchmarks' and the book's FLOP count) equals what PyTorch's
     FlopCounterMode counts in a forward pass over one unpadded sentence pair (with PyTorch's
-    operations: the compiled kernels' products are invisible to the counter)."""
+    operations: the compiled kernels' and oneDNN's products are invisible to the counter)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     from nmt_lib import kernels
 
     monkeypatch.setattr(kernels, "library", lambda: None)
+    monkeypatch.setattr(kernels, "onednn_float32", lambda: False)
     cfg = dataclasses.replace(CFG, arch=arch, output_rank=rank)
     model = build_model(cfg)
     # 64 target words: the output layer pads its rows to a multiple of 64 (decoder.padded_rows)

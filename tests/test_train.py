@@ -5,17 +5,28 @@ from __future__ import annotations
 import copy
 import json
 import math
+import platform
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
-from nmt_lib import data, fixtures
+from nmt_lib import data, fixtures, kernels
 from nmt_lib.checkpoint import load_checkpoint
 from nmt_lib.config import load_profile, to_dict
 from nmt_lib.model import build_model
-from nmt_lib.train import Trainer, clip_gradients, resolve_device, sentence_nll, train_run
+from nmt_lib.train import (
+    Trainer,
+    autocast,
+    clip_gradients,
+    native_bf16,
+    resolve_device,
+    resolve_precision,
+    sentence_nll,
+    train_run,
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +137,10 @@ def test_nonfinite_gradient_is_handled(toy, policy):
 
 def test_bf16_autocast_trains_on_cpu(toy):
     cfg, prep, _ = toy
-    tr = trainer(with_train(cfg, precision="bf16"), prep)
+    with warnings.catch_warnings():  # on a CPU without bf16 instructions, see the next test
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tr = trainer(with_train(cfg, precision="bf16"), prep)
+    assert tr.precision == "bf16"
     before = [p.detach().clone() for p in tr.model.parameters()]
     losses = [tr.step()["loss"] for _ in range(2)]
     assert all(math.isfinite(v) and v > 0 for v in losses)
@@ -134,6 +148,46 @@ def test_bf16_autocast_trains_on_cpu(toy):
     after = list(tr.model.parameters())
     assert any(not torch.equal(a, b.detach()) for a, b in zip(before, after, strict=True))
     assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.fixture
+def cpu(monkeypatch):
+    """Pretend to be an x86 CPU with the given /proc/cpuinfo flags."""
+
+    def set_flags(*flags):
+        monkeypatch.setattr(kernels, "cpu_flags", lambda: frozenset(flags))
+        monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+        native_bf16.cache_clear()
+
+    yield set_flags
+    native_bf16.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "flags,native", [(("avx2", "fma"), False), (("avx512f", "avx512bw"), False),
+                     (("avx512f", "avx512_bf16"), True), (("avx2", "amx_tile", "amx_bf16"), True)],
+)  # fmt: skip
+def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16(cpu, flags, native):
+    cpu(*flags)
+    assert native_bf16("cpu") is native
+    assert resolve_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")
+    assert resolve_precision("bf16", "cpu") == "bf16" and resolve_precision("fp32", "cpu") == "fp32"
+    assert isinstance(autocast("cpu", "auto"), torch.autocast) is native
+
+
+def test_bf16_without_bf16_instructions_warns_and_auto_trains_in_float32(toy, cpu, tmp_path):
+    cfg, prep, _ = toy
+    cpu("avx2", "fma")
+    with pytest.warns(RuntimeWarning, match="precision = 'auto'"):
+        assert trainer(with_train(cfg, precision="bf16"), prep).precision == "bf16"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        s = train_run(with_train(cfg, precision="auto", max_updates=1, eval_every=1),
+                      tmp_path / "run", prep, progress=False)  # fmt: skip
+    assert s["precision"] == "fp32"
+    cpu("avx2", "avx512_bf16")
+    tr = trainer(with_train(cfg, precision="auto"), prep)
+    assert tr.precision == "bf16" and tr.step()["loss"] > 0
 
 
 def read_log(path: Path) -> list[dict]:
