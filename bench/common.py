@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import os
 import platform
 import resource
@@ -208,14 +209,21 @@ def median(xs):
 
 def gemm_peak(dtype: torch.dtype, size: int | None = None, reps: int = 5, device="cpu") -> float:
     """The machine's GEMM peak in FLOP/s: the best of ``reps`` ``[size]^3`` ``torch.matmul`` (bf16:
-    AMX where present, tensor cores on a GPU), with this process's thread count. ``size``: 2048 on a
-    CPU, 8192 on a GPU (smaller products leave an H100's multiprocessors partly idle)."""
+    AMX where present, tensor cores on a GPU), with this process's thread count, and in float32
+    where nmt_lib multiplies by oneDNN (``kernels.onednn_float32``) the best of oneDNN's too.
+    ``size``: 2048 on a CPU, 8192 on a GPU (smaller products leave an H100's multiprocessors
+    partly idle)."""
     size = size or (2048 if torch.device(device).type == "cpu" else 8192)
     a = torch.randn(size, size).to(device, dtype)
     b = torch.randn(size, size).to(device, dtype)
     out = torch.empty(size, size, dtype=dtype, device=device)
-    torch.matmul(a, b, out=out)
-    best = min(timed(lambda: torch.matmul(a, b, out=out))[1] for _ in range(reps))
+    products = [lambda: torch.matmul(a, b, out=out)]
+    if device == "cpu" and dtype == torch.float32 and kernels.onednn_float32():
+        products.append(lambda: kernels.matmul(a, b))
+    best = math.inf
+    for product in products:
+        product()
+        best = min(best, *(timed(product)[1] for _ in range(reps)))
     return 2 * size**3 / best
 
 

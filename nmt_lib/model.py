@@ -215,9 +215,9 @@ class DecodeSteps:
       ``V_o`` part kept in the state for the next step's deep output.
 
     These products, ``U (r ∘ s)`` and the output layer's go through
-    :func:`nmt_lib.kernels.right_product` where it applies (bf16 on a CPU): AMX tiles where the CPU
-    has them (not for the output layer: ``torch.matmul`` was faster at its shape), else oneDNN's
-    prepacked weights.
+    :func:`nmt_lib.kernels.right_product` where it applies (bf16 on a CPU, float32 on an AMD one):
+    AMX tiles where the CPU has them (not for the output layer: ``torch.matmul`` was faster at its
+    shape), else oneDNN's prepacked weights.
 
     With ``words`` (:meth:`~EncoderDecoder.word_projections`), the last is read from its rows.
 

@@ -85,8 +85,9 @@ def test_best_words_without_kernel_when_it_does_not_apply(lib):
     assert torch.equal(j, ref.indices + 1) and torch.equal(v, ref.values.float())
 
 
-def test_beam_search_with_and_without_kernel(lib, monkeypatch):
-    """A real bf16 RNNsearch beam search finds the same translations and costs either way."""
+def peaked_model():
+    """A small RNNsearch whose word distributions are peaked (no near-ties for a beam to break
+    differently), and three sources."""
     from nmt_lib.config import ModelConfig
     from nmt_lib.model import build_model
 
@@ -95,8 +96,13 @@ def test_beam_search_with_and_without_kernel(lib, monkeypatch):
                       init="fanin")  # fmt: skip
     model = build_model(cfg).eval()
     with torch.no_grad():
-        model.decoder.b_y.normal_(0, 3)  # peaked distributions: no near-ties
-    xs = [[5, 6, 7, 8, EOS], [9, 10, EOS], [11, 12, 13, EOS]]
+        model.decoder.b_y.normal_(0, 3)
+    return model, [[5, 6, 7, 8, EOS], [9, 10, EOS], [11, 12, 13, EOS]]
+
+
+def test_beam_search_with_and_without_kernel(lib, monkeypatch):
+    """A real bf16 RNNsearch beam search finds the same translations and costs either way."""
+    model, xs = peaked_model()
     with torch.autocast("cpu", torch.bfloat16):
         fast = search.decode_corpus(model, xs, beam=4)
         monkeypatch.setattr(kernels, "library", lambda: None)
@@ -652,16 +658,7 @@ def test_beam_search_with_and_without_onednn_float32(monkeypatch):
     products (forced on) as with ``torch.matmul``'s."""
     if not kernels._prepacking(torch.float32):
         pytest.skip("this PyTorch has no oneDNN float32 linear")
-    from nmt_lib.config import ModelConfig
-    from nmt_lib.model import build_model
-
-    torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab=40, trg_vocab=300, m=16, n=16, n_align=16, l=8, output_rank=None,
-                      init="fanin")  # fmt: skip
-    model = build_model(cfg).eval()
-    with torch.no_grad():
-        model.decoder.b_y.normal_(0, 3)  # peaked distributions: no near-ties
-    xs = [[5, 6, 7, 8, EOS], [9, 10, EOS], [11, 12, 13, EOS]]
+    model, xs = peaked_model()
     hyps = {}
     for on in (True, False):
         monkeypatch.setattr(kernels, "onednn_float32", lambda on=on: on)
