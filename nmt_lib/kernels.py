@@ -560,8 +560,8 @@ def onednn_float32() -> bool:
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """``a @ b`` for 2-D or (batched) 3-D tensors without autograd (inside an autograd Function):
     by oneDNN where :func:`onednn_float32` and both are non-empty float32 CPU tensors (a 3-D
-    product matrix by matrix), else ``torch.matmul``. The same product within float32 rounding (another order of
-    the sums)."""
+    product matrix by matrix), else ``torch.matmul``. The same product within float32 rounding
+    (another order of the sums)."""
     if (a.dtype == b.dtype == torch.float32 and a.device.type == b.device.type == "cpu"
             and a.dim() == b.dim() in (2, 3) and a.shape[:-2] == b.shape[:-2]
             and a.shape[-1] == b.shape[-2] and a.numel() and b.numel() and onednn_float32()

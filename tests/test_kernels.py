@@ -637,20 +637,24 @@ def test_float32_products_by_onednn_are_the_matmul(onednn_float32, monkeypatch):
     assert calls == []
 
 
-def test_onednn_float32_on_amd_cpus_only(monkeypatch):
+@pytest.fixture
+def fresh_onednn_float32():
+    """``kernels.onednn_float32`` asked anew, and forgotten again afterwards."""
+    kernels.onednn_float32.cache_clear()
+    yield kernels.onednn_float32
+    kernels.onednn_float32.cache_clear()
+
+
+def test_onednn_float32_on_amd_cpus_only(fresh_onednn_float32, monkeypatch):
     """oneDNN's float32 products where ``/proc/cpuinfo`` names an AMD CPU (and this PyTorch has
     them), not elsewhere, nor with ``NMT_LIB_KERNELS=0``."""
     has = kernels._prepacking(torch.float32)
-    for vendor, want in (("AuthenticAMD", has), ("GenuineIntel", False), ("", False)):
+    for vendor, env, want in (("AuthenticAMD", "1", has), ("GenuineIntel", "1", False),
+                              ("", "1", False), ("AuthenticAMD", "0", False)):  # fmt: skip
         monkeypatch.setattr(kernels, "_cpuinfo", lambda *keys, v=vendor: v)
-        kernels.onednn_float32.cache_clear()
-        assert kernels.onednn_float32() is want
-    monkeypatch.setattr(kernels, "_cpuinfo", lambda *keys: "AuthenticAMD")
-    monkeypatch.setenv("NMT_LIB_KERNELS", "0")
-    kernels.onednn_float32.cache_clear()
-    assert kernels.onednn_float32() is False
-    monkeypatch.undo()
-    kernels.onednn_float32.cache_clear()
+        monkeypatch.setenv("NMT_LIB_KERNELS", env)
+        fresh_onednn_float32.cache_clear()
+        assert fresh_onednn_float32() is want
 
 
 def test_beam_search_with_and_without_onednn_float32(monkeypatch):
