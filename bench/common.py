@@ -66,19 +66,12 @@ def setup_threads(threads: int) -> None:
 
 
 def machine_info() -> dict:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {
         "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "cpu": cpu, "nproc": os.cpu_count(), "amx_bf16": "amx_bf16" in flags,
+        "cpu": kernels.cpu_info("model name") or "?", "nproc": os.cpu_count(),
+        "amx_bf16": "amx_bf16" in kernels.cpu_flags(), "cpu_bf16_native": native_bf16("cpu"),
+        "onednn_float32": kernels.onednn_float32(),
         "threads": torch.get_num_threads(), "python": platform.python_version(),
         "torch": torch.__version__, "loadavg_1min": load[0] if load else None,
         "THP_MEM_ALLOC_ENABLE": os.environ.get("THP_MEM_ALLOC_ENABLE"),

@@ -45,17 +45,13 @@ FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-m
 
 def _cpu_id() -> bytes:
     """What ``-march=native`` compiles for: the machine and its CPU's feature flags (x86 "flags",
-    ARM "Features")."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = [line for line in f if line.startswith(("flags", "Features", "CPU part"))]
-    except OSError:
-        flags = []
-    return f"{platform.machine()} {platform.processor()} {sorted(set(flags))}".encode()
+    ARM "Features" and "CPU part")."""
+    flags = sorted(cpu_flags()), cpu_info("CPU part")
+    return f"{platform.machine()} {platform.processor()} {flags}".encode()
 
 
 @functools.cache
-def _cpuinfo(*keys: str) -> str:
+def cpu_info(*keys: str) -> str:
     """The value of the first ``/proc/cpuinfo`` line that starts with one of ``keys``; "" where
     there is none (or no such file)."""
     try:
@@ -71,7 +67,7 @@ def _cpuinfo(*keys: str) -> str:
 def cpu_flags() -> frozenset[str]:
     """The CPU's feature flags as ``/proc/cpuinfo`` lists them (x86 "flags", ARM "Features"); empty
     where there is no such file."""
-    return frozenset(_cpuinfo("flags", "Features").split())
+    return frozenset(cpu_info("flags", "Features").split())
 
 
 def build(cc: str, folder: Path) -> Path:
@@ -552,7 +548,7 @@ def onednn_float32() -> bool:
     shapes of a training step ran 1.0-1.45x as long as oneDNN's (an EPYC with AVX2 only,
     bench/README.md, seventeenth session; PyTorch's bf16 products are oneDNN's already).
     ``NMT_LIB_KERNELS=0`` turns it off."""
-    if os.environ.get("NMT_LIB_KERNELS", "1") == "0" or _cpuinfo("vendor_id") != "AuthenticAMD":
+    if os.environ.get("NMT_LIB_KERNELS", "1") == "0" or cpu_info("vendor_id") != "AuthenticAMD":
         return False
     return _prepacking(torch.float32)
 

@@ -651,7 +651,7 @@ def test_onednn_float32_on_amd_cpus_only(fresh_onednn_float32, monkeypatch):
     has = kernels._prepacking(torch.float32)
     for vendor, env, want in (("AuthenticAMD", "1", has), ("GenuineIntel", "1", False),
                               ("", "1", False), ("AuthenticAMD", "0", False)):  # fmt: skip
-        monkeypatch.setattr(kernels, "_cpuinfo", lambda *keys, v=vendor: v)
+        monkeypatch.setattr(kernels, "cpu_info", lambda *keys, v=vendor: v)
         monkeypatch.setenv("NMT_LIB_KERNELS", env)
         fresh_onednn_float32.cache_clear()
         assert fresh_onednn_float32() is want
