@@ -206,79 +206,141 @@ static inline void row_out(const view *v, int64_t d, int64_t i, int64_t off, int
     }
 }
 
-#ifdef __AVX512F__
-/* tanh_float on 16 floats, its division replaced by a reciprocal estimate (rel. error < 2^-14) and
- * one Newton step: within 2.5 float32 ulps of tanh on a dense sweep (tanh_float: 4.9), 1 - 2^-22
- * at +inf; 1.2x the throughput (the division bounds the energies). max/min return their second
- * operand for NaN: NaN stays NaN. */
-static inline __m512 tanh16(__m512 x) {
-    const __m512 c = _mm512_set1_ps(7.90531110763549805f);
-    __m512 xc = _mm512_min_ps(c, _mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), c), x));
-    __m512 x2 = _mm512_mul_ps(xc, xc), p = _mm512_set1_ps(-2.76076847742355e-16f), q, r;
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.00018790482477e-13f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-8.60467152213735e-11f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(5.12229709037114e-08f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(1.48572235717979e-05f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(6.37261928875436e-04f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(4.89352455891786e-03f));
-    q = _mm512_fmadd_ps(_mm512_set1_ps(1.19825839466702e-06f), x2,
-                        _mm512_set1_ps(1.18534705686654e-04f));
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(2.26843463243900e-03f));
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(4.89352518554385e-03f));
-    r = _mm512_rcp14_ps(q);
-    r = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(1.0f)), r);
-    return _mm512_mul_ps(_mm512_mul_ps(p, xc), r);
+/* The tanh of the GRU and attention kernels on a vector register of VW floats: with AVX-512 (16)
+ * or AVX2 and FMA (8); elsewhere the loops around tanh_float, which the compiler vectorizes with a
+ * division. Loads and stores of the first lanes of a register, a mask saying which: `full`, a
+ * constant in each caller, picks the plain load or store (AVX2's masked store is slow on AMD). */
+#if defined(__AVX512F__)
+#define VW 16
+typedef __m512 vf;
+typedef __mmask16 vmask;
+#define vset1 _mm512_set1_ps
+#define vadd _mm512_add_ps
+#define vmul _mm512_mul_ps
+#define vfmadd _mm512_fmadd_ps
+#define vfnmadd _mm512_fnmadd_ps
+#define vmin _mm512_min_ps
+#define vmax _mm512_max_ps
+#define vrcp _mm512_rcp14_ps /* rel. error < 2^-14 */
+#define vsum _mm512_reduce_add_ps
+static inline vmask lanes(int64_t left) { /* the first `left` (any integer) of 16 lanes */
+    if (left >= 16) return (vmask)0xFFFF;
+    return left <= 0 ? (vmask)0 : (vmask)((1u << left) - 1u);
 }
-
-#define ALL ((__mmask16)0xFFFF)
-static inline __mmask16 lanes(int64_t left) { /* the first `left` (any integer) of 16 lanes */
-    if (left >= 16) return (__mmask16)0xFFFF;
-    return left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
+INLINE vf vload(const float *p, int full, vmask m) {
+    return full ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+}
+INLINE void vstore(float *p, int full, vmask m, vf x) {
+    if (full)
+        _mm512_storeu_ps(p, x);
+    else
+        _mm512_mask_storeu_ps(p, m, x);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define VW 8
+typedef __m256 vf;
+typedef __m256i vmask;
+#define vset1 _mm256_set1_ps
+#define vadd _mm256_add_ps
+#define vmul _mm256_mul_ps
+#define vfmadd _mm256_fmadd_ps
+#define vfnmadd _mm256_fnmadd_ps
+#define vmin _mm256_min_ps
+#define vmax _mm256_max_ps
+#define vrcp _mm256_rcp_ps /* rel. error < 1.5 * 2^-12 */
+static inline float vsum(vf x) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+static inline vmask lanes(int64_t left) { /* the first `left` (any integer) of 8 lanes */
+    int32_t k = left > 8 ? 8 : (left < 0 ? 0 : (int32_t)left);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+INLINE vf vload(const float *p, int full, vmask m) {
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+INLINE void vstore(float *p, int full, vmask m, vf x) {
+    if (full)
+        _mm256_storeu_ps(p, x);
+    else
+        _mm256_maskstore_ps(p, m, x);
 }
 #endif
 
-/* p[0:n] = tanh(p + q) (tanh16 where there is AVX-512: every tanh of the GRU and the attention
- * kernels is the same function). */
+#ifdef VW
+/* tanh_float on VW floats, its division replaced by a reciprocal estimate and one Newton step:
+ * within 2.5 (AVX-512) or 3 (AVX2) float32 ulps of tanh on a dense sweep (tanh_float: 4.9),
+ * 1 - 2^-22 at +inf; 1.2x the throughput (the division bounds the energies). max/min return
+ * their second operand for NaN: NaN stays NaN. */
+static inline vf tanh_vec(vf x) {
+    const vf c = vset1(7.90531110763549805f);
+    vf xc = vmin(c, vmax(vset1(-7.90531110763549805f), x)), x2 = vmul(xc, xc);
+    vf p = vset1(-2.76076847742355e-16f), q, r;
+    p = vfmadd(p, x2, vset1(2.00018790482477e-13f));
+    p = vfmadd(p, x2, vset1(-8.60467152213735e-11f));
+    p = vfmadd(p, x2, vset1(5.12229709037114e-08f));
+    p = vfmadd(p, x2, vset1(1.48572235717979e-05f));
+    p = vfmadd(p, x2, vset1(6.37261928875436e-04f));
+    p = vfmadd(p, x2, vset1(4.89352455891786e-03f));
+    q = vfmadd(vset1(1.19825839466702e-06f), x2, vset1(1.18534705686654e-04f));
+    q = vfmadd(q, x2, vset1(2.26843463243900e-03f));
+    q = vfmadd(q, x2, vset1(4.89352518554385e-03f));
+    r = vrcp(q);
+    r = vfmadd(r, vfnmadd(q, r, vset1(1.0f)), r);
+    return vmul(vmul(p, xc), r);
+}
+
+/* tanh_of_sum's VW columns from d on, of which the first m (all but in a last pass). */
+INLINE void tanh_of_sum_lanes(float *p, const float *q, int64_t d, int full, vmask m) {
+    vstore(p + d, full, m, tanh_vec(vadd(vload(p + d, full, m), vload(q + d, full, m))));
+}
+
+/* energy2's VW columns from d on. */
+INLINE void energy2_lanes(const float *u0, const float *u1, const float *ws, const float *v,
+                          int64_t d, int full, vmask m, vf *a0, vf *a1) {
+    vf w = vload(ws + d, full, m), vd = vload(v + d, full, m);
+    *a0 = vfmadd(vd, tanh_vec(vadd(vload(u0 + d, full, m), w)), *a0);
+    *a1 = vfmadd(vd, tanh_vec(vadd(vload(u1 + d, full, m), w)), *a1);
+}
+
+/* energy_backward's VW columns from d on. */
+INLINE void energy_backward_lanes(const float *uh, const float *q, float de, float *ds, float *dq,
+                                  float *dv, int64_t d, int full, vmask m) {
+    vf dev = vset1(de), t = tanh_vec(vadd(vload(uh + d, full, m), vload(q + d, full, m)));
+    vf gt = vmul(dev, vfnmadd(t, t, vset1(1.0f)));
+    vstore(ds + d, full, m, vadd(vload(ds + d, full, m), gt));
+    vstore(dq + d, full, m, vadd(vload(dq + d, full, m), gt));
+    vstore(dv + d, full, m, vfmadd(dev, t, vload(dv + d, full, m)));
+}
+#endif
+
+/* p[0:n] = tanh(p + q) (tanh_vec where there is AVX-512 or AVX2: every tanh of the GRU and the
+ * attention kernels is the same function). */
 static inline void tanh_of_sum(float *p, const float *q, int64_t n) {
-#ifdef __AVX512F__
+#ifdef VW
     int64_t d = 0;
-    for (; d + 16 <= n; d += 16) {
-        __m512 x = _mm512_add_ps(_mm512_loadu_ps(p + d), _mm512_loadu_ps(q + d));
-        _mm512_storeu_ps(p + d, tanh16(x));
-    }
-    if (d < n) {
-        __mmask16 m = lanes(n - d);
-        __m512 x = _mm512_add_ps(_mm512_maskz_loadu_ps(m, p + d), _mm512_maskz_loadu_ps(m, q + d));
-        _mm512_mask_storeu_ps(p + d, m, tanh16(x));
-    }
+    for (; d + VW <= n; d += VW) tanh_of_sum_lanes(p, q, d, 1, lanes(VW));
+    if (d < n) tanh_of_sum_lanes(p, q, d, 0, lanes(n - d));
 #else
 #pragma omp simd
     for (int64_t d = 0; d < n; d++) p[d] = tanh_float(p[d] + q[d]);
 #endif
 }
 
-#ifdef __AVX512F__
-/* energy2's 16 columns from d on, of which the lanes m (all 16 but in a last pass). */
-static inline void energy2_lanes(const float *u0, const float *u1, const float *ws, const float *v,
-                                 int64_t d, __mmask16 m, __m512 *a0, __m512 *a1) {
-    __m512 w = _mm512_maskz_loadu_ps(m, ws + d), vd = _mm512_maskz_loadu_ps(m, v + d);
-    *a0 = _mm512_fmadd_ps(vd, tanh16(_mm512_add_ps(_mm512_maskz_loadu_ps(m, u0 + d), w)), *a0);
-    *a1 = _mm512_fmadd_ps(vd, tanh16(_mm512_add_ps(_mm512_maskz_loadu_ps(m, u1 + d), w)), *a1);
-}
-#endif
-
 /* The energies e[0] = v . tanh(u0 + ws), e[1] = v . tanh(u1 + ws) over n' = N: two positions per
- * pass share the loads of ws and v (with tanh16, the attention kernel 1.2-1.3x as fast as one
+ * pass share the loads of ws and v (with tanh_vec, the attention kernel 1.2-1.3x as fast as one
  * position at a time with tanh_float). */
 static inline void energy2(const float *u0, const float *u1, const float *ws, const float *v,
                            int64_t N, float *e) {
-#ifdef __AVX512F__
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+#ifdef VW
+    vf a0 = vset1(0.0f), a1 = vset1(0.0f);
     int64_t d = 0;
-    for (; d + 16 <= N; d += 16) energy2_lanes(u0, u1, ws, v, d, ALL, &a0, &a1);
-    if (d < N) energy2_lanes(u0, u1, ws, v, d, lanes(N - d), &a0, &a1);
-    e[0] = _mm512_reduce_add_ps(a0);
-    e[1] = _mm512_reduce_add_ps(a1);
+    for (; d + VW <= N; d += VW) energy2_lanes(u0, u1, ws, v, d, 1, lanes(VW), &a0, &a1);
+    if (d < N) energy2_lanes(u0, u1, ws, v, d, 0, lanes(N - d), &a0, &a1);
+    e[0] = vsum(a0);
+    e[1] = vsum(a1);
 #else
     float a0 = 0.0f, a1 = 0.0f;
 #pragma omp simd reduction(+ : a0, a1)
@@ -291,28 +353,14 @@ static inline void energy2(const float *u0, const float *u1, const float *ws, co
 #endif
 }
 
-#ifdef __AVX512F__
-/* energy_backward's 16 columns from d on, of which the lanes m. */
-static inline void energy_backward_lanes(const float *uh, const float *q, float de, float *ds,
-                                         float *dq, float *dv, int64_t d, __mmask16 m) {
-    __m512 dev = _mm512_set1_ps(de);
-    __m512 t = tanh16(
-        _mm512_add_ps(_mm512_maskz_loadu_ps(m, uh + d), _mm512_maskz_loadu_ps(m, q + d)));
-    __m512 gt = _mm512_mul_ps(dev, _mm512_fnmadd_ps(t, t, _mm512_set1_ps(1.0f)));
-    _mm512_mask_storeu_ps(ds + d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, ds + d), gt));
-    _mm512_mask_storeu_ps(dq + d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dq + d), gt));
-    _mm512_mask_storeu_ps(dv + d, m, _mm512_fmadd_ps(dev, t, _mm512_maskz_loadu_ps(m, dv + d)));
-}
-#endif
-
 /* With t = tanh(uh + q) (the same function as energy2's) and gt = de (1 - t^2) over n' = N:
  * ds += gt, dq += gt, dv += de t. */
 static inline void energy_backward(const float *uh, const float *q, float de, float *ds, float *dq,
                                    float *dv, int64_t N) {
-#ifdef __AVX512F__
+#ifdef VW
     int64_t d = 0;
-    for (; d + 16 <= N; d += 16) energy_backward_lanes(uh, q, de, ds, dq, dv, d, ALL);
-    if (d < N) energy_backward_lanes(uh, q, de, ds, dq, dv, d, lanes(N - d));
+    for (; d + VW <= N; d += VW) energy_backward_lanes(uh, q, de, ds, dq, dv, d, 1, lanes(VW));
+    if (d < N) energy_backward_lanes(uh, q, de, ds, dq, dv, d, 0, lanes(N - d));
 #else
 #pragma omp simd
     for (int64_t d = 0; d < N; d++) {
@@ -707,6 +755,28 @@ static inline void transpose16(const float *in, int64_t ldi, void *out, int64_t 
         _mm256_storeu_si256((__m256i *)((uint16_t *)out + i * ldo), _mm512_cvtepi32_epi16(rounded));
     }
 }
+#elif defined(VW)
+/* Transpose the 8 x 8 floats at in (rows ldi apart) into float32 out (rows ldo apart), as
+ * transpose16 with AVX2. */
+static inline void transpose8(const float *in, int64_t ldi, float *out, int64_t ldo) {
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(in + i * ldi);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+    }
+    for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + i * ldo, t[i]);
+}
 #endif
 
 void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int out_bf16,
@@ -731,6 +801,14 @@ void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int ou
                                                : (void *)((float *)out + at);
                             transpose16(&block[ti][tj], 32, o, R, out_bf16);
                         }
+                    continue;
+                }
+#elif defined(VW)
+                if (rows == 32 && cols == 32 && !out_bf16) {
+                    for (int ti = 0; ti < 32; ti += 8)
+                        for (int tj = 0; tj < 32; tj += 8)
+                            transpose8(&block[ti][tj], 32,
+                                       (float *)out + (d * C + bj * 32 + tj) * R + bi * 32 + ti, R);
                     continue;
                 }
 #endif
