@@ -281,8 +281,30 @@ def target_log_prob(u: Tensor, W: Tensor, b: Tensor, y: Tensor) -> Tensor:
     without the bias; the log-softmax is never stored (``logsumexp`` a few rows at a time, in
     float32, with the bias); the backward overwrites the logits with their gradient
     ``g (onehot(y) - softmax)``, whose target entry ``g (1 - p_y)`` comes from the float32 ``log p_y``.
+    Float32 logits on a CPU are computed in blocks of rows (:func:`_logit_pieces`).
     """
     return _TargetLogProb.apply(u, W, b, y)
+
+
+#: Bytes of float32 logits that one block of :func:`_logit_pieces` holds at most: under glibc's
+#: largest ``M_MMAP_THRESHOLD`` (32 MiB), so that a freed block stays in the heap for the next
+#: step's (``nmt_lib._keep_freed_memory``) instead of being mapped afresh, each of its pages a
+#: fault. Bench-small's float32 logits in one block (60 MB) cost 14,000 faults a step; in blocks
+#: a step was 1.03x as fast, at lite's sizes on one thread 1.14x (bench/README.md, eighteenth
+#: session).
+LOGIT_BLOCK_BYTES = 24 << 20
+
+
+def _logit_pieces(N: int, r: int, K: int, dtype: torch.dtype, device: torch.device) -> list[slice]:
+    """Row ranges of the ``[N, K]`` logits (``u [N, r]``) computed as one block each: on a CPU in
+    float32, a multiple of 64 rows under :data:`LOGIT_BLOCK_BYTES`, where the ``[r, K]`` weight
+    gradient (summed over the blocks) is under it too; otherwise all rows. At the paper's sizes
+    (a 74 MB weight gradient) the sum over blocks cost more than the faults it saved (0.93x); on a
+    GPU blocks would only add launches; in bf16 the sum would add a rounding."""
+    if device.type != "cpu" or dtype != torch.float32 or 4 * r * K > LOGIT_BLOCK_BYTES:
+        return [slice(0, N)]
+    rows = max(64, LOGIT_BLOCK_BYTES // (4 * K) // 64 * 64)
+    return [slice(i, i + rows) for i in range(0, N, rows)] or [slice(0, 0)]
 
 
 def _row_chunks(x: Tensor) -> list[slice]:
@@ -298,25 +320,36 @@ class _TargetLogProb(torch.autograd.Function):
         cd, wide = compute_dtype(W), torch.promote_types(W.dtype, torch.float32)
         with torch.autocast(u.device.type, enabled=False):
             u_c, W_c, b_w = u.to(cd), W.to(cd), b.to(wide)  # a cast keeps W's strides
-            logits = product(u_c, W_c.t(), kernels)  # [N, K]; the bias is added below, in float32
-            fast = kernels.target_log_prob(logits, b_w, y)  # on a CPU: one pass per row
-            logp, ctx.stats = (_log_prob_in_pieces(logits, b_w, y), None) if fast is None else fast
+            ctx.pieces = _logit_pieces(*u.shape, W.shape[0], cd, u.device)
+            ctx.logits, ctx.stats, logp = [], [], []
+            for rows in ctx.pieces:  # the bias is added below, in float32
+                z = product(u_c[rows], W_c.t(), kernels)  # [rows, K]
+                fast = kernels.target_log_prob(z, b_w, y[rows])  # on a CPU: one pass per row
+                lp, stats = (_log_prob_in_pieces(z, b_w, y[rows]), None) if fast is None else fast
+                ctx.logits.append(z)
+                ctx.stats.append(stats)
+                logp.append(lp)
+            logp = torch.cat(logp) if len(logp) > 1 else logp[0]
         ctx.save_for_backward(u_c, W_c, b_w, y, logp)
-        ctx.logits, ctx.dtypes = logits, (u.dtype, W.dtype, b.dtype)  # for the backward
+        ctx.dtypes = (u.dtype, W.dtype, b.dtype)
         return logp
 
     @staticmethod
     def backward(ctx, g):
         u_c, W_c, b_w, y, logp = ctx.saved_tensors
-        d, ctx.logits = ctx.logits, None  # the logits: overwritten by their gradient below
-        if d is None:  # a second backward through the same graph (retain_graph): recompute
-            d = product(u_c, W_c.t(), kernels)
-        db = None if ctx.stats is None else kernels.target_log_prob_backward(
-            d, b_w, y, g, ctx.stats, logp)  # fmt: skip
-        if db is None:
-            db = _grad_in_pieces(d, b_w, y, g, logp)
-        du = product(d, W_c, kernels)  # [N, r]
-        dW_t = product(transposed(u_c, u_c.dtype, kernels), d, kernels)  # [r, K]
+        logits, ctx.logits = ctx.logits, None  # overwritten by their gradient below
+        du, dW_t, db = torch.empty_like(u_c), None, None
+        for i, rows in enumerate(ctx.pieces):
+            # a second backward through the same graph (retain_graph): the logits recomputed
+            d = product(u_c[rows], W_c.t(), kernels) if logits is None else logits[i]
+            stats, y_r, g_r, logp_r = ctx.stats[i], y[rows], g[rows], logp[rows]
+            db_r = None if stats is None else kernels.target_log_prob_backward(
+                d, b_w, y_r, g_r, stats, logp_r)  # fmt: skip
+            if db_r is None:
+                db_r = _grad_in_pieces(d, b_w, y_r, g_r, logp_r)
+            du[rows] = product(d, W_c, kernels)  # [rows, r]
+            dW_r = product(transposed(u_c[rows], u_c.dtype, kernels), d, kernels)  # [r, K]
+            dW_t, db = (dW_r, db_r) if dW_t is None else (dW_t.add_(dW_r), db.add_(db_r))
         dW = dW_t.t() if W_c.t().is_contiguous() else transposed(dW_t, dW_t.dtype, kernels)
         return du.to(ctx.dtypes[0]), dW.to(ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
 

@@ -152,6 +152,49 @@ def test_target_log_prob_equals_log_softmax(column_major):
     assert torch.autograd.gradcheck(lambda *p: target_log_prob(*p, y), (u, W, b))
 
 
+@pytest.mark.parametrize("use_kernels", [True, False])
+def test_target_log_prob_in_blocks_of_rows(use_kernels, monkeypatch):
+    """Float32 logits on a CPU in blocks of rows (``decoder._logit_pieces``; here 64 + 64 + 64 + 8
+    rows): the log-probabilities and the gradients of ``u``, ``W``, ``b`` (first backward, and a
+    second one that recomputes the logits) as float64's within float32 rounding, with the
+    compiled kernels and with the PyTorch operations."""
+    from nmt_lib import decoder
+
+    if not use_kernels:
+        monkeypatch.setattr(decoder.kernels, "library", lambda: None)
+    g = torch.Generator().manual_seed(5)
+    N, r, K = 200, 12, 101
+    monkeypatch.setattr(decoder, "LOGIT_BLOCK_BYTES", 64 * 4 * K)
+    pieces = decoder._logit_pieces(N, r, K, torch.float32, torch.device("cpu"))
+    assert [len(range(N)[p]) for p in pieces] == [64, 64, 64, 8]
+    u, W, b = (torch.randn(*s, generator=g) for s in ((N, r), (r, K), (K,)))
+    W = W.t()  # column-major, as the model stores W_o
+    y, w = torch.randint(0, K, (N,), generator=g), torch.randn(N, generator=g)
+    ref_in = [x.double().requires_grad_() for x in (u, W, b)]
+    ref = Decoder.log_softmax(torch.nn.functional.linear(*ref_in)).gather(-1, y[:, None])[:, 0]
+    expected = grads(ref, ref_in, w.double())
+    u, W, b = (x.requires_grad_() for x in (u, W, b))
+    fast = target_log_prob(u, W, b, y)
+    torch.testing.assert_close(fast.double(), ref.detach(), rtol=0, atol=2e-5)
+    first = torch.autograd.grad((fast * w).sum(), (u, W, b), retain_graph=True)
+    second = torch.autograd.grad((fast * w).sum(), (u, W, b))
+    for gf, gs, gr in zip(first, second, expected, strict=True):
+        torch.testing.assert_close(gf.double(), gr, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(gs, gf, rtol=0, atol=0)
+
+
+def test_logit_pieces_only_for_float32_on_a_cpu_with_a_small_weight_gradient():
+    from nmt_lib.decoder import LOGIT_BLOCK_BYTES, _logit_pieces
+
+    cpu, N, K = torch.device("cpu"), 1500, 10003  # bench-small: 1500 x 10003 float32 logits
+    rows = [len(range(N)[p]) for p in _logit_pieces(N, 256, K, torch.float32, cpu)]
+    assert rows[0] % 64 == 0 and rows[0] * K * 4 <= LOGIT_BLOCK_BYTES and len(rows) == 3
+    for args in ((N, 256, K, torch.bfloat16, cpu), (N, 256, K, torch.float32, torch.device("cuda")),
+                 (2400, 620, 30001, torch.float32, cpu)):  # fmt: skip  # the paper's W_o: 74 MB
+        assert _logit_pieces(*args) == [slice(0, args[0])]
+    assert _logit_pieces(0, 256, K, torch.float32, cpu) == [slice(0, 0)]
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("G", [1, 3])
 def test_energies_in_pieces_equals_alignment_scores(dtype, G):
