@@ -289,9 +289,9 @@ def target_log_prob(u: Tensor, W: Tensor, b: Tensor, y: Tensor) -> Tensor:
 #: Bytes of float32 logits that one block of :func:`_logit_pieces` holds at most: under glibc's
 #: largest ``M_MMAP_THRESHOLD`` (32 MiB), so that a freed block stays in the heap for the next
 #: step's (``nmt_lib._keep_freed_memory``) instead of being mapped afresh, each of its pages a
-#: fault. Bench-small's float32 logits in one block (60 MB) cost 14,000 faults a step; in blocks
-#: a step was 1.03x as fast, at lite's sizes on one thread 1.14x (bench/README.md, eighteenth
-#: session).
+#: fault. Bench-small's float32 logits in one block (60 MB) cost 14,000 faults and 45-53 ms of
+#: system time a step; in blocks under 1,000 and 2-4 ms, and the step was 1.01-1.05x as fast
+#: (bench/README.md, eighteenth session).
 LOGIT_BLOCK_BYTES = 24 << 20
 
 

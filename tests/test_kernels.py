@@ -194,7 +194,7 @@ def test_tanh_of_the_kernels_is_accurate(lib):
     """The kernels' tanh (here the GRU candidate's, ``n = 1``; with AVX-512 or AVX2 the attention's
     too) within 7 float32 ulps of tanh over the whole range and at ±inf (all floats were checked
     once: 4.9 ulps for the scalar version with FMA; on this sweep the AVX-512 one 2.5, the AVX2 one
-    2.8)."""
+    2.5, and 2.8 on a denser one of 72M floats)."""
     x = torch.cat([torch.linspace(-12, 12, 20001), torch.logspace(-8, 0, 200),
                    torch.tensor([math.inf, -math.inf])]).view(1, -1, 1)  # fmt: skip
     got, out, z = torch.empty_like(x), torch.empty_like(x), torch.ones_like(x)
