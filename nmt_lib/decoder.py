@@ -338,7 +338,7 @@ class _TargetLogProb(torch.autograd.Function):
     def backward(ctx, g):
         u_c, W_c, b_w, y, logp = ctx.saved_tensors
         logits, ctx.logits = ctx.logits, None  # overwritten by their gradient below
-        du, dW_t, db = torch.empty_like(u_c), None, None
+        du, dW_t, db = [], None, None
         for i, rows in enumerate(ctx.pieces):
             # a second backward through the same graph (retain_graph): the logits recomputed
             d = product(u_c[rows], W_c.t(), kernels) if logits is None else logits[i]
@@ -347,9 +347,10 @@ class _TargetLogProb(torch.autograd.Function):
                 d, b_w, y_r, g_r, stats, logp_r)  # fmt: skip
             if db_r is None:
                 db_r = _grad_in_pieces(d, b_w, y_r, g_r, logp_r)
-            du[rows] = product(d, W_c, kernels)  # [rows, r]
+            du.append(product(d, W_c, kernels))  # [rows, r]
             dW_r = product(transposed(u_c[rows], u_c.dtype, kernels), d, kernels)  # [r, K]
             dW_t, db = (dW_r, db_r) if dW_t is None else (dW_t.add_(dW_r), db.add_(db_r))
+        du = torch.cat(du) if len(du) > 1 else du[0]
         dW = dW_t.t() if W_c.t().is_contiguous() else transposed(dW_t, dW_t.dtype, kernels)
         return du.to(ctx.dtypes[0]), dW.to(ctx.dtypes[1]), db.to(ctx.dtypes[2]), None
 
