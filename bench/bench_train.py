@@ -4,6 +4,7 @@
     python bench/bench_train.py --shape paper --steps 2 --reps 1  # App. A.2.3 sizes (slow on 2 cores)
     python bench/bench_train.py --memory                          # peak RSS, one fresh process each
     python bench/bench_train.py --sweep                           # time per target token vs length
+    python bench/bench_train.py --products --arch RNNsearch       # the step's products vs the peak
 
 A training step is ``nmt_lib.train.Trainer.step``'s: forward, summed NLL, backward, clip, Adadelta.
 Throughput = real target tokens (EOS included, padding excluded) / wall time. ``nmt_lib`` and
@@ -12,6 +13,10 @@ alternately, batch by batch; the speed-up is the median over batches of naive ti
 The FLOP efficiency is the model FLOPs of the real tokens (``nmt_lib.model.forward_macs``, training = 3 ×
 forward) per second over the machine's GEMM peak (a 2048^3 ``torch.matmul`` in the step's precision)
 measured right after each step, so that both see the same load on a shared machine.
+``--products`` profiles nmt_lib's step (``torch.profiler``): each product's FLOPs over its time, against
+the mean of the GEMM peaks measured before and after, and the products' share of the step, hence how
+much faster the step could be if nothing but its products took time (CPU only; with AMX, nmt_lib's own
+AMX products are not PyTorch operators: the profiler does not see them, and counts them as the rest).
 Not a test: nothing is asserted about speed.
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 
 import torch
 from common import (
@@ -39,6 +45,7 @@ from common import (
     timed,
 )
 
+from nmt_lib import kernels
 from nmt_lib.model import build_model
 
 
@@ -139,6 +146,65 @@ def sweep(shape, precision, lengths, steps, with_naive, device="cpu") -> list[di
     return rows
 
 
+#: PyTorch's matrix products as the profiler names them, and their FLOPs from the input shapes
+PRODUCTS = {
+    "mkldnn::_linear_pointwise": lambda x, w, *_: 2 * math.prod(x) * w[0],
+    "aten::mm": lambda a, b, *_: 2 * a[0] * a[1] * b[1],
+    "aten::addmm": lambda _, a, b, *__: 2 * a[0] * a[1] * b[1],
+    "aten::bmm": lambda a, b, *_: 2 * math.prod(a) * b[2],
+    "aten::baddbmm": lambda _, a, b, *__: 2 * math.prod(a) * b[2],
+}
+
+
+def products(shape, arch, precision, steps, top=12) -> dict:
+    """nmt_lib's training step on the CPU under ``torch.profiler``: its products' time and
+    efficiency."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cfg = model_config(shape, arch)
+    ours, _ = pair(cfg, precision)
+    batches = synthetic_batches(
+        cfg, SHAPES[shape]["batch"], SHAPES[shape]["lengths"], steps, seed=1
+    )
+    for b in batches:  # warm-up, as in throughput()
+        ours.step(b)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    if dtype == torch.bfloat16 and kernels.amx():
+        print(
+            "note: nmt_lib's AMX products are not PyTorch operators: counted outside the products"
+        )
+    peaks = [gemm_peak(dtype)]
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for b in batches:
+            ours.step(b)
+    peaks.append(gemm_peak(dtype))
+    peak = sum(peaks) / len(peaks)
+    total = sum(e.self_cpu_time_total for e in prof.key_averages()) / 1e6
+    rows = []
+    for e in prof.key_averages(group_by_input_shape=True):
+        if e.key in PRODUCTS and e.self_cpu_time_total > 0:
+            secs, flop = e.self_cpu_time_total / 1e6, PRODUCTS[e.key](*e.input_shapes) * e.count
+            shapes = [list(s) for s in e.input_shapes if s]
+            rows.append({"op": e.key, "shapes": shapes, "calls_per_step": e.count / steps,
+                         "ms_per_step": 1e3 * secs / steps, "flop": flop, "secs": secs})  # fmt: skip
+    rows.sort(key=lambda r: -r["secs"])
+    secs, flop = sum(r["secs"] for r in rows), sum(r["flop"] for r in rows)
+    print(f"\n{arch} {shape} {precision}: the profiled step {1e3 * total / steps:.1f} ms, its "
+          f"products {1e3 * secs / steps:.1f} ms ({100 * secs / total:.0f} %) at "
+          f"{100 * flop / secs / peak:.0f} % of the GEMM peak ({peak / 1e9:.1f} GFLOP/s, the mean "
+          f"of {peaks[0] / 1e9:.1f} before and {peaks[1] / 1e9:.1f} after). With no time outside "
+          f"its products the step would be {total / secs:.2f}x as fast.")  # fmt: skip
+    print(
+        "| product | input shapes | calls per step | ms per step | % of the peak |\n|---|---|---|---|---|"
+    )
+    for r in rows[:top]:
+        print(f"| {r['op']} | {r['shapes']} | {r['calls_per_step']:.1f} | {r['ms_per_step']:.1f} | "
+              f"{100 * r['flop'] / r['secs'] / peak:.0f} |")  # fmt: skip
+    return {"arch": arch, "precision": precision, "step_s": total / steps,
+            "products_s": secs / steps, "products_flop_frac": flop / secs / peak, "peaks": peaks,
+            "ceiling": total / secs, "rows": rows}  # fmt: skip
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="small")
@@ -154,12 +220,16 @@ def main():
     ap.add_argument("--memory", action="store_true", help="peak RSS of each implementation")
     ap.add_argument("--sweep", action="store_true", help="time per target token vs length")
     ap.add_argument("--sweep-lengths", type=int, nargs="+", default=[10, 20, 40, 80])
+    ap.add_argument("--products", action="store_true",
+                    help="nmt_lib's products: their share of a step and % of the GEMM peak")  # fmt: skip
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--child", nargs=4, metavar=("IMPL", "SHAPE", "ARCH", "PRECISION"),
                     help=argparse.SUPPRESS)  # fmt: skip
     args = ap.parse_args()
     if args.cuda_graphs and args.device != "cuda":
         ap.error("--cuda-graphs needs --device cuda")
+    if args.products and args.device != "cpu":
+        ap.error("--products: CPU only")
     setup_threads(args.threads)
     if args.child:
         return memory_child(*args.child)
@@ -184,6 +254,9 @@ def main():
         for r in rows:
             print(f"| {r['arch']} | {r['precision']} | {r['impl']} | {r['built_mb']:.0f} | "
                   f"{r['peak_mb']:.0f} |")  # fmt: skip
+    elif args.products:
+        results["products"] = [products(args.shape, arch, prec, args.steps)
+                               for arch in args.arch for prec in args.precision]  # fmt: skip
     elif args.sweep:
         for prec in args.precision:
             rows = sweep(args.shape, prec, args.sweep_lengths, args.steps, not args.no_naive,
