@@ -32,7 +32,8 @@ FINGERPRINT = {
     "model": None,  # every field
     "data": ("train", "src_lang", "trg_lang", "src_words", "trg_words", "max_len",
              "max_train_pairs", "batch_size", "sort_k_batches", "seed"),
-    "train": ("rho", "eps", "lr", "clip_norm", "seed"),
+    "train": ("optimizer", "rho", "eps", "lr", "loss", "lr_schedule", "lr_decay", "warmup_updates",
+              "clip_norm", "seed"),
 }  # fmt: skip
 
 
@@ -90,11 +91,12 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
 def fingerprint(cfg: RunConfig | dict) -> dict:
     """The part of a run's config that a checkpoint must match (:data:`FINGERPRINT`)."""
     d = to_dict(cfg) if isinstance(cfg, RunConfig) else cfg
+    defaults = to_dict(RunConfig(name=""))  # a setting that a config predates has its default
     out = {}
     for sec, keys in FINGERPRINT.items():
         part = d.get(sec, {})
         for k in sorted(part) if keys is None else keys:
-            out[f"{sec}.{k}"] = part.get(k)
+            out[f"{sec}.{k}"] = part.get(k, defaults[sec].get(k))
     return out
 
 

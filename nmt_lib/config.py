@@ -109,17 +109,33 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The training recipe (§4.2, App. B.2; GroundHog ``SGD_adadelta``)."""
+    """The training recipe. The defaults are the paper's (§4.2, App. B.2; GroundHog
+    ``SGD_adadelta``): Adadelta, the loss summed over the tokens of a minibatch, the gradient norm
+    clipped to 1, a constant learning rate. ``optimizer``, ``loss``, ``lr_schedule`` and
+    ``warmup_updates`` name the measured alternatives of reduced budgets (the book's deviations page
+    and its "What a CPU-hour buys" section)."""
 
+    optimizer: str = "adadelta"  # the paper's; or "adam" (Kingma & Ba, betas 0.9/0.999, eps 1e-8)
     rho: float = 0.95  # Adadelta
-    eps: float = 1e-6
-    lr: float = 1.0
+    eps: float = 1e-6  # Adadelta's epsilon (Adam keeps its own 1e-8)
+    lr: float = 1.0  # Adadelta: 1 (GroundHog); Adam: e.g. 1e-3
+    loss: str = (
+        "sum"  # minibatch loss: "sum" of token NLLs (the paper), "sentence" mean, "token" mean
+    )
+    lr_schedule: str = (
+        "constant"  # or "plateau": lr *= lr_decay after each evaluation without progress
+    )
+    lr_decay: float = 0.5
+    warmup_updates: int = 0  # linear warm-up of the learning rate from 0 over this many updates
     clip_norm: float = 1.0  # global L2 norm
     nonfinite: str = "shrink"  # GroundHog: g <- 0.1 * theta; or "skip"
     max_updates: int | None = None  # budgets: whichever comes first
     max_epochs: float | None = None
     max_hours: float | None = None
     eval_every: int = 1000  # updates between dev evaluations
+    dev_nll_sentences: int = (
+        0  # dev NLL of a fixed subset at each evaluation; 0 = the whole dev set
+    )
     dev_bleu_sentences: int = 200  # dev sample decoded (greedy) at each evaluation; 0 = none
     patience: int | None = None  # early stopping on dev NLL (RNNsearch-50*); None = off
     checkpoint_minutes: float = 10.0
@@ -130,6 +146,28 @@ class TrainConfig:
     seed: int = 1234
 
     def __post_init__(self):
+        choices = {"optimizer": ("adadelta", "adam"), "loss": ("sum", "sentence", "token"),
+                   "lr_schedule": ("constant", "plateau")}  # fmt: skip
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(
+                    f"train.{name} must be one of {list(allowed)}, not {getattr(self, name)!r}"
+                )
+        if self.lr < 0 or self.clip_norm <= 0:
+            raise ConfigError(
+                f"train.lr must be >= 0 and train.clip_norm > 0: {self.lr}, {self.clip_norm}"
+            )
+        if not 0 < self.lr_decay <= 1:
+            raise ConfigError(f"train.lr_decay must be in (0, 1], got {self.lr_decay}")
+        for name in ("warmup_updates", "dev_nll_sentences", "dev_bleu_sentences"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"train.{name} must be >= 0, got {getattr(self, name)}")
+        if self.eval_every <= 0:
+            raise ConfigError(f"train.eval_every must be > 0, got {self.eval_every}")
+        for name in ("max_updates", "max_epochs", "max_hours", "patience"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"train.{name} must be > 0 (or unset), got {value}")
         if self.nonfinite not in ("shrink", "skip"):
             raise ConfigError(f"train.nonfinite must be 'shrink' or 'skip', not {self.nonfinite!r}")
         if self.precision not in ("auto", "bf16", "fp32"):

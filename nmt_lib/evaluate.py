@@ -172,24 +172,31 @@ def find_sentences(evalset, sources: Sequence[str], prefix: bool = False) -> lis
 
 def attention_records(
     model, evalset, sources: Sequence[str], trg_vocab, search: SearchConfig, device=None,
-    precision: str = "fp32",
+    precision: str = "fp32", src_vocab=None,
 ) -> list[dict]:  # fmt: skip
-    """Figure 3: the best hypothesis and its attention for each of ``sources`` found in
-    ``evalset`` (``alpha[i][j]``: output token i over source token j, EOS included on both axes)."""
+    """Figure 3: the best hypothesis and its attention for each of ``sources`` (``alpha[i][j]``:
+    output token i over source token j, EOS included on both axes). A source found in ``evalset``
+    is decoded from there (``found``, ``index``, with its reference); one that is not, such as the
+    paper's "arbitrary sentence" (a), is translated from its own tokens when ``src_vocab`` is given
+    (Moses-tokenized text, as :data:`FIG3_SOURCES`), else recorded as not found."""
     found = find_sentences(evalset, sources)
-    idx = [i for i in found if i is not None]
-    hyps = decode(model, [evalset.x[i] for i in idx], search, device, precision, return_alpha=True)
-    by_idx = dict(zip(idx, hyps, strict=True))
+    todo = [(k, evalset.x[i], evalset.src_tok[i]) for k, i in enumerate(found) if i is not None]
+    if src_vocab is not None:
+        todo += [(k, src_vocab.encode(sources[k].split(), eos=True), sources[k].split())
+                 for k, i in enumerate(found) if i is None]  # fmt: skip
+    hyps = decode(model, [x for _, x, _ in todo], search, device, precision, return_alpha=True)
+    by_k = {k: (tok, h) for (k, _, tok), h in zip(todo, hyps, strict=True)}
     out = []
-    for src, i in zip(sources, found, strict=True):
+    for k, (src, i) in enumerate(zip(sources, found, strict=True)):
         rec = {"source": src, "found": i is not None, "index": i}
-        if i is not None:
-            h = by_idx[i]
-            rec["src_tokens"] = [*evalset.src_tok[i], "</s>"]
+        if k in by_k:
+            tok, h = by_k[k]
+            rec["src_tokens"] = [*tok, "</s>"]
             rec["hyp_tokens"] = trg_vocab.decode(h.tokens) + (["</s>"] if h.finished else [])
-            rec["ref_tokens"] = list(evalset.ref_tok[i])
+            if i is not None:
+                rec["ref_tokens"] = list(evalset.ref_tok[i])
             rec["alpha"] = (
-                None if h.alpha is None else np.round(h.alpha.float().numpy(), 5).tolist()
+                None if h.alpha is None else np.round(h.alpha.float().numpy(), 4).tolist()
             )
         out.append(rec)
     return out
@@ -311,7 +318,7 @@ def evaluate_run(
     write_json(out_dir / "nll.json", nll)
 
     # Figure 3: attention of the chosen sentences
-    att = attention_records(model, test, figure_sources, vocab, search, dev, prec)
+    att = attention_records(model, test, figure_sources, vocab, search, dev, prec, prep.src_vocab)
     _write_compact(out_dir / "attention.json", att)
     result["nll"] = nll
     result["seconds"] = time.perf_counter() - t0

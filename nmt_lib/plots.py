@@ -28,6 +28,7 @@ def fig2_bleu_by_length(
     curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     xmax: float = 60,
     title: str | None = None,
+    paper: Mapping[str, float] | None = None,
 ):
     """BLEU against sentence length, one curve per model, in the paper's line styles (Figure 2).
 
@@ -35,13 +36,21 @@ def fig2_bleu_by_length(
         curves: model name -> (lengths, BLEU scores), e.g. bucket centres and per-bucket BLEU.
         xmax: right end of the x axis (the paper: 60).
         title: optional title (e.g. the profile that produced the numbers).
+        paper: model name -> the paper's BLEU on all test sentences (Table 1), drawn as thin
+            grey lines in the model's style, for reference.
 
     The y axis is the paper's, 0 to 30 (higher if a score is), except when every score is below
-    5 (a briefly trained model): then it is fitted to the scores, so that their shape shows.
+    5 (a briefly trained model) and no paper line is drawn: then it is fitted to the scores, so
+    that their shape shows.
     """
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     best = max((v for _, y in curves.values() for v in y), default=0.0)
-    top = max(30.0, best + 2) if best >= 5 else max(1.0, 1.25 * best)
+    top = max(30.0, best + 2) if best >= 5 or paper else max(1.0, 1.25 * best)
+    for name, value in (paper or {}).items():
+        if name in curves:
+            ax.axhline(value, ls=FIG2_STYLES.get(name, "-"), color="0.6", lw=0.9)
+            ax.annotate(f"paper {name}", (xmax, value), xytext=(-3, 2), textcoords="offset points",
+                        ha="right", va="bottom", fontsize=7, color="0.45")  # fmt: skip
     for name, (x, y) in curves.items():
         ax.plot(x, y, FIG2_STYLES.get(name, "-"), color="k", lw=1.6, label=name)
     ax.set(xlabel="Sentence length", ylabel="BLEU score", xlim=(0, xmax), ylim=(0, top))
@@ -103,6 +112,25 @@ def length_histogram(lengths: Mapping[str, Sequence[int]], max_len: int | None =
     ax.legend(frameon=False)
     if title:
         ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def budget_curves(curves: Mapping[str, Sequence[Mapping]], reference: str | None = None):
+    """The budget study: dev NLL (left) and greedy dev BLEU (right) against minutes of training,
+    one line per arm; ``reference`` (default: the first arm) drawn thick and black."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    reference = reference or next(iter(curves), None)
+    for name, recs in curves.items():
+        x = [r["minutes"] for r in recs]
+        style = {"color": "k", "lw": 2.4, "zorder": 3} if name == reference else {"lw": 1.3}
+        a1.plot(x, [r["dev_nll"] for r in recs], label=name, **style)
+        a2.plot(x, [r["dev_bleu"] or 0.0 for r in recs], label=name, **style)
+    a1.set(xlabel="minutes of training (one core)", ylabel="dev NLL per sentence (nats)")
+    a2.set(xlabel="minutes of training (one core)", ylabel="dev BLEU (greedy, first dev sentences)")
+    for ax in (a1, a2):
+        ax.grid(alpha=0.3)
+    a2.legend(fontsize=8, frameon=False, loc="upper left")
     fig.tight_layout()
     return fig
 

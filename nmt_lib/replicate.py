@@ -122,6 +122,20 @@ def figure_sentences(test, k: int = 3, seed: int = 1234) -> list[str]:
     return [" ".join(test.src_tok[i]) for i in sorted(random.Random(seed).sample(pick, k))]
 
 
+#: Test sentences whose attention the alignment explorer of the alignments chapter shows.
+EXPLORER_SENTENCES = 36
+
+
+def explorer_sentences(test, k: int = EXPLORER_SENTENCES, seed: int = 4321) -> list[str]:
+    """``k`` random test sentences of 5-50 words with no unknown word (all of them if fewer), in
+    test-set order: the alignment explorer's sentences, besides Figure 3's."""
+    import random
+
+    ok = [i for i in range(len(test)) if test.no_unk[i] and 5 <= len(test.src_tok[i]) <= 50]
+    pick = sorted(random.Random(seed).sample(ok, min(k, len(ok))))
+    return [" ".join(test.src_tok[i]) for i in pick]
+
+
 def run_dir(out: Path, name: str) -> Path:
     from nmt_lib.config import run_dir_name
 
@@ -137,7 +151,8 @@ def train_and_evaluate(profile: str, results_dir, data_dir, name: str) -> tuple[
 
     run, out = load(profile, data_dir).runs[name], results_path(profile, results_dir)
     prep = prepare(run.data)
-    sources = (*FIG3_SOURCES, *figure_sentences(prep.test))
+    # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
+    sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
     t0 = time.time()
     summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
     t1 = time.time()
@@ -210,9 +225,10 @@ def _data_files(prof) -> dict:
     return dict(sorted(files.items()))
 
 
-def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dict:
-    """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results); ``git``:
-    the commit the runs started from (default: now)."""
+def provenance(prof, git: dict | None = None) -> dict:
+    """What every results directory records: the profile, the resolved configs, the commit (``git``:
+    the commit the runs started from; default: now), the sha256 of every data file, the hardware
+    and the library versions."""
     import datetime
     import platform
     from importlib.metadata import version
@@ -220,16 +236,10 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
     import torch
 
     from nmt_lib.config import to_dict
-    from nmt_lib.io import write_json
+    from nmt_lib.kernels import cpu_flags, cpu_info
 
-    signatures, devices, precisions = {}, {}, {}
-    for name in prof.runs:
-        bleu = json.loads((run_dir(out, name) / "bleu.json").read_text(encoding="utf-8"))
-        signatures = {k: bleu["all"][k]["signature"] for k in ("tok", "detok")}
-        summary = json.loads((run_dir(out, name) / "train_summary.json").read_text("utf-8"))
-        devices[name], precisions[name] = summary["device"], summary.get("precision")
     pkgs = ("torch", "numpy", "sacrebleu", "sacremoses", "nmt_lib")
-    manifest = {
+    return {
         "profile": prof.name,
         "description": prof.description,
         "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -240,15 +250,32 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
         "hardware": {
             "platform": platform.platform(),
             "cpu": platform.processor() or platform.machine(),
+            "cpu_model": cpu_info("model name") or None,
+            "cpu_flags_simd": sorted(f for f in cpu_flags() if f.startswith(("avx", "amx", "fma"))),
             "cpu_count": os.cpu_count(),
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "device_per_run": devices,
-            "precision_per_run": precisions,  # train.precision as resolved ("auto")
         },
         "versions": {"python": platform.python_version(), **{p: version(p) for p in pkgs}},
-        "sacrebleu_signatures": signatures,
-        "wall_seconds": walls,
     }
+
+
+def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dict:
+    """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results): the
+    :func:`provenance`, the device and precision of every run, the sacreBLEU signatures and the
+    wall times."""
+    from nmt_lib.io import write_json
+
+    signatures, devices, precisions = {}, {}, {}
+    for name in prof.runs:
+        bleu = json.loads((run_dir(out, name) / "bleu.json").read_text(encoding="utf-8"))
+        signatures = {k: bleu["all"][k]["signature"] for k in ("tok", "detok")}
+        summary = json.loads((run_dir(out, name) / "train_summary.json").read_text("utf-8"))
+        devices[name], precisions[name] = summary["device"], summary.get("precision")
+    manifest = provenance(prof, git)
+    manifest["hardware"]["device_per_run"] = devices
+    manifest["hardware"]["precision_per_run"] = precisions  # train.precision as resolved ("auto")
+    manifest["sacrebleu_signatures"] = signatures
+    manifest["wall_seconds"] = walls
     write_json(out / "manifest.json", manifest)
     return manifest
 
@@ -372,25 +399,28 @@ def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:
 
 def fig3_panels(out: Path, model: str = "RNNsearch-50") -> tuple[list[dict], bool]:
     """Figure 3's panels from ``attention.json`` of ``model``: the paper's sentences (b)-(d) when
-    the test set has them (then the flag is True), else the sentences chosen by the paper's rule."""
-    import html
-
+    the test set has them (then the flag is True), preceded by (a), the paper's "arbitrary
+    sentence", where the run translated it; else the three sentences chosen by the paper's rule."""
     records = read_json(run_dir(out, model) / "attention.json")  # FIG3_SOURCES (a)-(d), then ours
     use_paper = all(r["found"] and r.get("alpha") for r in records[1:4])
-    chosen = records[1:4] if use_paper else [r for r in records[4:] if r.get("alpha")]
+    if use_paper:
+        chosen = [(f"({c})", r) for c, r in zip("abcd", records[:4], strict=True) if r.get("alpha")]
+    else:
+        chosen = [(f"test sentence {r['index'] + 1}", r) for r in records[4:7] if r.get("alpha")]
+    return [{**attention_panel(r), "title": title} for title, r in chosen], use_paper
+
+
+def attention_panel(record: dict) -> dict:
+    """One ``attention.json`` record as words and weights: ``src``, ``trg`` (EOS shown as
+    ``<end>``, as the paper labels it; Moses' escapes undone) and ``alpha``."""
+    import html
+
     word = lambda t: "<end>" if t == "</s>" else html.unescape(t)  # noqa: E731
-    panels = []
-    for k, r in enumerate(chosen):
-        title = f"({'bcd'[k]})" if use_paper else f"test sentence {r['index'] + 1}"
-        panels.append(
-            {
-                "src": [word(t) for t in r["src_tokens"]],
-                "trg": [word(t) for t in r["hyp_tokens"]],
-                "alpha": r["alpha"],
-                "title": title,
-            }
-        )
-    return panels, use_paper
+    return {
+        "src": [word(t) for t in record["src_tokens"]],
+        "trg": [word(t) for t in record["hyp_tokens"]],
+        "alpha": record["alpha"],
+    }
 
 
 def long_sentences(out: Path, test, models=("RNNencdec-50", "RNNsearch-50")) -> tuple[str, bool]:
@@ -426,13 +456,22 @@ SHORT, LONG, HOLDS = 30, 50, 0.9
 PEAKED, MONOTONIC, LOCAL = 0.5, 0.7, 3
 
 
+#: Table 1's claims in numbers: a model "beats" another when their BLEU difference is at least
+#: MARGIN points (the paper's differences are 4-9 points; below one point a difference is too small
+#: to carry the claim, however certain).
+MARGIN = 1.0
+
+
 def _verdict(intervals: list[list[float]]) -> tuple[str, str]:
-    """BLEU differences: all intervals above 0: reproduced; any below 0: not; else unclear."""
-    if all(lo > 0 for lo, _ in intervals):
-        return "reproduced", "every difference's 95% interval is above 0"
-    if any(hi < 0 for _, hi in intervals):
-        return "not reproduced", "a difference's 95% interval is below 0: the opposite holds"
-    return "unclear", "a difference's 95% interval contains 0"
+    """BLEU differences: every 95% interval above +MARGIN: reproduced; any below +MARGIN: not
+    reproduced; else (an interval contains +MARGIN) unclear."""
+    if all(lo > MARGIN for lo, _ in intervals):
+        return "reproduced", f"every difference's 95% interval is above +{MARGIN:g} BLEU"
+    if any(hi < MARGIN for _, hi in intervals):
+        below = any(hi < 0 for _, hi in intervals)
+        why = "below 0: the opposite holds" if below else f"below +{MARGIN:g} BLEU: too small"
+        return "not reproduced", f"a difference's 95% interval is {why}"
+    return "unclear", f"a difference's 95% interval contains +{MARGIN:g} BLEU"
 
 
 def _fmt(point: float, iv: list[float]) -> str:

@@ -1,4 +1,4 @@
-"""Training as the paper and GroundHog did (§4.2, App. B.2; PAPER.md §3, A6, A14).
+"""Training as the paper and GroundHog did (§4.2, App. B.2; PAPER.md §3, A6, A14), by default:
 
 * Adadelta with ``rho = 0.95``, ``eps = 1e-6`` and learning rate 1 (``torch.optim.Adadelta`` is
   GroundHog's ``SGD_adadelta``; :class:`Adadelta` computes its update faster on a CPU);
@@ -8,8 +8,13 @@
   replaced by ``0.1 * θ`` (GroundHog, ``train.nonfinite = "shrink"``) or the update is skipped
   (``"skip"``), and counted in the log;
 * minibatches of 80 from :class:`~nmt_lib.data.TrainIterator` (20 batches sorted by length at a time);
+* the named alternatives of reduced budgets (``TrainConfig``): ``optimizer = "adam"``, ``loss =
+  "sentence"`` or ``"token"`` (the sum divided by the update's sentences or target tokens, so that
+  ``clip_norm`` bounds the gradient of that mean), a linear warm-up and a learning rate that decays
+  when an evaluation brings no progress (``lr_schedule = "plateau"``);
 * budgets in updates, epochs or hours, whichever comes first; every ``eval_every`` updates the dev
-  NLL (per-sentence NLL averaged over the dev set, Table 2) and the BLEU of greedy translations of
+  NLL (per-sentence NLL averaged over ``dev_nll_sentences`` fixed dev sentences, or the whole dev
+  set, Table 2's measure) and the BLEU of greedy translations of
   the first ``dev_bleu_sentences`` dev sentences (tokenized, multi-bleu style); with
   ``train.patience`` training stops when the dev NLL has not improved for that many evaluations and
   the best model is kept (RNNsearch-50*: "until the performance on the development set stopped
@@ -279,6 +284,15 @@ def sum_gradients(params: Sequence[torch.nn.Parameter]) -> None:
         i += n
 
 
+def make_optimizer(t, params: Sequence[torch.nn.Parameter]) -> torch.optim.Optimizer:
+    """``train.optimizer``: the paper's Adadelta (``rho``, ``eps``, ``lr``: GroundHog's 0.95, 1e-6,
+    1), or Adam (Kingma & Ba 2015; torch's defaults ``betas = (0.9, 0.999)``, ``eps = 1e-8``, at
+    ``train.lr``)."""
+    if t.optimizer == "adam":
+        return torch.optim.Adam(params, lr=t.lr)
+    return Adadelta(params, lr=t.lr, rho=t.rho, eps=t.eps)
+
+
 class Trainer:
     """One model's training state: model, Adadelta, batch stream, counters (single process or one
     rank of ``world``).
@@ -295,8 +309,8 @@ class Trainer:
         t = cfg.train
         warn_emulated_bf16(t.precision, self.device)
         self.precision = resolve_precision(t.precision, self.device)  # "bf16" or "fp32"
-        self.opt = Adadelta(model.parameters(), lr=t.lr, rho=t.rho, eps=t.eps)
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.opt = make_optimizer(t, self.params)
         if world > 1:  # every rank starts from rank 0's weights
             with torch.no_grad():
                 for p in self.params:
@@ -318,6 +332,9 @@ class Trainer:
         self.best_update = 0
         self.bad_evals = 0
         self.n_nonfinite = 0
+        self.lr_scale = (
+            1.0  # train.lr_schedule = "plateau": times lr_decay per evaluation without progress
+        )
         self.stopped: str | None = None  # "early_stop" once patience is exhausted
 
     @property
@@ -325,35 +342,55 @@ class Trainer:
         return self.iterator.epoch
 
     def next_batch(self):
-        """This rank's minibatch of the next ``world`` ones, and the target tokens of all of them."""
-        mine, tokens = None, 0
+        """This rank's minibatch of the next ``world`` ones, and the sentences and target tokens
+        of all of them."""
+        mine, sentences, tokens = None, 0, 0
         for r in range(self.world):
             b = next(self.iterator)
+            sentences += b.x.shape[0]
             tokens += b.n_trg_tokens
             if r == self.rank:
                 mine = b
-        return mine, tokens
+        return mine, sentences, tokens
+
+    def lr(self) -> float:
+        """The learning rate of the next update: ``train.lr``, times the plateau decays so far,
+        times the linear warm-up ``min(1, (update + 1) / warmup_updates)``."""
+        t = self.cfg.train
+        warmup = min(1.0, (self.update + 1) / t.warmup_updates) if t.warmup_updates else 1.0
+        return t.lr * self.lr_scale * warmup
 
     def step(self) -> dict:
         """One update (App. B.2). Returns ``loss`` (sum NLL of this rank's batch), ``sentences``,
-        ``tokens`` (target tokens, padding excluded, all ranks), ``grad_norm``, ``action``."""
-        batch, tokens = self.next_batch()
+        ``tokens`` (target tokens, padding excluded, all ranks), ``grad_norm`` (of the gradient of
+        the loss as ``train.loss`` normalises it), ``action``."""
+        t = self.cfg.train
+        batch, sentences, tokens = self.next_batch()
         batch = batch.to(self.device)
+        # train.loss: the paper SUMS the token NLLs, EOS included (PAPER.md §3, A6); "sentence" and
+        # "token" divide that sum by the sentences or target tokens of the update (all ranks)
+        denom = {"sum": 1, "sentence": sentences, "token": tokens}[t.loss]
         self.model.train()
         self.opt.zero_grad(set_to_none=True)
         if self.graphs is not None:  # the same loss and gradients, replayed
             loss = self.graphs.backward(batch.x, batch.x_mask, batch.y, batch.y_mask)
+            if denom != 1:
+                torch._foreach_div_([p.grad for p in self.params if p.grad is not None], denom)
         else:
             with autocast(self.device, self.precision):
                 logp, _ = self.model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty]
-            loss = -logp.float().sum()  # SUM over tokens, EOS included (PAPER.md §3, A6)
-            loss.backward()
+            loss = -logp.float().sum()
+            (loss / denom if denom != 1 else loss).backward()
         if self.world > 1:
             sum_gradients(self.params)
-        clip = self.cfg.train.clip_norm
-        norm, action = clip_gradients(self.params, clip, self.cfg.train.nonfinite, defer=True)
-        if action != "skip":  # a "clip" scales the gradients by clip / norm in Adadelta's pass
-            self.opt.step(grad_scale=clip / norm if action == "clip" else 1.0)
+        for group in self.opt.param_groups:
+            group["lr"] = self.lr()
+        deferred = isinstance(self.opt, Adadelta)  # Adadelta scales the gradients in its own pass
+        norm, action = clip_gradients(self.params, t.clip_norm, t.nonfinite, defer=deferred)
+        if action != "skip" and deferred:
+            self.opt.step(grad_scale=t.clip_norm / norm if action == "clip" else 1.0)
+        elif action != "skip":
+            self.opt.step()
         if action in ("skip", "shrink"):
             self.n_nonfinite += 1
         self.update += 1
@@ -379,6 +416,7 @@ class Trainer:
             "best_update": self.best_update,
             "bad_evals": self.bad_evals,
             "n_nonfinite": self.n_nonfinite,
+            "lr_scale": self.lr_scale,
             "stopped": self.stopped,
             "world": self.world,
         }
@@ -397,15 +435,28 @@ class Trainer:
         for k in ("update", "elapsed", "best_dev_nll", "best_update", "bad_evals", "n_nonfinite",
                   "stopped"):  # fmt: skip
             setattr(self, k, state[k])
+        self.lr_scale = state.get("lr_scale", 1.0)
 
 
 # ------------------------------------------------------------------------------- evaluation
-def dev_metrics(model, prep, cfg: RunConfig, device) -> dict:
-    """Dev NLL per sentence (mean over the dev set) and dev BLEU (greedy, tokenized, on the first
-    ``train.dev_bleu_sentences`` sentences; None when 0)."""
+def dev_subset(n_dev: int, n: int) -> list[int]:
+    """``n`` dev sentence indices spread evenly over the dev set (both of its years), the same at
+    every evaluation; all of them when ``n`` is 0 or not smaller than the dev set."""
+    if n <= 0 or n >= n_dev:
+        return list(range(n_dev))
+    return [i * n_dev // n for i in range(n)]
+
+
+def dev_metrics(model, prep, cfg: RunConfig, device, full: bool = False) -> dict:
+    """Dev NLL per sentence (mean over ``train.dev_nll_sentences`` fixed dev sentences,
+    :func:`dev_subset`; the whole dev set with ``full``) and dev BLEU (greedy, tokenized, on the
+    first ``train.dev_bleu_sentences`` sentences; None when 0), and the seconds they took."""
     t = cfg.train
-    nll = sentence_nll(model, prep.dev.x, prep.dev.y, 64, device, t.precision)
-    out = {"dev_nll": sum(nll) / max(len(nll), 1), "dev_bleu": None}
+    t0 = time.perf_counter()
+    idx = dev_subset(len(prep.dev), 0 if full else t.dev_nll_sentences)
+    xs, ys = [prep.dev.x[i] for i in idx], [prep.dev.y[i] for i in idx]
+    nll = sentence_nll(model, xs, ys, 64, device, t.precision)
+    out = {"dev_nll": sum(nll) / max(len(nll), 1), "dev_nll_sentences": len(idx), "dev_bleu": None}
     n = min(t.dev_bleu_sentences, len(prep.dev))
     if n > 0:
         model.eval()
@@ -418,6 +469,7 @@ def dev_metrics(model, prep, cfg: RunConfig, device) -> dict:
         hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
         ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
         out["dev_bleu"] = bleu.bleu_tok(hyp, ref).score
+    out["eval_seconds"] = time.perf_counter() - t0
     return out
 
 
@@ -600,6 +652,7 @@ def train_run(
                     "tokens_per_s": window["tokens"] / max(dt, 1e-9),
                     "grad_norm": window["norm"] / window["n"],
                     "clip_rate": window["clip"] / window["n"],
+                    "lr": trainer.lr(),
                     "elapsed": trainer.elapsed,
                 }
                 log.write(rec)
@@ -682,11 +735,13 @@ def _evaluate(trainer: Trainer, prep, device, log, bar, best: Path, final=False)
                 save_checkpoint(best, trainer.state_dict())
         elif not final:  # the evaluation at the end of a session never counts against patience
             trainer.bad_evals += 1
+            if cfg.train.lr_schedule == "plateau":
+                trainer.lr_scale *= cfg.train.lr_decay
         if cfg.train.patience and trainer.bad_evals >= cfg.train.patience:
             trainer.stopped = "early_stop"
         rec = {"kind": "eval", "update": trainer.update, "epoch": trainer.epoch,
                "elapsed": trainer.elapsed, "best_dev_nll": trainer.best_dev_nll,
-               "bad_evals": trainer.bad_evals, **m}  # fmt: skip
+               "bad_evals": trainer.bad_evals, "lr": trainer.lr(), **m}  # fmt: skip
         log.write(rec)
         bar.set_postfix(dev_nll=f"{m['dev_nll']:.2f}", dev_bleu=m["dev_bleu"])
     if trainer.world > 1:

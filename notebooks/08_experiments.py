@@ -31,6 +31,7 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from nmt_lib import plots, replicate
+from nmt_lib.config import run_from_dict
 
 out = replicate.results_path(profile, results_dir)
 if train:
@@ -41,6 +42,17 @@ glue("exp_profile", profile, display=False)
 glue("exp_description", " ".join(manifest["description"].split()), display=False)
 glue("exp_commit", (manifest["git"]["commit"] or "uncommitted")[:10], display=False)
 glue("exp_created", manifest["created_utc"], display=False)
+t = run_from_dict(manifest["configs"]["RNNsearch-50"]).train  # settings a config predates: defaults
+if (t.optimizer, t.loss) == ("adadelta", "sum"):
+    recipe = (
+        "the paper's recipe (Adadelta, the loss summed over tokens, the gradient norm clipped to 1)"
+    )
+else:
+    per = {"sum": "summed over tokens", "sentence": "averaged over sentences",
+           "token": "averaged over tokens"}[t.loss]  # fmt: skip
+    recipe = (f"{t.optimizer.capitalize()} at learning rate {t.lr:g}, the loss {per}, the gradient "
+              f"norm clipped to {t.clip_norm:g}: the recipe that the budget study chose")  # fmt: skip
+glue("exp_recipe", recipe, display=False)
 
 # %% [markdown]
 # These results come from the **{glue:text}`exp_profile`** profile:
@@ -48,13 +60,18 @@ glue("exp_created", manifest["created_utc"], display=False)
 # {glue:text}`exp_commit`; `results/<profile>/manifest.json` records the resolved configs, the
 # sha256 of every data file, the hardware, the library versions and the wall times. A reduced
 # profile trains smaller models on less data for less time than the paper: compare its numbers
-# with each other and with the paper's *pattern*, not with the paper's values.
+# with each other and with the paper's *pattern*, not with the paper's values. Its models were
+# trained with {glue:text}`exp_recipe` (see {doc}`10_budget` for why a budget of minutes needs
+# another recipe than the paper's).
 #
 # ## How the numbers are computed
 #
 # Each model is trained by `nmt_lib.train.train_run` (resumable: rerunning continues from the
 # last checkpoint) and evaluated by `nmt_lib.evaluate.evaluate_run`, which decodes the test set
 # with beam search and scores it with sacreBLEU:
+#
+# ::::{admonition} The code: `train_and_evaluate` and `replicate_profile`
+# :class: dropdown
 #
 # ```{literalinclude} ../../nmt_lib/replicate.py
 # :pyobject: train_and_evaluate
@@ -65,6 +82,7 @@ glue("exp_created", manifest["created_utc"], display=False)
 # ```{literalinclude} ../../nmt_lib/replicate.py
 # :pyobject: replicate_profile
 # ```
+# ::::
 #
 # BLEU is reported twice. The **All** and **No UNK** columns are corpus BLEU-4 on Moses-tokenized,
 # cased text, like the `multi-bleu.perl` of the paper's era (the paper does not name its script);
@@ -91,6 +109,7 @@ for name in replicate.MODELS:
     glue(f"t1_{key}_paper", ours[name]["paper All"], display=False)
 claims = replicate.claims(out)
 glue("t1_claim", claims[0]["verdict"], display=False)
+glue("claims_margin", f"{replicate.MARGIN:g}", display=False)
 
 # %% [markdown]
 # In the paper, RNNsearch-50 scores {glue:text}`t1_RNNsearch_50_paper` BLEU on all test sentences
@@ -135,8 +154,12 @@ glue("t2_encdec50_paper_dev", t2m["RNNencdec-50"]["paper dev NLL"], display=Fals
 # %%
 curves, edges = replicate.fig2_curves(out)
 width = edges[1] - edges[0]
+paper_all = {m: float(r["bleu_all"]) for m, r in replicate.paper_table("table1").items()}
 fig = plots.fig2_bleu_by_length(
-    curves, xmax=max(60, edges[-1]) if width == 10 else edges[-1], title=f"profile: {profile}"
+    curves,
+    xmax=max(60, edges[-1]) if width == 10 else edges[-1],
+    title=f"profile: {profile}",
+    paper=paper_all if width == 10 else None,  # the toy corpus's lengths are not the paper's
 )
 if train:
     plots.save(fig, out / "fig2_bleu_by_length.png")
@@ -150,7 +173,9 @@ plt.close(fig)
 #
 # BLEU of the test translations against the length of the source sentence, for the four models
 # of the paper's Figure 2 (RNNsearch-50 solid, RNNsearch-30 dotted, RNNencdec-50 dashed,
-# RNNencdec-30 dash-dot), on the full test set including sentences with unknown words.
+# RNNencdec-30 dash-dot), on the full test set including sentences with unknown words. The thin
+# grey lines, in the same styles, mark each model's BLEU over all sentences in the paper's
+# Table 1, for scale.
 # ```
 #
 # The paper does not say how it binned sentences. Here a sentence's length is its number of
@@ -166,9 +191,11 @@ plt.close(fig)
 # Four claims of the paper rest on these results. For each, the table gives the paper's numbers,
 # ours, and a verdict. A BLEU difference between two models comes with its 95% interval from
 # paired bootstrap resampling of the test sentences (1000 resamples drawn as sacreBLEU's paired
-# bootstrap draws them, the same resamples for every model; `nmt_lib.bleu.bootstrap_scores`):
-# *reproduced* when every interval lies above 0, *not reproduced* when one lies below 0,
-# *unclear* otherwise. The length claim compares BLEU on sentences of 50 words or more with BLEU
+# bootstrap draws them, the same resamples for every model; `nmt_lib.bleu.bootstrap_scores`).
+# "Beats" means by at least {glue:text}`claims_margin` BLEU point (the paper's differences are
+# 4–9 points): *reproduced* when every interval lies above +{glue:text}`claims_margin`, *not
+# reproduced* when one lies below it (the difference is too small, or the other way round),
+# *unclear* when an interval contains it. The length claim compares BLEU on sentences of 50 words or more with BLEU
 # on sentences of fewer than 30, per model, with the same resamples: RNNencdec "falls" when its
 # whole interval of the ratio lies below 1, RNNsearch-50 "holds up" when its interval reaches 0.9
 # and lies above RNNencdec-50's. The second is the weaker test (the test set's few long sentences
@@ -176,11 +203,15 @@ plt.close(fig)
 # weights of Figure 3 ({doc}`09_alignments`). The intervals measure how much the scores depend on
 # *which test sentences* were drawn, not on the training run's randomness (initialisation, data
 # order): a second seed of each model would add that, at the price of a second run. The rules are
-# in the code:
+# in the code, fixed before the runs they judge:
+#
+# ::::{admonition} The code: `claims`
+# :class: dropdown
 #
 # ```{literalinclude} ../../nmt_lib/replicate.py
 # :pyobject: claims
 # ```
+# ::::
 
 # %%
 note_c = (

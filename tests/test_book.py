@@ -257,6 +257,19 @@ def test_pages_render_in_a_browser(html, chromium, tmp_path):
     assert n_images >= 8, f"only {n_images} images in the whole book"
 
 
+def test_alignment_explorer_runs_offline(html, chromium, tmp_path):
+    """The alignments chapter's explorer: its script runs in the built page with no network, fills
+    the sentence list and shows the first generated word's weights over the source words."""
+    dom = browse(chromium, tmp_path, "--virtual-time-budget=20000", "--dump-dom",
+                 (html / "_nb/09_alignments.html").as_uri())  # fmt: skip
+    box = dom[dom.index('class="nmt-explorer"') :]
+    assert box.count("<option") >= 4, "no sentence in the explorer's list"
+    src = re.search(r'class="nmt-row nmt-src">(.*?)</div>', box, re.S).group(1)
+    weights = [float(w) for w in re.findall(r"<small>([0-9.]+)</small>", src)]
+    assert weights and sum(weights) == pytest.approx(1.0, abs=0.05)  # alpha_1j sums to one
+    assert "of its attention on" in box and 'class="nmt-w nmt-on"' in box
+
+
 @pytest.mark.parametrize("page", ["intro.html", "_nb/04_alignment.html", "_nb/08_experiments.html"])
 def test_screenshot(html, chromium, tmp_path, page):
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,11 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
     assert sum(b["n"] for b in by_len["buckets_tok"]) == 20 and len(by_len["stats_tok"]) == 20
     nll = json.loads((run / "nll.json").read_text())
     assert nll["dev"]["n"] == 40 and nll["train"]["mean"] > 0
-    assert json.loads((run / "attention.json").read_text())[0]["found"] is False  # not in the toy
+    att = json.loads((run / "attention.json").read_text())
+    assert att[0]["found"] is False and att[0]["index"] is None  # (a) is not in the toy test set,
+    assert len(att[0]["alpha"]) == len(att[0]["hyp_tokens"])  # but translated from its own words
+    assert att[0]["src_tokens"] == [*att[0]["source"].split(), "</s>"]
+    assert len(att) > 7  # Figure 3's four, three by its rule, and the explorer's sentences
 
     # Figure 3 for a sentence that is in the (toy) test set, with the trained model
     from nmt_lib import data
@@ -75,6 +79,10 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
     assert alpha.shape == (len(rec["hyp_tokens"]), len(prep.test.src_tok[3]) + 1)
     torch.testing.assert_close(alpha.sum(1), torch.ones(len(alpha)), atol=1e-4, rtol=0)
     assert rec["src_tokens"][-1] == "</s>"
+    (new,) = attention_records(model, prep.test, ["no such sentence ."], prep.trg_vocab,
+                               cfg.search, src_vocab=prep.src_vocab)  # fmt: skip
+    assert not new["found"] and "ref_tokens" not in new
+    assert torch.tensor(new["alpha"]).shape == (len(new["hyp_tokens"]), 5)
 
 
 def test_find_sentences():

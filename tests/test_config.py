@@ -104,3 +104,38 @@ def test_setting_beats_env_beats_default(monkeypatch, tmp_path):
     assert DataConfig().resolved_data_dir() == tmp_path
     monkeypatch.delenv("NMT_DATA")
     assert DataConfig().resolved_data_dir() == Path("data/wmt14")
+
+
+@pytest.mark.parametrize(
+    "train, message",
+    [
+        ({"optimizer": "sgd"}, "train.optimizer must be one of"),
+        ({"loss": "mean"}, "train.loss must be one of"),
+        ({"lr_schedule": "cosine"}, "train.lr_schedule must be one of"),
+        ({"lr_decay": 0.0}, "train.lr_decay"),
+        ({"eval_every": 0}, "train.eval_every must be > 0"),
+        ({"max_updates": -5}, "train.max_updates must be > 0"),
+        ({"dev_nll_sentences": -1}, "train.dev_nll_sentences must be >= 0"),
+        ({"clip_norm": 0.0}, "train.clip_norm"),
+    ],
+)
+def test_recipe_settings_are_validated(train, message):
+    with pytest.raises(ConfigError, match=message):
+        load_profile("smoke", train=train)
+
+
+def test_the_paper_recipe_is_the_default():
+    from nmt_lib.config import TrainConfig
+
+    t = TrainConfig(max_updates=1)
+    assert (t.optimizer, t.lr, t.rho, t.eps, t.loss, t.clip_norm) == (
+        "adadelta",
+        1.0,
+        0.95,
+        1e-6,
+        "sum",
+        1.0,
+    )
+    assert (t.lr_schedule, t.warmup_updates, t.dev_nll_sentences) == ("constant", 0, 0)
+    paper = load_profile("paper").runs["RNNsearch-50"].train
+    assert (paper.optimizer, paper.loss, paper.lr_schedule) == ("adadelta", "sum", "constant")

@@ -126,7 +126,9 @@ def test_claims_verdicts_follow_the_numbers(tmp_path):
             src.read_text()
         )
     rows = replicate.claims(tmp_path / "c", n_samples=100)
-    assert [r["verdict"] for r in rows] == ["unclear", "unclear", "not reproduced", "unclear"]
+    # equal models do not "beat" each other: a difference must reach replicate.MARGIN BLEU
+    assert [r["verdict"] for r in rows] == ["not reproduced"] * 3 + ["unclear"]
+    assert all("too small" in r["reason"] for r in rows[:2])
     assert "diffuse" in rows[3]["reason"]
 
 
@@ -139,7 +141,11 @@ def test_alignment_stats_counts_moves_left():
 
 @pytest.mark.parametrize(
     "profile",
-    [p.parent.name for p in sorted((replicate.ROOT / "results").glob("*/manifest.json"))],
+    [
+        p.parent.name
+        for p in sorted((replicate.ROOT / "results").glob("*/manifest.json"))
+        if (p.parent / "table1.csv").is_file()
+    ],  # fmt: skip
 )
 def test_committed_tables_are_what_the_code_makes_of_the_committed_runs(profile):
     """Every committed table of results/<profile>/ is regenerated, equal, from its runs."""

@@ -434,3 +434,97 @@ def test_chunked_adadelta_leaves_complex_parameters_to_torch():
         opt.step()
         ref.step()
     assert torch.equal(a, b)
+
+
+# ------------------------------------------------------------- the named alternatives (TrainConfig)
+@pytest.mark.parametrize("loss", ["sentence", "token"])
+def test_loss_normalisation_divides_the_sum(toy, loss):
+    """train.loss = "sentence" / "token": the gradient is the summed loss's divided by the update's
+    sentences / target tokens, and the clip applies to that gradient."""
+    cfg, prep, _ = toy
+    summed, normed = (trainer(with_train(cfg, clip_norm=1e9, loss=x), prep) for x in ("sum", loss))
+    a, b = summed.step(), normed.step()
+    denom = a["sentences"] if loss == "sentence" else a["tokens"]
+    assert a["loss"] == pytest.approx(b["loss"], rel=1e-6)  # logged: the summed NLL, as before
+    assert b["grad_norm"] == pytest.approx(a["grad_norm"] / denom, rel=1e-4)
+    clipped = trainer(with_train(cfg, clip_norm=b["grad_norm"] / 2, loss=loss), prep)
+    assert clipped.step()["action"] == "clip"
+
+
+def test_adam_is_torch_adam_on_the_clipped_gradient(toy):
+    cfg, prep, _ = toy
+    cfg = with_train(cfg, optimizer="adam", lr=1e-3, loss="sentence", clip_norm=0.5)
+    tr = trainer(cfg, prep)
+    assert isinstance(tr.opt, torch.optim.Adam) and tr.opt.param_groups[0]["lr"] == 1e-3
+    batch = next(copy.deepcopy(tr.iterator))
+    ref = copy.deepcopy(tr.model)
+    opt = torch.optim.Adam(ref.parameters(), lr=1e-3)
+    (-ref.score(batch.x, batch.x_mask, batch.y, batch.y_mask).sum() / batch.x.shape[0]).backward()
+    torch.nn.utils.clip_grad_norm_(ref.parameters(), 0.5)
+    opt.step()
+    assert tr.step()["action"] == "clip"
+    for p, q in zip(tr.model.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-5, atol=1e-7)
+
+
+def test_warmup_and_plateau_schedule_resume(toy, tmp_path):
+    cfg, prep, _ = toy
+    cfg = with_train(cfg, optimizer="adam", lr=1e-3, warmup_updates=4)
+    tr = trainer(cfg, prep)
+    rates = []
+    for _ in range(5):
+        rates.append(tr.lr())
+        tr.step()
+        assert tr.opt.param_groups[0]["lr"] == rates[-1]
+    assert rates == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3])
+    # lr = 0 never improves the dev NLL: every evaluation after the first halves the rate
+    flat = with_train(cfg, lr=0.0, warmup_updates=0, lr_schedule="plateau", lr_decay=0.5,
+                      max_updates=4, eval_every=1)  # fmt: skip
+    train_run(flat, tmp_path / "p", prep, progress=False)
+    state = load_checkpoint(Path(trainer_ckpt(tmp_path / "p", flat)) / "last.pt")
+    assert state["lr_scale"] == 0.5**3
+    again = trainer(flat, prep)
+    again.load_state_dict(state)
+    assert again.lr_scale == 0.5**3
+
+
+def trainer_ckpt(out, cfg):
+    from nmt_lib.train import default_checkpoint_dir
+
+    return default_checkpoint_dir(cfg, out)
+
+
+def test_dev_subset_is_fixed_spread_and_used_in_training(toy, tmp_path):
+    from nmt_lib.train import dev_metrics, dev_subset
+
+    assert dev_subset(6003, 0) == list(range(6003)) == dev_subset(6003, 7000)
+    idx = dev_subset(6003, 500)
+    assert len(set(idx)) == 500 and idx[0] == 0 and idx[-1] > 5900  # both dev years
+    assert idx == dev_subset(6003, 500)
+    cfg, prep, _ = toy
+    cfg = with_train(cfg, dev_nll_sentences=5, max_updates=2, eval_every=2)
+    s = train_run(cfg, tmp_path / "s", prep, progress=False)
+    assert s["last_eval"]["dev_nll_sentences"] == 5 and s["last_eval"]["eval_seconds"] > 0
+    model = build_model(cfg.model)
+    model.load_state_dict(load_checkpoint(s["model_checkpoint"])["model"])
+    sub = [i for i in dev_subset(len(prep.dev), 5)]
+    want = sum(sentence_nll(model, [prep.dev.x[i] for i in sub], [prep.dev.y[i] for i in sub]))
+    assert s["last_eval"]["dev_nll"] == pytest.approx(want / 5, rel=1e-5)
+    full = dev_metrics(model, prep, cfg, "cpu", full=True)
+    assert full["dev_nll_sentences"] == len(prep.dev)
+
+
+def test_a_checkpoint_of_another_recipe_is_not_resumed(toy, tmp_path):
+    from nmt_lib.checkpoint import CheckpointError, fingerprint
+
+    cfg, prep, _ = toy
+    cfg = with_train(cfg, max_updates=1, eval_every=10)
+    train_run(cfg, tmp_path / "r", prep, progress=False)
+    adam = with_train(cfg, optimizer="adam", lr=1e-3, max_updates=2)
+    with pytest.raises(CheckpointError, match="train.optimizer: checkpoint 'adadelta'"):
+        train_run(adam, tmp_path / "r", prep, progress=False)
+    # a config written before the recipe settings existed is the paper's recipe
+    old = to_dict(cfg)
+    for k in ("optimizer", "loss", "lr_schedule", "lr_decay", "warmup_updates"):
+        del old["train"][k]
+    assert fingerprint(old) == fingerprint(cfg)

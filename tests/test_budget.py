@@ -1,0 +1,164 @@
+"""The budget study (nmt_lib.budget): a two-arm study on the toy corpus end to end, the arithmetic
+of its report, and the committed study against the code and the lite profile."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+from nmt_lib import budget, fixtures
+from nmt_lib.config import load_profile, run_from_dict
+
+STUDY = """
+name = "toy-study"
+description = "two arms on the toy corpus"
+[data]
+train = ["toy"]
+src_words = 60
+trg_words = 60
+max_len = 12
+batch_size = 16
+sort_k_batches = 4
+[model]
+src_vocab = 63
+trg_vocab = 63
+m = 16
+n = 24
+n_align = 24
+l = 12
+output_rank = 16
+init = "fanin"
+[train]
+optimizer = "adam"
+lr = 1e-2
+loss = "sentence"
+max_updates = 12
+eval_every = 4
+dev_nll_sentences = 6
+dev_bleu_sentences = 4
+precision = "fp32"
+threads = 1
+[runs."adam"]
+[runs."paper"]
+train = { optimizer = "adadelta", lr = 1.0, loss = "sum" }
+"""
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("study")
+    fixtures.write_toy_wmt(root / "wmt", n_train=300, n_dev=12, n_test=12)
+    (root / "study.toml").write_text(STUDY)
+    with pytest.MonkeyPatch.context() as mp:  # checkpoints under root, for the module's tests
+        mp.setenv("NMT_CACHE", str(root / "cache"))
+        budget.main(["--profile", str(root / "study.toml"), "--results-dir", str(root / "out"),
+                     "--data-dir", str(root / "wmt"), "--train"])  # fmt: skip
+        yield root
+
+
+def test_a_study_trains_every_arm_and_writes_its_report(study):
+    out = study / "out"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["runs"] == ["adam", "paper"]
+    assert manifest["git"]["commit"] and manifest["data_sha256"] and manifest["versions"]["torch"]
+    rows = list(csv.DictReader((out / "arms.csv").open()))
+    assert [r["arm"] for r in rows] == ["adam", "paper"]
+    assert rows[0]["differs from the reference"] == "(reference)"
+    assert rows[1]["differs from the reference"] == (
+        "train.optimizer=adadelta, train.lr=1.0, train.loss=sum"
+    )
+    assert all(int(r["updates"]) == 12 for r in rows)
+    final = json.loads((out / "runs" / "paper" / "final.json").read_text())
+    assert final["dev_nll_sentences"] == 24 == final["dev_bleu_sentences"]  # 2 dev sets of 12
+    curves = budget.curves(out)
+    assert [r["update"] for r in curves["adam"]] == [4, 8, 12]
+    assert all(
+        a["minutes"] < b["minutes"]
+        for a, b in zip(curves["adam"][:-1], curves["adam"][1:], strict=True)
+    )
+    assert (out / "budget_curves.png").read_bytes()[:4] == b"\x89PNG"
+    # the report is a function of the runs: rewriting it changes nothing
+    before = (out / "arms.csv").read_text()
+    budget.main(["--results-dir", str(out), "--profile", str(study / "study.toml")])
+    assert (out / "arms.csv").read_text() == before
+
+
+def test_interpolation_and_first_crossing():
+    curve = [{"minutes": 1.0, "dev_nll": 10.0}, {"minutes": 3.0, "dev_nll": 6.0}]
+    assert budget.at_minutes(curve, 2.0) == pytest.approx(8.0)
+    assert budget.at_minutes(curve, 3.0) == pytest.approx(6.0)
+    assert budget.at_minutes(curve, 0.5) is None and budget.at_minutes(curve, 3.5) is None
+    assert budget.reach_minutes(curve, 7.0) == pytest.approx(2.5)
+    assert budget.reach_minutes(curve, 11.0) == 1.0 and budget.reach_minutes(curve, 5.0) is None
+
+
+def test_power_law_fit_recovers_a_known_curve():
+    u = [250 * k for k in range(1, 20)]
+    fit = budget.fit_power_law(u, [60 + 900 * x**-0.5 for x in u])
+    assert fit["a"] == pytest.approx(60, abs=0.5) and fit["c"] == pytest.approx(0.5, abs=0.01)
+    assert fit["rmse"] < 0.1
+
+
+def test_recipe_differences_name_the_settings():
+    prof = load_profile(budget.PROFILE)
+    ref, paper = prof.runs["adam-1e-3"], prof.runs["paper"]
+    assert budget.recipe_differences(ref, ref) == ""
+    diff = budget.recipe_differences(paper, ref)
+    assert "train.optimizer='adadelta' (arm: 'adam')" in diff and "train.loss='sum'" in diff
+    assert "model." not in diff
+
+
+committed = pytest.mark.skipif(
+    not (budget.RESULTS / "manifest.json").is_file(), reason="no committed budget study"
+)
+
+
+@committed
+def test_committed_study_tables_are_what_the_code_makes_of_its_runs():
+    rows = budget.arm_table(budget.RESULTS)
+    with open(budget.RESULTS / "arms.csv", encoding="utf-8") as f:
+        saved = list(csv.DictReader(f))
+    assert saved == [{k: "" if v is None else str(v) for k, v in r.items()} for r in rows]
+
+
+@committed
+def test_lite_trains_with_the_recipe_the_study_chose():
+    manifest = json.loads((budget.RESULTS / "manifest.json").read_text(encoding="utf-8"))
+    chosen = budget.findings(budget.RESULTS)["chosen"]
+    arm = run_from_dict(manifest["configs"][chosen])
+    for name, run in load_profile("lite").runs.items():
+        assert budget.recipe_differences(run, arm) == "", name
+        assert run.search.normalize == budget.search_choice()["normalize"], name
+    paper = budget.findings(budget.RESULTS).get("paper")
+    assert paper and math.isfinite(paper["dev_nll"]) and paper["clip_rate"] > 0.9
+
+
+def test_search_settings_are_compared_on_dev(study):
+    rows = budget.search_study(study / "out", sentences=6, data_dir=study / "wmt")
+    assert [r["search.normalize"] for r in rows] == [False, True]
+    assert all(r["arm"] == budget.findings(study / "out")["chosen"] for r in rows)
+    assert all(r["dev sentences"] == 6 and 0 <= r["brevity penalty"] <= 1 for r in rows)
+    saved = list(csv.DictReader((study / "out" / "search.csv").open()))
+    assert [r["dev BLEU"] for r in saved] == [str(r["dev BLEU"]) for r in rows]
+    best = max(rows, key=lambda r: r["dev BLEU"])
+    assert budget.search_choice(study / "out") == {"normalize": best["search.normalize"]}
+
+
+def test_the_chosen_arm_trains_on_and_is_evaluated_on_the_test_set(study):
+    out = study / "out"
+    if not (out / "search.csv").is_file():
+        budget.search_study(out, sentences=6, data_dir=study / "wmt")
+    before = (out / "arms.csv").read_text()
+    ext = budget.extend_arm(out, minutes=0.05, data_dir=study / "wmt")
+    arm = ext["arm"]
+    assert ext["summary"]["resumed_from_update"] == 12 and ext["summary"]["updates"] > 12
+    assert ext["summary"]["stopped_by"] == "max_hours"
+    d = out / "extended" / arm
+    bleu = json.loads((d / "bleu.json").read_text())
+    assert bleu["search"]["normalize"] == budget.search_choice(out)["normalize"]
+    assert len((d / "hyp.test.tok.txt").read_text().splitlines()) == 12
+    assert json.loads((d / "final.json").read_text())["dev_nll_sentences"] == 24
+    assert (out / "arms.csv").read_text() == before  # the study's arms are left as they were
