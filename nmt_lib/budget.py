@@ -3,7 +3,8 @@ batch sizes and shortlists, at equal time on one CPU core (``results/budget/``).
 
     python -m nmt_lib.budget --train --jobs 2   # train every arm (resumable), then write the tables
     python -m nmt_lib.budget --search           # beam search settings on dev, with the chosen arm
-    python -m nmt_lib.budget --extend 45        # the chosen arm on to 45 minutes, test BLEU
+    python -m nmt_lib.budget --extend 40        # the chosen arm on to 40 minutes, test BLEU
+    python -m nmt_lib.budget --sharing          # what two arms side by side cost each
     python -m nmt_lib.budget                    # rewrite the tables and the figure from the runs
 
 The arms are the runs of a study profile (default ``configs/studies/budget.toml``): one model each,
@@ -167,19 +168,26 @@ def search_study(
 
 
 def extend_arm(
-    results_dir=RESULTS, arm: str | None = None, minutes: float = 45.0, data_dir=None
+    results_dir=RESULTS,
+    arm: str | None = None,
+    minutes: float = 40.0,
+    data_dir=None,
+    arch: str | None = None,
 ) -> dict:
     """The chosen arm (or ``arm``) trained on to ``minutes`` of one core, then evaluated on the test
     set as the profiles' models are (:func:`nmt_lib.evaluate.evaluate_run`, with the search
     settings :func:`search_choice` picked on dev): how far the recipe gets in a ``lite`` model's
     budget. The arm's run and checkpoint are copied to ``extended/<arm>/`` first, so the study's
-    arms stay as they were; rerunning resumes."""
+    arms stay as they were (the arm itself is evaluated on the test set first, for a second point
+    on the curve); rerunning resumes. With another ``arch`` (``"RNNencdec"``) the same
+    recipe trains that model from scratch for ``minutes``, into ``extended/<arm>-<arch>/``."""
     import dataclasses
     import shutil
 
     from nmt_lib.config import run_from_dict
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import evaluate_run
+    from nmt_lib.io import write_json
     from nmt_lib.train import default_checkpoint_dir, train_run
 
     out = Path(results_dir)
@@ -191,15 +199,22 @@ def extend_arm(
         train=dataclasses.replace(run.train, max_hours=minutes / 60, max_updates=None),
         search=dataclasses.replace(run.search, **search_choice(out)),
     )
+    fresh = arch is not None and arch != run.model.arch
+    if fresh:
+        run = dataclasses.replace(run, model=dataclasses.replace(run.model, arch=arch))
     if data_dir is not None:
         run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=str(data_dir)))
-    src, dst = out / "runs" / run_dir_name(arm), out / "extended" / run_dir_name(arm)
+    src = out / "runs" / run_dir_name(arm)
+    dst = out / "extended" / (run_dir_name(arm) + (f"-{arch}" if fresh else ""))
     ckpt = default_checkpoint_dir(run, dst)
-    if not (ckpt / "last.pt").is_file():
+    if not fresh and not (ckpt / "last.pt").is_file():
         shutil.copytree(default_checkpoint_dir(run, src), ckpt, dirs_exist_ok=True)
         shutil.copytree(src, dst, dirs_exist_ok=True)
         (dst / "final.json").unlink(missing_ok=True)
     prep = prepare(run.data)
+    if not fresh and not (src / "bleu.json").is_file():  # the arm itself on the test set, as it is
+        evaluate_run(dataclasses.replace(run, train=run_from_dict(manifest["configs"][arm]).train),
+                     src, prep=prep)  # fmt: skip
     t0 = time.time()
     summary = train_run(run, dst, prep=prep, progress=False)
     t1 = time.time()
@@ -207,11 +222,109 @@ def extend_arm(
     final = final_eval(run, dst, prep)
     walls = {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
     print(
-        f"[budget] {arm} extended: {summary['updates']} updates in {summary['hours'] * 60:.1f} min,"
+        f"[budget] {dst.name} extended: {summary['updates']} updates in {summary['hours'] * 60:.1f} min,"
         f" dev NLL {final['dev_nll']:.2f}, test BLEU {result['all']['tok']['score']:.2f}",
         flush=True,
     )
+    write_json(dst / "walls.json", walls)
     return {"arm": arm, "summary": summary, "bleu": result, "final": final, "walls": walls}
+
+
+def _seconds_per_step(profile: str, arm: str, steps: int, data_dir=None) -> float:
+    """Seconds per training update of ``arm`` (a fresh model, after 3 warm-up updates)."""
+    import torch
+
+    from nmt_lib.data import TrainIterator, prepare
+    from nmt_lib.model import build_model
+    from nmt_lib.train import Trainer
+
+    run = _load(profile, data_dir).runs[arm]
+    torch.set_num_threads(run.train.threads or 1)
+    prep = prepare(run.data)
+    torch.manual_seed(run.train.seed)
+    trainer = Trainer(run, build_model(run.model), TrainIterator.from_config(prep.train, run.data))
+    for _ in range(3):
+        trainer.step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        trainer.step()
+    return (time.perf_counter() - t0) / steps
+
+
+def sharing_cost(
+    profile=PROFILE, results_dir=RESULTS, arm: str | None = None, steps: int = 40, data_dir=None
+) -> dict:
+    """What training two arms side by side costs each: seconds per update of ``arm`` (default:
+    the reference) alone, then in two processes at once, one thread each; ``sharing.json``."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from nmt_lib.io import write_json
+
+    arm = arm or next(iter(_load(profile, data_dir).runs))
+    args = (str(profile), arm, steps, data_dir)
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        alone = pool.submit(_seconds_per_step, *args).result()
+        shared = [f.result() for f in [pool.submit(_seconds_per_step, *args) for _ in range(2)]]
+    result = {"arm": arm, "steps": steps, "alone_s_per_update": alone,
+              "shared_s_per_update": sum(shared) / 2, "slowdown": sum(shared) / 2 / alone}  # fmt: skip
+    write_json(Path(results_dir) / "sharing.json", result)
+    return result
+
+
+def extended(results_dir=RESULTS) -> dict[str, dict]:
+    """What :func:`extend_arm` left, by directory name: updates, minutes, the whole dev set's NLL,
+    test BLEU (tokenized, All) with its brevity penalty, and the per-sentence statistics for
+    paired bootstrap; the study arm it started from is included under its own name when it was
+    scored on the test set."""
+    out = Path(results_dir)
+    dirs = sorted((out / "extended").glob("*/bleu.json")) + sorted(
+        (out / "runs").glob("*/bleu.json")
+    )
+    result = {}
+    for f in dirs:
+        d = f.parent
+        bleu = json.loads(f.read_text(encoding="utf-8"))
+        summary = json.loads((d / "train_summary.json").read_text(encoding="utf-8"))
+        by_len = json.loads((d / "bleu_by_length.json").read_text(encoding="utf-8"))
+        result[d.name if d.parent.name == "extended" else f"{d.name} (study arm)"] = {
+            "arch": json.loads((d / "config.json").read_text(encoding="utf-8"))["model"]["arch"],
+            "updates": summary["updates"],
+            "minutes": summary["hours"] * 60,
+            "dev_nll": json.loads((d / "final.json").read_text("utf-8"))["dev_nll"]
+            if (d / "final.json").is_file()
+            else None,
+            "test_bleu": bleu["all"]["tok"]["score"],
+            "brevity_penalty": bleu["all"]["tok"]["bp"],
+            "stats_tok": by_len["stats_tok"],
+            "dir": d,
+        }
+    return result
+
+
+def paired_difference(stats_a, stats_b, n_samples: int = 1000) -> tuple[float, list[float]]:
+    """BLEU(a) - BLEU(b) on the same test sentences, with its 95% paired-bootstrap interval (the
+    same resamples for both, as :func:`nmt_lib.replicate.claims`)."""
+    import numpy as np
+
+    from nmt_lib import bleu
+
+    a, b = np.asarray(stats_a), np.asarray(stats_b)
+    point = bleu.bleu_from_stats(a, True) - bleu.bleu_from_stats(b, True)
+    samples = bleu.bootstrap_scores(a, True, n_samples) - bleu.bootstrap_scores(b, True, n_samples)
+    return point, bleu.interval(samples)
+
+
+def minutes_for_bleu(points: list[tuple[float, float]], target: float) -> float | None:
+    """The minutes at which ``BLEU = α + β ln(minutes)``, drawn through two ``(minutes, BLEU)``
+    points, reaches ``target``: a rough extrapolation (None if the line does not rise)."""
+    import math
+
+    (t1, b1), (t2, b2) = sorted(points)[:1] + sorted(points)[-1:]
+    if t2 <= t1 or b2 <= b1:
+        return None
+    slope = (b2 - b1) / math.log(t2 / t1)
+    return t2 * math.exp((target - b2) / slope)
 
 
 def search_choice(results_dir=RESULTS) -> dict:
@@ -298,7 +411,8 @@ def at_minutes(curve: list[dict], minutes: float, key: str = "dev_nll") -> float
 
 def arm_table(out: Path, compare_at: tuple[float, ...] = COMPARE_AT) -> list[dict]:
     """One row per arm: what differs from the reference, parameters, updates, target tokens per
-    second, the subset dev NLL at each of ``compare_at`` minutes, the whole dev set's NLL and the
+    second, the median gradient norm (of the loss as the arm normalises it, before clipping) and
+    the share of clipped updates, the subset dev NLL at each of ``compare_at`` minutes, the whole dev set's NLL and the
     greedy dev BLEU at the end. Sorted as the study profile lists the arms."""
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     from nmt_lib.config import run_from_dict
@@ -312,7 +426,9 @@ def arm_table(out: Path, compare_at: tuple[float, ...] = COMPARE_AT) -> list[dic
         s = json.loads((d / "train_summary.json").read_text(encoding="utf-8"))
         f = json.loads((d / "final.json").read_text(encoding="utf-8"))
         log = [json.loads(x) for x in (d / "train_log.jsonl").read_text("utf-8").splitlines()]
-        speed = [r["tokens_per_s"] for r in log if r.get("kind") == "train"]
+        train = [r for r in log if r.get("kind") == "train"]
+        speed = [r["tokens_per_s"] for r in train]
+        norms = sorted(r["grad_norm"] for r in train)
         row = {
             "arm": name,
             "differs from the reference": differences(configs[name], ref),
@@ -320,6 +436,10 @@ def arm_table(out: Path, compare_at: tuple[float, ...] = COMPARE_AT) -> list[dic
             "updates": s["updates"],
             "minutes": round(s["hours"] * 60, 1),
             "target tokens/s": round(sorted(speed)[len(speed) // 2]) if speed else None,
+            "median gradient norm": round(norms[len(norms) // 2], 2) if norms else None,
+            "clipped (%)": round(100 * sum(r["clip_rate"] for r in train) / len(train), 1)
+            if train
+            else None,
         }
         for m in compare_at:
             v = at_minutes(curve[name], m)
@@ -342,34 +462,38 @@ def reach_minutes(curve: list[dict], nll: float) -> float | None:
     return None
 
 
-def fit_power_law(updates, nll) -> dict:
-    """Least-squares fit of ``nll = a + b · updates^(-c)`` (``c`` on a grid, ``a`` and ``b`` exact
-    for each ``c``): the usual shape of a learning curve, used to extrapolate an arm's curve."""
+def fit_log_linear(updates, nll) -> dict:
+    """Least-squares fit of ``nll = alpha - beta * ln(updates)``: over the minutes of a budget study,
+    a learning curve falls about linearly in the logarithm of the updates (a power law's
+    asymptote cannot be told from such a short curve). ``rmse`` in the units of ``nll``."""
     import numpy as np
 
-    u, y = np.asarray(updates, dtype=float), np.asarray(nll, dtype=float)
-    best = None
-    for c in np.linspace(0.05, 2.0, 391):
-        A = np.stack([np.ones_like(u), u**-c], 1)
-        (a, b), *_ = np.linalg.lstsq(A, y, rcond=None)
-        err = float(np.sum((A @ np.array([a, b]) - y) ** 2))
-        if best is None or err < best[0]:
-            best = (err, float(a), float(b), float(c))
-    err, a, b, c = best
-    return {"a": a, "b": b, "c": c, "rmse": (err / len(u)) ** 0.5}
+    x, y = np.log(np.asarray(updates, dtype=float)), np.asarray(nll, dtype=float)
+    slope, alpha = np.polyfit(x, y, 1)
+    rmse = float(np.sqrt(np.mean((alpha + slope * x - y) ** 2)))
+    return {"alpha": float(alpha), "beta": float(-slope), "rmse": rmse}
 
 
 def findings(out: Path, compare_at: float = COMPARE_AT[-1]) -> dict:
     """What the study shows, computed from its runs, for the book's prose: the arms ranked by dev
     NLL at ``compare_at`` minutes (or when the shortest arm stopped, if sooner), the chosen arm (the lowest), how long it took to reach the NLL
     the paper's recipe reached at ``compare_at``, the paper arm's gradient norms and clip rate, and
-    a power-law fit of the chosen arm's curve."""
+    a log-linear fit of the chosen arm's curve (:func:`fit_log_linear`). Arms with another target
+    shortlist are listed apart: their NLL is over other symbols."""
+    from nmt_lib.config import run_from_dict
+
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    vocab = {n: run_from_dict(c).model.trg_vocab for n, c in manifest["configs"].items()}
     curve = curves(out)
     compare_at = min(compare_at, *(c[-1]["minutes"] for c in curve.values() if c))  # all reached
     at = {n: at_minutes(c, compare_at) for n, c in curve.items()}
-    ranked = sorted((n for n in at if at[n] is not None), key=lambda n: at[n])
+    ref = manifest["runs"][0]
+    # NLL is comparable only over one target vocabulary: a shortlist maps the rarer words to <unk>
+    ranked = sorted((n for n in at if at[n] is not None and vocab[n] == vocab[ref]),
+                    key=lambda n: at[n])  # fmt: skip
     chosen = ranked[0]
-    result = {"compare_at": compare_at, "ranked": [(n, at[n]) for n in ranked], "chosen": chosen}
+    result = {"compare_at": compare_at, "ranked": [(n, at[n]) for n in ranked], "chosen": chosen,
+              "other_vocabulary": [n for n in curve if vocab[n] != vocab[ref]]}  # fmt: skip
     if "paper" in curve and at.get("paper") is not None:
         log = out / "runs" / "paper" / "train_log.jsonl"
         recs = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()]
@@ -382,7 +506,7 @@ def findings(out: Path, compare_at: float = COMPARE_AT[-1]) -> dict:
             "chosen_reaches_it_at": reach_minutes(curve[chosen], at["paper"]),
         }
     pts = [r for r in curve[chosen] if r["minutes"] >= min(1.0, compare_at / 10)]
-    result["fit"] = fit_power_law([r["update"] for r in pts], [r["dev_nll"] for r in pts])
+    result["fit"] = fit_log_linear([r["update"] for r in pts], [r["dev_nll"] for r in pts])
     result["updates_per_minute"] = pts[-1]["update"] / pts[-1]["minutes"]
     return result
 
@@ -447,14 +571,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--extend", type=float, metavar="MINUTES",
                     help="then train the chosen arm on to MINUTES and evaluate it on the test set")  # fmt: skip
+    ap.add_argument("--sharing", action="store_true",
+                    help="then time an update alone and two side by side (sharing.json)")  # fmt: skip
+    ap.add_argument("--arch", help="with --extend: train this model from scratch instead")
     a = ap.parse_args(argv)
     if a.train:
         train_study(a.profile, a.results_dir, a.data_dir, a.jobs, a.arms)
     if a.search:
         for row in search_study(a.results_dir, data_dir=a.data_dir):
             print(f"[budget] search: {row}", flush=True)
+    if a.sharing:
+        print(f"[budget] sharing: {sharing_cost(a.profile, a.results_dir, data_dir=a.data_dir)}")
     if a.extend:
-        extend_arm(a.results_dir, minutes=a.extend, data_dir=a.data_dir)
+        extend_arm(a.results_dir, minutes=a.extend, data_dir=a.data_dir, arch=a.arch)
     if not a.train:
         write_study(a.profile, a.results_dir)
     print(f"[budget] wrote {a.results_dir}/arms.md, curves.csv, budget_curves.png", flush=True)

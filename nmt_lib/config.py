@@ -119,12 +119,10 @@ class TrainConfig:
     rho: float = 0.95  # Adadelta
     eps: float = 1e-6  # Adadelta's epsilon (Adam keeps its own 1e-8)
     lr: float = 1.0  # Adadelta: 1 (GroundHog); Adam: e.g. 1e-3
-    loss: str = (
-        "sum"  # minibatch loss: "sum" of token NLLs (the paper), "sentence" mean, "token" mean
-    )
-    lr_schedule: str = (
-        "constant"  # or "plateau": lr *= lr_decay after each evaluation without progress
-    )
+    # the minibatch loss: "sum" of its token NLLs (the paper), its "sentence" or "token" mean
+    loss: str = "sum"
+    # or "plateau": lr *= lr_decay after each evaluation without progress
+    lr_schedule: str = "constant"
     lr_decay: float = 0.5
     warmup_updates: int = 0  # linear warm-up of the learning rate from 0 over this many updates
     clip_norm: float = 1.0  # global L2 norm
@@ -133,9 +131,7 @@ class TrainConfig:
     max_epochs: float | None = None
     max_hours: float | None = None
     eval_every: int = 1000  # updates between dev evaluations
-    dev_nll_sentences: int = (
-        0  # dev NLL of a fixed subset at each evaluation; 0 = the whole dev set
-    )
+    dev_nll_sentences: int = 0  # dev NLL of a fixed subset at each evaluation; 0 = all of dev
     dev_bleu_sentences: int = 200  # dev sample decoded (greedy) at each evaluation; 0 = none
     patience: int | None = None  # early stopping on dev NLL (RNNsearch-50*); None = off
     checkpoint_minutes: float = 10.0

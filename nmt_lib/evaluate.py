@@ -196,7 +196,7 @@ def attention_records(
             if i is not None:
                 rec["ref_tokens"] = list(evalset.ref_tok[i])
             rec["alpha"] = (
-                None if h.alpha is None else np.round(h.alpha.float().numpy(), 4).tolist()
+                None if h.alpha is None else np.round(h.alpha.float().numpy(), 5).tolist()
             )
         out.append(rec)
     return out

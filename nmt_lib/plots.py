@@ -117,20 +117,20 @@ def length_histogram(lengths: Mapping[str, Sequence[int]], max_len: int | None =
 
 
 def budget_curves(curves: Mapping[str, Sequence[Mapping]], reference: str | None = None):
-    """The budget study: dev NLL (left) and greedy dev BLEU (right) against minutes of training,
+    """The budget study: dev NLL (top) and greedy dev BLEU (bottom) against minutes of training,
     one line per arm; ``reference`` (default: the first arm) drawn thick and black."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(7.5, 8.5), sharex=True)
     reference = reference or next(iter(curves), None)
     for name, recs in curves.items():
         x = [r["minutes"] for r in recs]
         style = {"color": "k", "lw": 2.4, "zorder": 3} if name == reference else {"lw": 1.3}
         a1.plot(x, [r["dev_nll"] for r in recs], label=name, **style)
         a2.plot(x, [r["dev_bleu"] or 0.0 for r in recs], label=name, **style)
-    a1.set(xlabel="minutes of training (one core)", ylabel="dev NLL per sentence (nats)")
+    a1.set(ylabel="dev NLL per sentence (nats)")
     a2.set(xlabel="minutes of training (one core)", ylabel="dev BLEU (greedy, first dev sentences)")
     for ax in (a1, a2):
         ax.grid(alpha=0.3)
-    a2.legend(fontsize=8, frameon=False, loc="upper left")
+    a1.legend(fontsize=9, frameon=False, loc="upper right", ncol=2)
     fig.tight_layout()
     return fig
 

@@ -436,11 +436,14 @@ def long_sentences(out: Path, test, models=("RNNencdec-50", "RNNsearch-50")) -> 
         m: (run_dir(out, m) / "hyp.test.detok.txt").read_text(encoding="utf-8").splitlines()
         for m in models
     }
+    import html
+
+    esc = lambda text: html.escape(text, quote=False)  # noqa: E731  <unk> is text, not a tag
     lines = []
     for k, i in enumerate(idx, 1):
-        lines += [f"{k}. **Source** ({len(test.src_tok[i])} words): {test.src_raw[i]}", ""]
-        lines += [f"   - **Reference**: {test.ref_raw[i]}"]
-        lines += [f"   - **{m}**: {hyp[m][i]}" for m in models]
+        lines += [f"{k}. **Source** ({len(test.src_tok[i])} words): {esc(test.src_raw[i])}", ""]
+        lines += [f"   - **Reference**: {esc(test.ref_raw[i])}"]
+        lines += [f"   - **{m}**: {esc(hyp[m][i])}" for m in models]
         lines += [""]
     return "\n".join(lines), paper
 

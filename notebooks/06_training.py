@@ -246,6 +246,9 @@ plt.close(fig)
 # - With the paper's model size, $\epsilon$ dominates Adadelta's denominators early on, so a
 #   clipped update is a step of norm about 1, {eq}`train-step`; a mean loss makes the steps about
 #   2000 times smaller. Use the sum.
+# - This recipe was made for the paper's 300,000 updates. In a budget of minutes it barely starts
+#   learning: {doc}`10_budget` measures named alternatives (`train.optimizer`, `train.loss`, ...)
+#   per CPU-minute, and the reduced `lite` profile trains with the one that learned fastest.
 # - `nmt_lib.train` computes exactly these (checked above, and in `tests/`), and records the
 #   gradient norm and clip rate of every run in its training log.
 #

@@ -51,7 +51,7 @@ glue("al_profile", profile, display=False)
 
 # %%
 panels, from_paper = replicate.fig3_panels(out)
-fig = plots.fig3_alignments(panels, ncols=2, cell=0.3)
+fig = plots.fig3_alignments(panels, ncols=1, cell=0.3)  # one panel a row: legible at page width
 if train:
     plots.save(fig, out / "fig3_alignments.png")
 which = (f"the paper's sentences {panels[0]['title']}–{panels[-1]['title']}" if from_paper

@@ -19,7 +19,7 @@ train = False
 results_dir = None
 data_dir = None
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
@@ -36,17 +36,23 @@ ref = manifest["runs"][0]
 glue("bu_n_arms", len(manifest["runs"]), display=False)
 glue("bu_minutes", configs[ref].train.max_hours * 60, display=False)
 glue("bu_cpu", manifest["hardware"]["cpu_model"] or manifest["hardware"]["cpu"], display=False)
-glue("bu_commit", (manifest["git"]["commit"] or "uncommitted")[:10], display=False)
+commit = (manifest["git"]["commit"] or "uncommitted")[:10]
+glue("bu_commit", commit + (" with uncommitted changes" if manifest["git"]["dirty"] else ""),
+     display=False)  # fmt: skip
 glue("bu_ref", ref, display=False)
 glue("bu_dev_subset", configs[ref].train.dev_nll_sentences, display=False)
+precision = replicate.read_json(out / "runs" / ref / "train_summary.json")["precision"]
+glue("bu_precision", {"bf16": "bf16 (the CPU multiplies bf16 natively)"}.get(precision, precision),
+     display=False)  # fmt: skip
 
 # %% [markdown]
 # ## The setting
 #
 # Every arm trains RNNsearch-50 on the `lite` profile's data for {glue:text}`bu_minutes:.0f`
 # minutes of one core of an {glue:text}`bu_cpu` (evaluations included), two arms side by side, in
-# float32. Each arm differs from the reference arm `{glue:text}`bu_ref`` in the settings that the
-# table below names; everything else, the initial weights included, is the same. Every 250 updates
+# {glue:text}`bu_precision`. Each arm differs from the reference arm **{glue:text}`bu_ref`** in
+# the settings that the table below names; everything else, the initial weights included, is the
+# same. Every 250 updates
 # the dev NLL — Table 2's measure, nats per sentence — is computed on a fixed subset of
 # {glue:text}`bu_dev_subset` dev sentences spread over newstest2012 and 2013 (a few per cent of
 # the training time), and the greedy BLEU of the first 100 dev sentences; at the end the whole
@@ -55,7 +61,7 @@ glue("bu_dev_subset", configs[ref].train.dev_nll_sentences, display=False)
 #
 # ## Why the paper's recipe stalls
 
-# %%
+# %% tags=["hide-input"]
 paper = found.get("paper")
 if paper:
     glue("bu_paper_nll", paper["dev_nll"], display=False)
@@ -76,12 +82,12 @@ glue("bu_chosen", found["chosen"], display=False)
 # one in the direction of the gradient, scaled per parameter by Adadelta's running averages, which
 # start at zero and grow slowly: a recipe that works over 300,000 updates, given a few thousand. After
 # {glue:text}`bu_at:.0f` minutes the `paper` arm had reached a dev NLL of
-# {glue:text}`bu_paper_nll:.1f`; the best arm, `{glue:text}`bu_chosen``, was there after
+# {glue:text}`bu_paper_nll:.1f`; the best arm, **{glue:text}`bu_chosen`**, was there after
 # {glue:text}`bu_reach:.1f` minutes, {glue:text}`bu_speedup:.1f` times sooner.
 #
 # ## The curves
 
-# %%
+# %% tags=["hide-input"]
 fig = plots.budget_curves(budget.curves(out))
 glue("bu_fig", fig, display=False)
 plt.close(fig)
@@ -90,24 +96,43 @@ plt.close(fig)
 # ```{glue:figure} bu_fig
 # :name: fig-budget
 #
-# Dev NLL of the fixed dev subset (left) and greedy dev BLEU of the first 100 dev sentences (right)
+# Dev NLL of the fixed dev subset (top) and greedy dev BLEU of the first 100 dev sentences (bottom)
 # against minutes of training on one core, one line per arm; the reference arm is the thick black
 # line.
 # ```
 #
 # ## The arms at equal time
 
-# %%
+# %% tags=["hide-input"]
 rows = budget.arm_table(out)
-Markdown(replicate.markdown_table(rows))
+by_arm = {r["arm"]: r for r in rows}
+learned = ["arm", *(k for k in rows[0] if k.startswith("dev "))]
+did = [k for k in rows[0] if k not in learned[1:]]
+Markdown(
+    "What each arm learned:\n\n"
+    + replicate.markdown_table([{k: r[k] for k in learned} for r in rows])
+    + "\n\nWhat each arm is and did in its minutes:\n\n"
+    + replicate.markdown_table([{k: r[k] for k in did} for r in rows])
+)
+
+# %% tags=["hide-input"]
+same = [r["updates"] for r in rows if r["parameters (M)"] == rows[0]["parameters (M)"]
+        and "batch_size" not in r["differs from the reference"]]  # fmt: skip
+glue("bu_upd_min", f"{min(same):,}", display=False)
+glue("bu_upd_max", f"{max(same):,}", display=False)
 
 # %% [markdown]
+# Arms of the reference's size and batch made between {glue:text}`bu_upd_min` and
+# {glue:text}`bu_upd_max` updates in the same minutes: their updates do the same work, but each
+# shared the machine with another arm, and a larger neighbour slows a process down more. The
+# comparisons are at equal wall-clock time, as a user's budget is, with that noise included.
+#
 # *dev NLL @t min*: the subset's dev NLL after *t* minutes (interpolated between evaluations);
 # *all dev, end*: the whole dev set (6,003 sentences) when the arm stopped; *dev BLEU*: greedy, 500
 # dev sentences, tokenized. *target tokens/s*: the median over the training log, evaluations
 # excluded.
 
-# %%
+# %% tags=["hide-input"]
 ranked = found["ranked"]
 lines = [f"{k}. `{name}`: {nll:.2f}" for k, (name, nll) in enumerate(ranked, 1)]
 glue("bu_ranked", Markdown("\n".join(lines)), display=False)
@@ -135,7 +160,6 @@ effects = {
     "Adam's learning rate 1e-3 vs 3e-3": delta(ref, "adam-3e-3"),
     "the lite sizes vs twice the parameters": delta(ref, "adam-1e-3-large"),
     "batches of 80 vs 160": delta(ref, "adam-1e-3-batch-160"),
-    "10,000-word vs 30,000-word shortlists": delta(ref, "adam-1e-3-vocab-30k"),
 }
 text = [
     f"- {what}: {'+' if d > 0 else '−'}{abs(d):.2f} nats in favour of the "
@@ -143,6 +167,13 @@ text = [
     for what, d in effects.items()
     if d is not None
 ]
+for arm in found["other_vocabulary"]:  # NLL over other symbols: compare their dev BLEU instead
+    a, b = by_arm[arm]["dev BLEU (greedy, end)"], by_arm[ref]["dev BLEU (greedy, end)"]
+    text.append(
+        f"- `{arm}` has another shortlist, so its NLL is over other symbols (a shortlist turns "
+        f"every rarer word into one `<unk>`, which is easy to predict) and is not ranked; its "
+        f"greedy dev BLEU at the end was {a:.2f} against the reference's {b:.2f}"
+    )
 glue("bu_effects", Markdown("\n".join(text)), display=False)
 
 # %% [markdown]
@@ -159,17 +190,62 @@ glue("bu_effects", Markdown("\n".join(text)), display=False)
 # :format: myst
 # ```
 #
-# On this CPU a step's time grows with the work it does: twice the parameters or twice the batch
-# cost about twice the time per update, so at equal time they make half the updates. Larger models
-# pay off only after many more updates than a short budget has.
+# ## What sharing the machine and evaluating cost
+
+# %% tags=["hide-input"]
+import json
+
+sharing = replicate.read_json(out / "sharing.json")
+log = [json.loads(x) for x in (out / "runs" / ref / "train_log.jsonl").read_text().splitlines()]
+evals = [r for r in log if r.get("kind") == "eval"]
+gaps = [b["elapsed"] - a["elapsed"] for a, b in zip(evals[:-1], evals[1:], strict=True)]
+eval_s = sum(r["eval_seconds"] for r in evals) / len(evals)
+full_s = replicate.read_json(out / "runs" / ref / "final.json")["seconds"]
+glue("bu_alone", sharing["alone_s_per_update"], display=False)
+glue("bu_shared", sharing["shared_s_per_update"], display=False)
+glue("bu_slowdown", sharing["slowdown"], display=False)
+glue("bu_pair_gain", 2 / sharing["slowdown"], display=False)
+glue("bu_sharing_steps", sharing["steps"], display=False)
+glue("bu_eval_s", eval_s, display=False)
+glue("bu_eval_share", 100 * eval_s / (sum(gaps) / len(gaps)), display=False)
+glue("bu_full_s", full_s, display=False)
+glue("bu_full_share", 100 * full_s / (sum(gaps) / len(gaps)), display=False)
+
+# %% [markdown]
+# The machine has two cores, and each arm runs on one. Side by side, an update of the reference
+# arm took {glue:text}`bu_shared:.3f` s against {glue:text}`bu_alone:.3f` s alone
+# ({glue:text}`bu_slowdown:.2f` times as long, over {glue:text}`bu_sharing_steps` updates), so two
+# arms at a time do {glue:text}`bu_pair_gain:.2f` times the work of one. An
+# evaluation on the 500-sentence dev subset took {glue:text}`bu_eval_s:.1f` s,
+# {glue:text}`bu_eval_share:.1f` % of the time between two evaluations; scoring the whole dev set
+# (6,003 sentences, and 500 greedy translations) took {glue:text}`bu_full_s:.0f` s, which at every
+# evaluation would have been {glue:text}`bu_full_share:.0f` % — hence the subset during training
+# and the whole dev set once at the end.
 #
+# What a larger model or batch costs on this CPU, from the arms' logs:
+
+# %% tags=["hide-input"]
+cost = []
+for arm, what in (("adam-1e-3-large", "the larger model"), ("adam-1e-3-batch-160", "batches of 160"),
+                  ("adam-1e-3-vocab-30k", "30,000-word shortlists")):  # fmt: skip
+    if arm in by_arm:
+        a, b = by_arm[arm], by_arm[ref]
+        cost.append(
+            f"- {what} (`{arm}`): {a['parameters (M)']:.1f} M parameters against "
+            f"{b['parameters (M)']:.1f} M, {a['updates']:,} updates in the budget against "
+            f"{b['updates']:,}, {a['target tokens/s']:,} target tokens per second against "
+            f"{b['target tokens/s']:,}"
+        )
+Markdown("\n".join(cost))
+
+# %% [markdown]
 # ## The recipe of the `lite` profile
 #
 # The `lite` profile trains its five models with the settings of the arm with the lowest dev NLL at
 # the comparison time. The check below reads both files, so this page cannot describe a recipe
 # that `configs/lite.toml` does not use.
 
-# %%
+# %% tags=["hide-input"]
 lite = load_profile("lite").runs["RNNsearch-50"]
 chosen = configs[found["chosen"]]
 diff = budget.recipe_differences(lite, chosen)
@@ -178,6 +254,9 @@ glue(
 )
 assert not diff, f"configs/lite.toml does not use the chosen arm's recipe: {diff}"
 recipe = budget.recipe(chosen)
+unused = {"adam": ("train.rho", "train.eps")}.get(chosen.train.optimizer, ())  # Adadelta's
+unused += ("train.lr_decay",) if chosen.train.lr_schedule == "constant" else ()
+recipe = {k: v for k, v in recipe.items() if k not in unused}
 Markdown(
     "| setting | value |\n|---|---|\n" + "\n".join(f"| `{k}` | {v} |" for k, v in recipe.items())
 )
@@ -193,7 +272,7 @@ Markdown(
 # alternative divides the cost by the length. The chosen arm's model decodes 1,000 dev sentences
 # (never the test set) both ways, with a beam of 10:
 
-# %%
+# %% tags=["hide-input"]
 import csv
 
 with open(out / "search.csv", encoding="utf-8") as f:
@@ -201,28 +280,93 @@ with open(out / "search.csv", encoding="utf-8") as f:
 choice = budget.search_choice(out)
 glue(
     "bu_search_norm",
-    "divided by the length" if choice["normalize"] else "the total cost",
+    "their cost divided by their length" if choice["normalize"] else "their total cost",
     display=False,
 )
 assert lite.search.normalize == choice["normalize"], "configs/lite.toml: search.normalize"
-Markdown(replicate.markdown_table(search_rows))
+Markdown(replicate.markdown_table([{k: v for k, v in r.items() if k not in ("arm", "beam")}
+                                   for r in search_rows]))  # fmt: skip
 
 # %% [markdown]
 # The higher dev BLEU ranks hypotheses by {glue:text}`bu_search_norm`, and `configs/lite.toml`
 # decodes so (`search.normalize`).
 #
+# ## The recipe at a `lite` model's budget
+#
+# Fifteen minutes rank the recipes; what do they give at the budget of a `lite` model? The chosen
+# arm trained on to that budget (`python -m nmt_lib.budget --extend`), and RNNencdec-50 with the
+# same recipe and budget from scratch, both scored on the test set (newstest2014, beam 10, the
+# search settings chosen on dev, tokenized BLEU as Table 1), with Figure 3's sentences:
+
+# %% tags=["hide-input"]
+ext = budget.extended(out)
+long_run = ext.get(found["chosen"])
+encdec = ext.get(f"{found['chosen']}-RNNencdec")
+short_run = ext.get(f"{found['chosen']} (study arm)")
+table = [
+    {"model": f"`{name}`", "architecture": e["arch"], "updates": f"{e['updates']:,}",
+     "minutes": round(e["minutes"], 1), "dev NLL (all dev)": None if e["dev_nll"] is None
+     else round(e["dev_nll"], 2), "test BLEU": round(e["test_bleu"], 2),
+     "brevity penalty": round(e["brevity_penalty"], 3)}
+    for name, e in ext.items()
+]  # fmt: skip
+Markdown(replicate.markdown_table(table) if table else "*(not run)*")
+
+# %% tags=["hide-input"]
+values = dict.fromkeys(("bu_pair", "bu_pair_verdict", "bu_need_10", "bu_need_14"), "(not measured)")
+values |= dict.fromkeys(("bu_att_peak", "bu_att_mono", "bu_long_bleu", "bu_long_min"), float("nan"))
+if long_run and encdec:
+    d, (lo, hi) = budget.paired_difference(long_run["stats_tok"], encdec["stats_tok"])
+    values["bu_pair"] = f"{d:+.2f} BLEU (95 % interval [{lo:+.2f}, {hi:+.2f}])"
+    values["bu_pair_verdict"] = "above" if lo > replicate.MARGIN else "not above"
+if long_run:
+    records = replicate.read_json(long_run["dir"] / "attention.json")[:4]
+    st = [replicate.alignment_stats(r["alpha"][:-1] if r["hyp_tokens"][-1:] == ["</s>"] else r["alpha"])
+          for r in records if r.get("alpha")]  # fmt: skip
+    values["bu_att_peak"] = sum(x["peak"] for x in st) / len(st)
+    values["bu_att_mono"] = (
+        100 * sum(x["monotonic_steps"] for x in st) / max(sum(x["steps"] for x in st), 1)
+    )
+    values["bu_long_bleu"], values["bu_long_min"] = long_run["test_bleu"], long_run["minutes"]
+if long_run and short_run:
+    pts = [
+        (short_run["minutes"], short_run["test_bleu"]),
+        (long_run["minutes"], long_run["test_bleu"]),
+    ]
+    for target in (10, 14):
+        t = budget.minutes_for_bleu(pts, target)
+        values[f"bu_need_{target}"] = f"{t:,.0f} minutes" if t else "no finite time"
+for key, value in values.items():
+    glue(key, value, display=False)
+
+# %% [markdown]
+# RNNsearch-50 with the chosen recipe scores {glue:text}`bu_long_bleu:.2f` BLEU after
+# {glue:text}`bu_long_min:.0f` minutes of one core. RNNsearch minus RNNencdec, same recipe and
+# budget: {glue:text}`bu_pair`, {glue:text}`bu_pair_verdict` the +1 BLEU that the claims of
+# {doc}`08_experiments` require. On Figure 3's four sentences its generated words put on average
+# {glue:text}`bu_att_peak:.2f` of their attention on one source word, and
+# {glue:text}`bu_att_mono:.0f` % of the steps from one word to the next keep or advance the
+# heaviest source word. A line through the two test scores of the chosen recipe (after the study's
+# minutes and after the extension's), $\text{BLEU} = \alpha + \beta \ln t$, reaches 10 BLEU after
+# {glue:text}`bu_need_10` and 14 after {glue:text}`bu_need_14` of one core: a rough guide to what
+# a larger budget buys, since such curves bend down as training goes on.
+#
 # ## The gap to the paper
 #
 # How far does a CPU-hour get, measured against the paper's five days? The training cost of one
 # update is about three forward passes (the backward pass costs two), and a forward pass's
-# multiply-adds follow from the sizes (`nmt_lib.model.forward_macs`).
+# multiply-adds follow from the sizes (`nmt_lib.model.forward_macs`, at the mean length of a
+# training pair of the `lite` data, for both models: the paper gives no lengths).
 
-# %%
+# %% tags=["hide-input"]
 from nmt_lib.model import forward_macs
 
 paper_run = load_profile("paper").runs["RNNsearch-50"]
 paper_updates = float(replicate.paper_table("table2")["RNNsearch-50"]["updates_1e5"]) * 1e5
-lengths = (27.0, 29.0)  # words + EOS, source and target: a typical sentence of the training data
+# the mean training pair of the lite data (words + EOS), for both: the paper gives no lengths
+train_stats = replicate.read_json(replicate.results_path("lite") / "data_summary.json")
+train_stats = train_stats["max_len=50"]["train"]
+lengths = tuple(train_stats[side]["words"] / train_stats["pairs"] + 1 for side in ("src", "trg"))
 per_update = {
     "paper": 6 * forward_macs(paper_run.model, *lengths) * paper_run.data.batch_size,
     "ours": 6 * forward_macs(chosen.model, *lengths) * chosen.data.batch_size,
@@ -235,10 +379,20 @@ glue("bu_flop_ratio", per_update["paper"] / per_update["ours"], display=False)
 glue("bu_lite_minutes", lite.train.max_hours * 60, display=False)
 glue("bu_lite_updates", ours_updates, display=False)
 glue("bu_compute_ratio", ratio, display=False)
-glue("bu_fit_a", fit["a"], display=False)
-glue("bu_fit_c", fit["c"], display=False)
+import math
+
+glue("bu_fit_alpha", fit["alpha"], display=False)
+glue("bu_fit_beta", fit["beta"], display=False)
 glue("bu_fit_rmse", fit["rmse"], display=False)
-glue("bu_fit_lite", fit["a"] + fit["b"] * ours_updates ** -fit["c"], display=False)
+glue("bu_fit_lite", fit["alpha"] - fit["beta"] * math.log(ours_updates), display=False)
+check = ""
+if long_run:  # the fit against what the extension measured on the same dev subset
+    log = (long_run["dir"] / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
+    last = [r for r in map(json.loads, log) if r.get("kind") == "eval"][-1]
+    pred = fit["alpha"] - fit["beta"] * math.log(last["update"])
+    check = (f" Extended to {last['update']:,} updates, the arm measured {last['dev_nll']:.1f} "
+             f"where the line predicted {pred:.1f}.")  # fmt: skip
+glue("bu_fit_check", check, display=False)
 glue(
     "bu_paper_dev_nll",
     float(replicate.paper_table("table2")["RNNsearch-50"]["dev_nll"]),
@@ -252,45 +406,73 @@ glue(
 # minutes that the `lite` profile gives RNNsearch-50 make about {glue:text}`bu_lite_updates:,.0f`
 # updates: the paper spent {glue:text}`bu_compute_ratio:,.0f` times that computation.
 #
-# Fitted to the chosen arm's curve, $\text{NLL}(u) = a + b\,u^{-c}$ in the number of updates $u$
-# gives $a =$ {glue:text}`bu_fit_a:.1f` and $c =$ {glue:text}`bu_fit_c:.2f` (root mean square error
-# {glue:text}`bu_fit_rmse:.2f` nats). It predicts a dev NLL of {glue:text}`bu_fit_lite:.1f` for
-# the `lite` RNNsearch-50; the paper's model reached {glue:text}`bu_paper_dev_nll:.1f` on its
-# (different) dev data, with a model {glue:text}`bu_flop_ratio:.0f` times as costly and 30,000-word
-# shortlists. A fit over a quarter of an hour says little about a model's limit: $a$ is where this
-# curve would level off if its shape held, an optimistic floor for a model of this size, not a
-# forecast for the paper's. What the gap means for BLEU is what {doc}`08_experiments` measures.
+# Over its {glue:text}`bu_at:.0f` minutes the chosen arm's dev NLL fell about linearly in the
+# logarithm of its updates $u$: $\text{NLL} \approx$ {glue:text}`bu_fit_alpha:.1f` $-$
+# {glue:text}`bu_fit_beta:.1f` $\ln u$ (root mean square error {glue:text}`bu_fit_rmse:.2f` nats
+# on the dev subset), that is {glue:text}`bu_fit_beta:.1f` nats less for every $e$-fold more
+# updates.{glue:text}`bu_fit_check` At the `lite` budget the line gives
+# {glue:text}`bu_fit_lite:.1f`; the paper's model reached {glue:text}`bu_paper_dev_nll:.1f` on its
+# (different) dev data, with a model {glue:text}`bu_flop_ratio:.0f` times as costly per update and
+# 30,000-word shortlists. A straight line in $\ln u$ cannot be followed far: learning curves bend
+# towards a floor that a quarter of an hour does not reveal, so these numbers say what a few times
+# more budget buys, not what the paper's would. What the gap means for BLEU is what
+# {doc}`08_experiments` measures.
 #
 # ## Summary
-#
-# - With a budget of minutes, the paper's recipe wastes its updates: the summed loss's gradient is
-#   clipped at every step, and Adadelta's step sizes start from zero.
-# - Adam with the loss averaged over the sentences of a minibatch learns several times faster per
-#   CPU-minute; the study ranks the alternatives and the `lite` profile uses the winner.
-# - On a CPU without spare throughput, larger models and batches cost their size in time: at a
-#   budget of minutes the small model wins.
+
+
+# %% tags=["hide-input"]
+def rank(arm):
+    return next((k for k, (n, _) in enumerate(ranked, 1) if n == arm), None)
+
+
+summary = []
+if paper:
+    summary.append(
+        f"- With {found['compare_at']:.0f} minutes, the paper's recipe clipped "
+        f"{100 * paper['clip_rate']:.0f} % of its updates and reached a dev NLL of "
+        f"{paper['dev_nll']:.1f}; `{found['chosen']}` got there "
+        + (f"{found['compare_at'] / reach:.1f} times sooner." if reach else "never.")
+    )
+summary.append(
+    f"- The arms ranked by dev NLL at equal time: {', '.join(f'`{n}`' for n, _ in ranked)}. "
+    f"The `lite` profile trains with the first's recipe."
+)
+for arm, what in (("adam-1e-3-large", "the larger model"), ("adam-1e-3-batch-160", "batches of 160"),
+                  ("adam-1e-3-vocab-30k", "the 30,000-word shortlists")):  # fmt: skip
+    if rank(arm) is not None and rank(ref) is not None:
+        verb = "learned less" if rank(arm) > rank(ref) else "learned more"
+        summary.append(f"- In this budget {what} {verb} than the reference arm per CPU-minute.")
+glue("bu_summary", Markdown("\n".join(summary)), display=False)
+
+# %% [markdown]
+# ```{glue:md} bu_summary
+# :format: myst
+# ```
 #
 # ## Exercises
 #
-# 1. Why does clipping the gradient norm to 1 make the learning rate of Adadelta irrelevant for the
-#    summed loss, but not for the per-token mean loss?
+# 1. The arms `paper` and `adadelta-sentence` differ only in the scale of the loss: a sum over some
+#    2,000 target tokens, or that sum divided by the 80 sentences. Why do their curves nearly
+#    coincide? (Look at the table's *clipped* column.)
 # 2. Adam divides each gradient coordinate by a running estimate of its magnitude. What does that
 #    make of the choice between the loss summed over the sentences and its mean, when no update
-#    is clipped?
+#    is clipped? And when every update is?
 # 3. The study compares arms at equal *wall-clock time*, not at an equal number of updates. Which
 #    arms would rank differently at equal updates, and why is time the right axis here?
 #
 # :::{admonition} Solutions
 # :class: dropdown
 #
-# 1. Adadelta's step is $\Delta\theta = -\frac{\sqrt{E[\Delta\theta^2] + \epsilon}}{\sqrt{E[g^2] +
-#    \epsilon}}\, g$: a clipped gradient has norm 1 whatever the loss's scale, so the scale of the
-#    loss does not reach the step. With the per-token mean the gradient's norm is around one or
-#    below, so some updates are not clipped and the loss's scale matters through $\epsilon$.
-# 2. Almost nothing: Adam's step $\hat m / (\sqrt{\hat v} + \epsilon)$ is invariant to a constant
-#    scale of the gradient (up to $\epsilon$), so the sum and the mean give the same steps. They
-#    differ through clipping, which bounds the gradient *before* Adam sees it: the summed loss is
-#    clipped at every step and the mean less often.
+# 1. Both clip every update: the gradient of the sum has a norm of thousands, that of the mean
+#    tens, and either is rescaled to norm 1. After clipping the two gradients are the same vector,
+#    so Adadelta makes the same steps; what differs is how many updates each arm made in its
+#    minutes.
+# 2. Nothing, up to Adam's $\epsilon$: its step $\hat m / (\sqrt{\hat v} + \epsilon)$ does not
+#    change when every gradient is multiplied by the same constant, and dividing by the (fixed)
+#    number of sentences is such a constant. When every update is clipped, Adam sees unit-norm
+#    gradients in both cases, so again the steps are the same. The normalisation matters when
+#    some updates are clipped and others not: then it decides which ones.
 # 3. The larger model and the larger batch: per update they see more (more parameters, more
 #    sentences), so at equal updates they look better. But each update costs them about twice the
 #    time, and a budget is measured in hours, not updates.

@@ -137,6 +137,9 @@ def test_replicate_mode_writes_the_results_layout(results):
     for f in ("fig2_bleu_by_length.png", "fig3_alignments.png"):
         assert (results / f).read_bytes()[:8] == PNG, f
     assert not list(results.rglob("*.pt")), "checkpoints must not land in the results"
+    att = json.loads((replicate.run_dir(results, "RNNsearch-50") / "attention.json").read_text())
+    assert att[0]["found"] is False and att[0]["alpha"]  # Figure 3 (a), translated from its words
+    assert len(att) > 7  # (a)-(d), three by Figure 3's rule, and the alignment explorer's
 
 
 # -------------------------------------------------------------------------------------- (b) build

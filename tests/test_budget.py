@@ -95,11 +95,13 @@ def test_interpolation_and_first_crossing():
     assert budget.reach_minutes(curve, 11.0) == 1.0 and budget.reach_minutes(curve, 5.0) is None
 
 
-def test_power_law_fit_recovers_a_known_curve():
+def test_log_linear_fit_recovers_a_known_curve():
+    import math
+
     u = [250 * k for k in range(1, 20)]
-    fit = budget.fit_power_law(u, [60 + 900 * x**-0.5 for x in u])
-    assert fit["a"] == pytest.approx(60, abs=0.5) and fit["c"] == pytest.approx(0.5, abs=0.01)
-    assert fit["rmse"] < 0.1
+    fit = budget.fit_log_linear(u, [300 - 25 * math.log(x) for x in u])
+    assert fit["alpha"] == pytest.approx(300) and fit["beta"] == pytest.approx(25)
+    assert fit["rmse"] < 1e-9
 
 
 def test_recipe_differences_name_the_settings():
@@ -162,3 +164,41 @@ def test_the_chosen_arm_trains_on_and_is_evaluated_on_the_test_set(study):
     assert len((d / "hyp.test.tok.txt").read_text().splitlines()) == 12
     assert json.loads((d / "final.json").read_text())["dev_nll_sentences"] == 24
     assert (out / "arms.csv").read_text() == before  # the study's arms are left as they were
+    assert (out / "runs" / arm / "bleu.json").is_file()  # and the arm itself was scored on test
+
+
+def test_sharing_cost_times_one_and_two_processes(study):
+    r = budget.sharing_cost(
+        study / "study.toml", study / "out", steps=3, data_dir=str(study / "wmt")
+    )
+    assert r["arm"] == "adam" and r["alone_s_per_update"] > 0 and r["shared_s_per_update"] > 0
+    assert json.loads((study / "out" / "sharing.json").read_text()) == r
+
+
+def test_the_same_recipe_trains_rnnencdec_from_scratch(study):
+    out = study / "out"
+    if not (out / "search.csv").is_file():
+        budget.search_study(out, sentences=6, data_dir=study / "wmt")
+    ext = budget.extend_arm(out, minutes=0.03, data_dir=study / "wmt", arch="RNNencdec")
+    d = out / "extended" / f"{ext['arm']}-RNNencdec"
+    assert ext["summary"]["resumed_from_update"] is None and ext["summary"]["updates"] > 0
+    assert json.loads((d / "config.json").read_text())["model"]["arch"] == "RNNencdec"
+    assert json.loads((d / "walls.json").read_text())["train_s"] > 0
+
+
+def test_extrapolation_and_paired_difference():
+    assert budget.minutes_for_bleu([(10, 2.0), (40, 6.0)], 10.0) == pytest.approx(160.0)
+    assert budget.minutes_for_bleu([(10, 6.0), (40, 6.0)], 10.0) is None
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    stats = []
+    for _ in range(2):
+        s = rng.integers(1, 20, size=(50, 10))
+        s[:, 0] = s[:, 1] = 20  # hypothesis and reference lengths
+        s[:, 6:] = 20
+        stats.append(s)
+    d, (lo, hi) = budget.paired_difference(stats[0], stats[0])
+    assert d == 0 and lo == hi == 0  # a system against itself: no difference in any resample
+    d, (lo, hi) = budget.paired_difference(stats[0], stats[1])
+    assert lo <= d <= hi

@@ -62,7 +62,6 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
     assert att[0]["found"] is False and att[0]["index"] is None  # (a) is not in the toy test set,
     assert len(att[0]["alpha"]) == len(att[0]["hyp_tokens"])  # but translated from its own words
     assert att[0]["src_tokens"] == [*att[0]["source"].split(), "</s>"]
-    assert len(att) > 7  # Figure 3's four, three by its rule, and the explorer's sentences
 
     # Figure 3 for a sentence that is in the (toy) test set, with the trained model
     from nmt_lib import data
