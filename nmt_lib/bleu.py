@@ -185,6 +185,18 @@ def bootstrap_scores(
     return np.array([bleu_from_stats(total, tokenized) for total in counts @ stats])
 
 
+def paired_difference(
+    stats_a: np.ndarray, stats_b: np.ndarray, tokenized: bool = True, n_samples: int = 1000
+) -> tuple[float, list[float]]:
+    """BLEU(a) - BLEU(b) from per-sentence statistics of the same sentences, with the 95% interval
+    of paired bootstrap resampling (:func:`bootstrap_scores` with one seed: the same resamples for
+    both systems)."""
+    a, b = np.asarray(stats_a), np.asarray(stats_b)
+    point = bleu_from_stats(a, tokenized) - bleu_from_stats(b, tokenized)
+    diffs = bootstrap_scores(a, tokenized, n_samples) - bootstrap_scores(b, tokenized, n_samples)
+    return point, interval(diffs)
+
+
 def interval(samples: np.ndarray) -> list[float]:
     """The 95% interval of bootstrap ``samples`` as sacrebleu bounds it (``estimate_ci``: the
     ``n // 40``-th smallest and largest values)."""

@@ -114,6 +114,20 @@ def train_arm(profile: str, results_dir: str, data_dir: str | None, name: str) -
     return name, {"train_s": round(t1 - t0, 1), "final_eval_s": round(time.time() - t1, 1)}
 
 
+def arm_run(results_dir, arm: str, data_dir=None) -> RunConfig:
+    """The resolved config an arm of the study in ``results_dir`` trained with (its manifest),
+    with ``data_dir`` applied."""
+    import dataclasses
+
+    from nmt_lib.config import run_from_dict
+
+    manifest = json.loads((Path(results_dir) / "manifest.json").read_text(encoding="utf-8"))
+    run = run_from_dict(manifest["configs"][arm])
+    if data_dir is None:
+        return run
+    return dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=str(data_dir)))
+
+
 #: The search settings compared on dev (:func:`search_study`): the paper's (GroundHog's) unnormalised
 #: beam search, and the cost divided by the length.
 SEARCH_OPTIONS = ({"normalize": False}, {"normalize": True})
@@ -129,18 +143,14 @@ def search_study(
     import dataclasses
 
     from nmt_lib import bleu
-    from nmt_lib.config import run_from_dict
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import decode, load_trained
     from nmt_lib.io import atomic_write
     from nmt_lib.train import dev_subset
 
     out = Path(results_dir)
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     arm = arm or findings(out)["chosen"]
-    run = run_from_dict(manifest["configs"][arm])
-    if data_dir is not None:
-        run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=str(data_dir)))
+    run = arm_run(out, arm, data_dir)
     prep = prepare(run.data)
     summary = json.loads((out / "runs" / run_dir_name(arm) / "train_summary.json").read_text())
     model, _ = load_trained(summary["model_checkpoint"])
@@ -184,26 +194,22 @@ def extend_arm(
     import dataclasses
     import shutil
 
-    from nmt_lib.config import run_from_dict
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import evaluate_run
     from nmt_lib.io import write_json
     from nmt_lib.train import default_checkpoint_dir, train_run
 
     out = Path(results_dir)
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     arm = arm or findings(out)["chosen"]
-    run = run_from_dict(manifest["configs"][arm])
+    studied = arm_run(out, arm, data_dir)
     run = dataclasses.replace(
-        run,
-        train=dataclasses.replace(run.train, max_hours=minutes / 60, max_updates=None),
-        search=dataclasses.replace(run.search, **search_choice(out)),
+        studied,
+        train=dataclasses.replace(studied.train, max_hours=minutes / 60, max_updates=None),
+        search=dataclasses.replace(studied.search, **search_choice(out)),
     )
     fresh = arch is not None and arch != run.model.arch
     if fresh:
         run = dataclasses.replace(run, model=dataclasses.replace(run.model, arch=arch))
-    if data_dir is not None:
-        run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=str(data_dir)))
     src = out / "runs" / run_dir_name(arm)
     dst = out / "extended" / (run_dir_name(arm) + (f"-{arch}" if fresh else ""))
     ckpt = default_checkpoint_dir(run, dst)
@@ -213,8 +219,7 @@ def extend_arm(
         (dst / "final.json").unlink(missing_ok=True)
     prep = prepare(run.data)
     if not fresh and not (src / "bleu.json").is_file():  # the arm itself on the test set, as it is
-        evaluate_run(dataclasses.replace(run, train=run_from_dict(manifest["configs"][arm]).train),
-                     src, prep=prep)  # fmt: skip
+        evaluate_run(dataclasses.replace(run, train=studied.train), src, prep=prep)
     t0 = time.time()
     summary = train_run(run, dst, prep=prep, progress=False)
     t1 = time.time()
@@ -300,19 +305,6 @@ def extended(results_dir=RESULTS) -> dict[str, dict]:
             "dir": d,
         }
     return result
-
-
-def paired_difference(stats_a, stats_b, n_samples: int = 1000) -> tuple[float, list[float]]:
-    """BLEU(a) - BLEU(b) on the same test sentences, with its 95% paired-bootstrap interval (the
-    same resamples for both, as :func:`nmt_lib.replicate.claims`)."""
-    import numpy as np
-
-    from nmt_lib import bleu
-
-    a, b = np.asarray(stats_a), np.asarray(stats_b)
-    point = bleu.bleu_from_stats(a, True) - bleu.bleu_from_stats(b, True)
-    samples = bleu.bootstrap_scores(a, True, n_samples) - bleu.bootstrap_scores(b, True, n_samples)
-    return point, bleu.interval(samples)
 
 
 def minutes_for_bleu(points: list[tuple[float, float]], target: float) -> float | None:

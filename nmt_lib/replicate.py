@@ -508,12 +508,12 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
 
     from nmt_lib import bleu
 
-    lengths = {}
+    lengths, stats_of = {}, {}
 
     def boot(name, subset=None):
         d = read_json(run_dir(out, name) / "bleu_by_length.json")
         lengths[name] = np.array(d["src_len"])
-        stats = np.array(d["stats_tok"])
+        stats = stats_of[name] = np.array(d["stats_tok"])
         sel = None if subset is None else subset(lengths[name])
         point = bleu.bleu_from_stats(stats if sel is None else stats[sel], True)
         return point, bleu.bootstrap_scores(stats, True, n_samples, subset=sel)
@@ -525,7 +525,7 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
     allb = {m: boot(m) for m in MODELS[:4]}
 
     def diff(a, b):
-        return allb[a][0] - allb[b][0], bleu.interval(allb[a][1] - allb[b][1])
+        return bleu.paired_difference(stats_of[a], stats_of[b], True, n_samples)
 
     pairs = [("RNNsearch-30", "RNNencdec-30"), ("RNNsearch-50", "RNNencdec-50")]
     ds = [diff(a, b) for a, b in pairs]

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_lib import budget, plots, replicate
+from nmt_lib import bleu, budget, plots, replicate
 from nmt_lib.config import load_profile, run_from_dict
 
 out = budget.RESULTS
@@ -316,7 +316,7 @@ Markdown(replicate.markdown_table(table) if table else "*(not run)*")
 values = dict.fromkeys(("bu_pair", "bu_pair_verdict", "bu_need_10", "bu_need_14"), "(not measured)")
 values |= dict.fromkeys(("bu_att_peak", "bu_att_mono", "bu_long_bleu", "bu_long_min"), float("nan"))
 if long_run and encdec:
-    d, (lo, hi) = budget.paired_difference(long_run["stats_tok"], encdec["stats_tok"])
+    d, (lo, hi) = bleu.paired_difference(long_run["stats_tok"], encdec["stats_tok"])
     values["bu_pair"] = f"{d:+.2f} BLEU (95 % interval [{lo:+.2f}, {hi:+.2f}])"
     values["bu_pair_verdict"] = "above" if lo > replicate.MARGIN else "not above"
 if long_run:
