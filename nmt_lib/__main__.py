@@ -1,4 +1,4 @@
-"""Command line: ``python -m nmt_lib train|translate|evaluate`` (also installed as ``nmt``).
+"""Command line: ``python -m nmt_lib train|translate|evaluate|pack`` (also installed as ``nmt``).
 
 Examples::
 
@@ -6,6 +6,8 @@ Examples::
     python -m nmt_lib train --profile lite --set train.max_updates=100 --set search.beam=5
     echo "The cat sleeps." | python -m nmt_lib translate --profile smoke --run RNNsearch-50
     python -m nmt_lib evaluate --profile smoke --data-dir data/toy
+    python -m nmt_lib pack --profile gpu --run RNNsearch-50 pack/  # then elsewhere:
+    python -m nmt_lib train --profile gpu --run RNNsearch-50 --set data.packed=pack/
 
 Results of run ``R`` go to ``<out>/runs/<R>`` (``--out`` defaults to ``results/<profile>``);
 checkpoints to ``<cache>/ckpt/...`` (:func:`nmt_lib.train.default_checkpoint_dir`). Several GPUs:
@@ -103,6 +105,21 @@ def cmd_evaluate(a) -> int:
     return 0
 
 
+def cmd_pack(a) -> int:
+    from . import data
+
+    profile, runs = _runs(a)
+    done: dict[str, str] = {}
+    for cfg in runs:
+        key = repr(cfg.data)
+        if key not in done:
+            name = run_dir_name(cfg.name) if len(runs) > 1 else ""
+            done[key] = str(data.pack(cfg.data, Path(a.pack_dir) / name))
+        print(f"[pack] {cfg.name}: {done[key]} (train there with --set data.packed={done[key]})",
+              file=sys.stderr)  # fmt: skip
+    return 0
+
+
 def cmd_translate(a) -> int:
     from .evaluate import find_checkpoint, load_trained, translate_lines
     from .train import default_checkpoint_dir, resolve_device
@@ -179,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("pack", help="the prepared data and dev/test files, for another machine")
+    common(p)
+    p.add_argument("pack_dir", help="directory to write (a folder per run when several)")
+    p.set_defaults(func=cmd_pack)
 
     p = sub.add_parser("translate", help="translate raw English lines with beam search")
     common(p, many=False)

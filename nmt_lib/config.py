@@ -79,6 +79,9 @@ class DataConfig:
 
     data_dir: str | None = None  # the WMT'14 layout; None: NMT_DATA, else ./data/wmt14
     cache_dir: str | None = None  # tokenized/numericalized caches; None: NMT_CACHE, else ./.cache
+    packed: str | None = (
+        None  # a directory written by `python -m nmt_lib pack`: its data, not data_dir
+    )
     train: tuple[str, ...] = ("europarl-v7.fr-en",)  # corpus names under train/
     dev: tuple[str, ...] = ("newstest2012", "newstest2013")
     test: str = "newstest2014"

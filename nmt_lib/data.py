@@ -42,7 +42,7 @@ import tempfile
 import time
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
 
@@ -487,18 +487,8 @@ def _key(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
-def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None = None) -> Prepared:
-    """Locate, read, tokenize (cached), drop dev/test overlaps, filter, build the shortlists and
-    numericalize (cached) the data of ``cfg``; see the module docstring. ``workers``: tokenizer
-    processes (default: the usable cores); ``progress``: tqdm bars (None = only on a terminal)."""
-    t0 = time.perf_counter()
-    data_dir, cache = cfg.resolved_data_dir(), cfg.resolved_cache_dir()
-    tok_dir = cache / "tok"
-    found = corpus.locate(cfg, data_dir)
-    dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
-    test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
-    dev_test = (set(dev["src_tok"] + test["src_tok"]), set(dev["ref_tok"] + test["ref_tok"]))
-
+def _train_inputs(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers, progress):
+    """The training files' (lazily) tokenized lines and their cache keys, corpus by corpus."""
     train, train_keys = [], []
     for tf in found.train:
         parts, keys = [], []
@@ -525,12 +515,27 @@ def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None =
             parts.append(((sp, tp), lines, ns))
         train.append((tf.name, parts))
         train_keys.append([tf.name, keys])
+    return train, train_keys
+
+
+def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None = None) -> Prepared:
+    """Locate, read, tokenize (cached), drop dev/test overlaps, filter, build the shortlists and
+    numericalize (cached) the data of ``cfg``; see the module docstring. ``workers``: tokenizer
+    processes (default: the usable cores); ``progress``: tqdm bars (None = only on a terminal)."""
+    t0 = time.perf_counter()
+    data_dir, cache = cfg.resolved_data_dir(), cfg.resolved_cache_dir()
+    tok_dir = cache / "tok"
+    if cfg.packed:
+        return _prepare_packed(cfg, tok_dir, workers, progress)
+    found = corpus.locate(cfg, data_dir)
+    dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
+    test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
+    dev_test = (set(dev["src_tok"] + test["src_tok"]), set(dev["ref_tok"] + test["ref_tok"]))
+
+    train, train_keys = _train_inputs(found, cfg, tok_dir, workers, progress)
     t_eval = time.perf_counter() - t0
 
-    settings = {
-        k: getattr(cfg, k)
-        for k in ("src_lang", "trg_lang", "src_words", "trg_words", "max_len", "max_train_pairs")
-    }
+    settings = _settings(cfg)
     key = _key(
         {"format": FORMAT, "train": train_keys, "eval": dev["keys"] + test["keys"], **settings}
     )
@@ -554,6 +559,10 @@ def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None =
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+    return _prepared(out, cfg, data_dir, settings, dev, test)
+
+
+def _prepared(out: Path, cfg: DataConfig, data_dir: Path, settings: dict, dev, test) -> Prepared:
     meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
     src_vocab, trg_vocab = Vocab.load(out / "src.vocab.txt"), Vocab.load(out / "trg.vocab.txt")
     dev_set, test_set = _eval_set(dev, src_vocab, trg_vocab), _eval_set(test, src_vocab, trg_vocab)
@@ -569,6 +578,85 @@ def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None =
         "test": _eval_stats(test_set),
     }
     return Prepared(src_vocab, trg_vocab, TrainSet(out), dev_set, test_set, stats, out)
+
+
+# ------------------------------------------------------------------------------------------ packs
+PACK = "pack.json"
+
+
+def _settings(cfg: DataConfig) -> dict:
+    names = ("src_lang", "trg_lang", "src_words", "trg_words", "max_len", "max_train_pairs")
+    return {k: getattr(cfg, k) for k in names}
+
+
+def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
+    """Write what training and evaluation with ``cfg`` need into ``out``, for a machine without the
+    WMT'14 files (a GPU machine): the prepared training data, copies of the dev and test files, and
+    ``pack.json`` with the prepared data's key and the sha256 of every input file. Train there with
+    ``data.packed = out``."""
+    out = Path(out)
+    prep = prepare(cfg)
+    found = corpus.locate(cfg)
+    root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
+    inputs = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]
+    inputs += [p for tf in found.train for pair in tf.pairs for p in pair]
+    _, train_keys = _train_inputs(found, cfg, memo, None, False)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        shutil.copytree(prep.path, tmp / "prepared")
+        for ev in (found.test, *found.dev):
+            for p in (ev.src, ev.ref):
+                dest = tmp / "data" / p.relative_to(root)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(p, dest)
+        meta = json.loads((prep.path / "meta.json").read_text(encoding="utf-8"))
+        write_json(tmp / PACK, {
+            "key": meta["key"], "settings": _settings(cfg), "train": list(cfg.train),
+            "train_keys": train_keys,
+            "data_sha256": {str(p.relative_to(root)): text.file_info(p, memo).sha256
+                            for p in inputs},
+        })  # fmt: skip
+        if out.exists():
+            shutil.rmtree(out)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def read_pack(path: str | os.PathLike) -> dict:
+    """``pack.json`` of a pack directory; a missing or unreadable one names the file."""
+    f = Path(path) / PACK
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise corpus.DataError(f"{f}: not a pack written by `python -m nmt_lib pack` ({e})") from e
+
+
+def _prepare_packed(cfg: DataConfig, tok_dir: Path, workers, progress) -> Prepared:
+    """:func:`prepare` from a pack: its prepared training data, its dev and test files."""
+    root = Path(cfg.packed)
+    pk = read_pack(root)
+    settings = _settings(cfg)
+    want, got = {**settings, "train": list(cfg.train)}, {**pk["settings"], "train": pk["train"]}
+    differ = [f"data.{k} = {got.get(k)!r}, not {v!r}" for k, v in want.items() if got.get(k) != v]
+    if differ:
+        raise corpus.DataError(f"{root / PACK}: packed with {'; '.join(differ)}")
+    data_dir = root / "data"
+    found = corpus.locate(replace(cfg, train=()), data_dir)
+    dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
+    test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
+    key = _key({"format": FORMAT, "train": pk["train_keys"], "eval": dev["keys"] + test["keys"],
+                **settings})  # fmt: skip
+    out = root / "prepared"
+    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    if not key == meta["key"] == pk["key"]:
+        raise corpus.DataError(
+            f"{root}: its prepared data, its dev/test files and {PACK} do not belong together"
+        )
+    return _prepared(out, cfg, data_dir, settings, dev, test)
 
 
 def data_summary(prep: Prepared) -> dict:

@@ -71,14 +71,24 @@ def toy_data_dir() -> Path:
     return root
 
 
-def load(profile: str, data_dir: str | os.PathLike | None = None):
-    """The profile's runs, with ``data_dir`` applied to each (smoke: the toy corpus by default)."""
-    from nmt_lib.config import load_profile
+def load(profile: str, data_dir: str | os.PathLike | None = None, runs=None, **overrides):
+    """The profile's runs (``runs``: only these), with ``data_dir`` applied to each (smoke: the toy
+    corpus by default) and ``overrides`` as :func:`nmt_lib.config.load_profile` takes them."""
+    from dataclasses import replace
+
+    from nmt_lib.config import ConfigError, load_profile
 
     if data_dir is None and profile == "smoke":
         data_dir = toy_data_dir()
-    overrides = {"data": {"data_dir": str(data_dir)}} if data_dir is not None else {}
-    return load_profile(profile, **overrides)
+    if data_dir is not None:
+        overrides["data"] = {**overrides.get("data", {}), "data_dir": str(data_dir)}
+    prof = load_profile(profile, **overrides)
+    if runs is None:
+        return prof
+    unknown = [n for n in runs if n not in prof.runs]
+    if unknown:
+        raise ConfigError(f"{prof.path}: no run(s) {unknown}; known: {list(prof.runs)}")
+    return replace(prof, runs={n: prof.runs[n] for n in runs})
 
 
 def data_summaries(prof) -> dict:
@@ -142,14 +152,15 @@ def run_dir(out: Path, name: str) -> Path:
     return out / "runs" / run_dir_name(name)
 
 
-def train_and_evaluate(profile: str, results_dir, data_dir, name: str) -> tuple[str, dict]:
-    """Train (resumably), decode and evaluate one model of ``profile`` into
-    ``<results>/runs/<model>/``; returns ``(name, wall times)``."""
+def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, dict]:
+    """Train (resumably), decode and evaluate one model of ``profile`` (a name, or a loaded
+    profile) into ``<results>/runs/<model>/``; returns ``(name, wall times)``."""
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import FIG3_SOURCES, evaluate_run
     from nmt_lib.train import train_run
 
-    run, out = load(profile, data_dir).runs[name], results_path(profile, results_dir)
+    prof = load(profile, data_dir) if isinstance(profile, str) else profile
+    run, out = prof.runs[name], results_path(prof.name, results_dir)
     prep = prepare(run.data)
     # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
     sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
@@ -165,9 +176,13 @@ def train_and_evaluate(profile: str, results_dir, data_dir, name: str) -> tuple[
     return name, {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
 
 
-def replicate_profile(profile: str, results_dir=None, data_dir=None, jobs: int | None = None):
-    """Train, decode and evaluate every model of ``profile`` (:func:`train_and_evaluate`) and
-    write ``manifest.json``; returns the wall times.
+def replicate_profile(
+    profile, results_dir=None, data_dir=None, jobs: int | None = None, git: dict | None = None
+):
+    """Train, decode and evaluate every model of ``profile`` (a name, or a loaded profile:
+    :func:`load`) with :func:`train_and_evaluate` and write ``manifest.json``; returns the wall
+    times. ``git``: the manifest's commit, for a copy of the tree without its history (default:
+    this repository's).
 
     ``jobs`` models run at a time, each in its own process (default: ``NMT_JOBS``, else 1), the
     largest time budget first. Each model keeps its own ``train.threads``, so on a 2-core machine
@@ -178,10 +193,11 @@ def replicate_profile(profile: str, results_dir=None, data_dir=None, jobs: int |
 
     from nmt_lib.data import prepare
 
-    prof, out = load(profile, data_dir), results_path(profile, results_dir)
-    git = _git()  # the code that trains, not what the tree holds when the last model is done
+    prof = load(profile, data_dir) if isinstance(profile, str) else profile
+    out = results_path(prof.name, results_dir)
+    git = git or _git()  # the code that trains, not what the tree holds when the last model is done
     jobs = jobs or int(os.environ.get("NMT_JOBS") or 1)
-    one = partial(train_and_evaluate, profile, results_dir, data_dir)
+    one = partial(train_and_evaluate, prof, results_dir, data_dir)
     if jobs <= 1:
         done = dict(map(one, prof.runs))
     else:
@@ -210,11 +226,14 @@ def _git() -> dict:
 
 def _data_files(prof) -> dict:
     """sha256 of every input file of the profile, by path relative to its data directory."""
-    from nmt_lib import corpus, text
+    from nmt_lib import corpus, data, text
 
     files = {}
     for run in prof.runs.values():
         cfg = run.data
+        if cfg.packed:  # recorded when the pack was written, where the files were
+            files.update(data.read_pack(cfg.packed)["data_sha256"])
+            continue
         root = cfg.resolved_data_dir()
         found = corpus.locate(cfg, root)
         paths = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]

@@ -267,3 +267,29 @@ def test_pretokenized_corpus_is_split_on_spaces_only(toy, tmp_path, monkeypatch)
     prep = prepare(smoke(root, tmp_path / "cache", train=("pre",), src_words=10), workers=1)
     assert prep.src_vocab.itos[3:] == ["'s", ".", "a", "cat", "it"]  # ties: code points
     assert prep.trg_vocab.decode(prep.train.pair(0)[1]) == ["c'", "est", "un", "chat", "."]
+
+
+def test_a_pack_trains_and_evaluates_without_the_data_directory(toy, tmp_path):
+    """``pack`` then ``data.packed`` elsewhere: the same training pairs, vocabularies and dev/test,
+    with the WMT'14 directory gone and a fresh cache; another setting or other dev/test refused."""
+    root, cache, prep = toy
+    src = copy_fixture(toy, tmp_path)
+    out = data_mod.pack(smoke(src, cache), tmp_path / "pack")
+    shutil.rmtree(src)
+    cfg = smoke(tmp_path / "gone", tmp_path / "fresh-cache", packed=str(out))
+    got = prepare(cfg, workers=1)
+    assert got.src_vocab == prep.src_vocab and got.trg_vocab == prep.trg_vocab
+    assert len(got.train) == len(prep.train)
+    assert all(np.array_equal(a, b) for i in (0, len(prep.train) - 1)
+               for a, b in zip(got.train.pair(i), prep.train.pair(i), strict=True))  # fmt: skip
+    assert (got.dev.x, got.test.y, got.test.no_unk) == (prep.dev.x, prep.test.y, prep.test.no_unk)
+    assert set(data_mod.read_pack(out)["data_sha256"]) >= {"train/toy.en", "test-full/" + next(
+        p.name for p in (out / "data/test-full").iterdir())}  # fmt: skip
+    with pytest.raises(DataError, match=r"pack\.json: packed with data\.max_len = 12, not 8"):
+        prepare(dataclasses.replace(cfg, max_len=8), workers=1)
+    ref = next((out / "data/test-full").glob("*ref*"))
+    ref.write_text(ref.read_text(encoding="utf-8").replace("le", "la", 1), encoding="utf-8")
+    with pytest.raises(DataError, match="do not belong together"):
+        prepare(cfg, workers=1)
+    with pytest.raises(DataError, match="not a pack"):
+        prepare(smoke(root, cache, packed=str(tmp_path)), workers=1)

@@ -1,12 +1,15 @@
-"""The notebook runner: sources, parameters, clear errors, the results helpers (quick; no training)."""
+"""The notebook runner: sources, parameters, clear errors, the results helpers (quick; one toy
+training run, of the GPU reference script)."""
 
 import csv
 import json
+import os
 
 import jupytext
 import pytest
 
 from nmt_lib import replicate
+from nmt_lib.config import ConfigError
 
 PARAMS = {"profile", "train", "results_dir", "data_dir"}
 
@@ -162,3 +165,37 @@ def test_committed_tables_are_what_the_code_makes_of_the_committed_runs(profile)
         cols = list(dict.fromkeys(k for r in rows for k in r))
         assert list(committed[0]) == cols, name
         assert committed == [{k: "" if r.get(k) is None else str(r[k]) for k in cols} for r in rows]
+
+
+def test_gpu_reference_trains_one_run_from_a_pack_with_its_provenance(tmp_path):
+    """bench/gpu_reference.py, as a GPU machine without the data runs it: one run of a profile
+    from a pack, for a budget in minutes, its manifest naming the given commit and the pack's
+    data files."""
+    import subprocess
+    import sys
+
+    from nmt_lib import data, fixtures
+
+    root = fixtures.write_toy_wmt(tmp_path / "wmt14")
+    env = {**os.environ, "NMT_CACHE": str(tmp_path / "cache")}
+    env.pop("NMT_DATA", None)
+    cfg = replicate.load("smoke", root).runs["RNNsearch-50"].data
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NMT_CACHE", str(tmp_path / "cache"))
+        pack = data.pack(cfg, tmp_path / "pack")
+    env["NMT_CACHE"] = str(tmp_path / "other-cache")
+    out = tmp_path / "results"
+    cmd = [sys.executable, str(replicate.ROOT / "bench/gpu_reference.py"), "--profile", "smoke",
+           "--pack", str(pack), "--minutes", "0.05", "--out", str(out), "--commit", "abc123"]  # fmt: skip
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["runs"] == ["RNNsearch-50"] and manifest["git"]["commit"] == "abc123"
+    assert manifest["configs"]["RNNsearch-50"]["train"]["max_hours"] == pytest.approx(0.05 / 60)
+    assert manifest["data_sha256"] == data.read_pack(pack)["data_sha256"]
+    assert "train/toy.en" in manifest["data_sha256"]
+    summary = json.loads((out / "runs/RNNsearch-50/train_summary.json").read_text("utf-8"))
+    assert summary["stopped_by"] == "max_hours"
+    assert (out / "runs/RNNsearch-50/bleu.json").is_file()
+    with pytest.raises(ConfigError, match=r"no run\(s\) \['RNNsearch-99'\]"):
+        replicate.load("smoke", root, runs=["RNNsearch-99"])

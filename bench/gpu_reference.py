@@ -1,0 +1,44 @@
+"""The `gpu` profile's RNNsearch-50 (or another of its runs), trained for a number of minutes from a
+pack (``python -m nmt_lib pack``) and evaluated, into a results directory with its manifest: the
+run committed as ``results/gpu/`` when a GPU machine is lent for a few minutes.
+
+    python -m nmt_lib pack --profile gpu --run RNNsearch-50 pack/        # where the data is
+    python bench/gpu_reference.py --pack pack/ --minutes 4 --out results/gpu \\
+        --commit "$(git rev-parse HEAD)"                                  # on the GPU machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nmt_lib import replicate  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pack", required=True, help="a directory written by `python -m nmt_lib pack`")
+    ap.add_argument(
+        "--minutes", type=float, required=True, help="training budget (train.max_hours)"
+    )
+    ap.add_argument("--out", required=True, help="results directory to write")
+    ap.add_argument(
+        "--run", default="RNNsearch-50", help="the profile's run (default RNNsearch-50)"
+    )
+    ap.add_argument("--profile", default="gpu")
+    ap.add_argument("--commit", help="the commit of this tree, when it travels without .git")
+    a = ap.parse_args(argv)
+    prof = replicate.load(
+        a.profile, runs=[a.run], data={"packed": a.pack}, train={"max_hours": a.minutes / 60}
+    )
+    git = {"commit": a.commit, "dirty": None} if a.commit else None
+    walls = replicate.replicate_profile(prof, a.out, jobs=1, git=git)
+    print(f"[gpu_reference] {a.run}: {walls[a.run]} -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
