@@ -244,14 +244,22 @@ def _data_files(prof) -> dict:
     return dict(sorted(files.items()))
 
 
+def _version(package: str) -> str | None:
+    """The installed version of ``package``; None where it runs from a tree (not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
 def provenance(prof, git: dict | None = None) -> dict:
     """What every results directory records: the profile, the resolved configs, the commit (``git``:
     the commit the runs started from; default: now), the sha256 of every data file, the hardware
     and the library versions."""
     import datetime
     import platform
-    from importlib.metadata import version
-
     import torch
 
     from nmt_lib.config import to_dict
@@ -274,7 +282,7 @@ def provenance(prof, git: dict | None = None) -> dict:
             "cpu_count": os.cpu_count(),
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         },
-        "versions": {"python": platform.python_version(), **{p: version(p) for p in pkgs}},
+        "versions": {"python": platform.python_version(), **{p: _version(p) for p in pkgs}},
     }
 
 
