@@ -9,6 +9,7 @@ fail=0
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # bench/ scripts import nmt_lib from this tree
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -m pytest tests/test_cuda.py tests/test_fast_paths.py tests/test_search.py -q \
     -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -3 || fail=1

@@ -260,6 +260,7 @@ def provenance(prof, git: dict | None = None) -> dict:
     and the library versions."""
     import datetime
     import platform
+
     import torch
 
     from nmt_lib.config import to_dict

@@ -138,6 +138,21 @@ def test_lite_trains_with_the_recipe_the_study_chose():
     assert paper and math.isfinite(paper["dev_nll"]) and paper["clip_rate"] > 0.9
 
 
+def test_gpu_takes_lites_training_recipe_and_search():
+    """The `gpu` profile differs from `lite` in its sizes and precision, not in how it learns."""
+    lite = load_profile("lite").runs["RNNsearch-50"]
+    for name, run in load_profile("gpu").runs.items():
+        same = [k for k in budget.RECIPE["train"] if k != "precision"]
+        assert {k: getattr(run.train, k) for k in same} == {
+            k: getattr(lite.train, k) for k in same
+        }, name
+        assert (run.search.normalize, run.data.batch_size) == (
+            lite.search.normalize,
+            lite.data.batch_size,
+        ), name
+        assert run.data.max_train_pairs == lite.data.max_train_pairs, name
+
+
 def test_search_settings_are_compared_on_dev(study):
     rows = budget.search_study(study / "out", sentences=6, data_dir=study / "wmt")
     assert [r["search.normalize"] for r in rows] == [False, True]

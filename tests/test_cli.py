@@ -63,6 +63,10 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
     assert len(att[0]["alpha"]) == len(att[0]["hyp_tokens"])  # but translated from its own words
     assert att[0]["src_tokens"] == [*att[0]["source"].split(), "</s>"]
 
+    # a pack for a machine without the data (trained from in test_replicate.py)
+    assert main(["pack", *sel, str(tmp_path / "pack")]) == 0
+    assert json.loads((tmp_path / "pack" / "pack.json").read_text())["train"] == ["toy"]
+
     # Figure 3 for a sentence that is in the (toy) test set, with the trained model
     from nmt_lib import data
     from nmt_lib.evaluate import attention_records, load_trained
