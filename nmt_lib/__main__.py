@@ -218,10 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     try:
         return a.func(a)
+    except KeyboardInterrupt:
+        print(f"nmt_lib {a.command}: interrupted", file=sys.stderr)
+        return 130
     except ConfigError as e:
         print(f"nmt_lib: configuration error: {e}", file=sys.stderr)
         return 2
     except (OSError, ValueError, RuntimeError) as e:
+        if getattr(e, "signum", None):  # nmt_lib.train.Interrupted: the checkpoint is saved
+            print(f"nmt_lib {a.command}: interrupted by {e}", file=sys.stderr)
+            return 128 + e.signum
         print(f"nmt_lib {a.command}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
 

@@ -2,18 +2,25 @@
 
 A checkpoint is one ``torch.save`` file holding the model and Adadelta states, the RNG states (torch,
 CUDA, numpy, python), the data iterator's position, the update count, the wall time used, the best
-dev NLL, the early-stopping counter and the resolved config. It is written atomically (a temporary
-file renamed over the old one), so a crash or ``SIGKILL`` while saving leaves the previous checkpoint
-intact. GroundHog saved every 10 minutes (``saveFreq``, PAPER.md §3); we save every
+dev NLL, the early-stopping counter, the resolved config and the fingerprint of the data and
+vocabularies it was trained on. It is written atomically (a temporary file renamed over the old
+one), so a crash or ``SIGKILL`` while saving leaves the previous checkpoint intact, and it carries
+the sha256 of its contents: a file changed on disk afterwards (a flipped bit, a bad copy) is refused
+when read, instead of training on from damaged weights. GroundHog saved every 10 minutes (``saveFreq``, PAPER.md §3); we save every
 ``train.checkpoint_minutes`` and at the end.
 
 Checkpoints are trusted local files of this project (they hold numpy and python RNG states, so they
-are loaded with ``weights_only=False``). A truncated or garbage file, or one written for another
-model or data setting, raises :class:`CheckpointError` naming the file.
+are loaded with ``weights_only=False``). A truncated, damaged or garbage file, or one written for
+another model or data setting, raises :class:`CheckpointError` naming the file.
+
+The file is a header line ``nmt_lib.checkpoint/2``, a line with the sha256 of the rest, and then
+``torch.save``'s bytes. Files of format 1 (``torch.save``'s bytes alone) are still read, unchecked.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import random
 from pathlib import Path
@@ -24,7 +31,8 @@ import torch
 from .config import RunConfig, to_dict
 from .io import atomic_write
 
-FORMAT = "nmt_lib.checkpoint/1"
+FORMAT = "nmt_lib.checkpoint/2"
+_FORMATS = (FORMAT, "nmt_lib.checkpoint/1")  # what load_checkpoint reads
 
 #: Settings that must not change when a run is resumed (budgets, evaluation, checkpointing,
 #: precision, device and search settings may).
@@ -64,25 +72,41 @@ def set_rng_state(state: dict) -> None:
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
-    """Atomically write ``state`` (a dict; ``format`` is added) to ``path``."""
+    """Atomically write ``state`` (a dict; ``format`` is added) to ``path``, with its sha256."""
+    buf = io.BytesIO()
+    torch.save({"format": FORMAT, **state}, buf)
+    body = buf.getbuffer()
     with atomic_write(path, "wb") as f:
-        torch.save({"format": FORMAT, **state}, f)
+        f.write(f"{FORMAT}\n{hashlib.sha256(body).hexdigest()}\n".encode())
+        f.write(body)
 
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
-    """Read a checkpoint written by :func:`save_checkpoint`; unreadable files raise
+    """Read a checkpoint written by :func:`save_checkpoint`; unreadable or damaged files raise
     :class:`CheckpointError` naming ``path``."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint")
+    raw = path.read_bytes()
+    body = memoryview(raw)
+    header = f"{FORMAT}\n".encode()
+    if raw.startswith(header):  # format 2: the sha256 line, then torch.save's bytes
+        start = len(header) + 65
+        written = raw[len(header) : start - 1].decode("ascii", "replace")
+        body = body[start:]
+        if hashlib.sha256(body).hexdigest() != written:
+            raise CheckpointError(
+                f"{path}: damaged checkpoint (its contents no longer match the sha256 written with "
+                "them): delete it to start afresh, or restore a copy"
+            )
     try:
-        state = torch.load(path, map_location=map_location, weights_only=False)
+        state = torch.load(io.BytesIO(body), map_location=map_location, weights_only=False)
     except Exception as e:  # truncated zip, garbage bytes, pickle errors, ...
         raise CheckpointError(
             f"{path}: not a readable checkpoint ({type(e).__name__}: {e}); it may be truncated or "
             "corrupt: delete it to start afresh, or restore a copy"
         ) from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict) or state.get("format") not in _FORMATS:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise CheckpointError(f"{path}: not an nmt_lib checkpoint (format {found!r}, not {FORMAT})")
     return state

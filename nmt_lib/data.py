@@ -580,6 +580,18 @@ def _prepared(out: Path, cfg: DataConfig, data_dir: Path, settings: dict, dev, t
     return Prepared(src_vocab, trg_vocab, TrainSet(out), dev_set, test_set, stats, out)
 
 
+def fingerprint(prep: Prepared) -> dict:
+    """What a checkpoint records of the data it was trained on: the prepared data's key (a hash of
+    every input file and setting) and the sha256 of each vocabulary, words in row order."""
+    meta = json.loads((prep.path / "meta.json").read_text(encoding="utf-8"))
+
+    def digest(v: Vocab) -> str:
+        return hashlib.sha256("\n".join(v.itos).encode()).hexdigest()
+
+    return {"prepared": meta["key"], "src_vocab": digest(prep.src_vocab),
+            "trg_vocab": digest(prep.trg_vocab)}  # fmt: skip
+
+
 # ------------------------------------------------------------------------------------------ packs
 PACK = "pack.json"
 

@@ -16,6 +16,10 @@ results directory:
   over the whole dev set;
 * ``attention.json``: Figure 3. For each requested source sentence found in the test set: source and
   output tokens (EOS as ``</s>``) and the attention matrix ``alpha[i][j]`` of the best hypothesis.
+
+The files are written into a temporary directory beside them and moved into place together once all
+exist, ``bleu.json`` last: a results directory with ``bleu.json`` holds one complete evaluation, and
+an interrupted evaluation leaves the previous one as it was.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -240,6 +246,23 @@ def evaluate_run(
     Returns:
         The dict written to ``bleu.json``, plus ``nll`` and timing.
     """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".evaluate.", dir=out_dir))
+    try:
+        result = _evaluate_into(stage, run_cfg, out_dir, prep, checkpoint, nll_sentences,
+                                figure_sources, device, progress)  # fmt: skip
+        (out_dir / "bleu.json").unlink(missing_ok=True)  # the mark of a complete evaluation: last
+        for f in sorted(stage.iterdir(), key=lambda f: f.name == "bleu.json"):
+            os.replace(f, out_dir / f.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return result
+
+
+def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentences, figure_sources,
+                   device, progress) -> dict:  # fmt: skip
+    """:func:`evaluate_run`, its files written into ``stage``."""
     from . import data
 
     t0 = time.perf_counter()
@@ -273,9 +296,9 @@ def evaluate_run(
     from .text import detokenize
 
     detok = [detokenize(h, lang) for h in hyp_tok]
-    _write_lines(out_dir / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
-    _write_lines(out_dir / "hyp.test.detok.txt", detok)
-    _write_lines(out_dir / "hyp.test.no_unk.tok.txt", [" ".join(h) for h in nu_tok])
+    _write_lines(stage / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
+    _write_lines(stage / "hyp.test.detok.txt", detok)
+    _write_lines(stage / "hyp.test.no_unk.tok.txt", [" ".join(h) for h in nu_tok])
 
     # Figure 2: BLEU by source length (words, EOS not counted)
     src_len = [len(s) for s in test.src_tok]
@@ -283,7 +306,7 @@ def evaluate_run(
     st_tok = bleu.sentence_stats([" ".join(h) for h in hyp_tok], ref_tok, tokenized=True)
     st_detok = bleu.sentence_stats(detok, test.ref_raw, tokenized=False)
     _write_compact(
-        out_dir / "bleu_by_length.json",
+        stage / "bleu_by_length.json",
         {
             "length": "source words, EOS not counted",
             "edges": list(bleu.LENGTH_EDGES),
@@ -315,12 +338,12 @@ def evaluate_run(
         },
         "dev": {"mean": float(np.mean(dev_nll)) if dev_nll else None, "n": len(dev_nll)},
     }
-    write_json(out_dir / "nll.json", nll)
+    write_json(stage / "nll.json", nll)
 
     # Figure 3: attention of the chosen sentences
     att = attention_records(model, test, figure_sources, vocab, search, dev, prec, prep.src_vocab)
-    _write_compact(out_dir / "attention.json", att)
+    _write_compact(stage / "attention.json", att)
     result["nll"] = nll
     result["seconds"] = time.perf_counter() - t0
-    write_json(out_dir / "bleu.json", result)
+    write_json(stage / "bleu.json", result)
     return result

@@ -340,6 +340,7 @@ class Trainer:
         # train.lr_schedule = "plateau": times lr_decay per evaluation without progress
         self.lr_scale = 1.0
         self.stopped: str | None = None  # "early_stop" once patience is exhausted
+        self.data_fingerprint: dict | None = None  # nmt_lib.data.fingerprint of the training data
 
     @property
     def epoch(self) -> float:
@@ -423,12 +424,20 @@ class Trainer:
             "lr_scale": self.lr_scale,
             "stopped": self.stopped,
             "world": self.world,
+            "data": self.data_fingerprint,
         }
 
     def load_state_dict(self, state: dict, path: str | os.PathLike = "<checkpoint>") -> None:
         """Continue from a checkpoint: raises :class:`CheckpointError` naming ``path`` if it does not
         belong to this config."""
         check_compatible(state, self.cfg, path)
+        saved, mine = state.get("data"), self.data_fingerprint
+        if saved and mine and saved != mine:  # a checkpoint of format 1 has none
+            what = ", ".join(k for k in mine if saved.get(k) != mine[k])
+            raise CheckpointError(
+                f"{path}: checkpoint trained on other data than this run's (they differ in: {what}); "
+                "use another checkpoint directory, or start afresh without resuming"
+            )
         load_model_state(self.model, state, path)
         try:
             self.opt.load_state_dict(state["optimizer"])
@@ -559,7 +568,8 @@ def train_run(
 
     Writes small files under ``out_dir``: ``config.json`` (the resolved config), ``train_log.jsonl``
     (``kind: "train"`` records every ``max(1, eval_every // 10)`` updates: update, epoch, tokens/s
-    with padding excluded, train NLL per sentence, grad norm, clip rate, elapsed; ``kind: "eval"``
+    with padding excluded, train NLL per sentence, grad norm, clip rate, the number of updates these
+    averages cover (``window_updates``), elapsed; ``kind: "eval"``
     records: dev NLL, dev BLEU) and ``train_summary.json``. Checkpoints (``last.pt``, ``best.pt``
     with patience) and the vocabularies go to ``checkpoint_dir`` (default
     :func:`default_checkpoint_dir`, outside the results).
@@ -571,6 +581,9 @@ def train_run(
         only on a terminal).
     Returns:
         The summary dict also written to ``train_summary.json``.
+    Raises:
+        Interrupted: after SIGINT or SIGTERM, once the checkpoint of the last complete update is
+        saved (a rerun resumes to exactly the uninterrupted result).
     """
     from tqdm import tqdm
 
@@ -598,6 +611,7 @@ def train_run(
     model = build_model(cfg.model).to(device)
     iterator = data.TrainIterator.from_config(prep.train, cfg.data)
     trainer = Trainer(cfg, model, iterator, device, rank, world)
+    trainer.data_fingerprint = data.fingerprint(prep)
     last = ckpt_dir / LAST
     resumed_from = None
     if resume and last.is_file():
@@ -617,10 +631,19 @@ def train_run(
         if lead:
             save_checkpoint(path, trainer.state_dict())
 
-    stop_signal = []
-    old_handler = None
-    with contextlib.suppress(ValueError):  # not the main thread: no handler
-        old_handler = signal.signal(signal.SIGTERM, lambda *_: stop_signal.append(1))
+    # SIGINT (Ctrl-C) and SIGTERM stop the run at the next update boundary, where the checkpoint
+    # is the state of an uninterrupted run; a second Ctrl-C stops at once, keeping the last one
+    stop_signal: list[int] = []
+    old_handlers = {}
+
+    def on_signal(signum, frame):
+        stop_signal.append(signum)
+        if signum == signal.SIGINT:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    with contextlib.suppress(ValueError):  # not the main thread: no handlers
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old_handlers[sig] = signal.signal(sig, on_signal)
 
     log_every = max(1, t.eval_every // 10)
     window = {"loss": 0.0, "sentences": 0, "tokens": 0, "norm": 0.0, "clip": 0, "n": 0}
@@ -656,6 +679,7 @@ def train_run(
                     "tokens_per_s": window["tokens"] / max(dt, 1e-9),
                     "grad_norm": window["norm"] / window["n"],
                     "clip_rate": window["clip"] / window["n"],
+                    "window_updates": window["n"],  # fewer in the first record after a resume
                     "lr": trainer.lr(),
                     "elapsed": trainer.elapsed,
                 }
@@ -684,15 +708,12 @@ def train_run(
         ):
             last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST, final=True)
         save()
-    except KeyboardInterrupt:
-        save()
-        raise
     finally:
         bar.close()
         if log is not None:
             log.close()
-        if old_handler is not None:
-            signal.signal(signal.SIGTERM, old_handler)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
     if last_eval is None and lead:  # nothing trained in this session: the last logged eval
         evals = [json.loads(x) for x in log.path.read_text(encoding="utf-8").splitlines()]
         last_eval = next((r for r in reversed(evals) if r.get("kind") == "eval"), None)
@@ -719,7 +740,20 @@ def train_run(
     }
     if lead:
         write_json(out_dir / "train_summary.json", summary)
+    if reason == "interrupted":
+        raise Interrupted(stop_signal[0] if stop_signal else signal.SIGTERM, trainer.update, last)
     return summary
+
+
+class Interrupted(RuntimeError):
+    """Training stopped by SIGINT or SIGTERM at an update boundary, its checkpoint saved."""
+
+    def __init__(self, signum: int, update: int, checkpoint: Path):
+        self.signum = int(signum)
+        super().__init__(
+            f"{signal.Signals(signum).name} at update {update}: checkpoint saved as {checkpoint}; "
+            "rerun the same command to resume"
+        )
 
 
 def _evaluate(trainer: Trainer, prep, device, log, bar, best: Path, final=False) -> dict:

@@ -118,6 +118,9 @@ def test_corrupt_checkpoints_name_the_file(tmp_path):
         load_checkpoint(tmp_path / "foreign.pt")
     with pytest.raises(CheckpointError, match="missing.pt"):
         load_checkpoint(tmp_path / "missing.pt")
+    # format 1 (torch.save's bytes alone, no sha256) is still read
+    torch.save({"format": "nmt_lib.checkpoint/1", "update": 7}, tmp_path / "v1.pt")
+    assert load_checkpoint(tmp_path / "v1.pt")["update"] == 7
 
 
 def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path):

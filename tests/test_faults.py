@@ -1,0 +1,147 @@
+"""Faults a user meets, injected on a tiny corpus: signals during training, damaged checkpoints,
+resuming on other data, interrupted evaluations. Each case once went wrong silently."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmt_lib import data, evaluate, fixtures
+from nmt_lib.__main__ import main
+from nmt_lib.checkpoint import CheckpointError, load_checkpoint
+from nmt_lib.config import load_profile
+from nmt_lib.train import Interrupted, Trainer, train_run
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """The smoke profile's RNNsearch-50 on a small toy corpus, fp32, one thread."""
+    root = tmp_path_factory.mktemp("toy")
+    fixtures.write_toy_wmt(root / "wmt", n_train=400, n_dev=20, n_test=20)
+    prof = load_profile(
+        "smoke",
+        data={"data_dir": str(root / "wmt"), "cache_dir": str(root / "cache")},
+        train={"threads": 1, "precision": "fp32", "device": "cpu", "dev_bleu_sentences": 5,
+               "eval_every": 20},
+    )  # fmt: skip
+    cfg = prof.runs["RNNsearch-50"]
+    return cfg, data.prepare(cfg.data, workers=1, progress=False), root
+
+
+def updates(cfg, n):
+    return replace(cfg, train=replace(cfg.train, max_updates=n))
+
+
+def signal_during_update(monkeypatch, sig, at: int):
+    """Deliver ``sig`` to this process in the middle of update number ``at`` (1-based): after the
+    batch is drawn, before the parameters move."""
+
+    def next_batch(self, _orig=Trainer.next_batch):
+        out = _orig(self)
+        if self.update == at - 1:
+            os.kill(os.getpid(), sig)
+        return out
+
+    monkeypatch.setattr(Trainer, "next_batch", next_batch)
+
+
+def weights(summary) -> dict:
+    return load_checkpoint(Path(summary["checkpoint_dir"]) / "last.pt")["model"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_at_an_update_and_the_rerun_resumes_exactly(toy, tmp_path, monkeypatch, sig):
+    cfg, prep, _ = toy
+    signal_during_update(monkeypatch, sig, at=3)
+    with pytest.raises(Interrupted) as e:
+        train_run(updates(cfg, 6), tmp_path / "a", prep, progress=False)
+    assert e.value.signum == sig and "at update 3" in str(e.value) and "rerun" in str(e.value)
+    assert "last.pt" in str(e.value)
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    resumed = train_run(updates(cfg, 6), tmp_path / "a", prep, progress=False)
+    assert resumed["resumed_from_update"] == 3
+    straight = train_run(updates(cfg, 6), tmp_path / "b", prep, progress=False)
+    a, b = weights(resumed), weights(straight)
+    assert all(torch.equal(a[k], b[k]) for k in b)
+
+
+def test_an_interrupted_cli_run_exits_nonzero_with_one_line(toy, tmp_path, monkeypatch, capsys):
+    _, _, root = toy
+    monkeypatch.setenv("NMT_CACHE", str(root / "cache"))
+    signal_during_update(monkeypatch, signal.SIGTERM, at=2)
+    rc = main(["train", "--profile", "smoke", "--run", "RNNsearch-50", "--data-dir",
+               str(root / "wmt"), "--out", str(tmp_path / "r"), "--no-progress",
+               "--set", "train.threads=1", "--set", "train.max_updates=5"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 128 + signal.SIGTERM
+    assert len(err) == 1 and "SIGTERM at update 2" in err[0] and "rerun the same command" in err[0]
+
+
+def test_a_damaged_checkpoint_is_refused_and_kept(toy, tmp_path):
+    cfg, prep, _ = toy
+    s = train_run(updates(cfg, 2), tmp_path / "r", prep, progress=False)
+    last = Path(s["checkpoint_dir"]) / "last.pt"
+    raw = bytearray(last.read_bytes())
+    mid = len(raw) // 2
+    raw[mid : mid + 64] = bytes(b ^ 0xFF for b in raw[mid : mid + 64])
+    last.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match=rf"{last}: damaged checkpoint"):
+        train_run(updates(cfg, 4), tmp_path / "r", prep, progress=False)
+    assert last.read_bytes() == bytes(raw)  # not overwritten
+    with pytest.raises(CheckpointError, match="damaged"):
+        evaluate.load_trained(last)
+
+
+def test_resuming_on_other_data_is_refused_and_keeps_the_vocabulary(toy, tmp_path):
+    cfg, prep, root = toy
+    ckpt = tmp_path / "ckpt"
+    train_run(updates(cfg, 2), tmp_path / "r", prep, checkpoint_dir=ckpt, progress=False)
+    vocab = (ckpt / "trg.vocab.txt").read_bytes()
+    other = tmp_path / "wmt"
+    shutil.copytree(root / "wmt", other)
+    fr = other / "train" / "toy.fr"
+    lines = fr.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[0] = "zzzmot " + lines[0]  # one word more, the same number of pairs
+    fr.write_text("".join(lines), encoding="utf-8")
+    cfg2 = replace(cfg, data=replace(cfg.data, data_dir=str(other)))
+    prep2 = data.prepare(cfg2.data, workers=1, progress=False)
+    assert len(prep2.train) == len(prep.train)
+    with pytest.raises(CheckpointError, match=r"last\.pt: checkpoint trained on other data"):
+        train_run(updates(cfg2, 4), tmp_path / "r", prep2, checkpoint_dir=ckpt, progress=False)
+    assert (ckpt / "trg.vocab.txt").read_bytes() == vocab
+
+
+def test_the_first_log_record_after_a_resume_says_how_many_updates_it_averages(toy, tmp_path):
+    cfg, prep, _ = toy  # eval_every 20: a train record every 2 updates
+    train_run(updates(cfg, 3), tmp_path / "r", prep, progress=False)
+    train_run(updates(cfg, 6), tmp_path / "r", prep, progress=False)
+    log = [json.loads(x) for x in (tmp_path / "r" / "train_log.jsonl").read_text().splitlines()]
+    train = [(r["update"], r["window_updates"]) for r in log if r["kind"] == "train"]
+    assert train == [(2, 2), (4, 1), (6, 2)]
+
+
+def test_an_interrupted_evaluation_leaves_the_previous_one_whole(toy, tmp_path, monkeypatch):
+    cfg, prep, _ = toy
+    out = tmp_path / "r"
+    train_run(updates(cfg, 2), out, prep, progress=False)
+    evaluate.evaluate_run(cfg, out, prep)
+    before = {p.name: (p.stat().st_ino, p.read_bytes()) for p in out.iterdir() if p.is_file()}
+    assert "bleu.json" in before and "hyp.test.tok.txt" in before
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "attention_records", interrupted)  # its last step
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.evaluate_run(cfg, out, prep)
+    after = {p.name: (p.stat().st_ino, p.read_bytes()) for p in out.iterdir() if p.is_file()}
+    assert after == before
+    assert [p.name for p in out.iterdir() if p.is_dir()] == []  # no staging left behind
