@@ -22,7 +22,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from .config import ConfigError, load_profile, run_dir_name
+from .config import ConfigError, home, load_profile, run_dir_name
 
 SECTIONS = ("model", "data", "train", "search")
 
@@ -62,7 +62,7 @@ def _runs(a) -> tuple[object, list]:
 
 
 def _out(a, profile) -> Path:
-    return Path(a.out) if a.out else Path("results") / profile.name
+    return Path(a.out) if a.out else home() / "results" / profile.name
 
 
 def cmd_train(a) -> int:
@@ -129,10 +129,19 @@ def cmd_translate(a) -> int:
     if len(runs) != 1:
         raise ConfigError(f"translate needs one --run; the profile has {list(profile.runs)}")
     cfg = runs[0]
+    lines = _read_lines(a.input)
     ckpt = find_checkpoint(
         a.checkpoint
         or default_checkpoint_dir(cfg, _out(a, profile) / "runs" / run_dir_name(cfg.name))
     )
+    if not ckpt.is_file():
+        from .checkpoint import CheckpointError
+
+        raise CheckpointError(
+            f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
+            f"{a.profile} --run {cfg.name}; committed results hold no checkpoints), or name one "
+            "with --checkpoint"
+        )
     device = resolve_device(cfg.train.device)
     model, saved = load_trained(ckpt, device)
     src_vocab = Vocab.load(ckpt.parent / "src.vocab.txt")
@@ -142,10 +151,10 @@ def cmd_translate(a) -> int:
         from dataclasses import replace
 
         search = replace(
-            search, beam=a.beam or search.beam, normalize=a.normalize or search.normalize
+            search,
+            beam=search.beam if a.beam is None else a.beam,
+            normalize=a.normalize or search.normalize,
         )
-    src = open(a.input, encoding="utf-8") if a.input and a.input != "-" else sys.stdin
-    lines = [line.rstrip("\n") for line in src]
     out = translate_lines(
         model, lines, src_vocab, trg_vocab, search, saved.data.src_lang, saved.data.trg_lang,
         device, cfg.train.precision, a.ignore_unk,
@@ -159,6 +168,32 @@ def cmd_translate(a) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _read_lines(path: str | None) -> list[str]:
+    """The lines of ``path`` (stdin for None or ``-``), as UTF-8; bad bytes name the line."""
+    from .corpus import DataError
+
+    name = "standard input" if path in (None, "-") else path
+    raw = sys.stdin.buffer.read() if path in (None, "-") else Path(path).read_bytes()
+    lines = []
+    for k, line in enumerate(raw.split(b"\n"), 1):
+        try:
+            lines.append(line.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as e:
+            raise DataError(f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column "
+                              f"{e.start + 1})") from None  # fmt: skip
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
     p.add_argument("--input", "-i", help="input file (default: stdin)")
     p.add_argument("--output", "-o", help="output file (default: stdout)")
-    p.add_argument("--beam", type=int, help="beam size (default: the profile's search.beam)")
+    p.add_argument("--beam", type=_positive, help="beam size (default: the profile's search.beam)")
     p.add_argument("--normalize", action="store_true", help="length-normalized final choice")
     p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
     p.set_defaults(func=cmd_translate)

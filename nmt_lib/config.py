@@ -31,6 +31,14 @@ from pathlib import Path
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
+def home() -> Path:
+    """Where the default ``results/``, ``.cache/`` and ``data/wmt14`` are: the repository when
+    ``nmt_lib`` runs from a checkout (so that the command line finds the same results and
+    checkpoints from any directory), else the working directory."""
+    repo = CONFIG_DIR.parent
+    return repo if CONFIG_DIR.is_dir() and (repo / "nmt_lib").is_dir() else Path.cwd()
+
+
 class ConfigError(ValueError):
     """A configuration file or value is invalid; the message names the file and key."""
 
@@ -77,8 +85,10 @@ class ModelConfig:
 class DataConfig:
     """Where the WMT'14 files are and how they become minibatches (§4.1, App. B.2, GroundHog)."""
 
-    data_dir: str | None = None  # the WMT'14 layout; None: NMT_DATA, else ./data/wmt14
-    cache_dir: str | None = None  # tokenized/numericalized caches; None: NMT_CACHE, else ./.cache
+    data_dir: str | None = None  # the WMT'14 layout; None: NMT_DATA, else <home>/data/wmt14
+    cache_dir: str | None = (
+        None  # tokenized/numericalized caches; None: NMT_CACHE, else <home>/.cache
+    )
     packed: str | None = (
         None  # a directory written by `python -m nmt_lib pack`: its data, not data_dir
     )
@@ -101,13 +111,15 @@ class DataConfig:
             raise ConfigError("data.max_len, data.batch_size and data.sort_k_batches must be > 0")
 
     def resolved_data_dir(self) -> Path:
-        """``data_dir`` if set, else ``NMT_DATA``, else ``./data/wmt14``: a setting (a profile, a
-        ``--data-dir``, the smoke profile's toy corpus) beats the environment."""
-        return Path(self.data_dir or os.environ.get("NMT_DATA") or "data/wmt14").expanduser()
+        """``data_dir`` if set, else ``NMT_DATA``, else ``data/wmt14`` under :func:`home`: a setting
+        (a profile, a ``--data-dir``, the smoke profile's toy corpus) beats the environment."""
+        return Path(
+            self.data_dir or os.environ.get("NMT_DATA") or home() / "data/wmt14"
+        ).expanduser()
 
     def resolved_cache_dir(self) -> Path:
-        """``cache_dir`` if set, else ``NMT_CACHE``, else ``./.cache``."""
-        return Path(self.cache_dir or os.environ.get("NMT_CACHE") or ".cache").expanduser()
+        """``cache_dir`` if set, else ``NMT_CACHE``, else ``.cache`` under :func:`home`."""
+        return Path(self.cache_dir or os.environ.get("NMT_CACHE") or home() / ".cache").expanduser()
 
 
 @dataclass(frozen=True)
@@ -240,7 +252,8 @@ def _coerce(cls, value, where: str):
                 return _coerce(arg, value, where)
             except ConfigError:
                 pass
-        raise ConfigError(f"{where}: {value!r} is not a {cls}")
+        names = " or ".join("None" if a is type(None) else a.__name__ for a in args)
+        raise ConfigError(f"{where}: expected {names}, got {value!r}")
     if origin is tuple:
         if not isinstance(value, list | tuple):
             raise ConfigError(f"{where}: expected a list, got {value!r}")
@@ -253,16 +266,23 @@ def _coerce(cls, value, where: str):
     raise ConfigError(f"{where}: expected {cls.__name__}, got {value!r}")
 
 
-def make(cls, values: dict, where: str):
-    """Build dataclass ``cls`` from ``values``; unknown keys and wrong types raise ConfigError."""
+def _checked(cls, values: dict, where: str) -> dict:
+    """``values`` for dataclass ``cls``, type-checked; unknown keys and wrong types raise
+    ConfigError naming ``where``."""
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - names)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    return {k: _coerce(hints[k], v, f"{where}.{k}") for k, v in values.items()}
+
+
+def make(cls, values: dict, where: str):
+    """Build dataclass ``cls`` from ``values``; unknown keys and wrong types raise ConfigError."""
+    coerced = _checked(cls, values, where)
     try:
-        return cls(**{k: _coerce(hints[k], v, f"{where}.{k}") for k, v in values.items()})
-    except ConfigError as e:
+        return cls(**coerced)
+    except ConfigError as e:  # the dataclass's own checks, which name the key
         raise ConfigError(f"{where}: {e}") from None
 
 
@@ -288,6 +308,8 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
     unknown = sorted(set(doc) - {"name", "description", "runs", *_SECTIONS})
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {unknown}")
+    for sec, values in section_overrides.items():  # blamed on the override, not on the file
+        _checked(_SECTIONS[sec], values, f"--set {sec}")
     runs = {}
     for run_name, run in doc.get("runs", {}).items():
         bad = sorted(set(run) - set(_SECTIONS))

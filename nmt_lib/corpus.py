@@ -17,6 +17,7 @@ import gzip
 import html
 import lzma
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -255,7 +256,13 @@ def locate(cfg, data_dir: Path | None = None) -> Located:
         if c is None or c.kind != "train":
             local = [find_plain(data_dir / "train" / f"{name}.{lang}") for lang in (s, t)]
             if None in local:
-                get_corpus(name, "train")  # raises: unknown name, with the known ones
+                try:
+                    get_corpus(name, "train")  # raises: unknown name, with the known ones
+                except DataError as e:
+                    raise DataError(
+                        f"data.train: {e}; nor is it a corpus of your own "
+                        f"({data_dir / 'train' / name}.{s} and .{t}, or .gz/.xz)"
+                    ) from None
             return TrainFiles(name, (tuple(local),), False)
         pairs = []
         for stem in c.parts:
@@ -303,24 +310,41 @@ def read_lines(path: str | Path) -> Iterator[str]:
     Only ``\\n`` ends a line (a stray ``\\r`` before it is dropped), so a line-aligned corpus keeps its
     alignment whatever other separators its text contains. Invalid UTF-8 raises DataError(file:line).
     """
-    path = Path(path)
-    with _open_binary(path) as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataError(f"{path}:{lineno}: invalid UTF-8 ({e.reason})") from None
-            yield line.rstrip("\n").removesuffix("\r")
+    path, lineno = Path(path), 0
+    try:
+        with _open_binary(path) as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataError(f"{path}:{lineno}: invalid UTF-8 ({e.reason})") from None
+                yield line.rstrip("\n").removesuffix("\r")
+    except _BROKEN as e:
+        raise _broken(path, e, f"line {lineno + 1}") from None
 
 
 def count_lines(path: str | Path) -> int:
     """The number of lines :func:`read_lines` yields (a last line without ``\\n`` counts), streaming."""
     n, last = 0, b"\n"
-    with _open_binary(Path(path)) as f:
-        while block := f.read(1 << 20):
-            n += block.count(b"\n")
-            last = block[-1:]
+    try:
+        with _open_binary(Path(path)) as f:
+            while block := f.read(1 << 20):
+                n += block.count(b"\n")
+                last = block[-1:]
+    except _BROKEN as e:
+        raise _broken(path, e, f"after {n} lines") from None
     return n + (last != b"\n")
+
+
+#: What a truncated or damaged .gz/.xz file raises while it is read.
+_BROKEN = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
+
+
+def _broken(path, e: Exception, where: str) -> DataError:
+    return DataError(
+        f"{path}: damaged or truncated compressed file ({where}: {type(e).__name__}: {e}); "
+        "fetch it again"
+    )
 
 
 class Segment(NamedTuple):
@@ -354,4 +378,6 @@ def read_sgml(path: str | Path) -> Iterator[Segment]:
             raise DataError(f"{path}:{lineno}: broken <seg> (expected <seg id=...>text</seg>)")
         sid = _ATTR_ID.search(m.group(1))
         text = " ".join(html.unescape(m.group(2)).split())
+        if not text:
+            raise DataError(f"{path}:{lineno}: empty <seg> (every test and dev segment has text)")
         yield Segment(docid, sid.group(1) if sid else "", text)

@@ -601,6 +601,10 @@ def train_run(
     if t.threads:
         torch.set_num_threads(t.threads)
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else default_checkpoint_dir(cfg, out_dir)
+    for d in (out_dir, ckpt_dir):  # before the data are prepared, which may take minutes
+        d.mkdir(parents=True, exist_ok=True)
+        if not os.access(d, os.W_OK):
+            raise PermissionError(f"{d}: not writable (results and checkpoints go there)")
     prep = prep if prep is not None else data.prepare(cfg.data)
     for side, v, rows in (("src", prep.src_vocab, cfg.model.src_vocab),
                           ("trg", prep.trg_vocab, cfg.model.trg_vocab)):  # fmt: skip

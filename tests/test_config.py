@@ -11,6 +11,7 @@ from nmt_lib.config import (
     DataConfig,
     ModelConfig,
     TrainConfig,
+    home,
     load_profile,
     make,
     run_dir_name,
@@ -103,7 +104,8 @@ def test_setting_beats_env_beats_default(monkeypatch, tmp_path):
     assert DataConfig(data_dir="elsewhere").resolved_data_dir() == Path("elsewhere")
     assert DataConfig().resolved_data_dir() == tmp_path
     monkeypatch.delenv("NMT_DATA")
-    assert DataConfig().resolved_data_dir() == Path("data/wmt14")
+    assert DataConfig().resolved_data_dir() == home() / "data/wmt14"
+    assert home() == Path(__file__).resolve().parent.parent  # a checkout: anchored at its root
 
 
 @pytest.mark.parametrize(

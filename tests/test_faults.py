@@ -145,3 +145,106 @@ def test_an_interrupted_evaluation_leaves_the_previous_one_whole(toy, tmp_path, 
     after = {p.name: (p.stat().st_ino, p.read_bytes()) for p in out.iterdir() if p.is_file()}
     assert after == before
     assert [p.name for p in out.iterdir() if p.is_dir()] == []  # no staging left behind
+
+
+# --------------------------------------------------------------------------------- bad input
+def cli_error(capsys, *argv) -> tuple[int, str]:
+    rc = main(list(argv))
+    return rc, capsys.readouterr().err.strip()
+
+
+def test_a_wrong_setting_is_blamed_on_the_override_once(capsys):
+    rc, err = cli_error(capsys, "train", "--profile", "smoke", "--set", "train.max_updates=abc")
+    assert rc == 2
+    assert (
+        err
+        == "nmt_lib: configuration error: --set train.max_updates: expected int or None, got 'abc'"
+    )
+
+
+def test_an_unknown_corpus_names_the_setting_and_where_it_was_looked_for(toy, capsys, tmp_path):
+    _, _, root = toy
+    rc, err = cli_error(capsys, "train", "--profile", "smoke", "--data-dir", str(root / "wmt"),
+                        "--out", str(tmp_path), "--set", 'data.train=["nosuch"]')  # fmt: skip
+    assert rc == 1 and len(err.splitlines()) == 1
+    assert "data.train: unknown training corpus 'nosuch'" in err
+    assert str(root / "wmt" / "train" / "nosuch") in err
+
+
+def test_translate_refuses_beam_0_and_names_the_line_of_bad_input(capsys, tmp_path, monkeypatch):
+    with pytest.raises(SystemExit):
+        main(["translate", "--profile", "smoke", "--beam", "0"])
+    assert "--beam: expected a whole number >= 1, got '0'" in capsys.readouterr().err
+    bad = tmp_path / "in.txt"
+    bad.write_bytes(b"a good line\nthe \xff cat\n")
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50",
+                        "-i", str(bad), "--out", str(tmp_path / "r"))  # fmt: skip
+    assert rc == 1 and err.endswith(f"{bad}, line 2: not UTF-8 (byte 0xff at column 5)")
+
+
+def test_translate_without_a_trained_model_says_to_train_it(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("sys.stdin", open(os.devnull))  # noqa: SIM115
+    rc, err = cli_error(capsys, "translate", "--profile", "lite", "--run", "RNNsearch-50",
+                        "--out", str(tmp_path / "r"))  # fmt: skip
+    assert rc == 1 and "no such checkpoint: train the model first" in err
+    assert "python -m nmt_lib train --profile lite --run RNNsearch-50" in err
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".xz"])
+def test_a_truncated_compressed_corpus_names_the_file(toy, tmp_path, suffix):
+    import gzip
+    import lzma
+
+    cfg, _, root = toy
+    wmt = tmp_path / "wmt"
+    shutil.copytree(root / "wmt", wmt)
+    opener = gzip.open if suffix == ".gz" else lzma.open
+    for lang in ("en", "fr"):
+        plain = wmt / "train" / f"toy.{lang}"
+        with opener(plain.with_name(plain.name + suffix), "wb") as f:
+            f.write(plain.read_bytes())
+        plain.unlink()
+    packed = wmt / "train" / f"toy.fr{suffix}"
+    packed.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    cfg = replace(cfg.data, data_dir=str(wmt), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(data.corpus.DataError, match=rf"{packed}: damaged or truncated compressed"):
+        data.prepare(cfg, workers=1, progress=False)
+
+
+def test_an_empty_reference_segment_names_file_and_line(toy, tmp_path):
+    cfg, _, root = toy
+    wmt = tmp_path / "wmt"
+    shutil.copytree(root / "wmt", wmt)
+    ref = next((wmt / "test-full").glob("*-ref.fr.sgm"))
+    lines = ref.read_text(encoding="utf-8").splitlines(keepends=True)
+    k = next(i for i, line in enumerate(lines) if "<seg" in line)
+    lines[k] = lines[k][: lines[k].index(">") + 1] + "</seg>\n"
+    ref.write_text("".join(lines), encoding="utf-8")
+    cfg = replace(cfg.data, data_dir=str(wmt), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(data.corpus.DataError, match=rf"{ref}:{k + 1}: empty <seg>"):
+        data.prepare(cfg, workers=1, progress=False)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only directories")
+def test_a_read_only_results_directory_is_refused_before_the_data_are_prepared(
+    toy, tmp_path, monkeypatch
+):
+    cfg, _, _ = toy
+    out = tmp_path / "ro"
+    out.mkdir()
+    out.chmod(0o555)
+    monkeypatch.setattr(data, "prepare", lambda *a, **k: pytest.fail("prepared first"))
+    with pytest.raises(PermissionError, match=f"{out}: not writable"):
+        train_run(updates(cfg, 1), out, progress=False)
+
+
+def test_a_results_directory_that_cannot_be_made_is_refused_before_the_data_are_prepared(
+    toy, tmp_path, monkeypatch
+):
+    cfg, _, _ = toy
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(data, "prepare", lambda *a, **k: pytest.fail("prepared first"))
+    with pytest.raises(OSError, match="a-file"):
+        train_run(updates(cfg, 1), tmp_path / "a-file" / "r", progress=False)
