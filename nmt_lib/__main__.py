@@ -53,6 +53,10 @@ def _runs(a) -> tuple[object, list]:
     sets = parse_sets(a.set or [])
     if a.data_dir:
         sets.setdefault("data", {})["data_dir"] = str(a.data_dir)
+    elif a.profile == "smoke":  # its declared data: the generated toy corpus
+        from .replicate import toy_data_dir
+
+        sets.setdefault("data", {}).setdefault("data_dir", str(toy_data_dir()))
     profile = load_profile(a.profile, **sets)
     names = a.run or list(profile.runs)
     unknown = [n for n in names if n not in profile.runs]
@@ -157,7 +161,7 @@ def cmd_translate(a) -> int:
         )
     out = translate_lines(
         model, lines, src_vocab, trg_vocab, search, saved.data.src_lang, saved.data.trg_lang,
-        device, cfg.train.precision, a.ignore_unk,
+        device, cfg.train.precision, a.ignore_unk, a.alignment,
     )  # fmt: skip
     text = "".join(line + "\n" for line in out)
     if a.output and a.output != "-":
@@ -245,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beam", type=_positive, help="beam size (default: the profile's search.beam)")
     p.add_argument("--normalize", action="store_true", help="length-normalized final choice")
     p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
+    p.add_argument("--alignment", action="store_true",
+                   help="under each translation, the source word each word attends to most")  # fmt: skip
     p.set_defaults(func=cmd_translate)
     return ap
 

@@ -128,18 +128,29 @@ def translate_lines(
     device=None,
     precision: str = "fp32",
     ignore_unk: bool = False,
+    alignment: bool = False,
 ) -> list[str]:
     """Raw source sentences -> detokenized translations (Moses tokenization, shortlist, EOS, beam
-    search, detokenization). Empty lines give empty translations."""
+    search, detokenization). Empty lines give empty translations. With ``alignment``, each
+    translation is followed by a line that pairs every generated word with the source word it
+    attends to most (``chat←cat 0.82``; ``</s>``: the end of the sentence)."""
     from .text import detokenize, tokenize
 
     toks = [tokenize(line, src_lang) if line.strip() else [] for line in lines]
     xs = [src_vocab.encode(t, eos=True) for t in toks]
-    hyps = decode(model, xs, search, device, precision, ignore_unk)
-    return [
-        detokenize(trg_vocab.decode(h.tokens), trg_lang) if t else ""
-        for t, h in zip(toks, hyps, strict=True)
-    ]
+    hyps = decode(model, xs, search, device, precision, ignore_unk, return_alpha=alignment)
+    out = []
+    for t, h in zip(toks, hyps, strict=True):
+        words = trg_vocab.decode(h.tokens)
+        out.append(detokenize(words, trg_lang) if t else "")
+        if alignment:
+            src = [*t, "</s>"]
+            pairs = [] if not t or h.alpha is None else [
+                f"{w}←{src[int(row.argmax())]} {float(row.max()):.2f}"
+                for w, row in zip(words, h.alpha.float(), strict=False)
+            ]  # fmt: skip
+            out.append("  " + " | ".join(pairs))
+    return out
 
 
 # ----------------------------------------------------------------------------------- scoring

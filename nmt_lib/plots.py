@@ -96,7 +96,9 @@ def fig3_alignments(panels: Sequence[Mapping], ncols: int = 2, cell: float = 0.2
 
 
 def length_histogram(lengths: Mapping[str, Sequence[int]], max_len: int | None = None, title=None):
-    """Histograms of sentence lengths in words, one outline per series (e.g. source and target).
+    """Histograms of sentence lengths in words, one outline per series (e.g. source and target),
+    each as the share of its own sentences, so that a test set of thousands reads beside a training
+    set of hundreds of thousands.
 
     Args:
         lengths: series name -> lengths. max_len: a dotted line at the length limit, if given.
@@ -105,10 +107,11 @@ def length_histogram(lengths: Mapping[str, Sequence[int]], max_len: int | None =
     hi = max((max(v) for v in lengths.values() if len(v)), default=1)
     bins = np.arange(0, hi + 2) - 0.5
     for (name, v), style in zip(lengths.items(), ["-", "--", ":", "-."], strict=False):
-        ax.hist(v, bins=bins, histtype="step", ls=style, lw=1.5, label=name)
+        ax.hist(v, bins=bins, histtype="step", ls=style, lw=1.5, label=f"{name} ({len(v):,})",
+                weights=np.full(len(v), 100 / max(len(v), 1)))  # fmt: skip
     if max_len is not None:
         ax.axvline(max_len + 0.5, color="k", ls=":", lw=1, label=f"limit {max_len}")
-    ax.set(xlabel="sentence length (words)", ylabel="sentences")
+    ax.set(xlabel="sentence length (words)", ylabel="% of the series' sentences")
     ax.legend(frameon=False)
     if title:
         ax.set_title(title, fontsize=10)

@@ -165,6 +165,18 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
     sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
     t0 = time.time()
+    t = run.train
+    budget = (
+        [
+            f"{t.max_hours * 60:.0f} minutes, until about "
+            f"{time.strftime('%H:%M', time.localtime(t0 + t.max_hours * 3600))}"
+        ]
+        if t.max_hours
+        else []
+    )
+    budget += [f"{t.max_updates:,} updates"] if t.max_updates else []
+    print(f"[replicate] {name}: training (at most {' or '.join(budget) or 'unbounded'}), then "
+          "decoding the test set", flush=True)  # fmt: skip
     summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
     t1 = time.time()
     result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
@@ -379,6 +391,52 @@ def markdown_table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(cell(r.get(c)) for c in cols) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+#: The lines around the README's results summary (:func:`readme_results`).
+README_MARKS = ("<!-- results: python -m nmt_lib.replicate --readme -->", "<!-- /results -->")
+
+
+def readme_results(profile: str = "lite") -> str:
+    """The README's first-screen summary of the committed results: ``profile``'s Table 1 beside the
+    paper's, its claims' verdicts, and the `gpu` run where there is one. Written into README.md by
+    ``python -m nmt_lib.replicate --readme``; a test checks that the README holds exactly this."""
+    import csv
+
+    out = results_path(profile)
+    manifest = read_json(out / "manifest.json")
+    with open(out / "table1.csv", encoding="utf-8") as f:
+        t1 = [r for r in csv.DictReader(f) if r["All"]]
+    with open(out / "claims.csv", encoding="utf-8") as f:
+        verdicts = [r["verdict"] for r in csv.DictReader(f)]
+    hours = sum(w["train_s"] + w["evaluate_s"] for w in manifest["wall_seconds"].values()) / 3600
+    rows = [{"model": r["model"], f"BLEU, `{profile}`": r["All"], "BLEU, the paper": r["paper All"]}
+            for r in t1]  # fmt: skip
+    text = [
+        f"What the committed `{profile}` results show (newstest2014, tokenized BLEU as the paper's "
+        f"Table 1). The five models, smaller than the paper's and trained with the recipe of the "
+        f"book's budget study, took {hours:.1f} CPU-core hours to train and evaluate "
+        f"({manifest['hardware']['cpu_model'] or manifest['hardware']['cpu']}):",
+        "",
+        markdown_table(rows).rstrip("\n"),
+        "",
+        f"Of the paper's {len(verdicts)} claims that the book tests, "
+        f"{verdicts.count('reproduced')} are reproduced by these models, "
+        f"{len(verdicts) - verdicts.count('reproduced')} not or unclear (the chapter "
+        '"Experiments" gives each verdict and its interval).',
+    ]
+    gpu = results_path("gpu")
+    if (gpu / "manifest.json").is_file():
+        g = read_json(gpu / "manifest.json")
+        (name,) = g["runs"]
+        b = read_json(run_dir(gpu, name) / "bleu.json")
+        summ = read_json(run_dir(gpu, name) / "train_summary.json")
+        text += [
+            "",
+            f"At the paper's sizes, {name} trained for {60 * summ['hours']:.0f} minutes of one "
+            f"{summ['device']} scores {b['all']['tok']['score']:.2f} (`results/gpu/`).",
+        ]
+    return "\n".join(text) + "\n"
 
 
 def write_table(out: Path, name: str, rows: list[dict], note: str) -> None:
@@ -842,7 +900,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--jobs", type=int, help="with --train: models trained at a time (default: NMT_JOBS or 1)"
     )
+    ap.add_argument(
+        "--readme", action="store_true", help="rewrite README.md's results summary and stop"
+    )
     a = ap.parse_args(argv)
+    if a.readme:
+        readme = ROOT / "README.md"
+        text = readme.read_text(encoding="utf-8")
+        start, end = README_MARKS
+        head, rest = text.split(start + "\n", 1)
+        tail = rest.split(end, 1)[1]
+        readme.write_text(f"{head}{start}\n{readme_results()}{end}{tail}", encoding="utf-8")
+        return 0
     if a.jobs:
         os.environ["NMT_JOBS"] = str(a.jobs)  # the notebook kernels inherit it
     try:

@@ -653,7 +653,11 @@ def train_run(
     window = {"loss": 0.0, "sentences": 0, "tokens": 0, "norm": 0.0, "clip": 0, "n": 0}
     last_eval = None
     quiet = True if not lead else (None if progress is None else not progress)  # None: if a tty
-    bar = tqdm(total=t.max_updates, initial=trainer.update, desc=cfg.name, disable=quiet)
+    # a budget in updates counts updates; one in hours counts seconds (either gives an ETA)
+    by_time = t.max_updates is None and t.max_hours is not None
+    bar = tqdm(total=round(t.max_hours * 3600) if by_time else t.max_updates,
+               initial=round(trainer.elapsed) if by_time else trainer.update,
+               unit="s" if by_time else "it", desc=cfg.name, disable=quiet)  # fmt: skip
     t_session = time.perf_counter()
     t_window = t_save = time.perf_counter()
     elapsed0 = trainer.elapsed
@@ -672,7 +676,7 @@ def train_run(
             if s["action"] in ("skip", "shrink") and lead:
                 log.write({"kind": "nonfinite", "update": trainer.update, "action": s["action"],
                            "epoch": trainer.epoch, "elapsed": trainer.elapsed})  # fmt: skip
-            bar.update(1)
+            bar.update(round(trainer.elapsed) - bar.n if by_time else 1)
             if trainer.update % log_every == 0 and lead:
                 dt = time.perf_counter() - t_window
                 rec = {
@@ -688,7 +692,8 @@ def train_run(
                     "elapsed": trainer.elapsed,
                 }
                 log.write(rec)
-                bar.set_postfix(nll=f"{rec['train_nll']:.2f}", tok_s=f"{rec['tokens_per_s']:.0f}")
+                bar.set_postfix(update=trainer.update, nll=f"{rec['train_nll']:.2f}",
+                                tok_s=f"{rec['tokens_per_s']:.0f}")  # fmt: skip
                 window = dict.fromkeys(window, 0)
                 window["loss"] = window["norm"] = 0.0
                 t_window = time.perf_counter()

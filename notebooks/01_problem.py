@@ -203,7 +203,8 @@ plt.close(fig)
 # :name: fig-data-lengths
 #
 # Sentence lengths in words (EOS not counted) of the training pairs kept and of the test
-# sources, for this build's profile. The dotted line is the length limit.
+# sources, for this build's profile, each as a share of its own sentences (their numbers in the
+# legend). The dotted line is the length limit.
 # ```
 #
 # ## Summary

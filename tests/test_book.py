@@ -1,10 +1,11 @@
 """The book end to end, as a reader gets it.
 
 (a) every notebook through papermill in replicate (train) mode on the smoke profile, into a temporary
-results directory; (b) the strict book build (``-W -n --keep-going``) from those executed notebooks
-into ``book/_build``; (c) the built pages in a real headless browser (Debian's chromium), with the
-network cut: pages load, MathJax (served from the build) typesets every formula, every image loads,
-internal links resolve; screenshots of three pages go to ``book/_build/screenshots/``.
+results directory; (b) the strict book build (``-W -n --keep-going``) from those executed notebooks;
+(c) the built pages in a real headless browser (Debian's chromium), with the network cut: pages load,
+MathJax (served from the build) typesets every formula, every image loads, internal links resolve;
+screenshots of three pages. All of it happens in a temporary copy of the tree (:func:`tree`): the
+user's ``book/_nb`` and ``book/_build`` are left alone.
 
 Slow (minutes): deselect during development with ``-m "not book"``; it runs by default.
 """
@@ -29,8 +30,6 @@ pytestmark = pytest.mark.book
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
-HTML = BOOK / "_build" / "html"
-SHOTS = BOOK / "_build" / "screenshots"
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 CHROMIUM = "/usr/bin/chromium"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -45,9 +44,24 @@ def toc_pages() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def tree(tmp_path_factory) -> Path:
+    """A temporary stand-in for the repository: ``book/`` copied (without its build and executed
+    notebooks), every other top-level entry linked, so that the book's relative includes resolve."""
+    tmp = tmp_path_factory.mktemp("tree")
+    for entry in ROOT.iterdir():
+        if entry.name not in ("book", ".git"):
+            (tmp / entry.name).symlink_to(entry)
+    shutil.copytree(
+        BOOK, tmp / "book", symlinks=True, ignore=shutil.ignore_patterns("_build", "_nb")
+    )
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def results(tree, tmp_path_factory):
     """(a) ``python -m nmt_lib.replicate --profile smoke --train --jobs 2`` (two models at a time,
-    one process each) into a temporary results dir."""
+    one process each) into a temporary results dir, the executed notebooks into the stand-in
+    tree's ``book/_nb``."""
     out = tmp_path_factory.mktemp("results") / "smoke"
     t0 = time.time()
     cmd = [
@@ -61,8 +75,9 @@ def results(tmp_path_factory):
         "2",
     ]
     r = subprocess.run(
-        [*cmd, "--results-dir", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=480
-    )
+        [*cmd, "--results-dir", str(out), "--out-dir", str(tree / "book" / "_nb")],
+        cwd=ROOT, capture_output=True, text=True, timeout=480,
+    )  # fmt: skip
     TIMES["replicate smoke --train"] = time.time() - t0
     assert r.returncode == 0, f"replicate failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
     done = re.findall(r"^\[replicate\] \d+/\d+ \S+ ok in", r.stdout, re.MULTILINE)
@@ -75,15 +90,15 @@ def results(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def html(results) -> Path:
-    """(b) The strict build of every page, from the notebooks just executed."""
+def html(results, tree) -> Path:
+    """(b) The strict build of every page, from the notebooks just executed, in the stand-in tree."""
     t0 = time.time()
     cmd = [str(JUPYTER_BOOK), "build", "-W", "-n", "--keep-going", "--all", "book"]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=420)
+    r = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, timeout=420)
     TIMES["jupyter-book build"] = time.time() - t0
     log = r.stdout + r.stderr
     assert r.returncode == 0 and "WARNING" not in log, log[-6000:]
-    return HTML
+    return tree / "book" / "_build" / "html"
 
 
 @pytest.fixture(scope="module")
@@ -275,8 +290,9 @@ def test_alignment_explorer_runs_offline(html, chromium, tmp_path):
 
 @pytest.mark.parametrize("page", ["intro.html", "_nb/04_alignment.html", "_nb/08_experiments.html"])
 def test_screenshot(html, chromium, tmp_path, page):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    shot = SHOTS / (Path(page).stem + ".png")
+    shots = html.parent / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    shot = shots / (Path(page).stem + ".png")
     shot.unlink(missing_ok=True)
     browse(chromium, tmp_path, "--hide-scrollbars", "--window-size=1280,2400",
            "--virtual-time-budget=20000", f"--screenshot={shot}", (html / page).as_uri())  # fmt: skip

@@ -47,6 +47,11 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")
     assert len(lines) == 3 and lines[0].strip()
     assert lines[1:] == ["", ""]  # an empty line gives an empty translation
+    assert main(["translate", *sel, "-i", "in.txt", "-o", "al.txt", "--alignment"]) == 0
+    first, align, *_ = (tmp_path / "al.txt").read_text(encoding="utf-8").split("\n")
+    assert first == lines[0] and align.count("←") == len(align.split(" | ")) >= 1
+    sources = {p.split("←")[1].split()[0] for p in align.split(" | ")}
+    assert sources <= {"The", "dog", "sleeps", ".", "</s>"}
 
     cli("evaluate", *sel)
     res = json.loads((run / "bleu.json").read_text())

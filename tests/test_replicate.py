@@ -199,3 +199,11 @@ def test_gpu_reference_trains_one_run_from_a_pack_with_its_provenance(tmp_path):
     assert (out / "runs/RNNsearch-50/bleu.json").is_file()
     with pytest.raises(ConfigError, match=r"no run\(s\) \['RNNsearch-99'\]"):
         replicate.load("smoke", root, runs=["RNNsearch-99"])
+
+
+def test_the_readme_summary_is_what_the_committed_results_say():
+    """README.md's "Results at a glance" is generated (python -m nmt_lib.replicate --readme)."""
+    text = (replicate.ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = replicate.README_MARKS
+    block = text.split(start + "\n", 1)[1].split(end, 1)[0]
+    assert block == replicate.readme_results()
