@@ -163,3 +163,21 @@ def write_toy_wmt(
             en.write(pair[0] + "\n")
             fr.write(pair[1] + "\n")
     return root
+
+
+def toy_run(root: str | Path, run: str = "RNNsearch-50", **train):
+    """For tests: a small toy corpus (400 training pairs, 20 dev and 20 test sentences) written under
+    ``root``, and the smoke profile's ``run`` on it, trained in float32 on one CPU thread with
+    ``train`` settings on top. Returns ``(run config, prepared data)``."""
+    from .config import load_profile
+    from .data import prepare
+
+    root = Path(root)
+    write_toy_wmt(root / "wmt", n_train=400, n_dev=20, n_test=20)
+    prof = load_profile(
+        "smoke",
+        data={"data_dir": str(root / "wmt"), "cache_dir": str(root / "cache")},
+        train={"threads": 1, "precision": "fp32", "device": "cpu", **train},
+    )
+    cfg = prof.runs[run]
+    return cfg, prepare(cfg.data, workers=1, progress=False)

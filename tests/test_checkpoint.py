@@ -25,7 +25,7 @@ from nmt_lib.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from nmt_lib.config import load_profile, to_dict
+from nmt_lib.config import to_dict
 from nmt_lib.model import build_model
 from nmt_lib.train import Trainer
 
@@ -35,14 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     root = tmp_path_factory.mktemp("toy")
-    fixtures.write_toy_wmt(root / "wmt", n_train=400, n_dev=20, n_test=20)
-    prof = load_profile(
-        "smoke",
-        data={"data_dir": str(root / "wmt"), "cache_dir": str(root / "cache")},
-        train={"threads": 1, "precision": "fp32", "device": "cpu"},
-    )
-    cfg = prof.runs["RNNsearch-50"]
-    return cfg, data.prepare(cfg.data, workers=1, progress=False), root
+    return (*fixtures.toy_run(root), root)
 
 
 def new_trainer(cfg, prep, seed):

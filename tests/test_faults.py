@@ -16,7 +16,6 @@ import torch
 from nmt_lib import data, evaluate, fixtures
 from nmt_lib.__main__ import main
 from nmt_lib.checkpoint import CheckpointError, load_checkpoint
-from nmt_lib.config import load_profile
 from nmt_lib.train import Interrupted, Trainer, train_run
 
 
@@ -24,15 +23,7 @@ from nmt_lib.train import Interrupted, Trainer, train_run
 def toy(tmp_path_factory):
     """The smoke profile's RNNsearch-50 on a small toy corpus, fp32, one thread."""
     root = tmp_path_factory.mktemp("toy")
-    fixtures.write_toy_wmt(root / "wmt", n_train=400, n_dev=20, n_test=20)
-    prof = load_profile(
-        "smoke",
-        data={"data_dir": str(root / "wmt"), "cache_dir": str(root / "cache")},
-        train={"threads": 1, "precision": "fp32", "device": "cpu", "dev_bleu_sentences": 5,
-               "eval_every": 20},
-    )  # fmt: skip
-    cfg = prof.runs["RNNsearch-50"]
-    return cfg, data.prepare(cfg.data, workers=1, progress=False), root
+    return (*fixtures.toy_run(root, dev_bleu_sentences=5, eval_every=20), root)
 
 
 def updates(cfg, n):

@@ -15,7 +15,7 @@ import torch
 
 from nmt_lib import data, fixtures, kernels
 from nmt_lib.checkpoint import load_checkpoint
-from nmt_lib.config import load_profile, to_dict
+from nmt_lib.config import to_dict
 from nmt_lib.model import build_model
 from nmt_lib.train import (
     Trainer,
@@ -33,14 +33,7 @@ from nmt_lib.train import (
 def toy(tmp_path_factory):
     """The smoke profile's RNNsearch-50 on a small toy corpus, fp32, one thread."""
     root = tmp_path_factory.mktemp("toy")
-    fixtures.write_toy_wmt(root / "wmt", n_train=400, n_dev=20, n_test=20)
-    prof = load_profile(
-        "smoke",
-        data={"data_dir": str(root / "wmt"), "cache_dir": str(root / "cache")},
-        train={"threads": 1, "precision": "fp32", "device": "cpu", "dev_bleu_sentences": 5},
-    )
-    cfg = prof.runs["RNNsearch-50"]
-    return cfg, data.prepare(cfg.data, workers=1, progress=False), root
+    return (*fixtures.toy_run(root, dev_bleu_sentences=5), root)
 
 
 def with_train(cfg, **kw):
