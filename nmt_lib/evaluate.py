@@ -24,6 +24,7 @@ an interrupted evaluation leaves the previous one as it was.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -106,15 +107,26 @@ def decode(
     ignore_unk: bool = False,
     return_alpha: bool = False,
     progress: bool | None = False,
+    journal: str | os.PathLike | None = None,
 ) -> list[Hypothesis]:
-    """Beam search (``search``) over source id lists (EOS included), in input order."""
+    """Beam search (``search``) over source id lists (EOS included), in input order; ``journal``:
+    see :func:`nmt_lib.search.decode_corpus`."""
     device = device or next(model.parameters()).device
     with autocast(torch.device(device), precision):
         return decode_corpus(
             model, xs, beam=search.beam, batch_size=search.batch_size, normalize=search.normalize,
             min_len_ratio=search.min_len_ratio, max_len_ratio=search.max_len_ratio,
             ignore_unk=ignore_unk, return_alpha=return_alpha, device=device, progress=progress,
+            journal=journal,
         )  # fmt: skip
+
+
+def _journal(out_dir: Path, ckpt: Path, *what) -> Path:
+    """The decoding journal of ``out_dir`` for this checkpoint file (as it is now) and ``what``
+    (settings, sources): another model or setting never reads it."""
+    st = ckpt.stat()
+    key = json.dumps([str(ckpt.resolve()), st.st_size, st.st_mtime_ns, *what], sort_keys=True)
+    return out_dir / f".decode.{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
 
 
 def translate_lines(
@@ -266,6 +278,8 @@ def evaluate_run(
         (out_dir / "bleu.json").unlink(missing_ok=True)  # the mark of a complete evaluation: last
         for f in sorted(stage.iterdir(), key=lambda f: f.name == "bleu.json"):
             os.replace(f, out_dir / f.name)
+        for f in out_dir.glob(".decode.*.jsonl"):  # the decodings are safe in the results now
+            f.unlink()
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return result
@@ -291,7 +305,10 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     vocab = prep.trg_vocab
 
     # Table 1, All: the whole test set, <unk> allowed (and scored as a wrong word)
-    hyps = decode(model, test.x, search, dev, prec, progress=progress)
+    def journal(*what):  # an interrupted evaluation decodes only what it had not
+        return _journal(out_dir, ckpt, to_dict(search), prec, test.name, len(test), *what)
+
+    hyps = decode(model, test.x, search, dev, prec, progress=progress, journal=journal("all"))
     hyp_tok = [vocab.decode(h.tokens) for h in hyps]
     everything = list(range(len(test)))
     result = {"run": run_cfg.name, "checkpoint": str(ckpt), "search": to_dict(search),
@@ -300,7 +317,8 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     result["unfinished"] = sum(not h.finished for h in hyps)
     # Table 1, No-UNK: no <unk> in source or reference; the model may not emit <unk>
     sub = [i for i in everything if test.no_unk[i]]
-    hyps_nu = decode(model, [test.x[i] for i in sub], search, dev, prec, True, progress=progress)
+    hyps_nu = decode(model, [test.x[i] for i in sub], search, dev, prec, True, progress=progress,
+                     journal=journal("no_unk"))  # fmt: skip
     nu_tok = [vocab.decode(h.tokens) for h in hyps_nu]
     result["no_unk"] = score(nu_tok, test, sub, lang) if sub else {"n": 0}
 

@@ -30,11 +30,14 @@ model's ``decode_steps``, or ``init_state``, ``readout_step`` with ``G`` states 
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -409,8 +412,15 @@ def decode_corpus(
     device=None,
     progress: bool = False,
     workers: int | None = None,
+    journal: str | os.PathLike | None = None,
 ) -> list[Hypothesis]:
     """Decode source id lists (EOS included) in batches of similar length; results in input order.
+
+    ``journal``: a file that each decoded batch is appended to (without attention weights) as soon
+    as it is done; batches already in it are read back instead of decoded, so a decoding that was
+    interrupted goes on where it stopped, with the same batches and so the same results. The caller
+    names the journal after everything that decides the results (model, settings, sources) and
+    deletes it once the results are safe.
 
     ``beam=0`` decodes greedily (:func:`greedy_search`); otherwise :func:`beam_search`.
     ``workers`` batches are decoded at once, each in its own thread with one intra-op thread
@@ -443,13 +453,52 @@ def decode_corpus(
     if workers is None:
         workers = torch.get_num_threads() if kind == "cpu" else 1
     out: list[Hypothesis | None] = [None] * len(xs)
-    bar = tqdm(total=len(xs), desc="decode", disable=not progress, leave=False)
-    for idx, hyps in zip(batches, in_threads(decode, batches, workers, kind), strict=True):
-        for i, h in zip(idx, hyps, strict=True):
+    done = _read_journal(journal, batches) if journal and not return_alpha else {}
+    for k, hyps in done.items():
+        for i, h in zip(batches[k], hyps, strict=True):
             out[i] = h
-        bar.update(len(idx))
-    bar.close()
+    todo = [k for k in range(len(batches)) if k not in done]
+    bar = tqdm(total=len(xs), initial=sum(len(batches[k]) for k in done), desc="decode",
+               disable=not progress, leave=False)  # fmt: skip
+    log = open(journal, "a", encoding="utf-8") if journal and not return_alpha else None  # noqa: SIM115
+    try:
+        work = [batches[k] for k in todo]
+        for k, hyps in zip(todo, in_threads(decode, work, workers, kind), strict=True):
+            for i, h in zip(batches[k], hyps, strict=True):
+                out[i] = h
+            if log is not None:
+                rows = [[h.tokens, h.cost, h.score, h.finished] for h in hyps]
+                log.write(json.dumps({"batch": k, "size": len(batches[k]), "hyps": rows}) + "\n")
+                log.flush()
+            bar.update(len(batches[k]))
+    finally:
+        if log is not None:
+            log.close()
+        bar.close()
     return out  # type: ignore[return-value]
+
+
+def _read_journal(path, batches: list[list[int]]) -> dict[int, list[Hypothesis]]:
+    """The complete batch records of a :func:`decode_corpus` journal (a torn last line, from an
+    interruption while it was written, is ignored and rewritten)."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    done, good = {}, 0
+    with open(path, "rb") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                k = rec["batch"]
+                if rec["size"] != len(batches[k]) or len(rec["hyps"]) != len(batches[k]):
+                    raise ValueError("batch size")
+            except (ValueError, KeyError, IndexError, TypeError):
+                break
+            done[k] = [Hypothesis(list(t), c, sc, fin) for t, c, sc, fin in rec["hyps"]]
+            good += len(line)
+    with open(path, "r+b") as f:  # drop what follows the last complete record
+        f.truncate(good)
+    return done
 
 
 def in_threads(fn, items: Sequence, workers: int, device_type: str = "cpu") -> Iterator:

@@ -124,8 +124,14 @@ def test_an_interrupted_evaluation_leaves_the_previous_one_whole(toy, tmp_path, 
     out = tmp_path / "r"
     train_run(updates(cfg, 2), out, prep, progress=False)
     evaluate.evaluate_run(cfg, out, prep)
-    before = {p.name: (p.stat().st_ino, p.read_bytes()) for p in out.iterdir() if p.is_file()}
+
+    def files():  # the evaluation's files (an interrupted decoding's journal aside)
+        return {p.name: (p.stat().st_ino, p.read_bytes()) for p in out.iterdir()
+                if p.is_file() and not p.name.startswith(".decode.")}  # fmt: skip
+
+    before = files()
     assert "bleu.json" in before and "hyp.test.tok.txt" in before
+    assert not list(out.glob(".decode.*"))  # a finished evaluation keeps no journal
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -133,8 +139,8 @@ def test_an_interrupted_evaluation_leaves_the_previous_one_whole(toy, tmp_path, 
     monkeypatch.setattr(evaluate, "attention_records", interrupted)  # its last step
     with pytest.raises(KeyboardInterrupt):
         evaluate.evaluate_run(cfg, out, prep)
-    after = {p.name: (p.stat().st_ino, p.read_bytes()) for p in out.iterdir() if p.is_file()}
-    assert after == before
+    assert files() == before
+    assert len(list(out.glob(".decode.*.jsonl"))) == 2  # the decodings are kept for the rerun
     assert [p.name for p in out.iterdir() if p.is_dir()] == []  # no staging left behind
 
 
@@ -239,3 +245,37 @@ def test_a_results_directory_that_cannot_be_made_is_refused_before_the_data_are_
     monkeypatch.setattr(data, "prepare", lambda *a, **k: pytest.fail("prepared first"))
     with pytest.raises(OSError, match="a-file"):
         train_run(updates(cfg, 1), tmp_path / "a-file" / "r", progress=False)
+
+
+def test_an_interrupted_decoding_goes_on_where_it_stopped(toy, tmp_path, monkeypatch):
+    from nmt_lib import search
+    from nmt_lib.model import build_model
+
+    cfg, prep, _ = toy
+    torch.manual_seed(0)
+    model = build_model(cfg.model).eval()
+    xs, journal = prep.test.x, tmp_path / ".decode.test.jsonl"
+
+    def run(**kw):
+        with torch.no_grad():
+            return search.decode_corpus(model, xs, beam=3, batch_size=4, workers=1, **kw)
+
+    straight = run()
+    calls, real, fail_at = [], search.beam_search, [3]
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) in fail_at:
+            raise RuntimeError("stopped")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "beam_search", flaky)
+    with pytest.raises(RuntimeError, match="stopped"):
+        run(journal=journal)
+    with open(journal, "a", encoding="utf-8") as f:
+        f.write('{"batch": 4, "size": 4, "hy')  # torn by the interruption
+    calls.clear(), fail_at.clear()
+    resumed = run(journal=journal)
+    assert len(calls) == 5 - 2  # the two batches in the journal were not decoded again
+    assert [(h.tokens, h.cost) for h in resumed] == [(h.tokens, h.cost) for h in straight]
+    assert len(journal.read_text().splitlines()) == 5
