@@ -6,15 +6,15 @@ that their ``summarize.py`` puts it in the same table as JoeyNMT, OpenNMT-py and
     python bench/bench_peers.py decode --data $P/data --ckpt $P/nmt_lib/model.pt --beam 10 --out X.hyp
 
 Run each through the peers' ``run_timed.py`` into ``$P/runs/nmt_lib/{train,greedy,beam10}-N.{log,json}``
-(``bench/README.md`` has the exact commands). The same workload as the peers: the synthetic corpus,
-10,000 words + specials per side, bench-small sizes (``common.SHAPES["small"]``), random batches of
-64 sentences padded to the longest, 250 updates timed from the update-50 line to the update-250
-line; decoding the 500 test sentences in batches of 64 with exactly 30 target words each. What
-differs is the recipe, ours (the paper's): Adadelta instead of Adam, the summed loss, EOS but no
-BOS, and the paper's batches (``nmt_lib.data.TrainIterator``: 20 batches' worth of pairs at a time
-sorted by length, App. B.2; OpenNMT-py sorts too), or ``--batching random`` as the naive script
-and JoeyNMT batch; bf16 autocast where the CPU has bf16 instructions, else fp32 (``--precision
-auto``). Not a test.
+(``bench/README.md``, "Side by side with the peers", has the exact commands). The same workload as
+the peers: the synthetic corpus, 10,000 words + specials per side, bench-small sizes
+(``common.SHAPES["small"]``), random batches of 64 sentences padded to the longest, 250 updates
+timed from the update-50 line to the update-250 line; decoding the 500 test sentences in batches of
+64 with exactly 30 target words each. What differs is the recipe, ours (the paper's): Adadelta
+instead of Adam, the summed loss, EOS but no BOS, and the paper's batches
+(``nmt_lib.data.TrainIterator``: 20 batches' worth of pairs at a time sorted by length, App. B.2;
+OpenNMT-py sorts too), or ``--batching random`` as the naive script and JoeyNMT batch; bf16 autocast
+where the CPU has bf16 instructions, else fp32 (``--precision auto``). Not a test.
 """
 
 from __future__ import annotations

@@ -197,7 +197,7 @@ class SearchConfig:
     normalize: bool = False  # divide cost by length (incl. EOS) when choosing the best
     min_len_ratio: float = 0.5  # EOS forbidden before floor(|x| * ratio) steps (|x| incl. EOS)
     max_len_ratio: float = 3.0  # stop after |x| * ratio steps
-    batch_size: int = 64  # sentences decoded together (bench/README: 64 beats 32 on 2 cores)
+    batch_size: int = 64  # decoded together (64 beats 32: bench/README.md, "Decoding step")
 
     def __post_init__(self):
         if self.beam < 1:

@@ -291,7 +291,7 @@ def target_log_prob(u: Tensor, W: Tensor, b: Tensor, y: Tensor) -> Tensor:
 #: step's (``nmt_lib._keep_freed_memory``) instead of being mapped afresh, each of its pages a
 #: fault. Bench-small's float32 logits in one block (60 MB) cost 14,000 faults and 45-53 ms of
 #: system time a step; in blocks under 1,000 and 2-4 ms, and the step was 1.01-1.05x as fast
-#: (bench/README.md, eighteenth session).
+#: (bench/README.md, "The output layer over the whole sequence").
 LOGIT_BLOCK_BYTES = 24 << 20
 
 

@@ -457,9 +457,9 @@ def right_product(W: Tensor, bias: Tensor | None = None, amx_tiles: bool = True)
     layout, ``x`` at every call. Without, for a 2-D ``W``: oneDNN's prepacked weight (as
     ``torch.compile``'s frozen linear layers), which spares the reorder that ``torch.matmul``
     does at every call. At the 16-80 rows of a recurrent step, oneDNN spends as long setting up
-    a product as computing it (bench/README.md). None for another device or dtype,
-    ``NMT_LIB_KERNELS=0``, or a 3-D ``W`` without AMX (one ``bmm`` was faster than two
-    prepacked products)."""
+    a product as computing it (bench/README.md, "Prepacked oneDNN products"). None for another
+    device or dtype, ``NMT_LIB_KERNELS=0``, or a 3-D ``W`` without AMX (one ``bmm`` was faster
+    than two prepacked products)."""
     if amx_tiles and (fast := amx_product(W, bias)) is not None:
         return fast
     if not _recurrent_weight(W):
@@ -546,7 +546,7 @@ def onednn_float32() -> bool:
     """Whether float32 products on the CPU go through oneDNN (:func:`matmul`, :func:`right_product`)
     rather than ``torch.matmul`` (MKL): on AMD CPUs, where MKL's float32 products at the
     shapes of a training step ran 1.0-1.45x as long as oneDNN's (an EPYC with AVX2 only,
-    bench/README.md, seventeenth session; PyTorch's bf16 products are oneDNN's already).
+    bench/README.md, "oneDNN float32 on AMD CPUs"; PyTorch's bf16 products are oneDNN's already).
     ``NMT_LIB_KERNELS=0`` turns it off."""
     if os.environ.get("NMT_LIB_KERNELS", "1") == "0" or cpu_info("vendor_id") != "AuthenticAMD":
         return False

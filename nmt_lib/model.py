@@ -205,7 +205,7 @@ class DecodeSteps:
     uses them (``search.model_steps``; CONTRIBUTING.md), the same function computed faster: the
     products that share an input in one matmul each, their weights concatenated and cast to the
     compute dtype once per search (a beam-10 step of 64 sentences at bench-small: 1.09x as fast;
-    bench/README.md), without autograd:
+    bench/README.md, "Decoding step"), without autograd:
 
     * ``s_{i-1}`` -> ``[W_a s | U_o s + b_o | U_r s; U_z s]``: attention, deep output, and the gates
       of the next state (which are read from the rows of the hypotheses kept);
