@@ -409,7 +409,10 @@ def readme_results(profile: str = "lite") -> str:
         t1 = [r for r in csv.DictReader(f) if r["All"]]
     with open(out / "claims.csv", encoding="utf-8") as f:
         verdicts = [r["verdict"] for r in csv.DictReader(f)]
-    hours = sum(w["train_s"] + w["evaluate_s"] for w in manifest["wall_seconds"].values()) / 3600
+    hours = sum(  # training (a resumed run's earlier sessions included) and evaluation
+        read_json(run_dir(out, name) / "train_summary.json")["hours"] + w["evaluate_s"] / 3600
+        for name, w in manifest["wall_seconds"].items()
+    )
     rows = [{"model": r["model"], f"BLEU, `{profile}`": r["All"], "BLEU, the paper": r["paper All"]}
             for r in t1]  # fmt: skip
     text = [
@@ -421,9 +424,13 @@ def readme_results(profile: str = "lite") -> str:
         markdown_table(rows).rstrip("\n"),
         "",
         f"Of the paper's {len(verdicts)} claims that the book tests, "
-        f"{verdicts.count('reproduced')} are reproduced by these models, "
-        f"{len(verdicts) - verdicts.count('reproduced')} not or unclear (the chapter "
-        '"Experiments" gives each verdict and its interval).',
+        f"{verdicts.count('reproduced')} are reproduced by these models"
+        + (
+            ""
+            if verdicts.count("reproduced") == len(verdicts)
+            else f", {len(verdicts) - verdicts.count('reproduced')} not reproduced or unclear"
+        )
+        + ' (the chapter "Experiments" gives each verdict and its interval).',
     ]
     gpu = results_path("gpu")
     if (gpu / "manifest.json").is_file():
