@@ -152,6 +152,17 @@ def run_dir(out: Path, name: str) -> Path:
     return out / "runs" / run_dir_name(name)
 
 
+def _budget(t, start: float) -> str:
+    """A run's training budget (``t``: its TrainConfig) in words, with the time it ends by."""
+    parts = []
+    if t.max_hours:
+        end = time.strftime("%H:%M", time.localtime(start + t.max_hours * 3600))
+        parts.append(f"{t.max_hours * 60:.0f} minutes, until about {end}")
+    if t.max_updates:
+        parts.append(f"{t.max_updates:,} updates")
+    return " or ".join(parts) or "no limit"
+
+
 def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, dict]:
     """Train (resumably), decode and evaluate one model of ``profile`` (a name, or a loaded
     profile) into ``<results>/runs/<model>/``; returns ``(name, wall times)``."""
@@ -165,18 +176,8 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
     sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
     t0 = time.time()
-    t = run.train
-    budget = (
-        [
-            f"{t.max_hours * 60:.0f} minutes, until about "
-            f"{time.strftime('%H:%M', time.localtime(t0 + t.max_hours * 3600))}"
-        ]
-        if t.max_hours
-        else []
-    )
-    budget += [f"{t.max_updates:,} updates"] if t.max_updates else []
-    print(f"[replicate] {name}: training (at most {' or '.join(budget) or 'unbounded'}), then "
-          "decoding the test set", flush=True)  # fmt: skip
+    print(f"[replicate] {name}: training (at most {_budget(run.train, t0)}), then decoding the "
+          "test set", flush=True)  # fmt: skip
     summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
     t1 = time.time()
     result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
