@@ -410,13 +410,13 @@ def decode_corpus(
     ignore_unk: bool = False,
     return_alpha: bool = False,
     device=None,
-    progress: bool = False,
+    progress: bool | None = False,
     workers: int | None = None,
     journal: str | os.PathLike | None = None,
 ) -> list[Hypothesis]:
     """Decode source id lists (EOS included) in batches of similar length; results in input order.
 
-    ``journal``: a file that each decoded batch is appended to (without attention weights) as soon
+    ``progress``: a bar (None: only on a terminal). ``journal``: a file that each decoded batch is appended to (without attention weights) as soon
     as it is done; batches already in it are read back instead of decoded, so a decoding that was
     interrupted goes on where it stopped, with the same batches and so the same results. The caller
     names the journal after everything that decides the results (model, settings, sources) and
@@ -459,7 +459,7 @@ def decode_corpus(
             out[i] = h
     todo = [k for k in range(len(batches)) if k not in done]
     bar = tqdm(total=len(xs), initial=sum(len(batches[k]) for k in done), desc="decode",
-               disable=not progress, leave=False)  # fmt: skip
+               disable=None if progress is None else not progress, leave=False)  # fmt: skip
     log = open(journal, "a", encoding="utf-8") if journal and not return_alpha else None  # noqa: SIM115
     try:
         work = [batches[k] for k in todo]
