@@ -6,7 +6,8 @@ dev NLL, the early-stopping counter, the resolved config and the fingerprint of 
 vocabularies it was trained on. It is written atomically (a temporary file renamed over the old
 one), so a crash or ``SIGKILL`` while saving leaves the previous checkpoint intact, and it carries
 the sha256 of its contents: a file changed on disk afterwards (a flipped bit, a bad copy) is refused
-when read, instead of training on from damaged weights. GroundHog saved every 10 minutes (``saveFreq``, PAPER.md §3); we save every
+when read, instead of training on from damaged weights. GroundHog saved every 10 minutes
+(``saveFreq``, PAPER.md §3); we save every
 ``train.checkpoint_minutes`` and at the end.
 
 Checkpoints are trusted local files of this project (they hold numpy and python RNG states, so they

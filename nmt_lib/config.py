@@ -86,12 +86,8 @@ class DataConfig:
     """Where the WMT'14 files are and how they become minibatches (§4.1, App. B.2, GroundHog)."""
 
     data_dir: str | None = None  # the WMT'14 layout; None: NMT_DATA, else <home>/data/wmt14
-    cache_dir: str | None = (
-        None  # tokenized/numericalized caches; None: NMT_CACHE, else <home>/.cache
-    )
-    packed: str | None = (
-        None  # a directory written by `python -m nmt_lib pack`: its data, not data_dir
-    )
+    cache_dir: str | None = None  # tokenized/prepared caches; None: NMT_CACHE, else <home>/.cache
+    packed: str | None = None  # a pack (`python -m nmt_lib pack`): its data instead of data_dir's
     train: tuple[str, ...] = ("europarl-v7.fr-en",)  # corpus names under train/
     dev: tuple[str, ...] = ("newstest2012", "newstest2013")
     test: str = "newstest2014"

@@ -481,9 +481,12 @@ class Prepared:
     test: EvalSet
     stats: dict
     path: Path  # the prepared cache directory
+    key: str  # its full key (a hash of every input file and setting)
 
 
-def _key(obj) -> str:
+def _key(train_keys: list, dev: dict, test: dict, settings: dict) -> str:
+    """The prepared data's key: its training files' keys, dev and test's, and the settings."""
+    obj = {"format": FORMAT, "train": train_keys, "eval": dev["keys"] + test["keys"], **settings}
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
@@ -536,9 +539,7 @@ def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None =
     t_eval = time.perf_counter() - t0
 
     settings = _settings(cfg)
-    key = _key(
-        {"format": FORMAT, "train": train_keys, "eval": dev["keys"] + test["keys"], **settings}
-    )
+    key = _key(train_keys, dev, test, settings)
     out = cache / "prep" / key[:20]
     if not (out / "meta.json").is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -577,18 +578,17 @@ def _prepared(out: Path, cfg: DataConfig, data_dir: Path, settings: dict, dev, t
         "dev": _eval_stats(dev_set),
         "test": _eval_stats(test_set),
     }
-    return Prepared(src_vocab, trg_vocab, TrainSet(out), dev_set, test_set, stats, out)
+    return Prepared(src_vocab, trg_vocab, TrainSet(out), dev_set, test_set, stats, out, meta["key"])
 
 
 def fingerprint(prep: Prepared) -> dict:
     """What a checkpoint records of the data it was trained on: the prepared data's key (a hash of
     every input file and setting) and the sha256 of each vocabulary, words in row order."""
-    meta = json.loads((prep.path / "meta.json").read_text(encoding="utf-8"))
 
     def digest(v: Vocab) -> str:
         return hashlib.sha256("\n".join(v.itos).encode()).hexdigest()
 
-    return {"prepared": meta["key"], "src_vocab": digest(prep.src_vocab),
+    return {"prepared": prep.key, "src_vocab": digest(prep.src_vocab),
             "trg_vocab": digest(prep.trg_vocab)}  # fmt: skip
 
 
@@ -610,8 +610,6 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
     prep = prepare(cfg)
     found = corpus.locate(cfg)
     root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
-    inputs = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]
-    inputs += [p for tf in found.train for pair in tf.pairs for p in pair]
     _, train_keys = _train_inputs(found, cfg, memo, None, False)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -622,13 +620,9 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
                 dest = tmp / "data" / p.relative_to(root)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(p, dest)
-        meta = json.loads((prep.path / "meta.json").read_text(encoding="utf-8"))
-        write_json(tmp / PACK, {
-            "key": meta["key"], "settings": _settings(cfg), "train": list(cfg.train),
-            "train_keys": train_keys,
-            "data_sha256": {str(p.relative_to(root)): text.file_info(p, memo).sha256
-                            for p in inputs},
-        })  # fmt: skip
+        write_json(tmp / PACK, {"key": prep.key, "settings": _settings(cfg),
+                                "train": list(cfg.train), "train_keys": train_keys,
+                                "data_sha256": input_sha256(cfg)})  # fmt: skip
         if out.exists():
             shutil.rmtree(out)
         os.rename(tmp, out)
@@ -636,6 +630,18 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def input_sha256(cfg: DataConfig) -> dict[str, str]:
+    """The sha256 of every input file of ``cfg`` (dev, test, training), by path relative to its
+    data directory; for a pack, as recorded where it was written."""
+    if cfg.packed:
+        return read_pack(cfg.packed)["data_sha256"]
+    root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
+    found = corpus.locate(cfg, root)
+    paths = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]
+    paths += [p for tf in found.train for pair in tf.pairs for p in pair]
+    return {str(Path(p).relative_to(root)): text.file_info(p, memo).sha256 for p in paths}
 
 
 def read_pack(path: str | os.PathLike) -> dict:
@@ -660,15 +666,13 @@ def _prepare_packed(cfg: DataConfig, tok_dir: Path, workers, progress) -> Prepar
     found = corpus.locate(replace(cfg, train=()), data_dir)
     dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
     test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
-    key = _key({"format": FORMAT, "train": pk["train_keys"], "eval": dev["keys"] + test["keys"],
-                **settings})  # fmt: skip
-    out = root / "prepared"
-    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
-    if not key == meta["key"] == pk["key"]:
+    key = _key(pk["train_keys"], dev, test, settings)
+    prep = _prepared(root / "prepared", cfg, data_dir, settings, dev, test)
+    if not key == prep.key == pk["key"]:
         raise corpus.DataError(
             f"{root}: its prepared data, its dev/test files and {PACK} do not belong together"
         )
-    return _prepared(out, cfg, data_dir, settings, dev, test)
+    return prep
 
 
 def data_summary(prep: Prepared) -> dict:

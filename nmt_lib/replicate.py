@@ -239,21 +239,11 @@ def _git() -> dict:
 
 def _data_files(prof) -> dict:
     """sha256 of every input file of the profile, by path relative to its data directory."""
-    from nmt_lib import corpus, data, text
+    from nmt_lib.data import input_sha256
 
     files = {}
     for run in prof.runs.values():
-        cfg = run.data
-        if cfg.packed:  # recorded when the pack was written, where the files were
-            files.update(data.read_pack(cfg.packed)["data_sha256"])
-            continue
-        root = cfg.resolved_data_dir()
-        found = corpus.locate(cfg, root)
-        paths = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]
-        paths += [p for tf in found.train for pair in tf.pairs for p in pair]
-        memo = cfg.resolved_cache_dir() / "tok"
-        for p in paths:
-            files[str(Path(p).relative_to(root))] = text.file_info(p, memo).sha256
+        files.update(input_sha256(run.data))
     return dict(sorted(files.items()))
 
 
