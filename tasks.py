@@ -59,7 +59,7 @@ def ensure_venv() -> None:
 
 def main_job(profile: str) -> None:
     """Run every notebook in report mode on ``results/<profile>/``, then build the book strictly."""
-    _run(PY, "-m", "nmt_lib.replicate", "--profile", profile)
+    _run(PY, ROOT / "tools" / "notebooks.py", "--profile", profile)
     _run(VENV / "bin" / "jupyter-book", "build", "-W", "-n", "--keep-going", "book")
     _say(f"book: {ROOT / 'book/_build/html/index.html'}")
 

@@ -34,8 +34,9 @@ from common import Trainee, autocast, fixed_length, model_config
 
 from nmt_lib import search
 from nmt_lib.data import TrainIterator, TrainSet, pad
+from nmt_lib.fast import accelerate
 from nmt_lib.model import build_model
-from nmt_lib.train import resolve_precision
+from nmt_lib.runtime import resolve_precision
 from nmt_lib.vocab import Vocab
 
 
@@ -97,7 +98,7 @@ def main():
     cfg = model_config("small", "RNNsearch")
     src_train, trg_train = read(args.data / "train.src"), read(args.data / "train.trg")
     sv, tv = vocab(src_train, cfg.src_vocab - 3), vocab(trg_train, cfg.trg_vocab - 3)
-    model = build_model(cfg)
+    model = accelerate(build_model(cfg))
     result = {"tool": "nmt_lib", "mode": args.mode, "threads": torch.get_num_threads(),
               "precision": args.precision, "torch": torch.__version__}  # fmt: skip
     if args.mode == "train":

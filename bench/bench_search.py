@@ -34,6 +34,8 @@ from common import (
 from naive import naive_decode
 
 from nmt_lib import search
+from nmt_lib.data import pad
+from nmt_lib.fast import accelerate
 from nmt_lib.model import build_model
 
 
@@ -64,10 +66,10 @@ def main():
     info = machine_info()
     print("machine:", json.dumps(info))
     cfg = model_config(args.shape, args.arch)
-    model = build_model(cfg).eval().to(args.device)
+    model = accelerate(build_model(cfg)).eval().to(args.device)
     P = dict(copy.deepcopy(model).named_parameters())
     xs = sorted(sources(cfg, args.sentences), key=len, reverse=True)  # as decode_corpus batches
-    batches = [search.pad_batch(xs[i : i + args.batch], args.device)
+    batches = [tuple(t.to(args.device) for t in pad(xs[i : i + args.batch]))
                for i in range(0, len(xs), args.batch)]  # fmt: skip
 
     def ours(beam, workers=args.workers):
@@ -119,7 +121,8 @@ def main():
               f"{r.get('greedy speed-up vs naive', nan):.2f} |")  # fmt: skip
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": info, "search": rows}, f, indent=1)
+            settings = {k: v for k, v in vars(args).items() if k != "json"}
+            json.dump({"machine": info, "settings": settings, "search": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from common import (
     timed,
 )
 
-from nmt_lib import kernels
+from nmt_lib.fast import accelerate, kernels
 from nmt_lib.model import build_model
 
 
@@ -122,7 +122,8 @@ def memory_child(impl, shape, arch, precision):
     """Runs in a fresh process: peak RSS of building the model and two training steps."""
     cfg = model_config(shape, arch)
     sh = SHAPES[shape]
-    r = Trainee(impl, cfg, build_model(cfg), impl == "naive", precision)
+    model = build_model(cfg) if impl == "naive" else accelerate(build_model(cfg))
+    r = Trainee(impl, cfg, model, impl == "naive", precision)
     batches = synthetic_batches(cfg, sh["batch"], sh["lengths"], 2, seed=1)
     base = peak_rss_mb()
     for b in batches:
@@ -237,7 +238,7 @@ def main():
     args.precision = args.precision or default_precisions(args.device)
     info = machine_info()
     print("machine:", json.dumps(info))
-    results = {"machine": info}
+    results = {"machine": info, "settings": {k: v for k, v in vars(args).items() if k != "json"}}
     if args.memory:
         rows = []
         for arch in args.arch:

@@ -26,11 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/naive.py
 
 from naive import check_same_function, naive_logp  # noqa: E402
 
-from nmt_lib import kernels  # noqa: E402
 from nmt_lib.config import ModelConfig  # noqa: E402
-from nmt_lib.graphs import GraphedLoss  # noqa: E402
+from nmt_lib.fast import accelerate, kernels  # noqa: E402
+from nmt_lib.fast.graphs import GraphedLoss  # noqa: E402
+from nmt_lib.fast.optim import Adadelta  # noqa: E402
 from nmt_lib.model import build_model, forward_macs  # noqa: E402
-from nmt_lib.train import Adadelta, clip_gradients, native_bf16  # noqa: E402
+from nmt_lib.runtime import cpu_flags, cpu_info, native_bf16  # noqa: E402
+from nmt_lib.train import clip_gradients  # noqa: E402
 
 #: The peers' "bench-small" (../shared/peers/README.md): embeddings 256, encoder GRU 256 per direction,
 #: decoder 512, alignment 512, maxout 256 (2l = 512), 10,000 words + 3 specials on each side; the
@@ -69,8 +71,8 @@ def machine_info() -> dict:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {
         "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "cpu": kernels.cpu_info("model name") or "?", "nproc": os.cpu_count(),
-        "amx_bf16": "amx_bf16" in kernels.cpu_flags(), "cpu_bf16_native": native_bf16("cpu"),
+        "cpu": cpu_info("model name") or "?", "nproc": os.cpu_count(),
+        "amx_bf16": "amx_bf16" in cpu_flags(), "cpu_bf16_native": native_bf16("cpu"),
         "onednn_float32": kernels.onednn_float32(),
         "threads": torch.get_num_threads(), "python": platform.python_version(),
         "torch": torch.__version__, "loadavg_1min": load[0] if load else None,
@@ -171,8 +173,9 @@ class Trainee:
 
 def pair(cfg: ModelConfig, precision: str, device="cpu") -> tuple[Trainee, Trainee]:
     """``nmt_lib`` and the naive reference with identical initial parameters on ``device``; checks
-    that they compute the same log-probabilities on a small batch (float32, on the CPU)."""
-    model = build_model(cfg)
+    that they compute the same log-probabilities on a small batch (float32, on the CPU); nmt_lib's
+    on its fast backend (:func:`nmt_lib.fast.accelerate`)."""
+    model = accelerate(build_model(cfg))
     naive_model = copy.deepcopy(model)
     b = synthetic_batches(cfg, 4, (3, 8), 1, seed=99)[0]
     check_same_function(model, dict(naive_model.named_parameters()), cfg, *b)

@@ -10,9 +10,9 @@ Examples::
     python -m nmt_lib train --profile gpu --run RNNsearch-50 --set data.packed=pack/
 
 Results of run ``R`` go to ``<out>/runs/<R>`` (``--out`` defaults to ``results/<profile>``);
-checkpoints to ``<cache>/ckpt/...`` (:func:`nmt_lib.train.default_checkpoint_dir`). Several GPUs:
-``torchrun --nproc-per-node N -m nmt_lib train --profile gpu --run-name RNNsearch-50`` (torchrun
-would take ``--run`` for an abbreviation of its own ``--run-path``).
+checkpoints to ``<cache>/ckpt/...`` (:func:`nmt_lib.checkpoint.default_checkpoint_dir`). Several
+GPUs: ``torchrun --nproc-per-node N -m nmt_lib train --profile gpu --run-name RNNsearch-50``
+(torchrun would take ``--run`` for an abbreviation of its own ``--run-path``).
 """
 
 from __future__ import annotations
@@ -125,8 +125,9 @@ def cmd_pack(a) -> int:
 
 
 def cmd_translate(a) -> int:
+    from .checkpoint import CheckpointError, default_checkpoint_dir
     from .evaluate import find_checkpoint, load_trained, translate_lines
-    from .train import default_checkpoint_dir, resolve_device
+    from .runtime import resolve_device
     from .vocab import Vocab
 
     profile, runs = _runs(a)
@@ -139,8 +140,6 @@ def cmd_translate(a) -> int:
         or default_checkpoint_dir(cfg, _out(a, profile) / "runs" / run_dir_name(cfg.name))
     )
     if not ckpt.is_file():
-        from .checkpoint import CheckpointError
-
         raise CheckpointError(
             f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
             f"{a.profile} --run {cfg.name}; committed results hold no checkpoints), or name one "

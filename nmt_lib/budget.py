@@ -7,7 +7,7 @@ batch sizes and shortlists, at equal time on one CPU core (``results/budget/``).
     python -m nmt_lib.budget --sharing          # what two arms side by side cost each
     python -m nmt_lib.budget                    # rewrite the tables and the figure from the runs
 
-The arms are the runs of a study profile (default ``configs/studies/budget.toml``): one model each,
+The arms are the runs of a study profile (default ``nmt_lib/profiles/studies/budget.toml``): one model each,
 the same time budget, each differing from the reference arm (the first) in the settings that
 :func:`differences` lists. Training logs the dev NLL of a fixed dev subset every ``eval_every``
 updates (``train.dev_nll_sentences``); when an arm is done, :func:`final_eval` scores the whole dev
@@ -27,10 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-from nmt_lib.config import CONFIG_DIR, RunConfig, load_profile, run_dir_name, to_dict
+from nmt_lib.config import PROFILE_DIR, RunConfig, load_profile, run_dir_name, to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
-PROFILE = CONFIG_DIR / "studies" / "budget.toml"
+PROFILE = PROFILE_DIR / "studies" / "budget.toml"
 RESULTS = ROOT / "results" / "budget"
 #: The times (minutes of training, evaluations included) at which the arms are compared.
 COMPARE_AT = (5.0, 10.0, 15.0)
@@ -76,9 +76,8 @@ def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -
     sentences, of the model an arm ended with; written to ``final.json``."""
     import dataclasses
 
-    from nmt_lib.evaluate import load_trained
+    from nmt_lib.evaluate import dev_metrics, load_trained
     from nmt_lib.io import write_json
-    from nmt_lib.train import dev_metrics
 
     summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
     model, _ = load_trained(summary["model_checkpoint"])
@@ -137,16 +136,15 @@ def search_study(
     results_dir=RESULTS, arm: str | None = None, sentences: int = 1000, data_dir=None
 ) -> list[dict]:
     """Beam search settings chosen on dev, never on the test set: ``arm``'s final model (default:
-    the chosen arm) decodes ``sentences`` dev sentences (:func:`~nmt_lib.train.dev_subset`) with
+    the chosen arm) decodes ``sentences`` dev sentences (:func:`~nmt_lib.evaluate.dev_subset`) with
     each of :data:`SEARCH_OPTIONS`; tokenized BLEU, brevity penalty and length ratio go to
     ``search.csv``."""
     import dataclasses
 
     from nmt_lib import bleu
     from nmt_lib.data import prepare
-    from nmt_lib.evaluate import decode, load_trained
+    from nmt_lib.evaluate import decode, dev_subset, load_trained
     from nmt_lib.io import atomic_write
-    from nmt_lib.train import dev_subset
 
     out = Path(results_dir)
     arm = arm or findings(out)["chosen"]
@@ -194,10 +192,11 @@ def extend_arm(
     import dataclasses
     import shutil
 
+    from nmt_lib.checkpoint import default_checkpoint_dir
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import evaluate_run
     from nmt_lib.io import write_json
-    from nmt_lib.train import default_checkpoint_dir, train_run
+    from nmt_lib.train import train_run
 
     out = Path(results_dir)
     arm = arm or findings(out)["chosen"]
@@ -240,6 +239,7 @@ def _seconds_per_step(profile: str, arm: str, steps: int, data_dir=None) -> floa
     import torch
 
     from nmt_lib.data import TrainIterator, prepare
+    from nmt_lib.fast import on_backend
     from nmt_lib.model import build_model
     from nmt_lib.train import Trainer
 
@@ -247,7 +247,8 @@ def _seconds_per_step(profile: str, arm: str, steps: int, data_dir=None) -> floa
     torch.set_num_threads(run.train.threads or 1)
     prep = prepare(run.data)
     torch.manual_seed(run.train.seed)
-    trainer = Trainer(run, build_model(run.model), TrainIterator.from_config(prep.train, run.data))
+    model = on_backend(build_model(run.model), run.train.backend)
+    trainer = Trainer(run, model, TrainIterator.from_config(prep.train, run.data))
     for _ in range(3):
         trainer.step()
     t0 = time.perf_counter()
@@ -511,7 +512,8 @@ def write_study(
     from nmt_lib import plots
     from nmt_lib.io import atomic_write, write_json
     from nmt_lib.model import build_model
-    from nmt_lib.replicate import markdown_table, provenance
+    from nmt_lib.replicate import provenance
+    from nmt_lib.tables import markdown_table
 
     out = Path(results_dir)
     if walls is not None:  # the arms done so far, in the profile's order, with their wall times

@@ -8,7 +8,8 @@ one), so a crash or ``SIGKILL`` while saving leaves the previous checkpoint inta
 the sha256 of its contents: a file changed on disk afterwards (a flipped bit, a bad copy) is refused
 when read, instead of training on from damaged weights. GroundHog saved every 10 minutes
 (``saveFreq``, PAPER.md §3); we save every
-``train.checkpoint_minutes`` and at the end.
+``train.checkpoint_minutes`` and at the end, as ``last.pt`` (and ``best.pt`` with early stopping) in
+a directory outside the results (:func:`default_checkpoint_dir`).
 
 Checkpoints are trusted local files of this project (they hold numpy and python RNG states, so they
 are loaded with ``weights_only=False``). A truncated, damaged or garbage file, or one written for
@@ -32,6 +33,10 @@ import torch
 from .config import RunConfig, to_dict
 from .io import atomic_write
 
+#: A run's checkpoint files in its checkpoint directory: the latest, and the best on dev NLL (with
+#: ``train.patience``).
+LAST, BEST = "last.pt", "best.pt"
+
 FORMAT = "nmt_lib.checkpoint/2"
 _FORMATS = (FORMAT, "nmt_lib.checkpoint/1")  # what load_checkpoint reads
 
@@ -48,6 +53,14 @@ FINGERPRINT = {
 
 class CheckpointError(RuntimeError):
     """A checkpoint cannot be read or does not belong to this run; the message names the file."""
+
+
+def default_checkpoint_dir(cfg: RunConfig, out_dir: str | os.PathLike) -> Path:
+    """``<cache>/ckpt/<out_dir name>-<hash of its absolute path>``: never under the results, one
+    directory per results directory, so tests and profiles never share checkpoints."""
+    out_dir = Path(out_dir).resolve()
+    tag = hashlib.sha256(str(out_dir).encode()).hexdigest()[:10]
+    return cfg.data.resolved_cache_dir() / "ckpt" / f"{out_dir.name}-{tag}"
 
 
 def rng_state() -> dict:

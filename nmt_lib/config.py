@@ -1,6 +1,6 @@
 """Typed, validated configuration: one frozen dataclass per concern, one TOML file per profile.
 
-A profile file (``configs/<profile>.toml``) has the sections ``[data]``, ``[model]``, ``[train]`` and
+A profile file (``nmt_lib/profiles/<profile>.toml``, installed with the package) has the sections ``[data]``, ``[model]``, ``[train]`` and
 ``[search]`` that every model of the profile shares, and one ``[runs."<model name>"]`` table per paper
 model that overrides them (``arch``, ``max_len``, a longer budget for RNNsearch-50*)::
 
@@ -27,16 +27,18 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Where the profile files live (``configs/`` at the repository root).
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+#: Where the profile files live: package data of ``nmt_lib`` (``nmt_lib/profiles/``; the studies'
+#: profiles in ``studies/``), so that an installed package loads them by name.
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
 
 def home() -> Path:
     """Where the default ``results/``, ``.cache/`` and ``data/wmt14`` are: the repository when
     ``nmt_lib`` runs from a checkout (so that the command line finds the same results and
     checkpoints from any directory), else the working directory."""
-    repo = CONFIG_DIR.parent
-    return repo if CONFIG_DIR.is_dir() and (repo / "nmt_lib").is_dir() else Path.cwd()
+    repo = Path(__file__).resolve().parent.parent
+    checkout = (repo / "pyproject.toml").is_file() and (repo / "nmt_lib").is_dir()
+    return repo if checkout else Path.cwd()
 
 
 class ConfigError(ValueError):
@@ -148,13 +150,17 @@ class TrainConfig:
     checkpoint_minutes: float = 10.0
     precision: str = "auto"  # "bf16" autocast, "fp32" (the paper), "auto": bf16 where native
     device: str = "auto"  # "auto", "cpu", "cuda"
-    cuda_graphs: bool = False  # on a GPU: forward + backward as CUDA graphs (nmt_lib.graphs)
+    # "fast": the same functions computed faster (nmt_lib.fast.accelerate), or "reference": the
+    # paper modules' plain PyTorch
+    backend: str = "fast"
+    cuda_graphs: bool = False  # on a GPU: forward + backward as CUDA graphs (nmt_lib.fast.graphs)
     threads: int | None = None  # torch CPU threads; None = torch default
     seed: int = 1234
 
     def __post_init__(self):
         choices = {"optimizer": ("adadelta", "adam"), "loss": ("sum", "sentence", "token"),
-                   "lr_schedule": ("constant", "plateau")}  # fmt: skip
+                   "lr_schedule": ("constant", "plateau"),
+                   "backend": ("fast", "reference")}  # fmt: skip
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(
@@ -283,11 +289,11 @@ def make(cls, values: dict, where: str):
 
 
 def profile_path(name_or_path: str | os.PathLike) -> Path:
-    """``smoke`` -> ``configs/smoke.toml``; an existing path is returned as is."""
+    """``smoke`` -> ``<PROFILE_DIR>/smoke.toml``; an existing path is returned as is."""
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists():
         return p
-    return CONFIG_DIR / f"{name_or_path}.toml"
+    return PROFILE_DIR / f"{name_or_path}.toml"
 
 
 def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> Profile:
@@ -295,7 +301,7 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
     are applied to every run after the file, for command-line overrides and tests."""
     path = profile_path(name_or_path)
     if not path.is_file():
-        known = sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+        known = sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
         raise ConfigError(f"{path}: no such profile file (known profiles: {known})")
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -10,7 +10,8 @@ Padding (GroundHog): the state is copied at masked positions. Sentences are righ
 backward direction, run from ``T_x`` down to 1, keeps its zero state over the padding and
 effectively starts at each sentence's own last real token (its EOS).
 
-RNNencdec uses only the forward direction: ``c = h→_{T_x}`` (§2.3, A.2.2).
+RNNencdec uses only the forward direction: ``c = h→_{T_x}`` (§2.3, A.2.2). The same function,
+faster: :func:`nmt_lib.fast.model.encode`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from . import kernels
-from .gru import GRU, embedding, fast_gru_scan
+from .gru import GRU
 
 
 class Encoder(nn.Module):
@@ -49,7 +49,7 @@ class Encoder(nn.Module):
 
     def embed(self, x: Tensor) -> Tensor:
         """``ē(x_j)``: ``[B, Tx]`` long -> ``[B, Tx, m]``."""
-        e = embedding(x, self.E_bar)
+        e = nn.functional.embedding(x, self.E_bar)
         return e if self.b_E is None else e + self.b_E
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
@@ -60,24 +60,14 @@ class Encoder(nn.Module):
         Returns:
             ``[B, Tx, 2n]`` = ``[h→_j; h←_j]`` (bidirectional) or ``[B, Tx, n]`` = ``h→_j``.
         """
-        grus = [self.forward_gru] + ([self.backward_gru] if self.backward_gru is not None else [])
-        D, (B, T), n = len(grus), x.shape, self.n
-        W = torch.cat([g.input_weight() for g in grus])  # [D*3n, m]
-        b = torch.cat([g.input_bias() for g in grus])  # [D*3n]
-        # time-major ([Tx, ·]): the recurrence reads each step's rows in one block
-        a = nn.functional.linear(self.embed(x.t()), W, b)  # [Tx, B, D*3n]: one matmul, all of them
-        a, mask = a.view(T, B, D, 3 * n).transpose(1, 2), x_mask.t()[:, None]  # [Tx, D, B, ·]
-        if D == 2:  # the backward direction reads x_{Tx} .. x_1
-            fwd, bwd = a.unbind(1)
-            a = torch.stack([fwd, bwd.flip(0)], 1)
-            mask = torch.cat([mask, mask.flip(0)], 1)
-        U_rz, U = zip(*(g.recurrent_weights() for g in grus), strict=True)
-        h0 = x_mask.new_zeros(D, B, n, dtype=self.E_bar.dtype)  # the parameters' dtype, not bf16
-        h = fast_gru_scan(a.permute(1, 2, 0, 3), h0, torch.stack(U_rz), torch.stack(U),
-                          mask.permute(1, 2, 0), kernels)  # fmt: skip  # [D, B, Tx, n]
-        if D == 1:
-            return h[0]
-        return torch.cat([h[0], h[1].flip(1)], dim=-1)  # [B, Tx, 2n]
+        e = self.embed(x)  # [B, Tx, m], shared by both directions
+        h_fwd = self.forward_gru(e, x_mask)  # [B, Tx, n]: h→_1 .. h→_Tx
+        if self.backward_gru is None:
+            return h_fwd
+        # the backward direction reads x_Tx .. x_1: over the (flipped) padding first, where its
+        # state stays 0, then from each sentence's last real token
+        h_bwd = self.backward_gru(e.flip(1), x_mask.flip(1)).flip(1)  # h←_1 .. h←_Tx
+        return torch.cat([h_fwd, h_bwd], dim=-1)  # [B, Tx, 2n]
 
     @staticmethod
     def last_forward(h_fwd: Tensor) -> Tensor:

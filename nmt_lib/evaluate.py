@@ -20,6 +20,9 @@ results directory:
 The files are written into a temporary directory beside them and moved into place together once all
 exist, ``bleu.json`` last: a results directory with ``bleu.json`` holds one complete evaluation, and
 an interrupted evaluation leaves the previous one as it was.
+
+The per-sentence likelihoods (:func:`sentence_nll`) and the dev metrics that training measures at
+each evaluation (:func:`dev_metrics`) are here too: training depends on evaluation, not the reverse.
 """
 
 from __future__ import annotations
@@ -38,35 +41,16 @@ import numpy as np
 import torch
 
 from . import bleu
-from .checkpoint import load_checkpoint, load_model_state
+from .checkpoint import BEST, LAST, default_checkpoint_dir, load_checkpoint, load_model_state
 from .config import RunConfig, SearchConfig, run_from_dict, to_dict
+from .data import pad
+from .fast import on_backend
 from .io import atomic_write, write_json
-from .search import EOS, Hypothesis, decode_corpus
-from .train import (
-    BEST,
-    LAST,
-    autocast,
-    default_checkpoint_dir,
-    resolve_device,
-    resolve_precision,
-    sentence_nll,
-)
-
-#: Figure 3's sentences (PAPER.md §5): (a) "an arbitrary sentence", (b)–(d) from newstest2014.
-FIG3_SOURCES = (
-    "The agreement on the European Economic Area was signed in August 1992 .",
-    "It should be noted that the marine environment is the least known of environments .",
-    "Destruction of the equipment means that Syria can no longer produce new chemical weapons .",
-    '" This will change my future with my family , " the man said .',
-)
-
-
-#: The beginnings of Appendix C's (Table 3) long test sentences; use with ``prefix=True``.
-APPENDIX_C_PREFIXES = (
-    "An admitting privilege is the right of a doctor",
-    "This kind of experience is part of Disney's efforts",
-    "In a press conference on Thursday, Mr Blair stated",
-)
+from .model import build_model
+from .paper import FIG3_SOURCES
+from .runtime import autocast, resolve_device, resolve_precision
+from .search import Hypothesis, decode_corpus
+from .vocab import EOS
 
 
 # ---------------------------------------------------------------------------- loading a model
@@ -86,13 +70,11 @@ def find_checkpoint(path: str | os.PathLike) -> Path:
 
 def load_trained(path: str | os.PathLike, device="cpu"):
     """``(model, run_cfg)`` from a checkpoint file or directory (:func:`find_checkpoint`), in eval
-    mode on ``device``."""
-    from .model import build_model
-
+    mode on ``device``, on the run's backend (``train.backend``)."""
     path = find_checkpoint(path)
     state = load_checkpoint(path)
     cfg = run_from_dict(state["config"])
-    model = build_model(cfg.model)
+    model = on_backend(build_model(cfg.model), cfg.train.backend)
     load_model_state(model, state, path)
     return model.to(device).eval(), cfg
 
@@ -119,6 +101,77 @@ def decode(
             ignore_unk=ignore_unk, return_alpha=return_alpha, device=device, progress=progress,
             journal=journal,
         )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------- likelihoods
+def batch_nll(model, batch) -> torch.Tensor:
+    """``[B]`` per-sentence NLL ``-log p(y | x)`` (sum over target tokens incl. EOS)."""
+    logp, _ = model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty], 0 at padding
+    return -logp.float().sum(1)
+
+
+@torch.no_grad()
+def sentence_nll(
+    model,
+    xs: Sequence[Sequence[int]],
+    ys: Sequence[Sequence[int]],
+    batch_size: int = 64,
+    device=None,
+    precision: str = "fp32",
+) -> list[float]:
+    """Per-sentence NLL in nats of reference ``ys`` given ``xs`` (id lists with EOS); their mean is
+    Table 2's "average per-sentence conditional log-probability" (sign flipped)."""
+    was_training = model.training
+    model.eval()
+    device = device or next(model.parameters()).device
+    order = sorted(range(len(xs)), key=lambda i: len(xs[i]) + len(ys[i]))
+    out = [0.0] * len(xs)
+    for k in range(0, len(order), batch_size):
+        idx = order[k : k + batch_size]
+        x, x_mask, y, y_mask = (
+            t.to(device) for t in (*pad([xs[i] for i in idx]), *pad([ys[i] for i in idx]))
+        )
+        with autocast(torch.device(device), precision):
+            logp, _ = model(x, x_mask, y, y_mask)
+        for i, v in zip(idx, (-logp.float().sum(1)).tolist(), strict=True):
+            out[i] = v
+    model.train(was_training)
+    return out
+
+
+def dev_subset(n_dev: int, n: int) -> list[int]:
+    """``n`` dev sentence indices spread evenly over the dev set (both of its years), the same at
+    every evaluation; all of them when ``n`` is 0 or not smaller than the dev set."""
+    if n <= 0 or n >= n_dev:
+        return list(range(n_dev))
+    return [i * n_dev // n for i in range(n)]
+
+
+def dev_metrics(model, prep, cfg: RunConfig, device, full: bool = False) -> dict:
+    """Dev NLL per sentence (mean over ``train.dev_nll_sentences`` fixed dev sentences,
+    :func:`dev_subset`; the whole dev set with ``full``) and dev BLEU (greedy, tokenized, on the
+    first ``train.dev_bleu_sentences`` sentences; None when 0), and the seconds they took: what
+    training measures at each evaluation."""
+    t = cfg.train
+    t0 = time.perf_counter()
+    idx = dev_subset(len(prep.dev), 0 if full else t.dev_nll_sentences)
+    xs, ys = [prep.dev.x[i] for i in idx], [prep.dev.y[i] for i in idx]
+    nll = sentence_nll(model, xs, ys, 64, device, t.precision)
+    out = {"dev_nll": sum(nll) / max(len(nll), 1), "dev_nll_sentences": len(idx), "dev_bleu": None}
+    n = min(t.dev_bleu_sentences, len(prep.dev))
+    if n > 0:
+        model.eval()
+        with autocast(torch.device(device), t.precision):
+            hyps = decode_corpus(
+                model, prep.dev.x[:n], beam=0, batch_size=cfg.search.batch_size,
+                min_len_ratio=cfg.search.min_len_ratio, max_len_ratio=cfg.search.max_len_ratio,
+                device=device,
+            )  # fmt: skip
+        hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
+        ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
+        out["dev_bleu"] = bleu.bleu_tok(hyp, ref).score
+    out["eval_seconds"] = time.perf_counter() - t0
+    return out
 
 
 def _journal(out_dir: Path, ckpt: Path, *what) -> Path:
@@ -207,7 +260,7 @@ def attention_records(
     output token i over source token j, EOS included on both axes). A source found in ``evalset``
     is decoded from there (``found``, ``index``, with its reference); one that is not, such as the
     paper's "arbitrary sentence" (a), is translated from its own tokens when ``src_vocab`` is given
-    (Moses-tokenized text, as :data:`FIG3_SOURCES`), else recorded as not found."""
+    (Moses-tokenized text, as :data:`nmt_lib.paper.FIG3_SOURCES`), else recorded as not found."""
     found = find_sentences(evalset, sources)
     todo = [(k, evalset.x[i], evalset.src_tok[i]) for k, i in enumerate(found) if i is not None]
     if src_vocab is not None:
@@ -264,8 +317,8 @@ def evaluate_run(
         run_cfg: the run's config (its ``search`` settings are used; the model must match the
         checkpoint's); out_dir: its results directory; prep: the prepared data (prepared from
         ``run_cfg.data`` when None); checkpoint: file or directory (default: the run's
-        :func:`~nmt_lib.train.default_checkpoint_dir`); nll_sentences: size of the fixed training
-        sample for Table 2's train NLL; figure_sources: sentences for ``attention.json``.
+        :func:`~nmt_lib.checkpoint.default_checkpoint_dir`); nll_sentences: size of the fixed
+        training sample for Table 2's train NLL; figure_sources: sentences for ``attention.json``.
     Returns:
         The dict written to ``bleu.json``, plus ``nll`` and timing.
     """

@@ -84,7 +84,7 @@ _SCRIPT = """
 
 def explorer_html(panels: Sequence[Mapping], element_id: str = "nmt-explorer") -> str:
     """The explorer for ``panels`` (each with ``title``, ``src``, ``trg`` and ``alpha [len(trg),
-    len(src)]``, as :func:`nmt_lib.replicate.attention_panel` makes them), as an HTML fragment."""
+    len(src)]``, as :func:`nmt_lib.tables.attention_panel` makes them), as an HTML fragment."""
     if not panels:
         raise ValueError("the alignment explorer needs at least one sentence")
     for p in panels:

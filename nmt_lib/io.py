@@ -1,4 +1,4 @@
-"""Small file helpers shared by every module: atomic writes, sha256 sums."""
+"""Small file helpers shared by every module: atomic writes, JSON, sha256 sums."""
 
 from __future__ import annotations
 
@@ -38,6 +38,11 @@ def write_json(path: str | os.PathLike, obj) -> None:
     with atomic_write(path) as f:
         json.dump(obj, f, indent=2, sort_keys=True, ensure_ascii=False)
         f.write("\n")
+
+
+def read_json(path: str | os.PathLike):
+    """The JSON value in the file ``path``."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

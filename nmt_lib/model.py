@@ -8,12 +8,12 @@ The interface (``CONTRIBUTING.md``)::
     enc = model.encode(x, x_mask); enc.select(idx)
     s = model.init_state(enc)                        # s_0 [B, n]
     logp_next, c, alpha_i = model.readout_step(enc, s_prev, y_prev)   # y_prev None at step 1
-    z, b, c, alpha_i = model.readout_logits(enc, s_prev, y_prev)      # logits z + b
     s = model.next_state(s_prev, y, c)
-    steps = model.decode_steps()                     # the same, faster, as a search drives it
-    steps = model.decode_steps(model.word_projections())  # ... its word products tabulated once
+    steps = model.steps()                            # the step as a search drives it (nmt_lib.steps)
 
-``s_prev`` may hold ``G`` consecutive states per encoded sentence (``[G * B, n]``: a beam).
+``s_prev`` may hold ``G`` consecutive states per encoded sentence (``[G * B, n]``: a beam). These
+are the paper's equations in plain PyTorch, what the reference backend runs;
+:func:`nmt_lib.fast.accelerate` makes a model compute the same functions faster.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from . import kernels
 from .attention import groups
 from .config import ModelConfig
-from .decoder import Decoder, attend, next_gru_state
+from .decoder import Decoder
 from .encoder import Encoder
-from .gru import compute_dtype
+from .steps import Steps
 
 
 class Encoded(NamedTuple):
@@ -82,14 +81,8 @@ class EncoderDecoder(nn.Module):
             ``logp [B, Ty]`` float32, ``log p(y_i | y_<i, x)``, 0 at padding;
             ``alpha [B, Ty, Tx]`` (RNNsearch) or None (RNNencdec).
         """
-        # longest target first: the decoder's recurrence then drops sentences as they end
-        order = y_mask.sum(1).argsort(descending=True, stable=True)
-        x, x_mask, y, y_mask = (t[order] for t in (x, x_mask, y, y_mask))
         enc = self.encode(x, x_mask)
-        logp, alpha = self.decoder(self.init_state(enc), y, y_mask, enc.h, enc.Uh, enc.mask, enc.c)
-        back = torch.empty_like(order)
-        back[order] = torch.arange(len(order), device=order.device)  # the caller's order again
-        return logp[back], None if alpha is None else alpha[back]
+        return self.decoder(self.init_state(enc), y, y_mask, enc.h, enc.Uh, enc.mask, enc.c)
 
     def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
         """``log p(y | x)`` per sentence, ``[B]``."""
@@ -108,51 +101,24 @@ class EncoderDecoder(nn.Module):
             ``logp_next [G * B, K]`` float32 log-softmax, ``c [G * B, ctx]``, ``alpha_i [G * B, Tx]``
             or None.
         """
-        z, b, c, alpha = self.readout_logits(enc, s_prev, y_prev)
-        return self.decoder.log_softmax(z.to(b.dtype) + b), c, alpha
-
-    def readout_logits(
-        self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """:meth:`readout_step` before the softmax, its input ``z + b`` in two parts: ``z [G * B,
-        K]`` in the compute dtype (bf16 under autocast), the bias parameter ``b [K]`` apart, and
-        ``c``, ``alpha_i``. Beam search adds the bias and normalises a few rows at a time, in cache
-        (``search.best_words``), instead of storing a float32 log-softmax of every row."""
         c, alpha = self.context(enc, s_prev)
         e_prev = None if y_prev is None else self.decoder.embed(y_prev)
-        z = self.decoder.logits(s_prev, e_prev, c, bias=False)
-        return z, self.decoder.b_y, c, alpha
+        return self.decoder.log_softmax(self.decoder.logits(s_prev, e_prev, c)), c, alpha
 
-    def next_state(
-        self, s_prev: Tensor, y: Tensor, c: Tensor, weights: tuple[Tensor, ...] | None = None
-    ) -> Tensor:
-        """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``;
-        ``weights``: :meth:`step_weights`, to reuse them over the steps of a search."""
-        return self.decoder.step_state(s_prev, y, c, weights)
+    def next_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
+        """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``."""
+        return self.decoder.step_state(s_prev, y, c)
 
-    def step_weights(self) -> tuple[Tensor, ...]:
-        """:meth:`next_state`'s weights, concatenated and (decoding) cast once
-        (:meth:`~nmt_lib.decoder.Decoder.step_weights`)."""
-        return self.decoder.step_weights()
-
-    def decode_steps(self, words: Tensor | None = None) -> DecodeSteps:
-        """The decoding steps of a search, faster (:class:`DecodeSteps`; without autograd);
-        ``words``: :meth:`word_projections`, computed once for the searches of many batches."""
-        return DecodeSteps(self, words)
+    def steps(self, words: Tensor | None = None) -> Steps:
+        """The step as a search drives it (:mod:`nmt_lib.steps`): :meth:`init_state`,
+        :meth:`readout_step`, :meth:`next_state`. ``words``: :meth:`word_projections`' table."""
+        return Steps(self)
 
     def word_projections(self, rows: int | None = None) -> Tensor | None:
-        """What :class:`DecodeSteps` computes from each word it advances by, ``[W ē + b; W_z ē +
-        b_z; W_r ē + b_r | V_o ē]`` (its order and dtype), for every target word at once: ``[K,
-        3n + 2l]``, from which the steps then read rows instead of multiplying. The same function:
-        the same product of the same rows, in a matmul of other height. None where ``rows``, the
-        number of hypotheses the searches will advance in all, is below ``K``: the table would
-        cost more than it saves (at bench-small it is ~1 MFLOP a row, ~10 % of a beam step's)."""
-        K = self.decoder.E.shape[0]
-        if rows is not None and rows < K:
-            return None
-        words = torch.arange(K, device=self.decoder.E.device)
-        with torch.no_grad():
-            return DecodeSteps(self).times_Y(self.decoder.embed(words))
+        """A table that :meth:`steps` reads instead of multiplying, for searches that will advance
+        ``rows`` hypotheses in all: none here (the fast backend's is
+        :func:`nmt_lib.fast.steps.word_projections`)."""
+        return None
 
 
 class RNNsearch(EncoderDecoder):
@@ -198,95 +164,6 @@ class RNNencdec(EncoderDecoder):
 
     def context(self, enc: Encoded, s_prev: Tensor) -> tuple[Tensor, Tensor | None]:
         return enc.c.repeat_interleave(groups(s_prev, enc.c.shape[0]), 0), None
-
-
-class DecodeSteps:
-    """:meth:`~EncoderDecoder.readout_logits` and :meth:`~EncoderDecoder.next_state` as a search
-    uses them (``search.model_steps``; CONTRIBUTING.md), the same function computed faster: the
-    products that share an input in one matmul each, their weights concatenated and cast to the
-    compute dtype once per search (a beam-10 step of 64 sentences at bench-small: 1.09x as fast;
-    bench/README.md, "Decoding step"), without autograd:
-
-    * ``s_{i-1}`` -> ``[W_a s | U_o s + b_o | U_r s; U_z s]``: attention, deep output, and the gates
-      of the next state (which are read from the rows of the hypotheses kept);
-    * ``c_i`` -> ``[C_o c | C c; C_z c; C_r c]``: deep output and next state (RNNencdec: for each
-      sentence, not each hypothesis, ``c`` being fixed);
-    * ``ē(y_i)`` -> ``[W ē + b; W_z ē + b_z; W_r ē + b_r | V_o ē]`` once, at the state update, the
-      ``V_o`` part kept in the state for the next step's deep output.
-
-    These products, ``U (r ∘ s)`` and the output layer's go through
-    :func:`nmt_lib.kernels.right_product` where it applies (bf16 on a CPU, float32 on an AMD one):
-    AMX tiles where the CPU has them (not for the output layer: ``torch.matmul`` was faster at its
-    shape), else oneDNN's prepacked weights.
-
-    With ``words`` (:meth:`~EncoderDecoder.word_projections`), the last is read from its rows.
-
-    ``state = start(enc)``: ``(s_0, None)``; ``z, b, False, alpha, carry = readout(enc, state)``:
-    the logits ``z + b`` of every row (``b`` apart, as :meth:`~EncoderDecoder.readout_logits`;
-    False: not normalised), ``α_i`` (or None) and ``carry``, per-row tensors that a beam reorders
-    (``tuple(t[rows] for t in carry)``); ``state = advance(carry, y)``: the state after ``y``.
-    """
-
-    def __init__(self, model: EncoderDecoder, words: Tensor | None = None):
-        dec, gru = model.decoder, model.decoder.gru
-        self.model, self.dec, self.att = model, dec, dec.attention
-        self.n, self.l2 = gru.n, dec.U_o.shape[0]
-        cd = compute_dtype(dec.U_o)
-        na = 0 if self.att is None else self.att.W_a.shape[0]
-        W_a = [] if self.att is None else [self.att.W_a]
-        zeros = dec.b_o.new_zeros
-        # the weights transposed, row-major: bf16 matmuls on CPUs run faster (the step 1.02x)
-        rows = lambda ws: torch.cat(ws).t().to(cd).contiguous()  # noqa: E731
-        # the deep output's units reordered, pairs (2i, 2i+1) -> (i, l + i): the maxout is then the
-        # max of two halves, 1.9x as fast as of the strided pairs (the same numbers)
-        pairs = torch.arange(self.l2, device=dec.b_o.device).view(-1, 2).t().flatten()
-        self.S = rows([*W_a, dec.U_o[pairs], gru.U_r, gru.U_z])
-        self.b_S = torch.cat([zeros(na), dec.b_o[pairs], zeros(2 * self.n)]).to(cd)
-        self.C = rows([dec.C_o[pairs], dec.context_weight()])
-        self.Y = rows([gru.input_weight(), dec.V_o[pairs]])
-        self.b_Y = torch.cat([gru.input_bias(), zeros(self.l2)]).to(cd)
-        self.U = rows([gru.U])
-        self.na, self.cd, self.words = na, cd, words
-        # kernels.right_product where it applies: AMX tiles (at 640 rows 1.2-1.4x torch.matmul)
-        # or else oneDNN's prepacked weights (1.05-1.13x at one thread, a decoding worker's), but
-        # not the AMX tiles for the output layer (0.94x)
-        product = kernels.right_product
-        self.times_S = product(self.S, self.b_S) or (lambda s: torch.addmm(self.b_S, s, self.S))
-        self.times_C = product(self.C) or (lambda c: torch.matmul(c, self.C))
-        self.times_Y = product(self.Y, self.b_Y) or (lambda e: torch.addmm(self.b_Y, e, self.Y))
-        self.times_U = product(self.U) or self.U
-        W_o = None if dec.output_rank is not None else product(dec.W_o.to(cd).t(), amx_tiles=False)
-        self.times_W_o = W_o or (lambda t: dec.output(t, bias=False))
-
-    def start(self, enc: Encoded) -> tuple:
-        return self.model.init_state(enc), None
-
-    def readout(self, enc: Encoded, state: tuple) -> tuple:
-        s, v = state
-        na, l2, B = self.na, self.l2, enc.mask.shape[0]
-        P = self.times_S(s)  # [R, n' + 2l + 2n]
-        if self.att is None:
-            Q = self.times_C(enc.c).repeat_interleave(groups(s, B), 0)  # [R, 2l + 3n]
-            alpha = None
-        else:
-            R, (Tx, ctx) = s.shape[0], enc.h.shape[1:]
-            out = s.new_empty(R, ctx, dtype=self.cd), s.new_empty(R, Tx)  # c in the compute dtype
-            with torch.autocast(s.device.type, enabled=False):
-                c, alpha = attend(enc.Uh, P[:, :na], self.att.v_a, enc.h, enc.mask, out)
-            Q = self.times_C(c)
-        t_tilde = torch.add(P[:, na : na + l2], Q[:, :l2])  # its units in `pairs` order
-        if v is not None:
-            t_tilde += v
-        z = self.times_W_o(torch.maximum(t_tilde[:, : l2 // 2], t_tilde[:, l2 // 2 :]))
-        return z, self.dec.b_y, False, alpha, (s, P[:, na + l2 :], Q[:, l2:])
-
-    def advance(self, carry: tuple, y: Tensor) -> tuple:
-        s, g, x = carry  # s_{i-1}, [U_r s; U_z s], [C c; C_z c; C_r c]
-        if self.words is None:
-            e = self.times_Y(self.dec.embed(y))  # [R, 3n + 2l]
-        else:
-            e = self.words.index_select(0, y)
-        return next_gru_state(e[:, : 3 * self.n], x, g, s, self.times_U), e[:, 3 * self.n :]
 
 
 #: Parameter names (last component) with special initialisations (App. B.1).

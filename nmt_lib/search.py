@@ -21,15 +21,12 @@ All sentences of a batch are searched together: ``B * width`` rows in one tensor
 index, against the ``B`` encoded sentences (each once, not once per hypothesis). ``width`` is 1 at
 the first step (one empty hypothesis per sentence), then the most live hypotheses any sentence
 has (``beam`` until hypotheses end; finished ones are not carried, as in GroundHog); sentences
-that are done are dropped from the tensors. The model is used only through the interface of
-``CONTRIBUTING.md``: ``encode``, ``Encoded.select``, and the steps of :func:`model_steps` (the
-model's ``decode_steps``, or ``init_state``, ``readout_step`` with ``G`` states per sentence or
-``readout_logits`` where the model has it, ``next_state`` with ``step_weights`` where it has them).
+that are done are dropped from the tensors. The model is used only through ``encode``,
+``Encoded.select`` and its step (``model.steps()``, :mod:`nmt_lib.steps`).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -42,10 +39,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from . import kernels
-
-#: Special symbols of every vocabulary (CONTRIBUTING.md).
-PAD, UNK, EOS = 0, 1, 2
+from .data import pad
+from .vocab import EOS, PAD
 
 
 @dataclass
@@ -81,131 +76,6 @@ def length_limits(
     return min_len, max_len
 
 
-def readout(model, enc, s_prev: Tensor, y_prev: Tensor | None):
-    """``(x, bias, normalized, c, alpha)``: the logits ``x + bias`` of the model's
-    ``readout_logits`` where it has one (``normalized`` False), else its ``readout_step``
-    log-probabilities ``x`` (``bias`` None, ``normalized`` True)."""
-    if hasattr(model, "readout_logits"):
-        z, b, c, alpha = model.readout_logits(enc, s_prev, y_prev)
-        return z, b, False, c, alpha
-    logp, c, alpha = model.readout_step(enc, s_prev, y_prev)
-    return logp, None, True, c, alpha
-
-
-def state_update(model):
-    """``model.next_state``, with the model's ``step_weights`` (where it has them) computed once for
-    the whole search instead of at every step (CONTRIBUTING.md)."""
-    if hasattr(model, "step_weights"):
-        return functools.partial(model.next_state, weights=model.step_weights())
-    return model.next_state
-
-
-class ModelSteps:
-    """A search's steps through the model interface (CONTRIBUTING.md): :func:`readout` and
-    :func:`state_update`. ``start(enc)`` -> state; ``readout(enc, state)`` -> ``(x, bias,
-    normalized, alpha, carry)`` (:func:`readout`'s, and ``carry``: per-row tensors, which a beam
-    reorders); ``advance(carry, y)`` -> the state after emitting ``y``. Here a state is ``(s,
-    y_prev)`` and ``carry`` is ``(s, c)``."""
-
-    def __init__(self, model):
-        self.model, self.next_state = model, state_update(model)
-
-    def start(self, enc) -> tuple:
-        return self.model.init_state(enc), None
-
-    def readout(self, enc, state: tuple) -> tuple:
-        s, y_prev = state
-        x, bias, normalized, c, alpha = readout(self.model, enc, s, y_prev)
-        return x, bias, normalized, alpha, (s, c)
-
-    def advance(self, carry: tuple, y: Tensor) -> tuple:
-        s, c = carry
-        return self.next_state(s, y, c), y
-
-
-def model_steps(model, words=None):
-    """The model's own faster steps (``decode_steps(words)``, e.g.
-    :class:`nmt_lib.model.DecodeSteps`: the same protocol and function; ``words``: its
-    ``word_projections()``, or None) where it has them, else :class:`ModelSteps`."""
-    if not hasattr(model, "decode_steps"):
-        return ModelSteps(model)
-    return model.decode_steps() if words is None else model.decode_steps(words)
-
-
-def best_words(
-    x: Tensor,
-    k: int,
-    no_eos: Tensor,
-    ignore_unk: bool,
-    bias: Tensor | None = None,
-    normalized: bool = False,
-) -> tuple[Tensor, Tensor]:
-    """The ``k`` most probable words of each row and their float32 log-probabilities, best first,
-    with ``<pad>``, ``<unk>`` (if ``ignore_unk``) and, on rows where ``no_eos [R]``, EOS excluded.
-
-    ``x [R, K]`` (may be overwritten): logits (``+ bias [K]``), or log-probabilities when ``normalized``.
-    Logits are normalised over the whole vocabulary, the excluded words included (as GroundHog's
-    log-softmax before its masks), in float32 at least: each row's log-sum-exp, a few rows at a
-    time in cache (on a CPU), then the best words of the logits; the log-softmax is never stored.
-    On a CPU with the compiled kernel (:mod:`nmt_lib.kernels`) all of it in one pass instead; on a
-    GPU, where each operation's launch costs more than its work, in as few operations as can be."""
-    fast = kernels.best_words(x, k, no_eos, ignore_unk, bias, normalized)
-    if fast is not None:
-        return fast
-    R, K = x.shape
-    dtype = torch.promote_types(x.dtype, torch.float32)
-    if x.device.type != "cpu":
-        wide = x.to(dtype) if bias is None else torch.add(x, bias.to(dtype))  # upcast, + bias
-        wide = wide if normalized else torch.log_softmax(wide, 1)
-        _exclude(wide, no_eos, ignore_unk)
-        v, j = wide.topk(k, dim=1)
-        return v.float(), j
-    wide = x if x.dtype == dtype else torch.empty(R, K, dtype=dtype, device=x.device)
-    top = lse = None  # each row's max and log Σ exp(x - max): log p = (x - max) - lse, accurately
-    if not normalized:
-        top, lse = wide.new_empty(R, 1), wide.new_empty(R, 1)
-    step = max(1, (1 << 19) // K) if x.device.type == "cpu" else R
-    for i in range(0, R, step):  # upcast, bias, log-sum-exp: 2 MB at a time, in cache
-        r = slice(i, i + step)
-        xr = wide[r] if wide is x else wide[r].copy_(x[r])
-        if bias is not None:
-            xr += bias
-        if lse is not None:
-            torch.amax(xr, 1, keepdim=True, out=top[r])
-            torch.sum((xr - top[r]).exp_(), 1, keepdim=True, out=lse[r]).log_()
-    _exclude(wide, no_eos, ignore_unk)
-    v, j = topk_rows(wide, k)
-    return (v.float(), j) if lse is None else (((v - top) - lse).float(), j)
-
-
-def _exclude(x: Tensor, no_eos: Tensor, ignore_unk: bool) -> None:
-    """``<pad>``, ``<unk>`` (if ``ignore_unk``) and EOS on rows where ``no_eos`` to -inf."""
-    x[:, PAD] = -math.inf
-    if ignore_unk:
-        x[:, UNK] = -math.inf
-    x[:, EOS].masked_fill_(no_eos, -math.inf)
-
-
-def topk_rows(x: Tensor, k: int, g: int = 8) -> tuple[Tensor, Tensor]:
-    """``x.topk(k, dim=1)`` of a ``[R, K]`` tensor, the same values (indices may differ among
-    ties), 2-3x faster on a CPU for K in the thousands. The columns are cut into ``g`` strided
-    slices; the ``k`` best of all columns lie among the ``k`` column groups ``{j, j + w, ...}``
-    (``w = K // g``) with the largest maxima, found the same way on the ``[R, w]`` maxima, so only
-    ``g * k`` candidates (and the ``K - g w`` tail columns) are sorted."""
-    R, K = x.shape
-    w = K // g
-    if w < 8 * k:
-        return x.topk(k, dim=1)
-    v = x[:, : g * w].view(R, g, w)
-    _, groups = topk_rows(v.amax(1), k, g)  # [R, k]
-    cand = v.gather(2, groups[:, None, :].expand(-1, g, -1)).reshape(R, g * k)
-    cand = torch.cat([cand, x[:, g * w :]], 1)  # the tail columns: candidates as they are
-    val, j = cand.topk(k, dim=1)
-    inner = j.clamp(max=g * k - 1)
-    idx = torch.where(j < g * k, inner // k * w + groups.gather(1, inner % k), j - g * k + g * w)
-    return val, idx
-
-
 @torch.no_grad()
 def greedy_search(
     model,
@@ -221,22 +91,22 @@ def greedy_search(
 
     Args:
         model: the model interface; x: ``[B, Tx]`` long; x_mask: ``[B, Tx]`` bool.
-        steps: ``model_steps(model)``, made once for several batches of one thread (or None).
+        steps: ``model.steps()``, made once for several batches of one thread (or None).
     Returns:
         ``B`` hypotheses in input order.
     """
     B = x.shape[0]
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     enc = model.encode(x, x_mask)
-    steps = model_steps(model) if steps is None else steps
+    steps = model.steps() if steps is None else steps
     state = steps.start(enc)
     done = torch.zeros(B, dtype=torch.bool, device=x.device)
     cost = torch.zeros(B, dtype=torch.float32, device=x.device)
     length = torch.zeros(B, dtype=torch.long, device=x.device)
     ys, alphas = [], []
     for k in range(int(max_len.max())):
-        scores, bias, normalized, alpha, carry = steps.readout(enc, state)  # [B, K]
-        lp, y = best_words(scores, 1, k < min_len, ignore_unk, bias, normalized)
+        scores, alpha, carry = steps.readout(enc, state)  # [B, K]
+        lp, y = steps.best_words(scores, 1, k < min_len, ignore_unk)
         lp, y = lp.squeeze(1), y.squeeze(1)
         active = ~done
         cost = cost - torch.where(active, lp, torch.zeros_like(lp))
@@ -280,7 +150,7 @@ def beam_search(
         beam: beam size; normalize: choose the best by ``cost / length`` (length incl. EOS).
         min_len_ratio, max_len_ratio: the length rules; ignore_unk: never emit ``<unk>``.
         return_alpha: also return the best hypothesis's attention ``[len, |x|]``.
-        steps: ``model_steps(model)``, made once for several batches of one thread (or None).
+        steps: ``model.steps()``, made once for several batches of one thread (or None).
     Returns:
         ``B`` hypotheses in input order.
     """
@@ -289,7 +159,7 @@ def beam_search(
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)
     L = int(max_len.max())
     enc = model.encode(x, x_mask)  # [B', ...]: each sentence once for its hypotheses
-    steps = model_steps(model) if steps is None else steps
+    steps = model.steps() if steps is None else steps
     state = steps.start(enc)  # rows [B' * width]: width 1 (the empty hypothesis), then <= beam
     inf = torch.tensor(math.inf, device=dev)
     cost = torch.zeros(B, 1, device=dev)  # [B', width] of the active sentences
@@ -318,11 +188,11 @@ def beam_search(
 
     for k in range(L):
         Bk, width = cost.shape
-        scores, bias, normalized, alpha, carry = steps.readout(enc, state)  # [Bk*width, K]
+        scores, alpha, carry = steps.readout(enc, state)  # [Bk*width, K]
         no_eos = (k < min_len[ids]).repeat_interleave(width)
         # the best `beam` of all width*K candidates are among each row's `beam` best words
-        kb = min(beam, scores.shape[-1])
-        lp, w = best_words(scores, kb, no_eos, ignore_unk, bias, normalized)  # [Bk*width, kb]
+        lp, w = steps.best_words(scores, beam, no_eos, ignore_unk)  # [Bk*width, min(beam, K)]
+        kb = lp.shape[1]
         cand = (cost.unsqueeze(-1) - lp.view(Bk, width, kb)).view(Bk, -1)  # dead rows: inf
         if cand.shape[1] < beam:  # the first step with fewer words than the beam: pad with inf
             cand = torch.cat([cand, cand.new_full((Bk, beam - cand.shape[1]), math.inf)], 1)
@@ -389,16 +259,6 @@ def beam_search(
     return out
 
 
-def pad_batch(seqs: Sequence[Sequence[int]], device=None) -> tuple[Tensor, Tensor]:
-    """Right-pad id lists with ``<pad>``: ``x [B, T]`` long and ``mask [B, T]`` bool."""
-    T = max(len(q) for q in seqs)
-    x = torch.full((len(seqs), T), PAD, dtype=torch.long)
-    for i, q in enumerate(seqs):
-        x[i, : len(q)] = torch.as_tensor(list(q), dtype=torch.long)
-    mask = torch.arange(T)[None, :] < torch.tensor([len(q) for q in seqs])[:, None]
-    return x.to(device), mask.to(device)
-
-
 def decode_corpus(
     model,
     xs: Sequence[Sequence[int]],
@@ -426,24 +286,24 @@ def decode_corpus(
     ``workers`` batches are decoded at once, each in its own thread with one intra-op thread
     (:func:`in_threads`; default: ``torch.get_num_threads()`` on a CPU, else 1): a beam step's
     operations are small, and a core that waits for the other at each of them is idle. The model's
-    ``word_projections`` (where it has them) are computed once for all the batches, when the
-    searches are expected to advance at least as many hypotheses as there are target words, and
-    each thread makes the model's steps (:func:`model_steps`) once for all its batches.
+    ``word_projections`` are computed once for all the batches (for searches expected to advance
+    ``rows`` hypotheses in all), and each thread makes the model's steps (``model.steps(words)``)
+    once for all its batches.
     """
     from tqdm import tqdm
 
     order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     rows = max(beam, 1) * sum(map(len, xs))  # hypotheses advanced, targets as long as sources
-    words = model.word_projections(rows) if hasattr(model, "word_projections") else None
+    words = model.word_projections(rows)
     rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
                  ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
     local = threading.local()  # each thread's steps: their products may keep scratch buffers
 
     def decode(idx: list[int]) -> list[Hypothesis]:
-        if not hasattr(local, "steps"):
-            local.steps = model_steps(model, words)
-        x, x_mask = pad_batch([xs[i] for i in idx], device)
+        if getattr(local, "steps", None) is None:
+            local.steps = model.steps(words)
+        x, x_mask = (t.to(device) for t in pad([xs[i] for i in idx]))
         if beam == 0:
             return greedy_search(model, x, x_mask, steps=local.steps, **rules)
         return beam_search(model, x, x_mask, beam=beam, normalize=normalize, steps=local.steps,

@@ -1,7 +1,8 @@
 """Training as the paper and GroundHog did (§4.2, App. B.2; PAPER.md §3, A6, A14), by default:
 
 * Adadelta with ``rho = 0.95``, ``eps = 1e-6`` and learning rate 1 (``torch.optim.Adadelta`` is
-  GroundHog's ``SGD_adadelta``; :class:`Adadelta` computes its update faster on a CPU);
+  GroundHog's ``SGD_adadelta``; on the fast backend :class:`nmt_lib.fast.optim.Adadelta` computes
+  its update faster on a CPU);
 * loss = the **sum** of the token negative log-likelihoods of the minibatch, EOS included, never the
   mean (PAPER.md §3 engineering note, A6);
 * the global L2 norm of the gradient is rescaled to 1 when it is ``>= 1``; a NaN/Inf gradient is
@@ -15,7 +16,8 @@
 * budgets in updates, epochs or hours, whichever comes first; every ``eval_every`` updates the dev
   NLL (per-sentence NLL averaged over ``dev_nll_sentences`` fixed dev sentences, or the whole dev
   set, Table 2's measure) and the BLEU of greedy translations of
-  the first ``dev_bleu_sentences`` dev sentences (tokenized, multi-bleu style); with
+  the first ``dev_bleu_sentences`` dev sentences (tokenized, multi-bleu style;
+  :func:`nmt_lib.evaluate.dev_metrics`); with
   ``train.patience`` training stops when the dev NLL has not improved for that many evaluations and
   the best model is kept (RNNsearch-50*: "until the performance on the development set stopped
   improving", A14).
@@ -37,12 +39,9 @@ machine, shared disk).
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import json
 import math
 import os
-import platform
 import signal
 import time
 import warnings
@@ -52,10 +51,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from . import bleu, kernels
 from .checkpoint import (
+    BEST,
+    LAST,
     CheckpointError,
     check_compatible,
+    default_checkpoint_dir,
     load_checkpoint,
     load_model_state,
     rng_state,
@@ -63,172 +64,13 @@ from .checkpoint import (
     set_rng_state,
 )
 from .config import RunConfig, to_dict
+from .evaluate import dev_metrics
+from .fast import kernels, on_backend
+from .fast.graphs import GraphedLoss
+from .fast.optim import Adadelta, flat_alike
 from .io import atomic_write, write_json
-from .search import decode_corpus, pad_batch
-
-LAST, BEST = "last.pt", "best.pt"
-
-
-# ------------------------------------------------------------------------------------ devices
-def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
-    """``"auto"``: CUDA (this rank's GPU) when available, else CPU."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeError("train.device = 'cuda' but no CUDA device is available")
-        return torch.device("cuda", local_rank)
-    return torch.device(name)
-
-
-@functools.cache
-def native_bf16(device_type: str) -> bool:
-    """Whether a device of this type multiplies bf16 matrices in hardware: a CUDA GPU with bf16
-    support; an x86 CPU with AVX512-BF16 or AMX (its ``/proc/cpuinfo`` flags; without them oneDNN
-    emulates bf16 products, 30-450x slower than float32: ``bench/README.md``, "Precision: bf16 where
-    it is native"); another CPU where oneDNN runs bf16 (ARM's BF16 extension)."""
-    if device_type == "cuda":
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
-    if device_type != "cpu":
-        return False
-    flags = kernels.cpu_flags()
-    if flags and platform.machine() in ("x86_64", "AMD64", "i686"):
-        return bool({"avx512_bf16", "amx_bf16"} & flags)
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """What ``train.precision`` means on ``device``: ``"auto"`` is ``"bf16"`` where the device
-    multiplies bf16 in hardware (:func:`native_bf16`) and ``"fp32"`` elsewhere; ``"bf16"`` and
-    ``"fp32"`` are themselves."""
-    if precision == "auto":
-        return "bf16" if native_bf16(torch.device(device).type) else "fp32"
-    return precision
-
-
-def warn_emulated_bf16(precision: str, device: torch.device) -> None:
-    """A warning when ``precision = "bf16"`` is asked of a device without bf16 hardware."""
-    device = torch.device(device)
-    if precision == "bf16" and not native_bf16(device.type):
-        warnings.warn(
-            f"train.precision = 'bf16' on a {device.type} device without bf16 matrix instructions"
-            " (a CPU without AVX512-BF16 or AMX, a GPU before Ampere): its bf16 products are"
-            " emulated, and a training step runs ~30x slower than in float32 on such a CPU"
-            " (bench/README.md). train.precision = 'auto' chooses float32 there, bf16 where it is"
-            " native.", RuntimeWarning, stacklevel=3)  # fmt: skip
-
-
-def autocast(device: torch.device, precision: str):
-    """bf16 autocast (AMX or AVX512-BF16 on CPUs, tensor cores on GPUs) or nothing (``"fp32"``);
-    ``"auto"`` as :func:`resolve_precision` resolves it."""
-    if resolve_precision(precision, device) == "bf16":
-        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
-# --------------------------------------------------------------------------------- the pieces
-def batch_nll(model, batch) -> torch.Tensor:
-    """``[B]`` per-sentence NLL ``-log p(y | x)`` (sum over target tokens incl. EOS)."""
-    logp, _ = model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty], 0 at padding
-    return -logp.float().sum(1)
-
-
-@torch.no_grad()
-def sentence_nll(
-    model,
-    xs: Sequence[Sequence[int]],
-    ys: Sequence[Sequence[int]],
-    batch_size: int = 64,
-    device=None,
-    precision: str = "fp32",
-) -> list[float]:
-    """Per-sentence NLL in nats of reference ``ys`` given ``xs`` (id lists with EOS); their mean is
-    Table 2's "average per-sentence conditional log-probability" (sign flipped)."""
-    was_training = model.training
-    model.eval()
-    device = device or next(model.parameters()).device
-    order = sorted(range(len(xs)), key=lambda i: len(xs[i]) + len(ys[i]))
-    out = [0.0] * len(xs)
-    for k in range(0, len(order), batch_size):
-        idx = order[k : k + batch_size]
-        x, x_mask = pad_batch([xs[i] for i in idx], device)
-        y, y_mask = pad_batch([ys[i] for i in idx], device)
-        with autocast(torch.device(device), precision):
-            logp, _ = model(x, x_mask, y, y_mask)
-        for i, v in zip(idx, (-logp.float().sum(1)).tolist(), strict=True):
-            out[i] = v
-    model.train(was_training)
-    return out
-
-
-class Adadelta(torch.optim.Adadelta):
-    """``torch.optim.Adadelta`` (its state, its checkpoints) whose update on a CPU makes one pass
-    over memory instead of nine: in the compiled kernel (:func:`nmt_lib.kernels.adadelta`: torch's
-    operations in torch's order, correctly rounded, where torch's vectorized sqrt is an ulp off in
-    ~1 % (Intel Xeon) to ~20 % (AMD EPYC) of the updates; 4.4x as fast at bench-small), else on a
-    cache-sized chunk of each parameter at a time with torch's own operations (the same numbers bit
-    for bit; 1.5-1.6x as fast as torch's version, which streams 84M parameters of the paper's model
-    through memory at each of its nine passes, ~10 % of a CPU training step). Both tested against
-    ``torch.optim.Adadelta``. On GPUs, for complex parameters and with options other than ``lr``,
-    ``rho``, ``eps``, torch's own step runs.
-
-    ``step(grad_scale=c)`` updates with the gradients times ``c`` (the same numbers as
-    ``g.mul_(c)`` before the step; the gradients are left as they are): the gradient clip's
-    scaling done in the update's pass instead of one of its own (:func:`clip_gradients` with
-    ``defer=True``)."""
-
-    CHUNK = 1 << 17  # elements: 4 arrays of 512 KiB and 2 temporaries, in cache
-
-    @torch.no_grad()
-    def step(self, closure=None, grad_scale: float = 1.0):
-        groups = self.param_groups
-        real_cpu = all(
-            p.device.type == "cpu" and not p.is_complex() for g in groups for p in g["params"]
-        )
-        options = any(g["weight_decay"] or g["maximize"] or g["foreach"] or g["capturable"]
-                      or g["differentiable"] for g in groups)  # fmt: skip
-        if closure is not None or not real_cpu or options:  # torch's (GPUs: its multi-tensor one)
-            if grad_scale != 1.0:
-                grads = [p.grad for g in groups for p in g["params"] if p.grad is not None]
-                torch._foreach_mul_(grads, grad_scale)
-            return super().step(closure)
-        for group in self.param_groups:
-            params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
-            self._init_group(group, params, grads, square_avgs, acc_deltas, steps)
-            lr, rho, eps = group["lr"], group["rho"], group["eps"]
-            for p, g, sq, acc, step in zip(
-                params, grads, square_avgs, acc_deltas, steps, strict=True
-            ):
-                step += 1
-                flat = _flat_alike(p, g, sq, acc)
-                if flat and kernels.adadelta(*flat, lr, rho, eps, grad_scale):  # one compiled pass
-                    continue
-                views, n = flat or [p, g, sq, acc], p.numel()
-                chunk = self.CHUNK if flat else max(n, 1)  # not flat: the whole tensor at once
-                for i in range(0, n, chunk):
-                    p_r, g_r, sq_r, acc_r = (v[i : i + chunk] for v in views)
-                    g_r = g_r if grad_scale == 1.0 else g_r * grad_scale
-                    sq_r.mul_(rho).addcmul_(g_r, g_r, value=1 - rho)  # _single_tensor_adadelta
-                    std = sq_r.add(eps).sqrt_()
-                    delta = acc_r.add(eps).sqrt_().div_(std).mul_(g_r)
-                    acc_r.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-                    p_r.add_(delta, alpha=-lr)
-        return None
-
-
-def _flat_alike(*ts: torch.Tensor) -> list[torch.Tensor] | None:
-    """1-D views of tensors laid out alike in memory (contiguous, or transposed matrices like
-    ``W_o``), element ``i`` of each the same parameter entry; None if they are not."""
-    if any(t.stride() != ts[0].stride() or t.shape != ts[0].shape for t in ts):
-        return None
-    if ts[0].is_contiguous():
-        return [t.view(-1) for t in ts]
-    if ts[0].dim() == 2 and ts[0].t().is_contiguous():
-        return [t.t().view(-1) for t in ts]
-    return None
+from .model import build_model
+from .runtime import autocast, resolve_device, resolve_precision, warn_emulated_bf16
 
 
 def clip_gradients(
@@ -269,7 +111,7 @@ def _squared_norm(g: torch.Tensor) -> torch.Tensor:
     relative error 7e-6 in one dot, 3e-7 in chunks, for 1.2x the time of one dot).
     Column-major matrices (``W_o``'s gradient) are read as they lie."""
     g = g.float()
-    flat = (_flat_alike(g) or [g.reshape(-1)])[0]
+    flat = (flat_alike(g) or [g.reshape(-1)])[0]
     if flat.device.type != "cpu":  # one launch; a GPU's reduction is a tree
         return torch.dot(flat, flat)
     return torch.stack([torch.dot(c, c) for c in flat.split(1 << 18)]).sum(dtype=torch.float64)
@@ -291,11 +133,13 @@ def sum_gradients(params: Sequence[torch.nn.Parameter]) -> None:
 
 def make_optimizer(t, params: Sequence[torch.nn.Parameter]) -> torch.optim.Optimizer:
     """``train.optimizer``: the paper's Adadelta (``rho``, ``eps``, ``lr``: GroundHog's 0.95, 1e-6,
-    1), or Adam (Kingma & Ba 2015; torch's defaults ``betas = (0.9, 0.999)``, ``eps = 1e-8``, at
+    1; on the fast backend :class:`nmt_lib.fast.optim.Adadelta`, the same numbers), or Adam
+    (Kingma & Ba 2015; torch's defaults ``betas = (0.9, 0.999)``, ``eps = 1e-8``, at
     ``train.lr``)."""
     if t.optimizer == "adam":
         return torch.optim.Adam(params, lr=t.lr)
-    return Adadelta(params, lr=t.lr, rho=t.rho, eps=t.eps)
+    adadelta = Adadelta if t.backend == "fast" else torch.optim.Adadelta
+    return adadelta(params, lr=t.lr, rho=t.rho, eps=t.eps)
 
 
 class Trainer:
@@ -325,8 +169,6 @@ class Trainer:
                         p.copy_(buf)
         self.graphs = None  # forward + backward as CUDA graphs (train.cuda_graphs, on a GPU)
         if t.cuda_graphs and self.device.type == "cuda":
-            from .graphs import GraphedLoss
-
             self.graphs = GraphedLoss(model, self.params, self.precision)
         elif t.cuda_graphs:
             msg = f"train.cuda_graphs applies on a GPU only: ignored on {self.device}"
@@ -451,50 +293,7 @@ class Trainer:
         self.lr_scale = state.get("lr_scale", 1.0)
 
 
-# ------------------------------------------------------------------------------- evaluation
-def dev_subset(n_dev: int, n: int) -> list[int]:
-    """``n`` dev sentence indices spread evenly over the dev set (both of its years), the same at
-    every evaluation; all of them when ``n`` is 0 or not smaller than the dev set."""
-    if n <= 0 or n >= n_dev:
-        return list(range(n_dev))
-    return [i * n_dev // n for i in range(n)]
-
-
-def dev_metrics(model, prep, cfg: RunConfig, device, full: bool = False) -> dict:
-    """Dev NLL per sentence (mean over ``train.dev_nll_sentences`` fixed dev sentences,
-    :func:`dev_subset`; the whole dev set with ``full``) and dev BLEU (greedy, tokenized, on the
-    first ``train.dev_bleu_sentences`` sentences; None when 0), and the seconds they took."""
-    t = cfg.train
-    t0 = time.perf_counter()
-    idx = dev_subset(len(prep.dev), 0 if full else t.dev_nll_sentences)
-    xs, ys = [prep.dev.x[i] for i in idx], [prep.dev.y[i] for i in idx]
-    nll = sentence_nll(model, xs, ys, 64, device, t.precision)
-    out = {"dev_nll": sum(nll) / max(len(nll), 1), "dev_nll_sentences": len(idx), "dev_bleu": None}
-    n = min(t.dev_bleu_sentences, len(prep.dev))
-    if n > 0:
-        model.eval()
-        with autocast(torch.device(device), t.precision):
-            hyps = decode_corpus(
-                model, prep.dev.x[:n], beam=0, batch_size=cfg.search.batch_size,
-                min_len_ratio=cfg.search.min_len_ratio, max_len_ratio=cfg.search.max_len_ratio,
-                device=device,
-            )  # fmt: skip
-        hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
-        ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
-        out["dev_bleu"] = bleu.bleu_tok(hyp, ref).score
-    out["eval_seconds"] = time.perf_counter() - t0
-    return out
-
-
 # -------------------------------------------------------------------------------- bookkeeping
-def default_checkpoint_dir(cfg: RunConfig, out_dir: str | os.PathLike) -> Path:
-    """``<cache>/ckpt/<out_dir name>-<hash of its absolute path>``: never under the results, one
-    directory per results directory, so tests and profiles never share checkpoints."""
-    out_dir = Path(out_dir).resolve()
-    tag = hashlib.sha256(str(out_dir).encode()).hexdigest()[:10]
-    return cfg.data.resolved_cache_dir() / "ckpt" / f"{out_dir.name}-{tag}"
-
-
 class JsonlLog:
     """Append-only JSON lines (one record per line), flushed at every write."""
 
@@ -572,7 +371,7 @@ def train_run(
     averages cover (``window_updates``), elapsed; ``kind: "eval"``
     records: dev NLL, dev BLEU) and ``train_summary.json``. Checkpoints (``last.pt``, ``best.pt``
     with patience) and the vocabularies go to ``checkpoint_dir`` (default
-    :func:`default_checkpoint_dir`, outside the results).
+    :func:`~nmt_lib.checkpoint.default_checkpoint_dir`, outside the results).
 
     Args:
         run_cfg: the run's config; out_dir: its results directory; prep: the prepared data
@@ -588,7 +387,6 @@ def train_run(
     from tqdm import tqdm
 
     from . import data
-    from .model import build_model
 
     cfg, t = run_cfg, run_cfg.train
     out_dir = Path(out_dir)
@@ -612,7 +410,7 @@ def train_run(
             raise ValueError(f"{side} vocabulary has {len(v)} rows, the model only {rows}")
 
     torch.manual_seed(t.seed)  # the initialisation (App. B.1), identical on every rank
-    model = build_model(cfg.model).to(device)
+    model = on_backend(build_model(cfg.model), t.backend).to(device)
     iterator = data.TrainIterator.from_config(prep.train, cfg.data)
     trainer = Trainer(cfg, model, iterator, device, rank, world)
     trainer.data_fingerprint = data.fingerprint(prep)

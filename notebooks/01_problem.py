@@ -34,10 +34,12 @@ from myst_nb import glue
 from nmt_lib import plots, replicate
 from nmt_lib.config import DataConfig, ModelConfig
 from nmt_lib.io import write_json
+from nmt_lib.paper import FIG3_SOURCES
+from nmt_lib.results import require_results, results_path
 from nmt_lib.text import detokenize, tokenize
 from nmt_lib.vocab import EOS, PAD, UNK, Vocab
 
-out = replicate.results_path(profile, results_dir)
+out = results_path(profile, results_dir)
 glue("profile", profile, display=False)
 
 # %% [markdown]
@@ -98,7 +100,9 @@ glue("profile", profile, display=False)
 # %%
 raw_en = "The agreement on the European Economic Area was signed in August 1992."
 raw_fr = "L'accord sur la zone économique européenne a été signé en août 1992."
-fig3a_en = "The agreement on the European Economic Area was signed in August 1992 ."
+fig3a_en = FIG3_SOURCES[
+    0
+]  # "The agreement on the European Economic Area was signed in August 1992 ."
 fig3a_fr = "L' accord sur la zone économique européenne a été signé en août 1992 ."
 tok_en, tok_fr = tokenize(raw_en, "en"), tokenize(raw_fr, "fr")
 assert [html.unescape(t) for t in tok_en] == fig3a_en.split()
@@ -139,7 +143,7 @@ if train:
     summaries = replicate.data_summaries(replicate.load(profile, data_dir))
     write_json(out / "data_summary.json", summaries)
 else:
-    replicate.require_results(out, "data_summary.json")
+    require_results(out, "data_summary.json")
     summaries = json.loads((out / "data_summary.json").read_text(encoding="utf-8"))
 
 longest = max(summaries, key=lambda k: int(k.split("=")[1]))

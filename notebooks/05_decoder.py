@@ -120,9 +120,17 @@ torch.set_default_dtype(torch.float64)
 # :pyobject: Decoder.step_state
 # ```
 #
-# In training, `Decoder.forward` runs the recurrence over the reference translation and computes
-# the deep output and the softmax of *all* steps in one batched product after the loop, since
-# they do not feed back into the recurrence.
+# In training, `Decoder.forward` runs these steps over the reference translation, in the order of
+# {eq}`dec-maxout`–{eq}`dec-state`: attention from $s_{i-1}$, the readout, then the state update
+# with the word just emitted:
+#
+# ```{literalinclude} ../../nmt_lib/decoder.py
+# :pyobject: Decoder.forward
+# ```
+#
+# This is what the reference backend (`train.backend = "reference"`) trains. The fast backend
+# computes the same function faster, for instance the deep output and the softmax of *all* steps
+# in one product after the loop, since they do not feed back into the recurrence ({doc}`11_fast`).
 #
 # ## The numeric check
 #

@@ -37,8 +37,9 @@ from torch.testing import assert_close
 from nmt_lib import replicate
 from nmt_lib.config import ModelConfig, TrainConfig
 from nmt_lib.data import TrainIterator, prepare
+from nmt_lib.evaluate import sentence_nll
 from nmt_lib.model import RNNsearch, build_model, count_parameters
-from nmt_lib.train import clip_gradients, sentence_nll
+from nmt_lib.train import clip_gradients
 
 _ = torch.manual_seed(0)
 

@@ -34,7 +34,9 @@ from torch.testing import assert_close
 
 from nmt_lib import search
 from nmt_lib.config import ModelConfig, SearchConfig
+from nmt_lib.data import pad
 from nmt_lib.model import Encoded, build_model
+from nmt_lib.steps import Steps
 from nmt_lib.vocab import EOS
 
 _ = torch.manual_seed(0)
@@ -78,16 +80,16 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 #
 # `nmt_lib.search.beam_search` runs {eq}`beam-step` for a whole batch of sentences at once (rows
 # `sentence × beam` of one tensor, against each sentence's encoding once) and uses the model only
-# through `encode`, `init_state`, `readout_step` (or, where the model has it, `readout_logits`: the
-# search then normalises only what it needs, a few rows at a time) and `next_state` (with the
-# model's `step_weights`, where it has them, computed once per search). nmt_lib's models also have
-# `decode_steps`, the same two steps with the matrix products that share an input merged, which
-# the search uses instead (`search.model_steps`; the tests check it gives the same logits and
-# states). `decode_corpus`, which decodes a test set batch by batch, also computes once what the
-# state update takes from each word, `[W; W_z; W_r] ē(y) + b` and the deep output's `V_o ē(y)`,
-# for every target word (`word_projections`), so that a step reads rows of that table instead of
-# multiplying: the same products, done once per word rather than once per hypothesis and step.
-# The length rules:
+# through `encode` and its step, `model.steps()`: `start` ($s_0$), `readout` (the next-word
+# distribution of every row), `best_words` (the $k$ best words of every row) and `advance` (the
+# state after the chosen word). On the paper modules the step is `readout_step` and `next_state`
+# of {doc}`05_decoder`:
+#
+# ```{literalinclude} ../../nmt_lib/steps.py
+# :pyobject: Steps
+# ```
+#
+# The fast backend computes the same step faster ({doc}`11_fast`). The length rules:
 #
 # ```{literalinclude} ../../nmt_lib/search.py
 # :pyobject: length_limits
@@ -118,6 +120,12 @@ logP = (P / P.sum(1, keepdim=True)).log()
 
 class MarkovToy:
     """The model interface of CONTRIBUTING.md; the state s is the last word (0 at the start)."""
+
+    def steps(self, words=None):
+        return Steps(self)  # the search's step through init_state, readout_step, next_state
+
+    def word_projections(self, rows=None):
+        return None
 
     def __init__(self, logP):
         self.logP = logP  # [prev word, next word]
@@ -174,14 +182,14 @@ for p in model.parameters():
     torch.nn.init.normal_(p, std=1.0)  # peaky distributions, so search matters
 model.eval()
 xs = [torch.randint(3, 20, (int(T),)).tolist() + [EOS] for T in torch.randint(2, 9, (24,))]
-xb, mb = search.pad_batch(xs)
+xb, mb = pad(xs)
 g = search.greedy_search(model, xb, mb)
 b1 = search.beam_search(model, xb, mb, beam=1)
 assert [h.tokens for h in g] == [h.tokens for h in b1]  # beam 1 == greedy
 rules = SearchConfig()
 b10 = search.beam_search(model, xb, mb, beam=10)
 for src, h in zip(xs, b10, strict=True):
-    yb, ymb = search.pad_batch([h.tokens])
+    yb, ymb = pad([h.tokens])
     score = model.score(torch.tensor([src]), torch.ones(1, len(src), dtype=torch.bool), yb, ymb)
     assert_close(h.cost, -score.item(), rtol=1e-4, atol=1e-4)  # cost = -log p(y|x)
     assert len(h.words()) >= math.floor(len(src) * rules.min_len_ratio)  # no early EOS

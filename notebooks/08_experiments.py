@@ -30,14 +30,18 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_lib import plots, replicate
+from nmt_lib import claims, plots, tables
 from nmt_lib.config import run_from_dict
+from nmt_lib.io import read_json
+from nmt_lib.paper import MODELS, paper_table
+from nmt_lib.replicate import replicate_profile
+from nmt_lib.results import require_results, results_path
 
-out = replicate.results_path(profile, results_dir)
+out = results_path(profile, results_dir)
 if train:
-    walls = replicate.replicate_profile(profile, results_dir, data_dir)
-replicate.require_results(out, "manifest.json", "runs")
-manifest = replicate.read_json(out / "manifest.json")
+    walls = replicate_profile(profile, results_dir, data_dir)
+require_results(out, "manifest.json", "runs")
+manifest = read_json(out / "manifest.json")
 glue("exp_profile", profile, display=False)
 glue("exp_description", " ".join(manifest["description"].split()), display=False)
 glue("exp_commit", (manifest["git"]["commit"] or "uncommitted")[:10], display=False)
@@ -93,23 +97,23 @@ glue("exp_recipe", recipe, display=False)
 # ## Table 1: BLEU on the test set
 
 # %%
-t1 = replicate.table1(out)
+t1 = tables.table1(out)
 sig = manifest["sacrebleu_signatures"]
 note1 = (
     f"Profile `{profile}`. All / No UNK: tokenized BLEU (`{sig['tok']}`); "
     f"All (sacreBLEU): `{sig['detok']}`. Paper columns: results/paper/table1.csv."
 )
-Markdown(replicate.show_table(out, "table1", t1, note1, write=train))
+Markdown(tables.show_table(out, "table1", t1, note1, write=train))
 
 # %% tags=["hide-input"]
 ours = {r["model"]: r for r in t1}
-for name in replicate.MODELS:
+for name in MODELS:
     key = name.replace("*", "star").replace("-", "_")
     glue(f"t1_{key}_all", ours[name]["All"], display=False)
     glue(f"t1_{key}_paper", ours[name]["paper All"], display=False)
-claims = replicate.claims(out)
-glue("t1_claim", claims[0]["verdict"], display=False)
-glue("claims_margin", f"{replicate.MARGIN:g}", display=False)
+judged = claims.claims(out)
+glue("t1_claim", judged[0]["verdict"], display=False)
+glue("claims_margin", f"{claims.MARGIN:g}", display=False)
 
 # %% [markdown]
 # In the paper, RNNsearch-50 scores {glue:text}`t1_RNNsearch_50_paper` BLEU on all test sentences
@@ -125,12 +129,12 @@ glue("claims_margin", f"{replicate.MARGIN:g}", display=False)
 # ## Table 2: learning statistics
 
 # %%
-t2 = replicate.table2(out)
+t2 = tables.table2(out)
 note2 = (
     f"Profile `{profile}`. NLL: nats per sentence (sum over target words incl. EOS), averaged "
     "over a fixed sample of training pairs and over the dev set. Paper: results/paper/table2.csv."
 )
-Markdown(replicate.show_table(out, "table2", t2, note2, write=train))
+Markdown(tables.show_table(out, "table2", t2, note2, write=train))
 
 # %% tags=["hide-input"]
 t2m = {r["model"]: r for r in t2}
@@ -152,9 +156,9 @@ glue("t2_encdec50_paper_dev", t2m["RNNencdec-50"]["paper dev NLL"], display=Fals
 # ## Figure 2: BLEU against sentence length
 
 # %%
-curves, edges = replicate.fig2_curves(out)
+curves, edges = tables.fig2_curves(out)
 width = edges[1] - edges[0]
-paper_all = {m: float(r["bleu_all"]) for m, r in replicate.paper_table("table1").items()}
+paper_all = {m: float(r["bleu_all"]) for m, r in paper_table("table1").items()}
 fig = plots.fig2_bleu_by_length(
     curves,
     xmax=max(60, edges[-1]) if width == 10 else edges[-1],
@@ -208,7 +212,7 @@ plt.close(fig)
 # ::::{admonition} The code: `claims`
 # :class: dropdown
 #
-# ```{literalinclude} ../../nmt_lib/replicate.py
+# ```{literalinclude} ../../nmt_lib/claims.py
 # :pyobject: claims
 # ```
 # ::::
@@ -218,7 +222,7 @@ note_c = (
     f"Profile `{profile}`. 95% intervals: paired bootstrap, 1000 resamples of the test set, "
     "tokenized BLEU. Paper: results/paper/table1.csv and Figures 2-3."
 )
-Markdown(replicate.show_table(out, "claims", claims, note_c, write=train))
+Markdown(tables.show_table(out, "claims", judged, note_c, write=train))
 
 # %% [markdown]
 # ## Why the numbers are lower than the paper's
@@ -231,7 +235,7 @@ Markdown(replicate.show_table(out, "claims", claims, note_c, write=train))
 # pass (`nmt_lib.model.forward_macs`) per sentence pair, times the pairs seen.
 
 # %%
-gap = replicate.gap_to_paper(out)
+gap = tables.gap_to_paper(out)
 note_g = (
     f"Profile `{profile}`. Paper: Table 2 (results/paper/table2.csv) and the corpus size "
     "(results/paper/corpus.csv); parameters: the paper profile's models, counted."
@@ -244,7 +248,7 @@ glue("gap_seen", f"{gm['RNNsearch-50']['pairs seen']:,}", display=False)
 glue("gap_paper_seen", f"{gm['RNNsearch-50']['paper pairs seen']:,}", display=False)
 glue("gap_params", gm["RNNsearch-50"]["parameters (M)"], display=False)
 glue("gap_paper_params", gm["RNNsearch-50"]["paper parameters (M)"], display=False)
-Markdown(replicate.show_table(out, "gap", gap, note_g, write=train))
+Markdown(tables.show_table(out, "gap", gap, note_g, write=train))
 
 # %% [markdown]
 # RNNsearch-50 here saw {glue:text}`gap_seen` sentence pairs against the paper's

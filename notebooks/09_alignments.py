@@ -31,11 +31,12 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_lib import plots, replicate
-from nmt_lib.io import atomic_write
+from nmt_lib import claims, plots, replicate, tables
+from nmt_lib.io import atomic_write, read_json
+from nmt_lib.results import require_results, results_path, run_dir
 
-out = replicate.results_path(profile, results_dir)
-replicate.require_results(out, "manifest.json", "runs")
+out = results_path(profile, results_dir)
+require_results(out, "manifest.json", "runs")
 glue("al_profile", profile, display=False)
 
 # %% [markdown]
@@ -50,7 +51,7 @@ glue("al_profile", profile, display=False)
 # rule instead: no unknown word, 10–20 words (or the longest available).
 
 # %%
-panels, from_paper = replicate.fig3_panels(out)
+panels, from_paper = tables.fig3_panels(out)
 fig = plots.fig3_alignments(panels, ncols=1, cell=0.3)  # one panel a row: legible at page width
 if train:
     plots.save(fig, out / "fig3_alignments.png")
@@ -61,18 +62,18 @@ glue("fig3", fig, display=False)
 plt.close(fig)
 # the rows of the generated words (not the final <end>): their heaviest source word's weight, and
 # what a uniform, alignment-free distribution would give
-stats = [replicate.alignment_stats(p["alpha"][:-1] if p["trg"][-1:] == ["<end>"] else p["alpha"])
+stats = [claims.alignment_stats(p["alpha"][:-1] if p["trg"][-1:] == ["<end>"] else p["alpha"])
          for p in panels]  # fmt: skip
 peak = sum(s["peak"] for s in stats) / len(stats)
 monotonic = sum(s["monotonic_steps"] for s in stats) / max(sum(s["steps"] for s in stats), 1)
 glue("al_peak", peak, display=False)
 glue("al_uniform", sum(s["uniform"] for s in stats) / len(stats), display=False)
 glue("al_monotonic", 100 * monotonic, display=False)
-sharp = "sharp" if peak >= replicate.PEAKED else "diffuse"
-order = "mostly monotonic" if monotonic >= replicate.MONOTONIC else "not mostly monotonic"
+sharp = "sharp" if peak >= claims.PEAKED else "diffuse"
+order = "mostly monotonic" if monotonic >= claims.MONOTONIC else "not mostly monotonic"
 glue("al_verdict", f"{sharp} and {order}", display=False)
-glue("al_peaked", replicate.PEAKED, display=False)
-glue("al_monotonic_rule", 100 * replicate.MONOTONIC, display=False)
+glue("al_peaked", claims.PEAKED, display=False)
+glue("al_monotonic_rule", 100 * claims.MONOTONIC, display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig3
@@ -107,10 +108,10 @@ from IPython.display import HTML
 
 from nmt_lib.explorer import explorer_html
 
-records = replicate.read_json(replicate.run_dir(out, "RNNsearch-50") / "attention.json")
+records = read_json(run_dir(out, "RNNsearch-50") / "attention.json")
 figure3 = {id(r): f"Figure 3 ({c})" for c, r in zip("abcd", records[:4], strict=True)}
 explore = [
-    {**replicate.attention_panel(r),
+    {**tables.attention_panel(r),
      "title": figure3.get(id(r)) or f"test sentence {r['index'] + 1}: "
               + " ".join(r["src_tokens"][:8]) + " …"}
     for r in records
@@ -134,12 +135,12 @@ if train:
 
     prof = replicate.load(profile, data_dir)
     test = prepare(prof.runs["RNNsearch-50"].data).test
-    text, from_paper = replicate.long_sentences(out, test)
+    text, from_paper = tables.long_sentences(out, test)
     which = "the paper's three long sentences" if from_paper else "the three longest test sentences"
     head = f"Appendix C, profile `{profile}`: {which}, with the reference and our translations.\n\n"
     with atomic_write(out / "long_sentences.md") as f:
         f.write(head + text)
-replicate.require_results(out, "long_sentences.md")
+require_results(out, "long_sentences.md")
 Markdown((out / "long_sentences.md").read_text(encoding="utf-8"))
 
 # %% [markdown]

@@ -24,12 +24,16 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_lib import bleu, budget, plots, replicate
+from nmt_lib import bleu, budget, plots, tables
+from nmt_lib.claims import MARGIN, alignment_stats
 from nmt_lib.config import load_profile, run_from_dict
+from nmt_lib.io import read_json
+from nmt_lib.paper import paper_table
+from nmt_lib.results import require_results, results_path, run_dir
 
 out = budget.RESULTS
-replicate.require_results(out, "manifest.json", "arms.csv")
-manifest = replicate.read_json(out / "manifest.json")
+require_results(out, "manifest.json", "arms.csv")
+manifest = read_json(out / "manifest.json")
 configs = {name: run_from_dict(c) for name, c in manifest["configs"].items()}
 found = budget.findings(out)
 ref = manifest["runs"][0]
@@ -41,7 +45,7 @@ glue("bu_commit", commit + (" with uncommitted changes" if manifest["git"]["dirt
      display=False)  # fmt: skip
 glue("bu_ref", ref, display=False)
 glue("bu_dev_subset", configs[ref].train.dev_nll_sentences, display=False)
-precision = replicate.read_json(out / "runs" / ref / "train_summary.json")["precision"]
+precision = read_json(out / "runs" / ref / "train_summary.json")["precision"]
 glue("bu_precision", {"bf16": "bf16 (the CPU multiplies bf16 natively)"}.get(precision, precision),
      display=False)  # fmt: skip
 
@@ -110,9 +114,9 @@ learned = ["arm", *(k for k in rows[0] if k.startswith("dev "))]
 did = [k for k in rows[0] if k not in learned[1:]]
 Markdown(
     "What each arm learned:\n\n"
-    + replicate.markdown_table([{k: r[k] for k in learned} for r in rows])
+    + tables.markdown_table([{k: r[k] for k in learned} for r in rows])
     + "\n\nWhat each arm is and did in its minutes:\n\n"
-    + replicate.markdown_table([{k: r[k] for k in did} for r in rows])
+    + tables.markdown_table([{k: r[k] for k in did} for r in rows])
 )
 
 # %% tags=["hide-input"]
@@ -195,12 +199,12 @@ glue("bu_effects", Markdown("\n".join(text)), display=False)
 # %% tags=["hide-input"]
 import json
 
-sharing = replicate.read_json(out / "sharing.json")
+sharing = read_json(out / "sharing.json")
 log = [json.loads(x) for x in (out / "runs" / ref / "train_log.jsonl").read_text().splitlines()]
 evals = [r for r in log if r.get("kind") == "eval"]
 gaps = [b["elapsed"] - a["elapsed"] for a, b in zip(evals[:-1], evals[1:], strict=True)]
 eval_s = sum(r["eval_seconds"] for r in evals) / len(evals)
-full_s = replicate.read_json(out / "runs" / ref / "final.json")["seconds"]
+full_s = read_json(out / "runs" / ref / "final.json")["seconds"]
 glue("bu_alone", sharing["alone_s_per_update"], display=False)
 glue("bu_shared", sharing["shared_s_per_update"], display=False)
 glue("bu_slowdown", sharing["slowdown"], display=False)
@@ -243,7 +247,7 @@ Markdown("\n".join(cost))
 #
 # The `lite` profile trains its five models with the settings of the arm with the lowest dev NLL at
 # the comparison time. The check below reads both files, so this page cannot describe a recipe
-# that `configs/lite.toml` does not use.
+# that `nmt_lib/profiles/lite.toml` does not use.
 
 # %% tags=["hide-input"]
 lite = load_profile("lite").runs["RNNsearch-50"]
@@ -252,7 +256,7 @@ diff = budget.recipe_differences(lite, chosen)
 glue(
     "bu_lite_same", "uses exactly these settings" if not diff else f"differs: {diff}", display=False
 )
-assert not diff, f"configs/lite.toml does not use the chosen arm's recipe: {diff}"
+assert not diff, f"profile lite does not use the chosen arm's recipe: {diff}"
 recipe = budget.recipe(chosen)
 unused = {"adam": ("train.rho", "train.eps")}.get(chosen.train.optimizer, ())  # Adadelta's
 unused += ("train.lr_decay",) if chosen.train.lr_schedule == "constant" else ()
@@ -262,7 +266,7 @@ Markdown(
 )
 
 # %% [markdown]
-# `configs/lite.toml` {glue:text}`bu_lite_same`. Each of them that the paper does not use is a row
+# The `lite` profile {glue:text}`bu_lite_same`. Each of them that the paper does not use is a row
 # of the {doc}`../deviations` page.
 #
 # ## Search settings, chosen on dev
@@ -283,12 +287,12 @@ glue(
     "their cost divided by their length" if choice["normalize"] else "their total cost",
     display=False,
 )
-assert lite.search.normalize == choice["normalize"], "configs/lite.toml: search.normalize"
-Markdown(replicate.markdown_table([{k: v for k, v in r.items() if k not in ("arm", "beam")}
-                                   for r in search_rows]))  # fmt: skip
+assert lite.search.normalize == choice["normalize"], "profile lite: search.normalize"
+Markdown(tables.markdown_table([{k: v for k, v in r.items() if k not in ("arm", "beam")}
+                                for r in search_rows]))  # fmt: skip
 
 # %% [markdown]
-# The higher dev BLEU ranks hypotheses by {glue:text}`bu_search_norm`, and `configs/lite.toml`
+# The higher dev BLEU ranks hypotheses by {glue:text}`bu_search_norm`, and the `lite` profile
 # decodes so (`search.normalize`).
 #
 # ## The recipe at a `lite` model's budget
@@ -310,7 +314,7 @@ table = [
      "brevity penalty": round(e["brevity_penalty"], 3)}
     for name, e in ext.items()
 ]  # fmt: skip
-Markdown(replicate.markdown_table(table) if table else "*(not run)*")
+Markdown(tables.markdown_table(table) if table else "*(not run)*")
 
 # %% tags=["hide-input"]
 values = dict.fromkeys(("bu_pair", "bu_pair_verdict", "bu_need_10", "bu_need_14"), "(not measured)")
@@ -318,10 +322,10 @@ values |= dict.fromkeys(("bu_att_peak", "bu_att_mono", "bu_long_bleu", "bu_long_
 if long_run and encdec:
     d, (lo, hi) = bleu.paired_difference(long_run["stats_tok"], encdec["stats_tok"])
     values["bu_pair"] = f"{d:+.2f} BLEU (95 % interval [{lo:+.2f}, {hi:+.2f}])"
-    values["bu_pair_verdict"] = "above" if lo > replicate.MARGIN else "not above"
+    values["bu_pair_verdict"] = "above" if lo > MARGIN else "not above"
 if long_run:
-    records = replicate.read_json(long_run["dir"] / "attention.json")[:4]
-    st = [replicate.alignment_stats(r["alpha"][:-1] if r["hyp_tokens"][-1:] == ["</s>"] else r["alpha"])
+    records = read_json(long_run["dir"] / "attention.json")[:4]
+    st = [alignment_stats(r["alpha"][:-1] if r["hyp_tokens"][-1:] == ["</s>"] else r["alpha"])
           for r in records if r.get("alpha")]  # fmt: skip
     values["bu_att_peak"] = sum(x["peak"] for x in st) / len(st)
     values["bu_att_mono"] = (
@@ -362,9 +366,9 @@ for key, value in values.items():
 from nmt_lib.model import forward_macs
 
 paper_run = load_profile("paper").runs["RNNsearch-50"]
-paper_updates = float(replicate.paper_table("table2")["RNNsearch-50"]["updates_1e5"]) * 1e5
+paper_updates = float(paper_table("table2")["RNNsearch-50"]["updates_1e5"]) * 1e5
 # the mean training pair of the lite data (words + EOS), for both: the paper gives no lengths
-train_stats = replicate.read_json(replicate.results_path("lite") / "data_summary.json")
+train_stats = read_json(results_path("lite") / "data_summary.json")
 train_stats = train_stats["max_len=50"]["train"]
 lengths = tuple(train_stats[side]["words"] / train_stats["pairs"] + 1 for side in ("src", "trg"))
 per_update = {
@@ -395,7 +399,7 @@ if long_run:  # the fit against what the extension measured on the same dev subs
 glue("bu_fit_check", check, display=False)
 glue(
     "bu_paper_dev_nll",
-    float(replicate.paper_table("table2")["RNNsearch-50"]["dev_nll"]),
+    float(paper_table("table2")["RNNsearch-50"]["dev_nll"]),
     display=False,
 )
 
@@ -425,9 +429,9 @@ glue(
 
 # %% tags=["hide-input"]
 old = out / "lite-paper-recipe"
-old_manifest = replicate.read_json(old / "manifest.json")
+old_manifest = read_json(old / "manifest.json")
 old_rows = []
-for row, t2 in zip(replicate.table1(old), replicate.table2(old), strict=False):
+for row, t2 in zip(tables.table1(old), tables.table2(old), strict=False):
     old_rows.append({"model": row["model"], "updates": f"{t2['updates']:,}",
                      "minutes": round(60 * t2["hours"]), "dev NLL (all dev)": t2["dev NLL"],
                      "test BLEU": row["All"], "No UNK": row["No UNK"],
@@ -438,7 +442,7 @@ glue("bu_old_minutes", old_cfg.train.max_hours * 60, display=False)
 glue("bu_old_recipe", f"{old_cfg.train.optimizer}, the loss as a {old_cfg.train.loss}",
      display=False)  # fmt: skip
 glue("bu_old_commit", (old_manifest["git"]["commit"] or "uncommitted")[:10], display=False)
-Markdown(replicate.markdown_table(old_rows))
+Markdown(tables.markdown_table(old_rows))
 
 # %% [markdown]
 # Trained with {glue:text}`bu_old_recipe` (commit {glue:text}`bu_old_commit`), for
@@ -454,17 +458,17 @@ Markdown(replicate.markdown_table(old_rows))
 # (`bench/gpu_reference.py`, from a pack of the data made by `python -m nmt_lib pack`):
 
 # %% tags=["hide-input"]
-gpu = replicate.results_path("gpu")
+gpu = results_path("gpu")
 gpu_rows, gpu_values = [], {}
 if (gpu / "manifest.json").is_file():
-    gpu_manifest = replicate.read_json(gpu / "manifest.json")
+    gpu_manifest = read_json(gpu / "manifest.json")
     for where, name, label in ((gpu, "RNNsearch-50", "gpu"),
-                               (replicate.results_path("lite"), "RNNsearch-50", "lite")):  # fmt: skip
-        if not (replicate.run_dir(where, name) / "bleu.json").is_file():
+                               (results_path("lite"), "RNNsearch-50", "lite")):  # fmt: skip
+        if not (run_dir(where, name) / "bleu.json").is_file():
             continue
-        summ = replicate.read_json(replicate.run_dir(where, name) / "train_summary.json")
-        b = replicate.read_json(replicate.run_dir(where, name) / "bleu.json")
-        nll = replicate.read_json(replicate.run_dir(where, name) / "nll.json")
+        summ = read_json(run_dir(where, name) / "train_summary.json")
+        b = read_json(run_dir(where, name) / "bleu.json")
+        nll = read_json(run_dir(where, name) / "nll.json")
         gpu_rows.append({"profile": f"`{label}`", "device": summ["device"],
                          "minutes": round(60 * summ["hours"], 1), "updates": f"{summ['updates']:,}",
                          "epochs": round(summ["epochs"], 2), "dev NLL (all dev)": round(nll["dev"]["mean"], 2),
@@ -475,8 +479,8 @@ if (gpu / "manifest.json").is_file():
                           "bu_gpu_bleu": b["all"]["tok"]["score"], "bu_gpu_device": summ["device"],
                           "bu_gpu_share": 100 * summ["updates"] / paper_updates,
                           "bu_gpu_commit": (gpu_manifest["git"]["commit"] or "uncommitted")[:10]}  # fmt: skip
-    paper_t1 = replicate.paper_table("table1")["RNNsearch-50"]
-    paper_t2 = replicate.paper_table("table2")["RNNsearch-50"]
+    paper_t1 = paper_table("table1")["RNNsearch-50"]
+    paper_t2 = paper_table("table2")["RNNsearch-50"]
     gpu_rows.append({"profile": "the paper", "device": paper_t2["gpu"], "minutes": round(
         60 * float(paper_t2["hours"])),
         "updates": f"{paper_updates:,.0f}", "epochs": float(paper_t2["epochs"]),
@@ -486,7 +490,7 @@ for key in ("bu_gpu_minutes", "bu_gpu_updates", "bu_gpu_bleu", "bu_gpu_share"):
     glue(key, gpu_values.get(key, float("nan")), display=False)
 for key in ("bu_gpu_device", "bu_gpu_commit"):
     glue(key, gpu_values.get(key, "(not run)"), display=False)
-Markdown(replicate.markdown_table(gpu_rows) if gpu_values else "*(not run)*")
+Markdown(tables.markdown_table(gpu_rows) if gpu_values else "*(not run)*")
 
 # %% [markdown]
 # In {glue:text}`bu_gpu_minutes:.0f` minutes of one {glue:text}`bu_gpu_device` (commit

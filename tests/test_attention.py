@@ -98,25 +98,31 @@ def test_attention_gradcheck():
 
 def test_states_grouped_per_sentence_equal_repeated_annotations():
     """``G`` consecutive states per sentence (a beam) against each sentence's annotations once give
-    what repeating the annotations for every state gives, with and without autograd."""
+    what repeating the annotations for every state gives, in the module and in the fast
+    backend's attention step (in pieces, and the compiled kernel where it applies)."""
+    from nmt_lib.fast import kernels
+    from nmt_lib.fast.attention import attend, attend_in_pieces
+
     att, _, h, mask = setup()
     G = 4
     s_prev = torch.randn(G * B, n, dtype=torch.float64)
     rep = lambda t: t.repeat_interleave(G, 0)  # noqa: E731
     Uh = att.precompute(h)
     c_ref, alpha_ref = att(s_prev, rep(h), rep(Uh), rep(mask))
-    c, alpha = att(s_prev, h, Uh, mask)  # autograd path
+    c, alpha = att(s_prev, h, Uh, mask)
     torch.testing.assert_close(c, c_ref, rtol=1e-14, atol=1e-14)
     torch.testing.assert_close(alpha, alpha_ref, rtol=1e-14, atol=1e-14)
-    with torch.no_grad():  # decoding path: energies_in_pieces
-        c, alpha = att(s_prev, h, Uh, mask)
-    torch.testing.assert_close(c, c_ref, rtol=1e-14, atol=1e-14)
-    torch.testing.assert_close(alpha, alpha_ref, rtol=1e-14, atol=1e-14)
+    Ws = s_prev @ att.W_a.detach().t()
+    for c, alpha in (attend_in_pieces(Uh, Ws, att.v_a, h, mask),
+                     attend(Uh, Ws, att.v_a, h, mask, fused=kernels)):  # fmt: skip
+        torch.testing.assert_close(c, c_ref, rtol=1e-14, atol=1e-14)
+        torch.testing.assert_close(alpha, alpha_ref, rtol=1e-14, atol=1e-14)
 
 
 def test_no_rows():
     """A step where no sentence is still running (the training scans compute 0 rows there)."""
-    from nmt_lib.attention import context, energies_in_pieces
+    from nmt_lib.attention import context
+    from nmt_lib.fast.attention import energies_in_pieces
 
     Uh, h = torch.zeros(0, Tx, n_align), torch.zeros(0, Tx, 2 * n)
     assert energies_in_pieces(Uh, torch.zeros(0, n_align), torch.zeros(n_align)).shape == (0, Tx)

@@ -25,6 +25,10 @@ import pytest
 import yaml
 
 from nmt_lib import replicate
+from nmt_lib.checkpoint import default_checkpoint_dir
+from nmt_lib.paper import MODELS
+from nmt_lib.results import run_dir
+from tools import notebooks as runner
 
 pytestmark = pytest.mark.book
 
@@ -59,15 +63,14 @@ def tree(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def results(tree, tmp_path_factory):
-    """(a) ``python -m nmt_lib.replicate --profile smoke --train --jobs 2`` (two models at a time,
+    """(a) ``python tools/notebooks.py --profile smoke --train --jobs 2`` (two models at a time,
     one process each) into a temporary results dir, the executed notebooks into the stand-in
     tree's ``book/_nb``."""
     out = tmp_path_factory.mktemp("results") / "smoke"
     t0 = time.time()
     cmd = [
         sys.executable,
-        "-m",
-        "nmt_lib.replicate",
+        str(ROOT / "tools" / "notebooks.py"),
         "--profile",
         "smoke",
         "--train",
@@ -78,15 +81,13 @@ def results(tree, tmp_path_factory):
         [*cmd, "--results-dir", str(out), "--out-dir", str(tree / "book" / "_nb")],
         cwd=ROOT, capture_output=True, text=True, timeout=480,
     )  # fmt: skip
-    TIMES["replicate smoke --train"] = time.time() - t0
-    assert r.returncode == 0, f"replicate failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
-    done = re.findall(r"^\[replicate\] \d+/\d+ \S+ ok in", r.stdout, re.MULTILINE)
-    assert len(done) == len(replicate.notebooks()), r.stdout
+    TIMES["notebooks smoke --train"] = time.time() - t0
+    assert r.returncode == 0, f"notebooks failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    done = re.findall(r"^\[notebooks\] \d+/\d+ \S+ ok in", r.stdout, re.MULTILINE)
+    assert len(done) == len(runner.notebooks()), r.stdout
     yield out
-    from nmt_lib.train import default_checkpoint_dir  # this run's checkpoints, outside results
-
-    for name, run in replicate.load("smoke").runs.items():
-        shutil.rmtree(ROOT / default_checkpoint_dir(run, replicate.run_dir(out, name)), True)
+    for name, run in replicate.load("smoke").runs.items():  # its checkpoints, outside the results
+        shutil.rmtree(ROOT / default_checkpoint_dir(run, run_dir(out, name)), True)
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +135,13 @@ def browse(exe: str, tmp: Path, *args: str, timeout: int = 180) -> str:
 # ------------------------------------------------------------------------------------ (a) results
 def test_replicate_mode_writes_the_results_layout(results):
     manifest = json.loads((results / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["profile"] == "smoke" and manifest["runs"] == list(replicate.MODELS)
+    assert manifest["profile"] == "smoke" and manifest["runs"] == list(MODELS)
     for key in ("git", "configs", "data_sha256", "hardware", "versions", "wall_seconds"):
         assert manifest[key], key
     assert set(manifest["sacrebleu_signatures"]) == {"tok", "detok"}
     assert set(manifest["hardware"]["precision_per_run"].values()) == {"fp32"}  # smoke's
-    for name in replicate.MODELS:
-        run = replicate.run_dir(results, name)
+    for name in MODELS:
+        run = run_dir(results, name)
         assert json.loads((run / "bleu.json").read_text(encoding="utf-8"))["precision"] == "fp32"
         for f in ("config.json", "train_log.jsonl", "train_summary.json", "bleu.json",
                   "hyp.test.tok.txt", "hyp.test.detok.txt", "bleu_by_length.json", "nll.json",
@@ -152,7 +153,7 @@ def test_replicate_mode_writes_the_results_layout(results):
     for f in ("fig2_bleu_by_length.png", "fig3_alignments.png"):
         assert (results / f).read_bytes()[:8] == PNG, f
     assert not list(results.rglob("*.pt")), "checkpoints must not land in the results"
-    att = json.loads((replicate.run_dir(results, "RNNsearch-50") / "attention.json").read_text())
+    att = json.loads((run_dir(results, "RNNsearch-50") / "attention.json").read_text())
     assert att[0]["found"] is False and att[0]["alpha"]  # Figure 3 (a), translated from its words
     assert len(att) > 7  # (a)-(d), three by Figure 3's rule, and the alignment explorer's
 

@@ -96,7 +96,8 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
 def test_find_sentences():
     from types import SimpleNamespace
 
-    from nmt_lib.evaluate import FIG3_SOURCES, find_sentences
+    from nmt_lib.evaluate import find_sentences
+    from nmt_lib.paper import FIG3_SOURCES
 
     ev = SimpleNamespace(
         src_raw=[

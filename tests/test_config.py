@@ -1,12 +1,14 @@
 """Config files: every profile loads, unknown keys and wrong types are errors that name the place."""
 
 import json
+import tomllib
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
 
 from nmt_lib.config import (
-    CONFIG_DIR,
+    PROFILE_DIR,
     ConfigError,
     DataConfig,
     ModelConfig,
@@ -14,18 +16,20 @@ from nmt_lib.config import (
     home,
     load_profile,
     make,
+    profile_path,
     run_dir_name,
     run_from_dict,
     to_dict,
 )
+from nmt_lib.paper import MODELS
 
-PAPER_MODELS = ["RNNencdec-30", "RNNsearch-30", "RNNencdec-50", "RNNsearch-50", "RNNsearch-50*"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.toml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(PROFILE_DIR.glob("*.toml")), ids=lambda p: p.stem)
 def test_every_profile_has_the_five_paper_models(path):
     prof = load_profile(path)
-    assert list(prof.runs) == PAPER_MODELS
+    assert list(prof.runs) == list(MODELS)
     for name, run in prof.runs.items():
         assert run.model.arch == name.split("-")[0]
     short, long = prof.runs["RNNsearch-30"].data.max_len, prof.runs["RNNsearch-50"].data.max_len
@@ -33,6 +37,22 @@ def test_every_profile_has_the_five_paper_models(path):
     assert prof.runs["RNNencdec-30"].data.max_len == short
     if prof.name != "smoke":
         assert (short, long) == (30, 50)
+
+
+def test_profiles_are_package_data_found_through_the_package():
+    """An installed ``nmt_lib`` loads a profile by name: the profile files are files of the package
+    (found through ``importlib.resources``, not the checkout) and declared as its package data."""
+    shipped = files("nmt_lib") / "profiles"
+    names = sorted(p.name for p in shipped.iterdir() if p.name.endswith(".toml"))
+    assert names == ["gpu.toml", "lite.toml", "paper.toml", "smoke.toml"]
+    assert (shipped / "studies" / "budget.toml").is_file()
+    lite = Path(str(shipped / "lite.toml")).resolve()
+    assert profile_path("lite").resolve() == lite
+    assert Path(load_profile("lite").path).resolve() == lite
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = pyproject["tool"]["setuptools"]["package-data"]["nmt_lib"]
+    declared = {p.resolve() for g in globs for p in PROFILE_DIR.parent.glob(g)}
+    assert set(PROFILE_DIR.resolve().rglob("*.toml")) <= declared
 
 
 def test_paper_profile_uses_the_papers_settings():
@@ -105,7 +125,7 @@ def test_setting_beats_env_beats_default(monkeypatch, tmp_path):
     assert DataConfig().resolved_data_dir() == tmp_path
     monkeypatch.delenv("NMT_DATA")
     assert DataConfig().resolved_data_dir() == home() / "data/wmt14"
-    assert home() == Path(__file__).resolve().parent.parent  # a checkout: anchored at its root
+    assert home() == ROOT  # a checkout: anchored at its root
 
 
 @pytest.mark.parametrize(

@@ -18,10 +18,13 @@ from test_train import toy, with_train  # noqa: F401 (toy: a fixture)
 
 from nmt_lib import data
 from nmt_lib.checkpoint import load_checkpoint
-from nmt_lib.graphs import GraphedLoss
+from nmt_lib.fast import kernels
+from nmt_lib.fast.graphs import GraphedLoss
+from nmt_lib.fast.optim import Adadelta
+from nmt_lib.fast.steps import best_words
 from nmt_lib.model import build_model
-from nmt_lib.search import best_words, decode_corpus
-from nmt_lib.train import Adadelta, Trainer, train_run
+from nmt_lib.search import decode_corpus
+from nmt_lib.train import Trainer, train_run
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 GPU = torch.device("cuda")
@@ -49,7 +52,7 @@ def outputs_and_grads(model, batch, device, autocast=False):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_float64_on_cuda_equals_the_cpu(arch):
-    model, *batch = setup(arch)
+    model, *batch = setup(arch, backend="fast")
     ref = outputs_and_grads(model, batch, torch.device("cpu"))
     got = outputs_and_grads(model, batch, GPU)
     tol = dict(rtol=1e-9, atol=1e-10)
@@ -64,7 +67,7 @@ def test_float64_on_cuda_equals_the_cpu(arch):
 def test_bf16_autocast_on_cuda_as_close_to_float32_as_on_the_cpu(arch):
     """Log-probs within 0.01 nats of float32, every gradient within 5 % (relative L2) or twice the
     CPU's bf16 error (as ``test_fast_paths.test_bf16_autocast_as_close_to_float32_as_the_step_path``)."""
-    model, *batch = setup(arch, dtype=torch.float32, scale=0.3, m=16, n=16, n_dec=24, n_align=12,
+    model, *batch = setup(arch, backend="fast", dtype=torch.float32, scale=0.3, m=16, n=16, n_dec=24, n_align=12,
                           l=8)  # fmt: skip
     exact = outputs_and_grads(model, batch, torch.device("cpu"))
     cpu_bf16 = outputs_and_grads(model, batch, torch.device("cpu"), autocast=True)
@@ -78,7 +81,7 @@ def test_bf16_autocast_on_cuda_as_close_to_float32_as_on_the_cpu(arch):
 
 @pytest.mark.parametrize("beam", [0, 3])
 def test_search_on_cuda_finds_the_cpus_translations(beam):
-    model, x, x_mask, _, _ = setup("RNNsearch", scale=1.0)
+    model, x, x_mask, _, _ = setup("RNNsearch", backend="fast", scale=1.0)
     xs = [row[m].tolist() for row, m in zip(x, x_mask, strict=True)]
     ref = decode_corpus(model.eval(), xs, beam, batch_size=2, return_alpha=True)
     got = decode_corpus(model.to(GPU), xs, beam, batch_size=2, return_alpha=True, device=GPU)
@@ -98,8 +101,10 @@ def test_best_words_on_cuda_equal_the_cpus(dtype, normalized):
     no_eos = torch.rand(7, generator=g) < 0.5
     cuda = lambda t: None if t is None else t.to(GPU)  # noqa: E731
     for ignore_unk in (False, True):
-        v, j = best_words(x.clone(), 5, no_eos, ignore_unk, bias, normalized)
-        v_gpu, j_gpu = best_words(cuda(x), 5, cuda(no_eos), ignore_unk, cuda(bias), normalized)
+        v, j = best_words(x.clone(), 5, no_eos, ignore_unk, bias, normalized, kernels)
+        v_gpu, j_gpu = best_words(
+            cuda(x), 5, cuda(no_eos), ignore_unk, cuda(bias), normalized, kernels
+        )
         assert v_gpu.dtype == torch.float32 and j_gpu.shape == (7, 5)
         torch.testing.assert_close(v_gpu.cpu(), v, rtol=1e-5, atol=1e-5)
         assert torch.equal(x.gather(1, j_gpu.cpu()), x.gather(1, j))  # the same words, up to ties
@@ -141,7 +146,7 @@ def test_cuda_graphs_replay_the_eager_loss_and_gradients(arch):
     """Two padded shapes (two graphs), the first again (a replay on new inputs), float64. The eager
     step's autograd graph is freed before the next capture, as in training: a live one ties the
     parameters' gradient accumulators to the stream it ran on, which a capture may not wait on."""
-    model, x, x_mask, y, y_mask = setup(arch)
+    model, x, x_mask, y, y_mask = setup(arch, backend="fast")
     model = model.to(GPU)
     params = list(model.parameters())
     graphs = GraphedLoss(model, params, "fp32", multiple=4)

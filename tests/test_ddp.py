@@ -18,8 +18,8 @@ import torch.multiprocessing as mp
 
 from nmt_lib import data, fixtures
 from nmt_lib.config import load_profile
+from nmt_lib.data import pad
 from nmt_lib.model import build_model
-from nmt_lib.search import pad_batch
 from nmt_lib.train import Trainer, train_run
 
 UPDATES = 3
@@ -89,7 +89,7 @@ def test_two_processes_agree_and_sum_gradients(tmp_path):
             a, b = next(it), next(it)
             xs = [r[m].tolist() for t in (a, b) for r, m in zip(t.x, t.x_mask, strict=True)]
             ys = [r[m].tolist() for t in (a, b) for r, m in zip(t.y, t.y_mask, strict=True)]
-            yield data.Batch(*pad_batch(xs), *pad_batch(ys))
+            yield data.Batch(*pad(xs), *pad(ys))
 
     ref.iterator = merged()
     for _ in range(UPDATES):

@@ -8,6 +8,7 @@ from torch.func import functional_call
 from torch.nn import functional as F
 
 from nmt_lib.decoder import Decoder
+from nmt_lib.fast import on_backend
 
 B, Tx, Ty, K_y, m, n, n_align, l = 3, 5, 4, 11, 5, 4, 3, 3
 X_LENGTHS, Y_LENGTHS = [5, 3, 1], [4, 2, 3]
@@ -17,12 +18,15 @@ def sig(v):
     return 1 / (1 + torch.exp(-v))
 
 
-def setup(attention=True, output_rank=2, gate_bias=False, embedding_bias=True, seed=0):
+def setup(
+    attention=True, output_rank=2, gate_bias=False, embedding_bias=True, seed=0, backend="reference"
+):
     torch.manual_seed(seed)
     ctx = 2 * n if attention else n
     dec = Decoder(
         K_y, m, n, ctx, l, n_align if attention else None, output_rank, n, embedding_bias, gate_bias
     ).double()
+    on_backend(dec, backend)
     with torch.no_grad():
         for p in dec.parameters():
             p.normal_(0, 0.5)
@@ -82,8 +86,12 @@ CASES = [  # attention, output_rank, gate_bias, embedding_bias
 
 
 @pytest.mark.parametrize("attention,output_rank,gate_bias,embedding_bias", CASES)
-def test_decoder_equals_literal_equations(attention, output_rank, gate_bias, embedding_bias):
-    dec, s0, h, c, x_mask, y, y_mask = setup(attention, output_rank, gate_bias, embedding_bias)
+def test_decoder_equals_literal_equations(
+    attention, output_rank, gate_bias, embedding_bias, backend
+):
+    dec, s0, h, c, x_mask, y, y_mask = setup(
+        attention, output_rank, gate_bias, embedding_bias, backend=backend
+    )
     if attention:
         logp, alpha = dec(s0, y, y_mask, h, dec.attention.precompute(h), x_mask)
     else:
@@ -102,16 +110,16 @@ def test_init_state():
         torch.testing.assert_close(dec.init_state(s0)[b], expected)
 
 
-def test_logp_and_alpha_zero_at_target_padding():
-    dec, s0, h, _, x_mask, y, y_mask = setup()
+def test_logp_and_alpha_zero_at_target_padding(backend):
+    dec, s0, h, _, x_mask, y, y_mask = setup(backend=backend)
     logp, alpha = dec(s0, y, y_mask, h, dec.attention.precompute(h), x_mask)
     assert (logp[~y_mask] == 0).all() and (logp[y_mask] < 0).all()
     assert (alpha[~y_mask] == 0).all()
 
 
 @pytest.mark.parametrize("attention", [True, False])
-def test_decoder_gradcheck(attention):
-    dec, s0, h, c, x_mask, y, y_mask = setup(attention, gate_bias=True)
+def test_decoder_gradcheck(attention, backend):
+    dec, s0, h, c, x_mask, y, y_mask = setup(attention, gate_bias=True, backend=backend)
     names = [k for k, _ in dec.named_parameters()]
 
     def f(s0, h, c, *params):
@@ -126,38 +134,19 @@ def test_decoder_gradcheck(attention):
     assert torch.autograd.gradcheck(f, args, fast_mode=True)
 
 
-def test_step_weights_computed_once_give_the_same_states(monkeypatch):
-    """``step_state`` with :meth:`Decoder.step_weights` computed beforehand (what a search does,
-    once) gives the same states as computing them itself, in float64 and under bf16 autocast
-    (where, without autograd, they are already cast to bf16); ``decode_corpus`` asks once per
-    thread for all its batches, as for ``decode_steps``."""
+def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
+    """``decode_corpus`` asks the model for its steps (``model.steps``) once per thread, for all
+    the batches of that thread (what they precompute, e.g. concatenated weights, is reused)."""
     from nmt_lib import search
     from nmt_lib.config import ModelConfig
     from nmt_lib.model import build_model
 
-    dec, s0, _, c, _, y, _ = setup(attention=False)
-    with torch.no_grad():
-        assert torch.equal(dec.step_state(s0, y[:, 0], c, dec.step_weights()),
-                           dec.step_state(s0, y[:, 0], c))  # fmt: skip
-        dec.float()
-        with torch.autocast("cpu", torch.bfloat16):
-            w = dec.step_weights()
-            assert all(t.dtype == torch.bfloat16 for t in w)
-            got = dec.step_state(s0.float(), y[:, 0], c.float(), w)
-            assert torch.equal(got, dec.step_state(s0.float(), y[:, 0], c.float()))
-    with torch.autocast("cpu", torch.bfloat16):
-        ref = dec.step_state(s0.float(), y[:, 0], c.float())  # autograd on: gru_step, gates in bf16
-    torch.testing.assert_close(got, ref, rtol=0, atol=0.02)  # decoding: gates in float32
-
     model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)).eval()
-    for name in ("decode_steps", "step_weights"):  # the model's own steps; the interface's
-        calls, orig = [], getattr(model, name)
-        monkeypatch.setattr(
-            model, name, lambda *a, orig=orig, calls=calls: calls.append(1) or orig(*a)
-        )
-        search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=1, workers=1)
-        assert calls == [1]
-        monkeypatch.setattr(search, "model_steps", lambda model, words: search.ModelSteps(model))
+    on_backend(model, backend)
+    calls, orig = [], model.steps
+    monkeypatch.setattr(model, "steps", lambda *a: calls.append(1) or orig(*a))
+    search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=1, workers=1)
+    assert calls == [1]
 
 
 def test_deep_output_maxout_over_adjacent_pairs_ties_included():

@@ -5,6 +5,7 @@ import torch
 from torch.func import functional_call
 
 from nmt_lib.encoder import Encoder
+from nmt_lib.fast import on_backend
 
 B, Tx, K_x, m, n = 3, 6, 13, 5, 4
 LENGTHS = [6, 4, 1]
@@ -14,9 +15,10 @@ def sig(v):
     return 1 / (1 + torch.exp(-v))
 
 
-def setup(bidirectional=True, embedding_bias=True, gate_bias=False, seed=0):
+def setup(bidirectional=True, embedding_bias=True, gate_bias=False, seed=0, backend="reference"):
     torch.manual_seed(seed)
     enc = Encoder(K_x, m, n, bidirectional, embedding_bias, gate_bias).double()
+    on_backend(enc, backend)
     with torch.no_grad():
         for p in enc.parameters():
             p.normal_(0, 0.5)
@@ -60,30 +62,30 @@ def reference(enc, x, lengths, bidirectional=True):
     "bidirectional,embedding_bias,gate_bias",
     [(True, True, False), (False, True, False), (True, False, True)],
 )
-def test_encoder_equals_literal_equations(bidirectional, embedding_bias, gate_bias):
-    enc, x, mask = setup(bidirectional, embedding_bias, gate_bias)
+def test_encoder_equals_literal_equations(bidirectional, embedding_bias, gate_bias, backend):
+    enc, x, mask = setup(bidirectional, embedding_bias, gate_bias, backend=backend)
     expected = reference(enc, x, LENGTHS, bidirectional)
     torch.testing.assert_close(enc(x, mask), expected, rtol=1e-12, atol=1e-12)
 
 
-def test_last_forward_is_state_after_eos():
-    enc, x, mask = setup(bidirectional=False)
+def test_last_forward_is_state_after_eos(backend):
+    enc, x, mask = setup(bidirectional=False, backend=backend)
     h = enc(x, mask)
     c = Encoder.last_forward(h)
     for b, L in enumerate(LENGTHS):
         assert torch.equal(c[b], h[b, L - 1])
 
 
-def test_sentence_alone_equals_inside_padded_batch():
-    enc, x, mask = setup()
+def test_sentence_alone_equals_inside_padded_batch(backend):
+    enc, x, mask = setup(backend=backend)
     h = enc(x, mask)
     for b, L in enumerate(LENGTHS):
         alone = enc(x[b : b + 1, :L], mask[b : b + 1, :L])
         torch.testing.assert_close(alone[0], h[b, :L], rtol=1e-13, atol=1e-13)
 
 
-def test_encoder_gradcheck():
-    enc, x, mask = setup(gate_bias=True)
+def test_encoder_gradcheck(backend):
+    enc, x, mask = setup(gate_bias=True, backend=backend)
     names = [k for k, _ in enc.named_parameters()]
 
     def f(*params):

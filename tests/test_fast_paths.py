@@ -1,11 +1,11 @@
-"""The fast training paths against the readable definitions they stand for (issue 7).
+"""The fast backend (:mod:`nmt_lib.fast`) against the paper modules' definitions it stands for.
 
 ``fast_gru_scan`` (hand-written backward through time) against ``gru_scan``; ``target_log_prob``
-against ``log_softmax`` + ``gather``; ``energies_in_pieces`` against ``alignment_scores``;
-``Decoder.forward`` (``attention_decoder_scan`` and the all-positions output layer) against iterating
-the step interface (``readout_step`` / ``next_state``) with the encoder on ``gru_scan``; decoding
-(no autograd) against the same steps with autograd. Values and gradients agree to 1e-10 in float64; under bf16
-autocast the fast path stays as close to float32 as the step-by-step autocast path does.
+against ``log_softmax`` + ``gather``; ``energies_in_pieces`` against ``alignment_scores``; the
+model's forward on both backends against iterating the reference's step interface
+(``readout_step`` / ``next_state``); the decoding steps of both backends (``model.steps()``)
+against the same. Values and gradients agree to 1e-10 in float64; under bf16 autocast the fast
+path stays as close to float32 as the step-by-step autocast path does.
 """
 
 import contextlib
@@ -19,14 +19,16 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from nmt_lib import attention as attention_module
-from nmt_lib import decoder as decoder_module
-from nmt_lib import encoder as encoder_module
-from nmt_lib import gru as gru_module
-from nmt_lib.attention import alignment_scores, energies_in_pieces
+from nmt_lib.attention import alignment_scores
 from nmt_lib.config import ConfigError, ModelConfig
-from nmt_lib.decoder import Decoder, target_log_prob
-from nmt_lib.gru import fast_gru_scan, gru_scan
+from nmt_lib.decoder import Decoder
+from nmt_lib.fast import accelerate, kernels, scan
+from nmt_lib.fast import attention as fast_attention
+from nmt_lib.fast import decoder as fast_decoder
+from nmt_lib.fast.attention import energies_in_pieces
+from nmt_lib.fast.decoder import target_log_prob
+from nmt_lib.fast.scan import active_rows, fast_gru_scan
+from nmt_lib.gru import gru_scan
 from nmt_lib.model import build_model
 
 F64 = dict(rtol=1e-10, atol=1e-10)
@@ -38,8 +40,7 @@ def grads(out, inputs, weight):
 
 @pytest.mark.parametrize("tile", [1, 16])  # active_rows: 1 = only up to the last row still running
 @pytest.mark.parametrize("shared,masked", [(False, True), (True, False), (True, True)])
-def test_fast_gru_scan_equals_gru_scan(shared, masked, tile, monkeypatch):
-    monkeypatch.setattr(gru_module, "ROW_TILE", tile)
+def test_fast_gru_scan_equals_gru_scan(shared, masked, tile):
     g = torch.Generator().manual_seed(0)
     D, B, T, n = 2, 3, 6, 4
 
@@ -49,7 +50,7 @@ def test_fast_gru_scan_equals_gru_scan(shared, masked, tile, monkeypatch):
     a, h0 = rand(D, B, T, 3 * n), rand(D, B, n)
     U_rz, U = (rand(n, 2 * n), rand(n, n)) if shared else (rand(D, n, 2 * n), rand(D, n, n))
     mask = torch.rand(D, B, T, generator=g) > 0.3 if masked else None
-    ref, fast = gru_scan(a, h0, U_rz, U, mask), fast_gru_scan(a, h0, U_rz, U, mask)
+    ref, fast = gru_scan(a, h0, U_rz, U, mask), fast_gru_scan(a, h0, U_rz, U, mask, tile=tile)
     torch.testing.assert_close(fast, ref, **F64)
     w = torch.randn(ref.shape, generator=g, dtype=torch.float64)
     for gf, gr in zip(
@@ -58,19 +59,17 @@ def test_fast_gru_scan_equals_gru_scan(shared, masked, tile, monkeypatch):
         torch.testing.assert_close(gf, gr, **F64)
 
 
-def test_active_rows_up_to_the_last_sentence_still_running(monkeypatch):
+def test_active_rows_up_to_the_last_sentence_still_running():
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 1, 0], [1, 0, 0, 0, 0], [0, 0, 0, 0, 0]]).bool()
     time_major = mask[:, :, None]  # [T, B, 1]: sentences of lengths 3, 2, 1, 2, 1
-    monkeypatch.setattr(gru_module, "ROW_TILE", 1)
-    assert gru_module.active_rows(time_major) == [5, 4, 1, 0]
-    monkeypatch.setattr(gru_module, "ROW_TILE", 2)
-    assert gru_module.active_rows(time_major) == [5, 4, 2, 0]  # rounded up, at most B
+    assert active_rows(time_major, tile=1) == [5, 4, 1, 0]
+    assert active_rows(time_major, tile=2) == [5, 4, 2, 0]  # rounded up, at most B
     two = torch.stack([time_major, time_major.flip(0)], 1)  # [T, D, B, 1]: the latest of both
-    assert gru_module.active_rows(two) == [5, 4, 4, 5]
-    assert gru_module.active_rows(None) == []
+    assert active_rows(two, tile=2) == [5, 4, 4, 5]
+    assert active_rows(None) == []
 
 
-def test_attention_scan_states_past_the_end_keep_their_gradient(monkeypatch):
+def test_attention_scan_states_past_the_end_keep_their_gradient():
     """S (the states, copied past each sentence's end) is the same function whether a step computes
     every row (tile 16 > B) or only up to the last sentence still running (tile 1): so are the
     gradients of a loss on all of S, padding included."""
@@ -84,10 +83,9 @@ def test_attention_scan_states_past_the_end_keep_their_gradient(monkeypatch):
     w = torch.randn(B, Ty, n, generator=g, dtype=torch.float64)
     out = {}
     for tile in (16, 1):
-        monkeypatch.setattr(gru_module, "ROW_TILE", tile)
-        S = decoder_module.attention_decoder_scan(*args[:2], y_mask, *args[2:4], x_mask, *args[4:])[
-            0
-        ]
+        S = fast_decoder.attention_decoder_scan(
+            *args[:2], y_mask, *args[2:4], x_mask, *args[4:], kernels, tile
+        )[0]
         out[tile] = (S, torch.autograd.grad((S * w).sum(), args))
     torch.testing.assert_close(out[1][0], out[16][0], **F64)
     for g1, g16 in zip(out[1][1], out[16][1], strict=True):
@@ -96,29 +94,36 @@ def test_attention_scan_states_past_the_end_keep_their_gradient(monkeypatch):
 
 def test_padded_rows_real_positions_then_copies_of_the_first():
     mask = torch.tensor([[False, True, True], [True, False, False]])
-    idx, n = decoder_module.padded_rows(mask, multiple=4)
+    idx, n = fast_decoder.padded_rows(mask, multiple=4)
     assert idx.tolist() == [1, 2, 3, 1] and n == 3
-    assert decoder_module.padded_rows(mask, multiple=1)[0].tolist() == [1, 2, 3]
-    assert len(decoder_module.padded_rows(torch.ones(8, 16, dtype=torch.bool))[0]) == 128
-    assert decoder_module.padded_rows(torch.zeros(2, 3, dtype=torch.bool))[0].numel() == 0
+    assert fast_decoder.padded_rows(mask, multiple=1)[0].tolist() == [1, 2, 3]
+    assert len(fast_decoder.padded_rows(torch.ones(8, 16, dtype=torch.bool))[0]) == 128
+    assert fast_decoder.padded_rows(torch.zeros(2, 3, dtype=torch.bool))[0].numel() == 0
 
 
-def test_import_raises_onednn_kernel_cache_unless_set():
-    code = "import nmt_lib, os; print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
+def run_python(code: str, env: dict) -> str:
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def test_acceleration_raises_onednn_kernel_cache_unless_set():
+    """Importing the library (the fast backend too) leaves the process alone; choosing acceleration
+    raises oneDNN's kernel cache, unless the user set it."""
+    code = ("import os, nmt_lib.fast, nmt_lib.train; "
+            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), end=' '); "
+            "nmt_lib.fast.tune_process(); print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])")  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
-    run = lambda e: subprocess.run([sys.executable, "-c", code], env=e, capture_output=True,  # noqa: E731
-                                   text=True, check=True).stdout.strip()  # fmt: skip
-    assert run(env) == "8192"
-    assert run({**env, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64"}) == "64"
+    assert run_python(code, env) == "None 8192"
+    assert run_python(code, {**env, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64"}) == "64 64"
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="glibc's mallopt")
-def test_import_keeps_freed_memory_unless_opted_out():
-    code = "import nmt_lib; print(nmt_lib.MALLOC_TUNED)"
-    run = lambda e: subprocess.run([sys.executable, "-c", code], env={**os.environ, **e},  # noqa: E731
-                                   capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    assert run({}) == "True"
-    assert run({"NMT_LIB_MALLOPT": "0"}) == "False"
+def test_acceleration_keeps_freed_memory_unless_opted_out():
+    code = ("import nmt_lib.fast as f, nmt_lib.model as m, nmt_lib.config as c; "
+            "f.accelerate(m.build_model(c.ModelConfig(src_vocab=5, trg_vocab=5, m=2, n=2, "
+            "n_align=2, l=2))); print(f.tune_process()['malloc'])")  # fmt: skip
+    assert run_python(code, dict(os.environ)) == "True"
+    assert run_python(code, {**os.environ, "NMT_LIB_MALLOPT": "0"}) == "False"
 
 
 def test_fast_gru_scan_gradcheck():
@@ -139,7 +144,7 @@ def test_target_log_prob_equals_log_softmax(column_major):
     u, W, b = (x.requires_grad_() for x in (u, W, b))
     y = torch.randint(0, K, (N,), generator=g)
     ref = Decoder.log_softmax(torch.nn.functional.linear(u, W, b)).gather(-1, y[:, None])[:, 0]
-    fast = target_log_prob(u, W, b, y)
+    fast = target_log_prob(u, W, b, y, kernels)
     torch.testing.assert_close(fast, ref, **F64)
     w = torch.randn(N, generator=g, dtype=torch.float64)
     expected = grads(ref, (u, W, b), w)
@@ -149,23 +154,19 @@ def test_target_log_prob_equals_log_softmax(column_major):
         torch.testing.assert_close(gf, gr, **F64)
         torch.testing.assert_close(gs, gr, **F64)
     assert first[1].stride() == W.stride()  # the gradient in the parameter's layout: no copy
-    assert torch.autograd.gradcheck(lambda *p: target_log_prob(*p, y), (u, W, b))
+    assert torch.autograd.gradcheck(lambda *p: target_log_prob(*p, y, kernels), (u, W, b))
 
 
 @pytest.mark.parametrize("use_kernels", [True, False])
 def test_target_log_prob_in_blocks_of_rows(use_kernels, monkeypatch):
-    """Float32 logits on a CPU in blocks of rows (``decoder._logit_pieces``; here 64 + 64 + 64 + 8
-    rows): the log-probabilities and the gradients of ``u``, ``W``, ``b`` (first backward, and a
-    second one that recomputes the logits) as float64's within float32 rounding, with the
-    compiled kernels and with the PyTorch operations."""
-    from nmt_lib import decoder
-
-    if not use_kernels:
-        monkeypatch.setattr(decoder.kernels, "library", lambda: None)
+    """Float32 logits on a CPU in blocks of rows (``_logit_pieces``; here 64 + 64 + 64 + 8 rows):
+    the log-probabilities and the gradients of ``u``, ``W``, ``b`` (first backward, and a second
+    one that recomputes the logits) as float64's within float32 rounding, with the compiled
+    kernels and with the PyTorch operations."""
     g = torch.Generator().manual_seed(5)
     N, r, K = 200, 12, 101
-    monkeypatch.setattr(decoder, "LOGIT_BLOCK_BYTES", 64 * 4 * K)
-    pieces = decoder._logit_pieces(N, r, K, torch.float32, torch.device("cpu"))
+    monkeypatch.setattr(fast_decoder, "LOGIT_BLOCK_BYTES", 64 * 4 * K)
+    pieces = fast_decoder._logit_pieces(N, r, K, torch.float32, torch.device("cpu"))
     assert [len(range(N)[p]) for p in pieces] == [64, 64, 64, 8]
     u, W, b = (torch.randn(*s, generator=g) for s in ((N, r), (r, K), (K,)))
     W = W.t()  # column-major, as the model stores W_o
@@ -174,7 +175,7 @@ def test_target_log_prob_in_blocks_of_rows(use_kernels, monkeypatch):
     ref = Decoder.log_softmax(torch.nn.functional.linear(*ref_in)).gather(-1, y[:, None])[:, 0]
     expected = grads(ref, ref_in, w.double())
     u, W, b = (x.requires_grad_() for x in (u, W, b))
-    fast = target_log_prob(u, W, b, y)
+    fast = target_log_prob(u, W, b, y, kernels if use_kernels else None)
     torch.testing.assert_close(fast.double(), ref.detach(), rtol=0, atol=2e-5)
     first = torch.autograd.grad((fast * w).sum(), (u, W, b), retain_graph=True)
     second = torch.autograd.grad((fast * w).sum(), (u, W, b))
@@ -184,7 +185,7 @@ def test_target_log_prob_in_blocks_of_rows(use_kernels, monkeypatch):
 
 
 def test_logit_pieces_only_for_float32_on_a_cpu_with_a_small_weight_gradient():
-    from nmt_lib.decoder import LOGIT_BLOCK_BYTES, _logit_pieces
+    from nmt_lib.fast.decoder import LOGIT_BLOCK_BYTES, _logit_pieces
 
     cpu, N, K = torch.device("cpu"), 1500, 10003  # bench-small: 1500 x 10003 float32 logits
     rows = [len(range(N)[p]) for p in _logit_pieces(N, 256, K, torch.float32, cpu)]
@@ -200,7 +201,7 @@ def test_logit_pieces_only_for_float32_on_a_cpu_with_a_small_weight_gradient():
 def test_energies_in_pieces_equals_alignment_scores(dtype, G):
     g = torch.Generator().manual_seed(3)
     B, Tx, n, n_align = 10, 64, 6, 1024 // G  # pieces of 4 sentences: 4 + 4 + 2
-    assert attention_module.piece_rows(torch.empty(B, Tx, n_align), G) == 4
+    assert fast_attention.piece_rows(torch.empty(B, Tx, n_align), G) == 4
     s_prev, W_a = torch.randn(G * B, n, generator=g), torch.randn(n_align, n, generator=g)
     Uh, v_a = torch.randn(B, Tx, n_align, generator=g), torch.randn(n_align, generator=g)
     s_prev, W_a, Uh, v_a = (t.to(dtype) for t in (s_prev, W_a, Uh, v_a))
@@ -214,9 +215,14 @@ B, Tx, Ty = 3, 6, 5
 X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]
 
 
-def setup(arch, seed=0, dtype=torch.float64, scale=0.5, **overrides):
+def setup(arch, seed=0, dtype=torch.float64, scale=0.5, backend="reference", **overrides):
+    """A model on ``backend`` with large random weights (the same for the same ``seed``), and a
+    batch. On the fast backend the scans compute only the rows up to the last sentence still
+    running (tile 1, not 16)."""
     torch.manual_seed(seed)
     model = build_model(dataclasses.replace(CFG, arch=arch, **overrides)).to(dtype)
+    if backend == "fast":
+        accelerate(model, tile=1)
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, scale)
@@ -229,19 +235,15 @@ def setup(arch, seed=0, dtype=torch.float64, scale=0.5, **overrides):
 
 @contextlib.contextmanager
 def small_pieces(rows=2):
-    """The attention in pieces of ``rows`` sentences (B = 3: pieces of 2 and 1); the scans compute
-    only the rows up to the last sentence still running (``active_rows`` to 1 row, not 16)."""
-    with mock.patch.object(attention_module, "piece_rows", lambda Uh, G=1: rows), \
-            mock.patch.object(decoder_module, "piece_rows", lambda Uh, G=1: rows), \
-            mock.patch.object(gru_module, "ROW_TILE", 1):  # fmt: skip
+    """The fast attention in pieces of ``rows`` sentences (B = 3: pieces of 2 and 1)."""
+    with mock.patch.object(fast_attention, "piece_rows", lambda Uh, G=1: rows):
         yield
 
 
 def step_reference(model, x, x_mask, y, y_mask):
-    """``logp [B, Ty]`` and ``alpha [B, Ty, Tx]`` (or None) from the step interface, autograd
-    through the readable definitions (the encoder on ``gru_scan``)."""
-    with mock.patch.object(encoder_module, "fast_gru_scan", lambda *a: gru_scan(*a[:5])):
-        enc = model.encode(x, x_mask)
+    """``logp [B, Ty]`` and ``alpha [B, Ty, Tx]`` (or None) from the step interface of the
+    reference backend (``model`` must be on it), autograd through the paper's definitions."""
+    enc = model.encode(x, x_mask)
     s, y_prev, logp, alpha = model.init_state(enc), None, [], []
     for i in range(y.shape[1]):
         logp_next, c, alpha_i = model.readout_step(enc, s, y_prev)
@@ -270,30 +272,55 @@ def loss_and_grads(model, logp, alpha, seed=5):
     [("RNNsearch", {}), ("RNNsearch", {"output_rank": None, "gate_bias": True, "n_dec": None}),
      ("RNNencdec", {}), ("RNNencdec", {"output_rank": None, "embedding_bias": False})],
 )  # fmt: skip
-def test_forward_equals_step_interface_values_and_gradients(arch, overrides):
-    model, x, x_mask, y, y_mask = setup(arch, **overrides)
+def test_forward_equals_step_interface_values_and_gradients(arch, overrides, backend):
+    model, x, x_mask, y, y_mask = setup(arch, backend=backend, **overrides)
+    paper = setup(arch, **overrides)[0]  # the same weights, on the reference backend
     with small_pieces():
         logp, alpha = model(x, x_mask, y, y_mask)
-    logp_ref, alpha_ref = step_reference(model, x, x_mask, y, y_mask)
+    logp_ref, alpha_ref = step_reference(paper, x, x_mask, y, y_mask)
     torch.testing.assert_close(logp, logp_ref, **F64)
     if alpha_ref is not None:
         torch.testing.assert_close(alpha, alpha_ref, **F64)
     with small_pieces():
         fast = loss_and_grads(model, logp, alpha)
-    ref = loss_and_grads(model, logp_ref, alpha_ref)
+    ref = loss_and_grads(paper, logp_ref, alpha_ref)
     for name, g in ref.items():
         torch.testing.assert_close(fast[name], g, **F64, msg=name)
 
 
+def search_steps(model, x, x_mask, y, y_mask):
+    """``logp [B, Ty]`` and ``alpha [B, Ty, Tx]`` (or None) of the reference words through the
+    step of a search (``model.steps()``, :mod:`nmt_lib.steps`), without autograd: each word's
+    log-probability among the ``K`` best words of its row."""
+    K = model.decoder.E.shape[0]
+    with torch.no_grad():
+        enc, steps = model.encode(x, x_mask), model.steps()
+        state, logp, alpha = steps.start(enc), [], []
+        for i in range(y.shape[1]):
+            scores, alpha_i, carry = steps.readout(enc, state)
+            best, words = steps.best_words(scores, K, torch.zeros_like(y_mask[:, i]), False)
+            logp.append(torch.full((len(y), K), -torch.inf, dtype=best.dtype).scatter(1, words, best)
+                        .gather(1, y[:, i, None]).squeeze(1).to(torch.float64))  # fmt: skip
+            alpha.append(alpha_i)
+            state = steps.advance(carry, y[:, i])
+    logp = torch.stack(logp, 1).masked_fill(~y_mask, 0.0)
+    if alpha[0] is None:
+        return logp, None
+    return logp, torch.stack(alpha, 1).masked_fill(~y_mask[..., None], 0.0)
+
+
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
-def test_decoding_without_autograd_equals_the_steps_with_autograd(arch):
-    model, x, x_mask, y, y_mask = setup(arch)
-    with small_pieces(), torch.no_grad():
-        fast = step_reference(model, x, x_mask, y, y_mask)
-    ref = step_reference(model, x, x_mask, y, y_mask)
-    for a, b in zip(fast, ref, strict=True):
-        if b is not None:
-            torch.testing.assert_close(a, b.detach(), **F64)
+def test_search_steps_equal_the_steps_with_autograd(arch, backend):
+    """What a search reads (the reference's log-softmax, the fast backend's logits normalised in
+    ``best_words``) is the step interface's distribution: the attention weights to float64
+    rounding, the log-probabilities to float32's (``best_words`` returns them in float32)."""
+    model, x, x_mask, y, y_mask = setup(arch, backend=backend)
+    with small_pieces():
+        logp, alpha = search_steps(model, x, x_mask, y, y_mask)
+    logp_ref, alpha_ref = step_reference(setup(arch)[0], x, x_mask, y, y_mask)
+    torch.testing.assert_close(logp, logp_ref.detach(), rtol=1e-6, atol=1e-6)
+    if alpha_ref is not None:
+        torch.testing.assert_close(alpha, alpha_ref.detach(), **F64)
 
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
@@ -302,11 +329,9 @@ def test_float32_with_onednn_products_as_close_to_float64_as_with_matmul(arch, m
     ``right_product``: on AMD CPUs; forced on here) are as close to the float64 function as with
     ``torch.matmul``'s: log-probs within 1e-5, each gradient within 1e-4 relative and at most
     four times the ``torch.matmul`` path's error."""
-    from nmt_lib import kernels
-
     if not kernels._prepacking(torch.float32):
         pytest.skip("this PyTorch has no oneDNN float32 linear")
-    model, x, x_mask, y, y_mask = setup(arch, output_rank=None, scale=0.3)
+    model, x, x_mask, y, y_mask = setup(arch, output_rank=None, scale=0.3, backend="fast")
     logp64, alpha64 = model(x, x_mask, y, y_mask)
     exact = loss_and_grads(model, logp64, alpha64)
     model = model.float()
@@ -326,21 +351,23 @@ def relative_errors(a: dict, b: dict) -> dict:
 
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
-def test_bf16_autocast_as_close_to_float32_as_the_step_path(arch):
-    """bf16 (3 significant digits) changes both paths; the fast one must not be worse: log-probs
-    within 0.01 nats of float32 (measured: 0.002), every gradient within 5 % (relative L2; measured
-    0.02-1.9 %, the step-by-step autocast path 0.2-1.6 %) or twice the error of that path."""
-    model, x, x_mask, y, y_mask = setup(arch, dtype=torch.float32, scale=0.3, m=16, n=16,
-                                        n_dec=24, n_align=12, l=8)  # fmt: skip
-    exact = step_reference(model, x, x_mask, y, y_mask)
-    g_exact = loss_and_grads(model, *exact)
+def test_bf16_autocast_as_close_to_float32_as_the_step_path(arch, backend):
+    """bf16 (3 significant digits) changes both paths; the forward must not be worse than the
+    step interface's: log-probs within 0.01 nats of float32 (measured: 0.002), every gradient
+    within 5 % (relative L2; measured 0.02-1.9 %, the step-by-step autocast path 0.2-1.6 %) or
+    twice the error of that path."""
+    sizes = dict(dtype=torch.float32, scale=0.3, m=16, n=16, n_dec=24, n_align=12, l=8)
+    model, x, x_mask, y, y_mask = setup(arch, backend=backend, **sizes)
+    paper = setup(arch, **sizes)[0]
+    exact = step_reference(paper, x, x_mask, y, y_mask)
+    g_exact = loss_and_grads(paper, *exact)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         fast = model(x, x_mask, y, y_mask)
-        ref = step_reference(model, x, x_mask, y, y_mask)
+        ref = step_reference(paper, x, x_mask, y, y_mask)
     assert fast[0].dtype == torch.float32
     torch.testing.assert_close(fast[0], exact[0], rtol=0, atol=0.01)
     err_fast = relative_errors(loss_and_grads(model, *fast), g_exact)
-    err_ref = relative_errors(loss_and_grads(model, *ref), g_exact)
+    err_ref = relative_errors(loss_and_grads(paper, *ref), g_exact)
     for k, e in err_fast.items():
         assert e < max(0.05, 2 * err_ref[k]), (k, e, err_ref[k])
 
@@ -360,21 +387,20 @@ class NoReadBack(TorchFunctionMode):
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
 def test_static_shapes_compute_the_same_function(arch, monkeypatch):
-    """Under ``static_shapes`` (a CUDA graph's capture, ``nmt_lib.graphs``) every row of every step
-    and every target position, padding too, are computed: the same log-probabilities, attention
-    weights and gradients (here on the CPU, with the check forced on), and no value is read back
-    from a tensor, forward or backward (which a capture forbids)."""
-    model, x, x_mask, y, y_mask = setup(arch)
-    monkeypatch.setattr(gru_module, "ROW_TILE", 1)  # else the 3 rows are all active anyway
+    """Under ``static_shapes`` (a CUDA graph's capture, ``nmt_lib.fast.graphs``) every row of every
+    step and every target position, padding too, are computed: the same log-probabilities,
+    attention weights and gradients (here on the CPU, with the check forced on), and no value is
+    read back from a tensor, forward or backward (which a capture forbids)."""
+    model, x, x_mask, y, y_mask = setup(arch, backend="fast")  # tile 1: not all 3 rows active
     logp, alpha = model(x, x_mask, y, y_mask)
     ref = loss_and_grads(model, logp, alpha)
-    assert gru_module.active_rows(y_mask.t()[..., None]) != [B] * Ty
-    for module in (gru_module, decoder_module):
+    assert active_rows(y_mask.t()[..., None], tile=1) != [B] * Ty
+    for module in (scan, fast_decoder):
         monkeypatch.setattr(module, "static_shapes", lambda t: True)
     with NoReadBack():
         logp2, alpha2 = model(x, x_mask, y, y_mask)
         grads = loss_and_grads(model, logp2, alpha2)
-    assert gru_module.active_rows(y_mask.t()[..., None]) == [B] * Ty
+    assert active_rows(y_mask.t()[..., None], tile=1) == [B] * Ty
     torch.testing.assert_close(logp2, logp, **F64)
     if alpha is not None:
         torch.testing.assert_close(alpha2, alpha, **F64)
@@ -392,10 +418,11 @@ def test_n_dec_config():
 
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
-def test_a_target_column_of_padding_only(arch):
+def test_a_target_column_of_padding_only(arch, backend):
     """A batch padded one column past its longest target (no sentence running at that step: the
-    scans compute 0 rows there) gives the same log-probabilities and gradients, 0 in that column."""
-    model, x, x_mask, y, y_mask = setup(arch)
+    fast scans compute 0 rows there) gives the same log-probabilities and gradients, 0 in that
+    column."""
+    model, x, x_mask, y, y_mask = setup(arch, backend=backend)
     logp, _ = model(x, x_mask, y, y_mask)
     y2 = torch.cat([y, torch.zeros_like(y[:, :1])], 1)
     m2 = torch.cat([y_mask, torch.zeros_like(y_mask[:, :1])], 1)
@@ -410,7 +437,7 @@ def test_a_target_column_of_padding_only(arch):
 
 @pytest.mark.parametrize("rows", [0, 1, 127, 128, 300])
 def test_transposed_copy(rows):
-    from nmt_lib.gru import transposed
+    from nmt_lib.fast.scan import transposed
 
     x = torch.randn(2, rows, 5, generator=torch.Generator().manual_seed(rows))
     for t, dtype in ((x, torch.float64), (x[1], torch.bfloat16)):

@@ -1,4 +1,4 @@
-"""``nmt_lib.graphs.GraphedLoss`` on the CPU, its CUDA calls replaced by stand-ins: a "graph" that
+"""``nmt_lib.fast.graphs.GraphedLoss`` on the CPU, its CUDA calls replaced by stand-ins: a "graph" that
 reruns the captured step at each replay. What is checked is the bookkeeping around the capture
 (padding into the input buffers, one graph per padded shape, every graph writing the same output
 buffers); the capture itself, and the model's static shapes under it, are tested on a GPU
@@ -14,8 +14,8 @@ import torch
 from test_fast_paths import setup
 from test_train import toy, trainer, with_train  # noqa: F401 (toy: a fixture)
 
-from nmt_lib import graphs
-from nmt_lib.graphs import GraphedLoss
+from nmt_lib.fast import graphs
+from nmt_lib.fast.graphs import GraphedLoss
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def three_batches(x, x_mask, y, y_mask) -> list[tuple]:
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
 def test_graphs_pad_replay_and_share_their_outputs(arch, fake_cuda):
-    model, x, x_mask, y, y_mask = setup(arch)
+    model, x, x_mask, y, y_mask = setup(arch, backend="fast")
     params = list(model.parameters())
     graphed = GraphedLoss(model, params, "fp32", multiple=4)
     outs = []

@@ -127,6 +127,28 @@ def test_reset_after_variant_matches_torch_gru():
     torch.testing.assert_close(ours, ref(x, h0[None])[0], rtol=1e-12, atol=1e-12)
 
 
+PAPER_MODULES = ["gru", "attention", "encoder", "decoder", "model", "steps"]
+
+
+@pytest.mark.parametrize("module", PAPER_MODULES)
+def test_paper_modules_are_plain_pytorch(module):
+    """The paper modules import torch and one another (and the settings and symbols), never the
+    fast backend, and choose no algorithm by grad mode, CUDA-graph capture or environment."""
+    path = Path(__file__).resolve().parent.parent / "nmt_lib" / f"{module}.py"
+    text = path.read_text()
+    tree = ast.parse(text)
+    local = {node.module for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and node.level == 1}  # fmt: skip
+    assert local <= {*PAPER_MODULES, "config", "vocab"}, local
+    others = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+              for a in node.names}  # fmt: skip
+    others |= {node.module.split(".")[0] for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and node.level == 0}  # fmt: skip
+    assert others <= {"torch", "__future__", "math", "typing"}, others
+    for switch in ("is_grad_enabled", "is_current_stream_capturing", "environ", "mallopt"):
+        assert switch not in text, switch
+
+
 @pytest.mark.parametrize("module", ["gru", "attention"])
 def test_concept_module_imports_only_torch(module):
     path = Path(__file__).resolve().parent.parent / "nmt_lib" / f"{module}.py"

@@ -1,4 +1,4 @@
-"""The compiled kernels (nmt_lib.kernels, kernels.c) against the PyTorch operations they replace, and
+"""The compiled kernels (nmt_lib.fast.kernels, kernels.c) against the PyTorch operations they replace, and
 the fallback when they cannot be built."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ import subprocess
 import pytest
 import torch
 
-from nmt_lib import kernels, search
-from nmt_lib.search import EOS, PAD, UNK
+from nmt_lib import search
+from nmt_lib.fast import accelerate, kernels
+from nmt_lib.fast.steps import best_words
+from nmt_lib.vocab import EOS, PAD, UNK
 
 
 @pytest.fixture
@@ -21,17 +23,15 @@ def lib():
     return lib
 
 
-def torch_best_words(x, k, no_eos, ignore_unk, bias, normalized, monkeypatch):
-    """``search.best_words`` with its PyTorch operations (no kernel)."""
-    with monkeypatch.context() as m:
-        m.setattr(kernels, "library", lambda: None)
-        return search.best_words(x.clone(), k, no_eos, ignore_unk, bias, normalized)
+def torch_best_words(x, k, no_eos, ignore_unk, bias, normalized):
+    """The fast ``best_words`` with its PyTorch operations (no kernel)."""
+    return best_words(x.clone(), k, no_eos, ignore_unk, bias, normalized, fused=None)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("K", [3, 10, 64, 65, 200, 10003])
 @pytest.mark.parametrize("normalized", [False, True])
-def test_best_words_kernel_equals_torch_ops(lib, dtype, K, normalized, monkeypatch):
+def test_best_words_kernel_equals_torch_ops(lib, dtype, K, normalized):
     """Same words and log-probabilities (float32 rounding apart) as the PyTorch operations: rows
     shorter and longer than the kernel's 64-column blocks, k = K, masked words, -inf logits, a row
     of ties (the lower column first), a row stride other than K, with and without a bias; the input
@@ -48,7 +48,7 @@ def test_best_words_kernel_equals_torch_ops(lib, dtype, K, normalized, monkeypat
         for k in sorted({1, min(3, K), min(10, K), K}):
             for ignore_unk in (False, True):
                 got = kernels.best_words(x, k, no_eos, ignore_unk, bias, normalized)
-                ref = torch_best_words(x, k, no_eos, ignore_unk, bias, normalized, monkeypatch)
+                ref = torch_best_words(x, k, no_eos, ignore_unk, bias, normalized)
                 assert got is not None
                 torch.testing.assert_close(got[0], ref[0], rtol=0, atol=2e-5)
                 finite = torch.isfinite(ref[0])  # among -inf (excluded words) any order will do
@@ -80,7 +80,7 @@ def test_best_words_without_kernel_when_it_does_not_apply(lib):
     no_eos = torch.zeros(2, dtype=torch.bool)
     assert kernels.best_words(x, 2, no_eos, False, None, False) is None
     assert kernels.best_words(x.float(), 9, no_eos, False, None, False) is None
-    v, j = search.best_words(x.clone(), 2, no_eos, False)
+    v, j = best_words(x.clone(), 2, no_eos, False, fused=kernels)
     ref = torch.log_softmax(x, 1)[:, 1:].topk(2)  # only <pad> excluded
     assert torch.equal(j, ref.indices + 1) and torch.equal(v, ref.values.float())
 
@@ -100,13 +100,12 @@ def peaked_model():
     return model, [[5, 6, 7, 8, EOS], [9, 10, EOS], [11, 12, 13, EOS]]
 
 
-def test_beam_search_with_and_without_kernel(lib, monkeypatch):
+def test_beam_search_with_and_without_kernel(lib):
     """A real bf16 RNNsearch beam search finds the same translations and costs either way."""
     model, xs = peaked_model()
     with torch.autocast("cpu", torch.bfloat16):
-        fast = search.decode_corpus(model, xs, beam=4)
-        monkeypatch.setattr(kernels, "library", lambda: None)
-        plain = search.decode_corpus(model, xs, beam=4)
+        fast = search.decode_corpus(accelerate(model), xs, beam=4)
+        plain = search.decode_corpus(accelerate(model, compiled=False), xs, beam=4)
     assert [h.tokens for h in fast] == [h.tokens for h in plain]
     assert [h.cost for h in fast] == pytest.approx([h.cost for h in plain], rel=1e-5)
 
@@ -150,13 +149,12 @@ def _attention_inputs(seed: int, B: int, Tx: int, N: int, C: int, G: int = 1):
 
 @pytest.mark.parametrize("G", [1, 3])
 @pytest.mark.parametrize("h_dtype", [torch.bfloat16, torch.float32])
-def test_attend_kernel_equals_torch_ops(lib, G, h_dtype, monkeypatch):
+def test_attend_kernel_equals_torch_ops(lib, G, h_dtype):
     """One attention step (energies, masked softmax, context) as the PyTorch operations compute it
     (float32 rounding apart; the kernel's context from the float32 weights, theirs from weights
     rounded to ``h``'s dtype), for G states per sentence, exactly 0 weight on padding; into given
     buffers; no rows; what it refuses."""
-    from nmt_lib.attention import attend_in_pieces
-    from nmt_lib.decoder import attend
+    from nmt_lib.fast.attention import attend, attend_in_pieces
 
     B, Tx, N, C = 7, 9, 40, 24
     Uh, Ws, v, h, mask = _attention_inputs(G, B, Tx, N, C, G)
@@ -174,13 +172,11 @@ def test_attend_kernel_equals_torch_ops(lib, G, h_dtype, monkeypatch):
     torch.testing.assert_close(alpha, alpha_torch, rtol=0, atol=1e-6)
     torch.testing.assert_close(c.float(), c_torch.float(), rtol=tol, atol=tol)
     out = (torch.full_like(c, math.nan), torch.full_like(alpha, math.nan))
-    got = attend(Uh, Ws.bfloat16(), v, h, mask, out)  # what the decoder uses (W_a s in bf16)
+    got = attend(Uh, Ws.bfloat16(), v, h, mask, out, kernels)  # the decoder's (W_a s in bf16)
     assert got[0] is out[0] and got[1] is out[1]
     assert torch.equal(out[1], kernels.attend(Uh, Ws.bfloat16().float(), v, h, mask)[1])
-    with monkeypatch.context() as m:
-        m.setattr(kernels, "library", lambda: None)
-        got = attend(Uh, Ws, v, h, mask, out)
-        assert got[0] is out[0] and torch.equal(out[1], alpha_torch)
+    got = attend(Uh, Ws, v, h, mask, out, fused=None)
+    assert got[0] is out[0] and torch.equal(out[1], alpha_torch)
     assert kernels.attend(Uh[:0], Ws[:0], v, h[:0], mask[:0])[0].shape == (0, C)
     assert kernels.attend(Uh.double(), Ws.double(), v.double(), h.double(), mask) is None
     assert kernels.attend(Uh, Ws, v, h, mask.int()) is None
@@ -205,12 +201,12 @@ def test_tanh_of_the_kernels_is_accurate(lib):
 
 
 @pytest.mark.parametrize("h_dtype", [torch.bfloat16, torch.float32])
-def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype, monkeypatch):
-    """``decoder._attend_backward`` (∂L/∂(W_a s) written into a strided view in the compute dtype,
+def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype):
+    """``fast.attention.attend_backward`` (∂L/∂(W_a s) written into a strided view in the compute dtype,
     ∂L/∂(U_a h) and each sentence's ∂L/∂v_a accumulated in place) with the kernel as with the
     PyTorch operations, and as float64 autograd through energies, masked softmax and context; with
     and without a gradient for the weights."""
-    from nmt_lib.decoder import _attend_backward
+    from nmt_lib.fast.attention import attend_backward
 
     B, Tx, N, C = 6, 9, 33, 20
     Uh, q, v, h, mask = _attention_inputs(0, B, Tx, N, C)
@@ -223,10 +219,10 @@ def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype, monkeypatch):
     e = (torch.tanh(Uh64 + q64[:, None]) @ v64).masked_fill(~mask, -math.inf)
     alpha = e.softmax(-1)
 
-    def run(dA):  # -> d_q (a view of wider rows, h's dtype), dv, d_sum
+    def run(dA, fused):  # -> d_q (a view of wider rows, h's dtype), dv, d_sum
         wide = torch.full((B, N + 5), 7.0, dtype=h_dtype)
         dv, d_sum = dv_start.clone(), start.clone()
-        _attend_backward(Uh, q, v, h, d_c, a32, dA, d_sum, wide[:, 2 : N + 2], dv)
+        attend_backward(Uh, q, v, h, d_c, a32, dA, d_sum, wide[:, 2 : N + 2], dv, fused)
         assert (wide[:, :2] == 7).all() and (wide[:, N + 2 :] == 7).all()
         return wide[:, 2 : N + 2].float(), dv, d_sum
 
@@ -235,15 +231,13 @@ def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype, monkeypatch):
         loss = loss + (0 if dA is None else (alpha * dA.double()).sum())
         gU, gq, gv = torch.autograd.grad(loss, (Uh64, q64, v64), retain_graph=True)
         a32 = alpha.detach().float()
-        got = run(dA)
+        got = run(dA, kernels)
         d_q, dv, d_sum = got
         tol_q = 1e-5 if h_dtype == torch.float32 else 2**-8 * gq.abs().max().item()  # bf16 d_q
         torch.testing.assert_close((d_sum - start) * v, gU.float(), rtol=0, atol=1e-5)
         torch.testing.assert_close(d_q, gq.float(), rtol=0, atol=tol_q)
         torch.testing.assert_close((dv - dv_start).sum(0), gv.float(), rtol=0, atol=1e-5)
-        with monkeypatch.context() as m:
-            m.setattr(kernels, "library", lambda: None)
-            ref = run(dA)
+        ref = run(dA, None)
         tol = 1e-5 if h_dtype == torch.float32 else 5e-3  # PyTorch's bmm rounds h ∂L/∂c to bf16
         for a, b in zip(got, ref, strict=True):
             torch.testing.assert_close(a, b, rtol=0, atol=tol)
@@ -260,11 +254,11 @@ def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_target_log_prob_kernels_equal_torch_ops(lib, dtype, monkeypatch):
-    """``decoder.target_log_prob`` (the output layer of training) with the kernels: the same
+def test_target_log_prob_kernels_equal_torch_ops(lib, dtype):
+    """``fast.decoder.target_log_prob`` (the output layer of training) with the kernels: the same
     log-probabilities and gradients (of u, W, b) as with the PyTorch operations, within float32
     rounding, under autocast or not; a gradient that is a broadcast view; a second backward."""
-    from nmt_lib.decoder import target_log_prob
+    from nmt_lib.fast.decoder import target_log_prob
 
     g = torch.Generator().manual_seed(1)
     N, K, r = 70, 1001, 12
@@ -272,19 +266,16 @@ def test_target_log_prob_kernels_equal_torch_ops(lib, dtype, monkeypatch):
     W0 = torch.randn(r, K, generator=g).t()  # column-major, as the model stores W_o
     y, w = torch.randint(0, K, (N,), generator=g), torch.rand(N, generator=g)
 
-    def run():
+    def run(fused):
         u, W, b = (t.clone().requires_grad_() for t in (u0, W0, b0))
         with torch.autocast("cpu", torch.bfloat16, enabled=dtype == torch.bfloat16):
-            logp = target_log_prob(u, W, b, y)
+            logp = target_log_prob(u, W, b, y, fused)
         (logp * w).sum().backward(retain_graph=True)
         grads = [t.grad.clone() for t in (u, W, b)]
         logp.sum().backward()  # second backward: logits recomputed; ∂/∂logp broadcast
         return [logp.detach(), *grads, *(t.grad for t in (u, W, b))]
 
-    got = run()
-    with monkeypatch.context() as m:
-        m.setattr(kernels, "library", lambda: None)
-        ref = run()
+    got, ref = run(kernels), run(None)
     tol = 1e-5 if dtype == torch.float32 else 2e-2  # bf16: the gradient is rounded to bf16
     for a, b in zip(got, ref, strict=True):
         torch.testing.assert_close(a, b, rtol=tol, atol=tol)
@@ -297,7 +288,7 @@ def test_target_log_prob_kernels_equal_torch_ops(lib, dtype, monkeypatch):
 def test_target_log_prob_backward_rounds_the_gradient_as_torch(lib):
     """The gradient written over bf16 logits is rounded to nearest (even), as PyTorch's cast: the
     same bf16 numbers but for the rare float32 values next to a rounding boundary."""
-    from nmt_lib.decoder import _grad_in_pieces
+    from nmt_lib.fast.decoder import _grad_in_pieces
 
     g = torch.Generator().manual_seed(2)
     N, K = 40, 3000
@@ -368,7 +359,7 @@ def gru_operands(dtype, n, seed):
     """Random operands of the four GRU kernels, ``[D, k, ·]`` views with row strides other than
     their widths (slices of wider rows, as the scans pass them), the compute-dtype ones in
     ``dtype``; a mask with a row off in each direction."""
-    from nmt_lib import gru
+    from nmt_lib.fast import scan as gru
 
     g = torch.Generator().manual_seed(seed)
     D, k = 2, 5
@@ -457,10 +448,10 @@ def test_gru_kernels_refuse_what_they_cannot_read(lib):
 
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
-def test_training_with_and_without_gru_kernels(lib, arch, monkeypatch):
+def test_training_with_and_without_gru_kernels(lib, arch):
     """A float32 forward and backward of the whole model (both scans, padding, sentences ending at
-    different steps) gives the same loss and gradients with the GRU kernels (and under autocast the
-    prepacked products, ``kernels.right_product``) as with nmt_lib.gru's PyTorch functions and
+    different steps) gives the same loss and gradients with the kernels (and under autocast the
+    prepacked products, ``kernels.right_product``) as with the fast backend's PyTorch functions and
     ``torch.matmul``, within float32 rounding; under bf16 autocast within bf16 rounding."""
     from nmt_lib.config import ModelConfig
     from nmt_lib.model import build_model
@@ -468,12 +459,13 @@ def test_training_with_and_without_gru_kernels(lib, arch, monkeypatch):
     torch.manual_seed(0)
     cfg = ModelConfig(arch=arch, src_vocab=30, trg_vocab=40, m=8, n=12, n_align=10, l=6,
                       output_rank=None, init="fanin")  # fmt: skip
-    model = build_model(cfg)
+    model = accelerate(build_model(cfg))
     x, y = torch.randint(3, 30, (6, 9)), torch.randint(3, 40, (6, 7))
     x_mask = torch.arange(9) < torch.tensor([9, 9, 7, 5, 3, 2])[:, None]
     y_mask = torch.arange(7) < torch.tensor([7, 3, 6, 2, 7, 1])[:, None]
 
-    def loss_and_grads(bf16):
+    def loss_and_grads(bf16, compiled):
+        accelerate(model, compiled)
         model.zero_grad()
         with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
             loss = -model(x, x_mask, y, y_mask)[0].sum()
@@ -481,12 +473,7 @@ def test_training_with_and_without_gru_kernels(lib, arch, monkeypatch):
         return [loss.detach()] + [p.grad.clone() for p in model.parameters()]
 
     for bf16, tol in ((False, 1e-5), (True, 3e-2)):
-        got = loss_and_grads(bf16)
-        with monkeypatch.context() as m:
-            for name in GRU_FNS:
-                m.setattr(kernels, name, lambda *a: False)
-            m.setattr(kernels, "right_product", lambda W: None)
-            ref = loss_and_grads(bf16)
+        got, ref = loss_and_grads(bf16, True), loss_and_grads(bf16, False)
         for a, b in zip(got, ref, strict=True):
             torch.testing.assert_close(a, b, rtol=tol, atol=tol)
 
@@ -497,7 +484,7 @@ def test_transposed_kernel_equals_torch_copy(lib, dtype):
     rounded alike, ties to even, inf and NaN kept; 32 x 32 blocks and the partial ones at the
     edges take different code), for matrices, batches of them and rows strided; None for leading
     dims that do not flatten into one, float64, or fewer than two dims."""
-    from nmt_lib.gru import transposed
+    from nmt_lib.fast.scan import transposed
 
     g = torch.Generator().manual_seed(3)
     wide = torch.randn(3, 70, 45, generator=g)

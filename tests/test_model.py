@@ -1,6 +1,7 @@
 """RNNsearch and RNNencdec end to end: literal equations, the step interface, padding invariance,
 parameter counts (PAPER.md §2.5) and initialisation (App. B.1)."""
 
+import copy
 import dataclasses
 import math
 
@@ -9,6 +10,7 @@ import torch
 from torch.func import functional_call
 
 from nmt_lib.config import ModelConfig
+from nmt_lib.fast import accelerate, on_backend
 from nmt_lib.model import Encoded, build_model, count_parameters, forward_macs
 
 CFG = ModelConfig(src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, output_rank=2)
@@ -21,9 +23,10 @@ def sig(v):
     return 1 / (1 + torch.exp(-v))
 
 
-def setup(arch, seed=0, **overrides):
+def setup(arch, seed=0, backend="reference", **overrides):
     torch.manual_seed(seed)
     model = build_model(dataclasses.replace(CFG, arch=arch, **overrides)).double()
+    on_backend(model, backend)
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.5)  # large random weights: App. B.1's tiny ones would hide mistakes
@@ -85,8 +88,8 @@ def reference(model, x, y, arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_model_equals_literal_equations(arch):
-    model, x, x_mask, y, y_mask = setup(arch)
+def test_model_equals_literal_equations(arch, backend):
+    model, x, x_mask, y, y_mask = setup(arch, backend=backend)
     logp, alpha = model(x, x_mask, y, y_mask)
     logp_ref, alpha_ref = reference(model, x, y, arch)
     torch.testing.assert_close(logp, logp_ref, rtol=1e-12, atol=1e-12)
@@ -98,8 +101,8 @@ def test_model_equals_literal_equations(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_step_interface_reproduces_forward(arch):
-    model, x, x_mask, y, y_mask = setup(arch)
+def test_step_interface_reproduces_forward(arch, backend):
+    model, x, x_mask, y, y_mask = setup(arch, backend=backend)
     logp, alpha = model(x, x_mask, y, y_mask)
     enc = model.encode(x, x_mask)
     s, y_prev = model.init_state(enc), None
@@ -117,8 +120,8 @@ def test_step_interface_reproduces_forward(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_sentence_alone_equals_inside_padded_batch(arch):
-    model, x, x_mask, y, y_mask = setup(arch)
+def test_sentence_alone_equals_inside_padded_batch(arch, backend):
+    model, x, x_mask, y, y_mask = setup(arch, backend=backend)
     scores = model.score(x, x_mask, y, y_mask)
     for b in range(B):
         Lx, Ly = X_LENGTHS[b], Y_LENGTHS[b]
@@ -128,8 +131,8 @@ def test_sentence_alone_equals_inside_padded_batch(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_encoded_select_reorders_every_field(arch):
-    model, x, x_mask, *_ = setup(arch)
+def test_encoded_select_reorders_every_field(arch, backend):
+    model, x, x_mask, *_ = setup(arch, backend=backend)
     enc = model.encode(x, x_mask)
     idx = torch.tensor([2, 0, 0, 1])  # reorder and repeat, as a beam does
     sel = enc.select(idx)
@@ -147,8 +150,7 @@ def test_encoded_select_reorders_every_field(arch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_readout_with_several_states_per_sentence(arch):
     """``G`` consecutive states per encoded sentence (a beam that shares the encoding) give what
-    the encoding repeated for every state gives; ``readout_logits`` is ``readout_step`` before
-    its log-softmax."""
+    the encoding repeated for every state gives."""
     model, x, x_mask, y, *_ = setup(arch)
     G = 3
     enc = model.encode(x, x_mask)
@@ -162,39 +164,35 @@ def test_readout_with_several_states_per_sentence(arch):
         torch.testing.assert_close(c, c_ref, rtol=1e-13, atol=1e-13)
         if alpha_ref is not None:
             torch.testing.assert_close(alpha, alpha_ref, rtol=1e-13, atol=1e-13)
-        z, b, c2, _ = model.readout_logits(enc, s, prev)
-        torch.testing.assert_close((z + b).log_softmax(-1), logp, rtol=1e-13, atol=1e-13)
-        torch.testing.assert_close(c2, c, rtol=0, atol=0)
         full = model.decoder.logits(s, None if prev is None else model.decoder.embed(prev), c)
-        torch.testing.assert_close(z + b, full, rtol=1e-13, atol=1e-13)
+        torch.testing.assert_close(full.log_softmax(-1), logp, rtol=1e-13, atol=1e-13)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("table", [False, True])
 def test_decode_steps_equal_the_step_interface(arch, dtype, table):
-    """``decode_steps`` (a search's faster steps) gives the logits, weights and states of
-    ``readout_logits``/``next_state`` (through ``search.ModelSteps``), with the beam's reordering of
-    rows between steps: to rounding in float64 and float32 (the compiled kernels), to bf16's in
-    autocast (products merged, so rounded in another order); also with the word products read
-    from ``word_projections()`` and a full-rank output layer (``table``)."""
-    from nmt_lib.search import ModelSteps
-
+    """The fast backend's steps (:class:`nmt_lib.fast.steps.DecodeSteps`) give the
+    log-probabilities, weights and states of the reference's (:class:`nmt_lib.steps.Steps`), with
+    the beam's reordering of rows between steps: to rounding in float64 and float32 (the compiled
+    kernels), to bf16's in autocast (products merged, so rounded in another order); also with the
+    word products read from ``word_projections()`` and a full-rank output layer (``table``)."""
     model, x, x_mask, y, _ = setup(arch, output_rank=None if table else CFG.output_rank)
     model = model.to(torch.float32 if dtype == torch.bfloat16 else dtype)
+    fast_model = accelerate(copy.deepcopy(model))
     tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 0.1}[dtype]
     G, gen = 2, torch.Generator().manual_seed(1)
     with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=dtype == torch.bfloat16):
         enc = model.encode(x, x_mask)
-        words = model.word_projections() if table else None
-        fast, ref = model.decode_steps(words), ModelSteps(model)
+        words = fast_model.word_projections() if table else None
+        assert model.word_projections() is None
+        fast, ref = fast_model.steps(words), model.steps()
         states = [fast.start(enc), ref.start(enc)]
         for _ in range(4):
             outs = [steps.readout(enc, st) for steps, st in zip((fast, ref), states, strict=True)]
-            (z, b, norm, alpha, carry), (z_ref, b_ref, norm_ref, alpha_ref, carry_ref) = outs
-            assert norm is norm_ref is False and z.dtype == z_ref.dtype
+            ((z, b), alpha, carry), (logp_ref, alpha_ref, carry_ref) = outs
             torch.testing.assert_close(
-                (z + b).double(), (z_ref + b_ref).double(), rtol=tol, atol=tol
+                (z.double() + b).log_softmax(-1), logp_ref.double(), rtol=tol, atol=tol
             )
             if alpha_ref is None:
                 assert alpha is None
@@ -217,22 +215,22 @@ def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(mon
     every thread, and decodes as without it."""
     from nmt_lib import search
 
-    model = setup("RNNsearch")[0].float()
+    model = setup("RNNsearch", backend="fast")[0].float()
     K, n, l2 = CFG.trg_vocab, CFG.n, 2 * CFG.l
     assert model.word_projections(rows=K - 1) is None
     words = torch.arange(K)
     with torch.no_grad():
         table = model.word_projections(rows=K)
-        steps = model.decode_steps()
+        steps = model.steps()
         assert table.shape == (K, 3 * n + l2)
         torch.testing.assert_close(table, steps.times_Y(model.decoder.embed(words)))
         with torch.autocast("cpu", torch.bfloat16):
             assert model.word_projections().dtype == torch.bfloat16
     xs = [[3, 4, 5, 2], [6, 7, 2], [8, 2]]  # 9 words, beam 3: 27 rows >= K
     calls, given = [], []
-    orig, orig_steps = model.word_projections, model.decode_steps
+    orig, orig_steps = model.word_projections, model.steps
     monkeypatch.setattr(model, "word_projections", lambda rows: calls.append(rows) or orig(rows))
-    monkeypatch.setattr(model, "decode_steps", lambda w=None: given.append(w) or orig_steps(w))
+    monkeypatch.setattr(model, "steps", lambda w=None: given.append(w) or orig_steps(w))
     with_table = search.decode_corpus(model, xs, beam=3, batch_size=2, workers=2)
     assert calls == [27] and given and all(w is given[0] is not None for w in given)
     monkeypatch.setattr(model, "word_projections", lambda rows: None)
@@ -241,8 +239,8 @@ def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(mon
     assert [h.cost for h in with_table] == pytest.approx([h.cost for h in plain], rel=1e-5)
 
 
-def test_model_gradcheck():
-    model, x, x_mask, y, y_mask = setup("RNNsearch", gate_bias=True)
+def test_model_gradcheck(backend):
+    model, x, x_mask, y, y_mask = setup("RNNsearch", backend=backend, gate_bias=True)
     names = [k for k, _ in model.named_parameters()]
 
     def f(*params):
@@ -252,9 +250,10 @@ def test_model_gradcheck():
     assert torch.autograd.gradcheck(f, args, fast_mode=True)
 
 
-def test_autocast_bf16_log_softmax_in_float32():
+def test_autocast_bf16_log_softmax_in_float32(backend):
     torch.manual_seed(0)
     model = build_model(dataclasses.replace(CFG, m=16, n=16, n_align=16, l=8, output_rank=8))
+    on_backend(model, backend)
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(10)
@@ -379,18 +378,14 @@ def test_fanin_init_scales_by_fan_in_and_keeps_recurrent_orthogonal():
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("rank", [2, None])
-def test_forward_macs_counts_every_matrix_product(arch, rank, monkeypatch):
+def test_forward_macs_counts_every_matrix_product(arch, rank):
     """``forward_macs`` (the benchmarks' and the book's FLOP count) equals what PyTorch's
-    FlopCounterMode counts in a forward pass over one unpadded sentence pair (with PyTorch's
-    operations: the compiled kernels' and oneDNN's products are invisible to the counter)."""
+    FlopCounterMode counts in the fast backend's forward pass over one unpadded sentence pair
+    (without the compiled kernels: their products and oneDNN's are invisible to the counter)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from nmt_lib import kernels
-
-    monkeypatch.setattr(kernels, "library", lambda: None)
-    monkeypatch.setattr(kernels, "onednn_float32", lambda: False)
     cfg = dataclasses.replace(CFG, arch=arch, output_rank=rank)
-    model = build_model(cfg)
+    model = accelerate(build_model(cfg), compiled=False)
     # 64 target words: the output layer pads its rows to a multiple of 64 (decoder.padded_rows)
     x, y = torch.randint(3, 13, (1, 7)), torch.randint(3, 11, (1, 64))
     ones = lambda t: torch.ones_like(t, dtype=torch.bool)  # noqa: E731

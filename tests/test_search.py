@@ -15,16 +15,10 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from nmt_lib.search import (
-    EOS,
-    PAD,
-    UNK,
-    beam_search,
-    decode_corpus,
-    greedy_search,
-    in_threads,
-    pad_batch,
-)
+from nmt_lib.data import pad
+from nmt_lib.search import beam_search, decode_corpus, greedy_search, in_threads
+from nmt_lib.steps import Steps
+from nmt_lib.vocab import EOS, PAD, UNK
 
 
 class TinyEncoded(NamedTuple):
@@ -66,11 +60,17 @@ class TinyModel(nn.Module):
     def next_state(self, s_prev, y, c):
         return torch.tanh(s_prev @ self.A + self.E[y] - c)
 
+    def steps(self, words=None):
+        return Steps(self)  # the search's step through init_state, readout_step, next_state
+
+    def word_projections(self, rows=None):
+        return None
+
 
 @torch.no_grad()
 def exhaustive(model, x, beam_rules, normalize=False):
     """The best (tokens, cost) over every sequence the search may produce (same EOS/len rules)."""
-    x, x_mask = pad_batch([x])
+    x, x_mask = pad([x])
     n = int(x_mask.sum())
     min_len, max_len = (
         math.floor(n * beam_rules["min_len_ratio"]),
@@ -103,7 +103,7 @@ def exhaustive(model, x, beam_rules, normalize=False):
 def reference_beam(model, src, beam, normalize=False, min_len_ratio=0.5, max_len_ratio=3.0):
     """GroundHog's BeamSearch.search for one sentence, written plainly: every (hypothesis, word)
     pair of the live beam is scored, the best beam - finished are kept."""
-    x, x_mask = pad_batch([src])
+    x, x_mask = pad([src])
     n = len(src)
     enc = model.encode(x, x_mask)
     live = [([], 0.0)]
@@ -140,7 +140,7 @@ RULES = dict(min_len_ratio=0.5, max_len_ratio=3.0)
 @pytest.mark.parametrize("normalize", [False, True])
 def test_beam_equals_plain_groundhog_search(normalize):
     model = TinyModel(K=9, seed=6)
-    x, m = pad_batch(SOURCES)
+    x, m = pad(SOURCES)
     hyps = beam_search(model, x, m, beam=3, normalize=normalize, **RULES)
     for src, h in zip(SOURCES, hyps, strict=True):
         tokens, cost, fin = reference_beam(model, src, 3, normalize, **RULES)
@@ -158,7 +158,7 @@ def test_large_beam_finds_the_exhaustive_optimum(normalize):
     # |x| = 2: at most 6 steps, 3 non-EOS words: 3^5 live prefixes + 121 finished fit a beam of 400
     for src in [[w, EOS] for w in range(3, 9)]:
         best_toks, best_cost, best_score = exhaustive(model, src, RULES, normalize)
-        x, m = pad_batch([src])
+        x, m = pad([src])
         (h,) = beam_search(model, x, m, beam=400, normalize=normalize, **RULES)
         assert h.finished and h.tokens == best_toks
         assert h.cost == pytest.approx(best_cost, abs=1e-4)
@@ -169,7 +169,7 @@ def test_large_beam_finds_the_exhaustive_optimum(normalize):
 
 def test_beam_one_equals_greedy():
     model = TinyModel(K=7, seed=1)
-    x, m = pad_batch(SOURCES)
+    x, m = pad(SOURCES)
     for ignore_unk in (False, True):
         g = greedy_search(model, x, m, ignore_unk=ignore_unk, return_alpha=True, **RULES)
         b = beam_search(model, x, m, beam=1, ignore_unk=ignore_unk, return_alpha=True, **RULES)
@@ -181,11 +181,11 @@ def test_beam_one_equals_greedy():
 
 def test_batched_equals_one_sentence_at_a_time():
     model = TinyModel(K=9, seed=2)
-    x, m = pad_batch(SOURCES)
+    x, m = pad(SOURCES)
     for normalize in (False, True):
         batched = beam_search(model, x, m, beam=4, normalize=normalize, return_alpha=True, **RULES)
         for src, hb in zip(SOURCES, batched, strict=True):
-            xs, ms = pad_batch([src])
+            xs, ms = pad([src])
             (h1,) = beam_search(
                 model, xs, ms, beam=4, normalize=normalize, return_alpha=True, **RULES
             )
@@ -202,7 +202,7 @@ def test_ignore_unk_and_length_rules():
         model.b[UNK] = 6.0  # make <unk> likely
         model.b[EOS] = 2.0  # and EOS tempting early
     srcs = [[3] * n + [2] for n in (1, 2, 3, 5, 7)]
-    x, m = pad_batch(srcs)
+    x, m = pad(srcs)
     plain = beam_search(model, x, m, beam=5, **RULES)
     assert any(UNK in h.tokens for h in plain)  # otherwise the next check proves nothing
     for h in beam_search(model, x, m, beam=5, ignore_unk=True, **RULES) + greedy_search(
@@ -227,7 +227,7 @@ def test_nothing_finished_falls_back_to_best_live():
     model = TinyModel(K=5, seed=4)
     with torch.no_grad():
         model.b[EOS] = -100.0  # EOS never ranks among the best
-    x, m = pad_batch([[3, 2]])
+    x, m = pad([[3, 2]])
     (h,) = beam_search(model, x, m, beam=2, **RULES)
     (g,) = greedy_search(model, x, m, **RULES)
     assert not h.finished and len(h.tokens) == 6 and EOS not in h.tokens
@@ -239,11 +239,11 @@ def test_decode_corpus_keeps_input_order():
     model = TinyModel(K=7, seed=5)
     hyps = decode_corpus(model, SOURCES, beam=3, batch_size=2, **RULES)
     for src, h in zip(SOURCES, hyps, strict=True):
-        x, m = pad_batch([src])
+        x, m = pad([src])
         assert beam_search(model, x, m, beam=3, **RULES)[0].tokens == h.tokens
     greedy = decode_corpus(model, SOURCES, beam=0, batch_size=4, **RULES)
     assert [h.tokens for h in greedy] == [
-        h.tokens for h in greedy_search(model, *pad_batch(SOURCES), **RULES)
+        h.tokens for h in greedy_search(model, *pad(SOURCES), **RULES)
     ]
 
 
@@ -291,14 +291,15 @@ def test_in_threads_keeps_order_autocast_and_errors():
     assert set(seen) == {caller}
 
 
-def test_decode_corpus_in_threads_is_the_same():
+def test_decode_corpus_in_threads_is_the_same(backend):
     """``workers=3``: the same hypotheses as one batch at a time, under the caller's autocast."""
     from nmt_lib.config import ModelConfig
+    from nmt_lib.fast import on_backend
     from nmt_lib.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
-    model = build_model(cfg).eval()
+    model = on_backend(build_model(cfg).eval(), backend)
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(30 if p.dim() > 1 else 1)
@@ -317,31 +318,32 @@ def test_decode_corpus_in_threads_is_the_same():
 
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
-def test_real_model(arch):
+def test_real_model(arch, backend):
     from nmt_lib.config import ModelConfig
+    from nmt_lib.fast import on_backend
     from nmt_lib.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(
         arch=arch, src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4, output_rank=5
     )
-    model = build_model(cfg).eval()
+    model = on_backend(build_model(cfg).eval(), backend)
     with torch.no_grad():  # sharper than the initialisation so that decoding is not trivial
         for p in model.parameters():
             p.mul_(30 if p.dim() > 1 else 1)
     srcs = [[5, 6, 7, 2], [8, 2], [9, 10, 11, 12, 3, 2], [4, 4, 2]]
-    x, m = pad_batch(srcs)
+    x, m = pad(srcs)
     b1 = beam_search(model, x, m, beam=1, return_alpha=True, **RULES)
     g = greedy_search(model, x, m, return_alpha=True, **RULES)
     assert [h.tokens for h in b1] == [h.tokens for h in g]
     batched = beam_search(model, x, m, beam=5, return_alpha=True, **RULES)
     for src, hb in zip(srcs, batched, strict=True):
-        (h1,) = beam_search(model, *pad_batch([src]), beam=5, return_alpha=True, **RULES)
+        (h1,) = beam_search(model, *pad([src]), beam=5, return_alpha=True, **RULES)
         assert h1.tokens == hb.tokens and h1.cost == pytest.approx(hb.cost, abs=1e-4)
         # the search's cost is the model's own score of the sequence
-        y, ym = pad_batch([hb.tokens])
+        y, ym = pad([hb.tokens])
         with torch.no_grad():
-            score = model.score(*pad_batch([src]), y, ym)
+            score = model.score(*pad([src]), y, ym)
         assert -float(score) == pytest.approx(hb.cost, abs=1e-4)
         if arch == "RNNsearch":
             assert hb.alpha.shape == (len(hb.tokens), len(src))
@@ -350,15 +352,16 @@ def test_real_model(arch):
 
 
 @pytest.fixture(params=["kernel", "torch ops"])
-def best_words_path(request, monkeypatch):
-    """``search.best_words`` through the compiled kernel (nmt_lib.kernels) or PyTorch operations."""
-    from nmt_lib import kernels
+def fused(request):
+    """The fast ``best_words``' ``fused``: the compiled kernels (:mod:`nmt_lib.fast.kernels`), or
+    None (PyTorch operations)."""
+    from nmt_lib.fast import kernels
 
     if request.param == "torch ops":
-        monkeypatch.setattr(kernels, "library", lambda: None)
-    elif kernels.library() is None:
+        return None
+    if kernels.library() is None:
         pytest.skip("no C compiler with OpenMP: the kernels are not built")
-    return request.param
+    return kernels
 
 
 @pytest.mark.parametrize("K", [7, 80, 1000, 10003, 30001])
@@ -366,7 +369,7 @@ def best_words_path(request, monkeypatch):
 def test_topk_rows_equals_torch_topk(K, k):
     """Same values as ``torch.topk`` and indices that hold them, through the recursion, the tail
     columns, masked (-inf) columns and ties."""
-    from nmt_lib.search import topk_rows
+    from nmt_lib.fast.steps import topk_rows
 
     g = torch.Generator().manual_seed(K + k)
     x = torch.randn(37, K, generator=g)
@@ -380,20 +383,21 @@ def test_topk_rows_equals_torch_topk(K, k):
     assert all(len(set(row)) == len(row) for row in idx.tolist())  # no column twice
 
 
-def test_beam_with_a_large_vocabulary_equals_plain_topk(best_words_path, monkeypatch):
+def test_beam_with_a_large_vocabulary_equals_plain_topk(fused, monkeypatch):
     """The beam over a 5000-word vocabulary (where topk_rows does its own selection) finds what
     it finds with torch.topk."""
-    import nmt_lib.search as search
     from nmt_lib.config import ModelConfig
+    from nmt_lib.fast import accelerate
+    from nmt_lib.fast import steps as fast_steps
     from nmt_lib.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(src_vocab=50, trg_vocab=5000, m=8, n=8, n_align=8, l=4, output_rank=4,
                       init="fanin")  # fmt: skip
-    model = build_model(cfg).eval()
-    x, x_mask = pad_batch([[5, 6, 7, 8, EOS], [9, 10, EOS]])
+    model = accelerate(build_model(cfg).eval(), compiled=fused is not None)
+    x, x_mask = pad([[5, 6, 7, 8, EOS], [9, 10, EOS]])
     fast = beam_search(model, x, x_mask, beam=5)
-    monkeypatch.setattr(search, "topk_rows", lambda t, k: t.topk(k, dim=1))
+    monkeypatch.setattr(fast_steps, "topk_rows", lambda t, k: t.topk(k, dim=1))
     plain = beam_search(model, x, x_mask, beam=5)
     assert [(h.tokens, h.cost) for h in fast] == [(h.tokens, h.cost) for h in plain]
 
@@ -401,11 +405,13 @@ def test_beam_with_a_large_vocabulary_equals_plain_topk(best_words_path, monkeyp
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("ignore_unk", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype, best_words_path):
+def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype, fused):
     """``best_words`` (bias added and log-softmax computed a few rows at a time: 2^17 columns
     give pieces of 4 rows, 4 + 4 + 2) equals the log-softmax over all words, then the masks, then
-    ``topk``; and on log-probabilities (``normalized``) only the masks and ``topk``."""
-    from nmt_lib.search import best_words
+    ``topk``; and on log-probabilities (``normalized``) only the masks and ``topk``. The
+    reference's ``best_words`` on the log-softmax gives the same."""
+    from nmt_lib import steps
+    from nmt_lib.fast.steps import best_words
 
     g = torch.Generator().manual_seed(k)
     R, K = 10, 1 << 17
@@ -419,24 +425,26 @@ def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype, best_wor
         masked[:, UNK] = -math.inf
     masked[no_eos, EOS] = -math.inf
     ref = masked.topk(k, dim=1)
-    lp, w = best_words(z.clone(), k, no_eos, ignore_unk, b)
+    lp, w = best_words(z.clone(), k, no_eos, ignore_unk, b, fused=fused)
     assert torch.equal(w, ref.indices)
     torch.testing.assert_close(lp, ref.values, rtol=0, atol=1e-5)
     assert (w[~no_eos, 0] == EOS).all() and (w[no_eos] != EOS).all()
-    lp, w = best_words(logp.clone(), k, no_eos, ignore_unk, normalized=True)
+    lp, w = best_words(logp.clone(), k, no_eos, ignore_unk, normalized=True, fused=fused)
+    assert torch.equal(w, ref.indices) and torch.equal(lp, ref.values)
+    lp, w = steps.best_words(logp, k, no_eos, ignore_unk)
     assert torch.equal(w, ref.indices) and torch.equal(lp, ref.values)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_best_words_log_prob_of_a_near_certain_word_is_accurate(dtype, best_words_path):
+def test_best_words_log_prob_of_a_near_certain_word_is_accurate(dtype, fused):
     """``log p`` of a word with p ≈ 1 is a tiny negative number: computed as ``(x - max) - log Σ
     exp(x - max)``, not as the difference of two large ones (``x - logsumexp``)."""
-    from nmt_lib.search import best_words
+    from nmt_lib.fast.steps import best_words
 
     z = torch.full((1, 10), 30.0, dtype=dtype)
     z[0, 7] = 45.0
     expected = -math.log1p(9 * math.exp(-15.0))  # -2.75e-6: p_7 ≈ 1
-    lp, w = best_words(z.clone(), 1, torch.zeros(1, dtype=torch.bool), False)
+    lp, w = best_words(z.clone(), 1, torch.zeros(1, dtype=torch.bool), False, fused=fused)
     assert w.item() == 7
     # float32: log Σ exp rounds 1 + 2.75e-6 to float32 (≤ 2 %); x - logsumexp: ulp(45), 38 %
     assert lp.item() == pytest.approx(expected, rel=1e-9 if dtype == torch.float64 else 0.05)
@@ -456,7 +464,7 @@ def test_finished_hypotheses_are_not_carried():
         model.readout_step = lambda e, s, y, p=per_sentence: (
             p.append(len(s) / len(e.h)) or step(e, s, y)
         )
-        (h,) = beam_search(model, *pad_batch([src]), beam=4, **RULES)
+        (h,) = beam_search(model, *pad([src]), beam=4, **RULES)
         assert per_sentence[0] == 1 and max(per_sentence) == 4
         narrowed |= min(per_sentence[1:]) < 4
         tokens, cost, finished = reference_beam(model, src, 4)

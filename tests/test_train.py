@@ -13,20 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import data, fixtures, kernels
-from nmt_lib.checkpoint import load_checkpoint
+from nmt_lib import data, fixtures, runtime
+from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
 from nmt_lib.config import to_dict
+from nmt_lib.evaluate import dev_metrics, dev_subset, sentence_nll
+from nmt_lib.fast import kernels
 from nmt_lib.model import build_model
-from nmt_lib.train import (
-    Trainer,
-    autocast,
-    clip_gradients,
-    native_bf16,
-    resolve_device,
-    resolve_precision,
-    sentence_nll,
-    train_run,
-)
+from nmt_lib.runtime import autocast, native_bf16, resolve_device, resolve_precision
+from nmt_lib.train import Trainer, clip_gradients, train_run
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +142,7 @@ def cpu(monkeypatch):
     """Pretend to be an x86 CPU with the given /proc/cpuinfo flags."""
 
     def set_flags(*flags):
-        monkeypatch.setattr(kernels, "cpu_flags", lambda: frozenset(flags))
+        monkeypatch.setattr(runtime, "cpu_flags", lambda: frozenset(flags))
         monkeypatch.setattr(platform, "machine", lambda: "x86_64")
         native_bf16.cache_clear()
 
@@ -297,8 +291,7 @@ def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
     A contiguous matrix, a column-major one (``W_o``'s layout), a long vector (the vectorized
     loops), a permuted 3-D tensor (no flat view: the whole tensor at once, in PyTorch operations),
     a parameter without a gradient; and either's state loads into the other."""
-    from nmt_lib import kernels
-    from nmt_lib.train import Adadelta
+    from nmt_lib.fast.optim import Adadelta
 
     if chunk == "kernel" and kernels.library() is None:
         pytest.skip("no compiled kernels here")
@@ -335,8 +328,7 @@ def test_deferred_clip_is_the_clip(monkeypatch, path):
     does) updates the parameters and the state bit for bit as the clip in place then a plain step,
     and leaves the gradients unscaled: chunked PyTorch operations, the compiled kernel, and torch's
     own step (``foreach``, the GPU's path)."""
-    from nmt_lib import kernels
-    from nmt_lib.train import Adadelta
+    from nmt_lib.fast.optim import Adadelta
 
     if path == "kernel" and kernels.library() is None:
         pytest.skip("no compiled kernels here")
@@ -383,7 +375,6 @@ def test_adadelta_kernel_rounds_correctly():
     operations in torch's order, each correctly rounded (evaluated in float64 and rounded to
     float32 after each; ``addcmul_`` one fused multiply-add), and at least as close to the float64
     evaluation of the whole update as ``torch.optim.Adadelta``'s."""
-    from nmt_lib import kernels
 
     if kernels.library() is None:
         pytest.skip("no compiled kernels here")
@@ -417,7 +408,7 @@ def test_adadelta_kernel_rounds_correctly():
 
 
 def test_chunked_adadelta_leaves_complex_parameters_to_torch():
-    from nmt_lib.train import Adadelta
+    from nmt_lib.fast.optim import Adadelta
 
     z = torch.randn(6, dtype=torch.complex64, generator=torch.Generator().manual_seed(1))
     a, b = torch.nn.Parameter(z.clone()), torch.nn.Parameter(z.clone())
@@ -482,14 +473,10 @@ def test_warmup_and_plateau_schedule_resume(toy, tmp_path):
 
 
 def trainer_ckpt(out, cfg):
-    from nmt_lib.train import default_checkpoint_dir
-
     return default_checkpoint_dir(cfg, out)
 
 
 def test_dev_subset_is_fixed_spread_and_used_in_training(toy, tmp_path):
-    from nmt_lib.train import dev_metrics, dev_subset
-
     assert dev_subset(6003, 0) == list(range(6003)) == dev_subset(6003, 7000)
     idx = dev_subset(6003, 500)
     assert len(set(idx)) == 500 and idx[0] == 0 and idx[-1] > 5900  # both dev years

@@ -37,6 +37,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from ..runtime import cpu_flags, cpu_info
+
 SOURCE = Path(__file__).with_name("kernels.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-shared",
          "-fPIC") + (("-mprefer-vector-width=512",) if platform.machine() in ("x86_64", "AMD64")
@@ -48,26 +50,6 @@ def _cpu_id() -> bytes:
     ARM "Features" and "CPU part")."""
     flags = sorted(cpu_flags()), cpu_info("CPU part")
     return f"{platform.machine()} {platform.processor()} {flags}".encode()
-
-
-@functools.cache
-def cpu_info(*keys: str) -> str:
-    """The value of the first ``/proc/cpuinfo`` line that starts with one of ``keys``; "" where
-    there is none (or no such file)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith(keys):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
-
-
-def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags as ``/proc/cpuinfo`` lists them (x86 "flags", ARM "Features"); empty
-    where there is no such file."""
-    return frozenset(cpu_info("flags", "Features").split())
 
 
 def build(cc: str, folder: Path) -> Path:
@@ -163,7 +145,7 @@ def _cpu(*ts: Tensor, dtypes=(torch.float32,)) -> bool:
 def best_words(
     x: Tensor, k: int, no_eos: Tensor, ignore_unk: bool, bias: Tensor | None, normalized: bool
 ) -> tuple[Tensor, Tensor] | None:
-    """:func:`nmt_lib.search.best_words` in one pass (``kernels.c``), or None where the kernel does
+    """:func:`nmt_lib.fast.steps.best_words` in one pass (``kernels.c``), or None where the kernel does
     not apply (not CPU tensors, a dtype other than bf16/float32, ``k > K``, ``no_eos`` not one flag
     per row, no library): then the caller computes it with PyTorch operations. ``x`` is not
     modified. A NaN logit is never among the best words (PyTorch's ``topk`` puts it first)."""
@@ -200,7 +182,7 @@ def attend(
     Uh: Tensor, Ws: Tensor, v_a: Tensor, h: Tensor, mask: Tensor, out: tuple | None = None
 ) -> tuple[Tensor, Tensor] | None:
     """One attention step in one pass (``kernels.c``): the energies
-    (:func:`nmt_lib.attention.energies_in_pieces`) at the real positions only, the masked softmax
+    (:func:`nmt_lib.fast.attention.energies_in_pieces`) at the real positions only, the masked softmax
     (:func:`nmt_lib.attention.masked_softmax`) and the context ``c = Σ_j α_j h_j`` accumulated in
     float32 (:func:`nmt_lib.attention.context` rounds ``α`` to ``h``'s dtype first); a row without
     real positions gets ``α = 0``, ``c = 0`` (``masked_softmax``: NaN). ``Uh [B, Tx, n']``,
@@ -239,7 +221,7 @@ def attend_backward(
     dv: Tensor,
 ) -> bool:
     """The backward of :func:`attend` for one state per sentence (``kernels.c``), for
-    ``nmt_lib.decoder._AttentionDecoderScan``: from ``∂L/∂c = d_c [B, ctx]`` and ``∂L/∂α = d_alpha
+    ``nmt_lib.fast.decoder._AttentionDecoderScan``: from ``∂L/∂c = d_c [B, ctx]`` and ``∂L/∂α = d_alpha
     [B, Tx]`` (None: 0), writes ``∂L/∂q = v_a ∘ Σ_j ∂L/∂e_j (1 - t_j²)`` into ``d_q [B, n']`` (``q =
     W_a s``; bf16 or float32, rows may be strided) and adds, in place, ``∂L/∂e ∘ (1 - t²)`` to
     ``d_sum [B, Tx, n']`` and ``Σ_j ∂L/∂e_j t_j`` to ``dv [B, n']`` (summed over the rows by the
@@ -276,7 +258,7 @@ def _logits_apply(z: Tensor, bias: Tensor, y: Tensor) -> bool:
 
 
 def target_log_prob(z: Tensor, bias: Tensor, y: Tensor) -> tuple[Tensor, Tensor] | None:
-    """The forward of ``nmt_lib.decoder.target_log_prob`` after its matmul, in one pass per row
+    """The forward of :func:`nmt_lib.fast.decoder.target_log_prob` after its matmul, in one pass per row
     (``kernels.c``): ``log softmax(z + bias)[y]`` ``[N]`` float32 and the row statistics ``[N, 2]``
     (max, log Σ exp) for :func:`target_log_prob_backward`; or None where the kernel does not apply."""
     if not _logits_apply(z, bias, y) or (lib := library()) is None:
@@ -368,7 +350,7 @@ def _ready(n: int, D: int, k: int, views: list) -> ctypes.CDLL | None:
 
 
 def gru_gates(a, x, g, h, r, z, rh) -> bool:
-    """:func:`nmt_lib.gru.gru_gates` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when
+    """:func:`nmt_lib.fast.scan.gru_gates` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``: True when
     done, False (nothing written) where the kernel does not apply."""
     if (dims := _dims(h)) is None:
         return False
@@ -382,7 +364,7 @@ def gru_gates(a, x, g, h, r, z, rh) -> bool:
 
 
 def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
-    """:func:`nmt_lib.gru.gru_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]`` (``mask
+    """:func:`nmt_lib.fast.scan.gru_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]`` (``mask
     [D, k, 1]`` / ``[k, 1]`` bool or None; ``out`` may be ``h``): True when done, False (nothing
     written) where the kernel does not apply."""
     if (dims := _dims(h)) is None:
@@ -397,7 +379,7 @@ def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> bool:
 
 
 def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
-    """:func:`nmt_lib.gru.gru_backward_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``:
+    """:func:`nmt_lib.fast.scan.gru_backward_update` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``:
     True when done, False (nothing written) where the kernel does not apply."""
     if (dims := _dims(h)) is None:
         return False
@@ -412,7 +394,7 @@ def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
 
 
 def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
-    """:func:`nmt_lib.gru.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``:
+    """:func:`nmt_lib.fast.scan.gru_backward_reset` (``kernels.c``), all ``[D, k, ·]`` or ``[k, ·]``:
     True when done, False (nothing written) where the kernel does not apply."""
     if (dims := _dims(h)) is None:
         return False
@@ -426,7 +408,7 @@ def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
 
 
 def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
-    """:func:`nmt_lib.gru.transposed` (``kernels.c``): ``x.mT`` as a new contiguous tensor of
+    """:func:`nmt_lib.fast.scan.transposed` (``kernels.c``): ``x.mT`` as a new contiguous tensor of
     ``dtype``, ``x`` ``[..., R, C]`` bf16/float32 with contiguous columns and leading dims that
     flatten into one; None where the kernel does not apply. 10-20x PyTorch's transposing copy."""
     if x.dim() < 2 or dtype not in _IS_BF16:

@@ -4,7 +4,7 @@ On a GPU a recurrent step is a hundred small kernels, each shorter than the time
 take to launch it: the GPU waits on the CPU. A CUDA graph records the kernels of a whole forward and
 backward once and replays them in one launch. Its shapes are fixed, so a batch is padded to a
 multiple of ``multiple`` positions on each side (one graph per padded shape), and the model computes
-every row at every step and every target position (:func:`nmt_lib.gru.static_shapes`): the same
+every row at every step and every target position (:func:`nmt_lib.fast.scan.static_shapes`): the same
 function, padding masked out as everywhere (the tests compare it with the eager step). The
 embeddings' gradients are then summed by ``index_add_``, with atomics: not bit-reproducible from
 run to run, unlike the eager step's.

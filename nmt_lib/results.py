@@ -1,0 +1,37 @@
+"""Where a profile's results live: ``results/<profile>/``, with one directory per model under
+``runs/``, and the check that report mode makes before it reads them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .config import home, run_dir_name
+
+
+class ResultsMissing(FileNotFoundError):
+    """Report mode found no committed results; the message says how to make them."""
+
+
+def results_path(profile: str, results_dir: str | os.PathLike | None = None) -> Path:
+    """``results_dir`` if given, else ``results/<profile>/`` under :func:`nmt_lib.config.home`
+    (the repository, from a checkout)."""
+    return Path(results_dir) if results_dir else home() / "results" / profile
+
+
+def require_results(path: Path, *names: str) -> Path:
+    """Check that ``path`` holds ``names`` (report mode); never trains to make them."""
+    missing = [n for n in names if not (path / n).exists()]
+    if missing:
+        profile = path.name
+        raise ResultsMissing(
+            f"{path} has no {', '.join(missing)}. Report mode only reads committed results; to "
+            f"create them run `python tools/notebooks.py --profile {profile} --train` "
+            "(or pass results_dir= the directory of an earlier run)."
+        )
+    return path
+
+
+def run_dir(out: Path, name: str) -> Path:
+    """The directory of model ``name`` in the results directory ``out``."""
+    return out / "runs" / run_dir_name(name)

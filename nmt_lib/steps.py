@@ -1,0 +1,70 @@
+"""The decoding step: how a search drives a model, one target word at a time.
+
+GroundHog's decoder step (PAPER.md §2.4), split where a search chooses the words::
+
+    steps = model.steps(words)                           # words: model.word_projections(rows)
+    state = steps.start(enc)                             # s_0, no previous word
+    scores, alpha, carry = steps.readout(enc, state)     # p(y_i | y_<i, x) of every row, α_i
+    logp, y = steps.best_words(scores, k, no_eos, ignore_unk)   # the k (<= K) best of every row
+    state = steps.advance(carry, y)                      # s_i from s_{i-1}, y_i and c_i
+
+``enc`` is the model's encoding of ``B`` sentences (``model.encode``; ``enc.select(idx)`` keeps
+rows ``idx``); the state holds ``G`` consecutive rows per sentence (``G = 1``, or the hypotheses of
+a beam). ``carry`` is a tuple of per-row tensors, which a beam reorders
+(``tuple(t[rows] for t in carry)``) before it advances them. ``scores`` are whatever the steps'
+own ``best_words`` reads. ``alpha`` is ``[G * B, Tx]``, or None for a model without attention.
+
+:class:`Steps` is the definition, on the model's paper functions ``init_state``,
+``readout_step`` and ``next_state``: what ``model.steps()`` gives on the reference backend.
+:class:`nmt_lib.fast.steps.DecodeSteps` computes the same faster. ``model.word_projections(rows)``
+is a table that the fast steps read instead of multiplying (None on the reference backend).
+"""
+
+from __future__ import annotations
+
+import math
+
+from torch import Tensor
+
+from .vocab import EOS, PAD, UNK
+
+
+class Steps:
+    """The step of a model with ``init_state``, ``readout_step`` and ``next_state``
+    (:class:`~nmt_lib.model.EncoderDecoder`'s): a state is ``(s, y_prev)``, ``scores`` are the
+    float32 log-probabilities ``[G * B, K]`` and ``carry`` is ``(s_{i-1}, c_i)``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def start(self, enc) -> tuple:
+        return self.model.init_state(enc), None
+
+    def readout(self, enc, state: tuple) -> tuple:
+        s, y_prev = state
+        logp, c, alpha = self.model.readout_step(enc, s, y_prev)
+        return logp, alpha, (s, c)
+
+    def best_words(self, scores: Tensor, k: int, no_eos: Tensor, ignore_unk: bool):
+        return best_words(scores, k, no_eos, ignore_unk)
+
+    def advance(self, carry: tuple, y: Tensor) -> tuple:
+        s, c = carry
+        return self.model.next_state(s, y, c), y
+
+
+def best_words(logp: Tensor, k: int, no_eos: Tensor, ignore_unk: bool) -> tuple[Tensor, Tensor]:
+    """The ``k`` (at most ``K``) most probable words of each row of ``logp [R, K]`` (log-probabilities) and their
+    float32 log-probabilities, best first, with ``<pad>``, ``<unk>`` (if ``ignore_unk``) and, on
+    rows where ``no_eos [R]``, EOS excluded (GroundHog masks them after its log-softmax)."""
+    logp = logp.float().clone()
+    exclude(logp, no_eos, ignore_unk)
+    return logp.topk(min(k, logp.shape[1]), dim=1)
+
+
+def exclude(x: Tensor, no_eos: Tensor, ignore_unk: bool) -> None:
+    """``<pad>``, ``<unk>`` (if ``ignore_unk``) and EOS on rows where ``no_eos`` to -inf, in place."""
+    x[:, PAD] = -math.inf
+    if ignore_unk:
+        x[:, UNK] = -math.inf
+    x[:, EOS].masked_fill_(no_eos, -math.inf)

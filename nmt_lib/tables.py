@@ -1,0 +1,265 @@
+"""The paper's tables and figures, ours beside the paper's, built from ``results/<profile>/`` alone:
+Table 1 (:func:`table1`), Table 2 (:func:`table2`), Figure 2's curves (:func:`fig2_curves`), Figure
+3's panels (:func:`fig3_panels`), Appendix C (:func:`long_sentences`), what separates our runs from
+the paper's (:func:`gap_to_paper`), and the README's summary of them (:func:`readme_results`)."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import bleu
+from .config import load_profile, run_from_dict
+from .io import atomic_write, read_json
+from .model import RNNencdec, RNNsearch, count_parameters, forward_macs
+from .paper import APPENDIX_C_PREFIXES, MODELS, paper_table
+from .results import results_path, run_dir
+
+
+def table1(out: Path) -> list[dict]:
+    """Table 1: test BLEU, All and No-UNK, ours (tokenized multi-bleu style, and sacreBLEU on
+    detokenized text) beside the paper's."""
+    paper, rows = paper_table("table1"), []
+    for name in read_json(out / "manifest.json")["runs"]:
+        b = read_json(run_dir(out, name) / "bleu.json")
+        rows.append(
+            {
+                "model": name,
+                "All": round(b["all"]["tok"]["score"], 2),
+                "No UNK": round(b["no_unk"]["tok"]["score"], 2) if b["no_unk"]["n"] else None,
+                "All (sacreBLEU)": round(b["all"]["detok"]["score"], 2),
+                "No-UNK sentences": b["no_unk"]["n"],
+                "paper All": float(paper[name]["bleu_all"]),
+                "paper No UNK": float(paper[name]["bleu_no_unk"]),
+            }
+        )
+    moses = paper["Moses"]
+    rows.append({"model": "Moses", "paper All": float(moses["bleu_all"]),
+                 "paper No UNK": float(moses["bleu_no_unk"])})  # fmt: skip
+    return rows
+
+
+def table2(out: Path) -> list[dict]:
+    """Table 2: learning statistics, ours beside the paper's (NLL: nats per sentence)."""
+    paper, rows = paper_table("table2"), []
+    for name in read_json(out / "manifest.json")["runs"]:
+        s = read_json(run_dir(out, name) / "train_summary.json")
+        nll = read_json(run_dir(out, name) / "nll.json")
+        p = paper[name]
+        rows.append(
+            {
+                "model": name,
+                "updates": s["updates"],
+                "epochs": round(s["epochs"], 2),
+                "hours": round(s["hours"], 3),
+                "device": s["device"],
+                "train NLL": round(nll["train"]["mean"], 2),
+                "dev NLL": round(nll["dev"]["mean"], 2),
+                "paper updates": int(float(p["updates_1e5"]) * 1e5),
+                "paper epochs": float(p["epochs"]),
+                "paper hours": float(p["hours"]),
+                "paper GPU": p["gpu"],
+                "paper train NLL": float(p["train_nll"]),
+                "paper dev NLL": float(p["dev_nll"]),
+            }
+        )
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """A Markdown pipe table of ``rows`` (missing values blank)."""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    cell = lambda v: "" if v is None else (f"{v:,}" if isinstance(v, int) else str(v))  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+#: The lines around the README's results summary (:func:`readme_results`).
+README_MARKS = ("<!-- results: python -m nmt_lib.replicate --readme -->", "<!-- /results -->")
+
+
+def readme_results(profile: str = "lite") -> str:
+    """The README's first-screen summary of the committed results: ``profile``'s Table 1 beside the
+    paper's, its claims' verdicts, and the `gpu` run where there is one. Written into README.md by
+    ``python -m nmt_lib.replicate --readme``; a test checks that the README holds exactly this."""
+    out = results_path(profile)
+    manifest = read_json(out / "manifest.json")
+    with open(out / "table1.csv", encoding="utf-8") as f:
+        t1 = [r for r in csv.DictReader(f) if r["All"]]
+    with open(out / "claims.csv", encoding="utf-8") as f:
+        verdicts = [r["verdict"] for r in csv.DictReader(f)]
+    hours = sum(  # training (a resumed run's earlier sessions included) and evaluation
+        read_json(run_dir(out, name) / "train_summary.json")["hours"] + w["evaluate_s"] / 3600
+        for name, w in manifest["wall_seconds"].items()
+    )
+    rows = [{"model": r["model"], f"BLEU, `{profile}`": r["All"], "BLEU, the paper": r["paper All"]}
+            for r in t1]  # fmt: skip
+    text = [
+        f"What the committed `{profile}` results show (newstest2014, tokenized BLEU as the paper's "
+        f"Table 1). The five models, smaller than the paper's and trained with the recipe of the "
+        f"book's budget study, took {hours:.1f} CPU-core hours to train and evaluate "
+        f"({manifest['hardware']['cpu_model'] or manifest['hardware']['cpu']}):",
+        "",
+        markdown_table(rows).rstrip("\n"),
+        "",
+        f"Of the paper's {len(verdicts)} claims that the book tests, "
+        f"{verdicts.count('reproduced')} are reproduced by these models"
+        + (
+            ""
+            if verdicts.count("reproduced") == len(verdicts)
+            else f", {len(verdicts) - verdicts.count('reproduced')} not reproduced or unclear"
+        )
+        + ' (the chapter "Experiments" gives each verdict and its interval).',
+    ]
+    gpu = results_path("gpu")
+    if (gpu / "manifest.json").is_file():
+        g = read_json(gpu / "manifest.json")
+        (name,) = g["runs"]
+        b = read_json(run_dir(gpu, name) / "bleu.json")
+        summ = read_json(run_dir(gpu, name) / "train_summary.json")
+        text += [
+            "",
+            f"At the paper's sizes, {name} trained for {60 * summ['hours']:.0f} minutes of one "
+            f"{summ['device']} scores {b['all']['tok']['score']:.2f} (`results/gpu/`).",
+        ]
+    return "\n".join(text) + "\n"
+
+
+def write_table(out: Path, name: str, rows: list[dict], note: str) -> None:
+    """``<name>.csv`` and ``<name>.md`` (with ``note``, e.g. the profile and the BLEU signature)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+    w.writeheader()
+    w.writerows(rows)
+    with atomic_write(out / f"{name}.csv") as f:
+        f.write(buf.getvalue())
+    with atomic_write(out / f"{name}.md") as f:
+        f.write(markdown_table(rows) + "\n" + note.strip() + "\n")
+
+
+def show_table(out: Path, name: str, rows: list[dict], note: str, write: bool) -> str:
+    """``rows`` as Markdown with ``note`` under it, for a notebook to display; with ``write``
+    (replicate mode) also saved as ``<name>.csv`` and ``<name>.md`` in ``out`` (:func:`write_table`)."""
+    if write:
+        write_table(out, name, rows, note)
+    return markdown_table(rows) + "\n" + note
+
+
+def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:
+    """Figure 2's curves from the per-sentence BLEU statistics of each run: ``{model: (bucket
+    centres, BLEU)}`` and the bucket edges. Buckets by source length, width 10 as the paper's
+    axis suggests; width 2 when the test set has no sentence of 40 words or more (toy data)."""
+    curves, edges = {}, []
+    for name in models:
+        d = read_json(run_dir(out, name) / "bleu_by_length.json")
+        width = 10 if max(d["src_len"]) >= 40 else 2
+        edges = list(range(0, max(d["src_len"]) + width + 1, width))
+        buckets = bleu.bleu_by_length(np.array(d["stats_tok"]), d["src_len"], True, edges)
+        pts = [((b["lo"] + b["hi"] + 1) / 2, b["bleu"]) for b in buckets if b["n"] and b["hi"]]
+        curves[name] = ([x for x, _ in pts], [y for _, y in pts])
+    return curves, edges
+
+
+def fig3_panels(out: Path, model: str = "RNNsearch-50") -> tuple[list[dict], bool]:
+    """Figure 3's panels from ``attention.json`` of ``model``: the paper's sentences (b)-(d) when
+    the test set has them (then the flag is True), preceded by (a), the paper's "arbitrary
+    sentence", where the run translated it; else the three sentences chosen by the paper's rule."""
+    records = read_json(run_dir(out, model) / "attention.json")  # paper.FIG3_SOURCES, then ours
+    use_paper = all(r["found"] and r.get("alpha") for r in records[1:4])
+    if use_paper:
+        chosen = [(f"({c})", r) for c, r in zip("abcd", records[:4], strict=True) if r.get("alpha")]
+    else:
+        chosen = [(f"test sentence {r['index'] + 1}", r) for r in records[4:7] if r.get("alpha")]
+    return [{**attention_panel(r), "title": title} for title, r in chosen], use_paper
+
+
+def attention_panel(record: dict) -> dict:
+    """One ``attention.json`` record as words and weights: ``src``, ``trg`` (EOS shown as
+    ``<end>``, as the paper labels it; Moses' escapes undone) and ``alpha``."""
+    word = lambda t: "<end>" if t == "</s>" else html.unescape(t)  # noqa: E731
+    return {
+        "src": [word(t) for t in record["src_tokens"]],
+        "trg": [word(t) for t in record["hyp_tokens"]],
+        "alpha": record["alpha"],
+    }
+
+
+def long_sentences(out: Path, test, models=("RNNencdec-50", "RNNsearch-50")) -> tuple[str, bool]:
+    """Appendix C: the paper's long test sentences (or, if the test set lacks them, its three
+    longest), with the reference and each model's translation, as Markdown; and whether they
+    are the paper's."""
+    idx = [next((i for i, s in enumerate(test.src_raw) if s.startswith(p)), None)
+           for p in APPENDIX_C_PREFIXES]  # fmt: skip
+    paper = all(i is not None for i in idx)
+    if not paper:
+        idx = sorted(range(len(test)), key=lambda i: -len(test.src_tok[i]))[:3]
+    hyp = {
+        m: (run_dir(out, m) / "hyp.test.detok.txt").read_text(encoding="utf-8").splitlines()
+        for m in models
+    }
+    esc = lambda text: html.escape(text, quote=False)  # noqa: E731  <unk> is text, not a tag
+    lines = []
+    for k, i in enumerate(idx, 1):
+        lines += [f"{k}. **Source** ({len(test.src_tok[i])} words): {esc(test.src_raw[i])}", ""]
+        lines += [f"   - **Reference**: {esc(test.ref_raw[i])}"]
+        lines += [f"   - **{m}**: {esc(hyp[m][i])}" for m in models]
+        lines += [""]
+    return "\n".join(lines), paper
+
+
+def gap_to_paper(out: Path) -> list[dict]:
+    """Why our BLEU is far from the paper's, in numbers, per model: training pairs available and
+    seen, target words seen, updates, parameters, hours and device, and model FLOPs of training
+    (:func:`nmt_lib.model.forward_macs` × 6 at the mean training sentence lengths, ours for both:
+    the paper does not give its lengths after the length filter)."""
+    manifest = read_json(out / "manifest.json")
+    summ = read_json(out / "data_summary.json")
+    corpus = {k: float(v["value"]) for k, v in paper_table("corpus").items()}
+    t2, paper_cfg = paper_table("table2"), load_profile("paper").runs
+    rows = []
+    for name in manifest["runs"]:
+        cfg = run_from_manifest(manifest, name)
+        s = read_json(run_dir(out, name) / "train_summary.json")
+        train = summ[f"max_len={cfg.data.max_len}"]["train"]
+        src = train["src"]["words"] / train["pairs"] + 1  # + EOS
+        trg = train["trg"]["words"] / train["pairs"] + 1
+        p_updates = float(t2[name]["updates_1e5"]) * 1e5
+        with torch.device("meta"):
+            arch = {"RNNsearch": RNNsearch, "RNNencdec": RNNencdec}
+            ours_n = count_parameters(arch[cfg.model.arch](cfg.model))
+            pc = paper_cfg[name].model
+            paper_n = count_parameters(arch[pc.arch](pc))
+        seen = s["updates"] * cfg.data.batch_size * s.get("world_size", 1)
+        p_seen = p_updates * corpus["batch_size"]
+        flops = 6 * forward_macs(cfg.model, src, trg) * seen
+        p_flops = 6 * forward_macs(pc, src, trg) * p_seen
+        rows.append({
+            "model": name,
+            "training pairs (≤ max_len)": train["pairs"],
+            "paper training pairs (all lengths)": int(corpus["training_pairs"]),
+            "pairs seen": seen,
+            "paper pairs seen": int(p_seen),
+            "target words seen (M)": round(seen * (trg - 1) / 1e6, 1),
+            "paper target words seen (M)": round(p_seen * (trg - 1) / 1e6, 1),
+            "parameters (M)": round(ours_n / 1e6, 2),
+            "paper parameters (M)": round(paper_n / 1e6, 2),
+            "hours": round(s["hours"], 2),
+            "device": s["device"],
+            "paper hours": float(t2[name]["hours"]),
+            "paper GPU": t2[name]["gpu"],
+            "training PFLOP": round(flops / 1e15, 3),
+            "paper training PFLOP": round(p_flops / 1e15, 1),
+            "paper / ours compute": round(p_flops / flops) if flops else None,
+        })  # fmt: skip
+    return rows
+
+
+def run_from_manifest(manifest: dict, name: str):
+    """The resolved config of run ``name`` as recorded in ``manifest.json``."""
+    return run_from_dict(manifest["configs"][name])

@@ -1,0 +1,65 @@
+"""The paper's claims judged on fake results (nmt_lib.claims): the verdicts follow the numbers."""
+
+import json
+import random
+
+import numpy as np
+
+from nmt_lib import bleu
+from nmt_lib.claims import alignment_stats, claims
+from nmt_lib.paper import MODELS
+from nmt_lib.results import run_dir
+
+
+def fake_results(root, long_ok: dict, alpha):
+    """A results dir with per-sentence BLEU statistics: 40 short sentences translated perfectly
+    by every model and 40 long ones translated perfectly by the models with ``long_ok``, else
+    replaced by junk (a weaker model also loses a third of the short ones)."""
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(500)]
+    refs = [" ".join(rng.choices(words, k=n)) for n in [15] * 40 + [55] * 40]
+    for name in MODELS[:4]:
+        weak = "encdec" in name
+        hyps = [r if (i < 40 and not (weak and i % 3 == 0)) or (i >= 40 and long_ok[name])
+                else " ".join(rng.choices(words, k=len(r.split()))) for i, r in enumerate(refs)]  # fmt: skip
+        d = run_dir(root, name)
+        d.mkdir(parents=True)
+        stats = bleu.sentence_stats(hyps, refs, True)
+        lengths = [len(r.split()) for r in refs]
+        (d / "bleu_by_length.json").write_text(
+            json.dumps({"src_len": lengths, "stats_tok": stats.tolist()})
+        )
+    att = [{"alpha": alpha, "hyp_tokens": ["w"] * (len(alpha) - 1) + ["</s>"]}, {"found": False}]
+    (run_dir(root, "RNNsearch-50") / "attention.json").write_text(json.dumps(att))
+
+
+def test_claims_verdicts_follow_the_numbers(tmp_path):
+    diag = np.eye(9).tolist()
+    ok = {"RNNencdec-30": False, "RNNsearch-30": True, "RNNencdec-50": False, "RNNsearch-50": True}
+    fake_results(tmp_path / "a", ok, diag)
+    verdicts = [r["verdict"] for r in claims(tmp_path / "a", n_samples=100)]
+    assert verdicts == ["reproduced"] * 4
+
+    # RNNsearch-50 loses the long sentences too; the alignment runs backwards
+    fake_results(tmp_path / "b", {**ok, "RNNsearch-50": False}, np.eye(9)[::-1].tolist())
+    rows = claims(tmp_path / "b", n_samples=100)
+    assert [r["verdict"] for r in rows] == ["reproduced"] * 2 + ["not reproduced"] * 2
+    assert "also falls" in rows[2]["reason"]
+
+    # every model equal: no difference, no fall; uniform attention says nothing
+    fake_results(tmp_path / "c", dict.fromkeys(ok, True), (np.ones((9, 9)) / 9).tolist())
+    for name in MODELS[:4]:  # make every model the weak one
+        src = run_dir(tmp_path / "c", "RNNencdec-50") / "bleu_by_length.json"
+        (run_dir(tmp_path / "c", name) / "bleu_by_length.json").write_text(src.read_text())
+    rows = claims(tmp_path / "c", n_samples=100)
+    # equal models do not "beat" each other: a difference must reach claims.MARGIN BLEU
+    assert [r["verdict"] for r in rows] == ["not reproduced"] * 3 + ["unclear"]
+    assert all("too small" in r["reason"] for r in rows[:2])
+    assert "diffuse" in rows[3]["reason"]
+
+
+def test_alignment_stats_counts_moves_left():
+    a = [[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1]]
+    s = alignment_stats(a)
+    assert (s["words"], s["steps"], s["monotonic_steps"], s["moves_left"]) == (4, 3, 2, [1])
+    assert s["peak"] == 1.0 and s["uniform"] == 0.25

@@ -1,0 +1,54 @@
+"""The notebook runner (tools/notebooks.py): sources, parameters, clear errors."""
+
+import json
+
+import jupytext
+import pytest
+
+from tools import notebooks as runner
+
+PARAMS = {"profile", "train", "results_dir", "data_dir"}
+
+
+def test_every_notebook_has_one_parameters_cell_with_the_declared_inputs():
+    sources = runner.notebooks()
+    assert [p.stem[:2] for p in sources] == [f"{k:02d}" for k in range(1, len(sources) + 1)]
+    for src in sources:
+        nb = jupytext.read(src)
+        cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(cells) == 1, src.name
+        names = {line.split("=")[0].strip() for line in cells[0].source.splitlines() if "=" in line}
+        assert names == PARAMS, src.name
+        assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+def test_only_filters_and_rejects_unknown_names():
+    assert [p.stem for p in runner.notebooks("04")] == ["04_alignment"]
+    with pytest.raises(runner.NotebookError, match="matches no notebook"):
+        runner.notebooks("no-such-notebook")
+
+
+def test_a_failing_notebook_is_named_with_its_cell(tmp_path, monkeypatch, capsys):
+    (tmp_path / "01_ok.py").write_text(
+        '# %% tags=["parameters"]\nprofile = "smoke"\n\n# %%\nx = 1\n', encoding="utf-8"
+    )
+    (tmp_path / "02_bad.py").write_text(
+        '# %% tags=["parameters"]\nprofile = "smoke"\n\n# %%\nraise ValueError("boom")\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(runner, "NOTEBOOKS", tmp_path)
+    code = runner.main(["--out-dir", str(tmp_path / "out")])
+    err = capsys.readouterr()
+    assert code == 1
+    assert "02_bad.py" in err.err and "raise ValueError" in err.err and "boom" in err.err
+    assert "[notebooks] 1/2 01_ok.py ok" in err.out
+    executed = json.loads((tmp_path / "out" / "01_ok.ipynb").read_text())
+    tags = [c["metadata"].get("tags", []) for c in executed["cells"]]
+    assert ["parameters", "remove-cell"] in tags and ["injected-parameters"] in tags
+
+
+def test_two_parameters_cells_are_refused(tmp_path):
+    src = tmp_path / "01_two.py"
+    src.write_text('# %% tags=["parameters"]\na = 1\n\n# %% tags=["parameters"]\nb = 2\n')
+    with pytest.raises(runner.NotebookError, match="exactly one cell tagged 'parameters'"):
+        runner._to_notebook(src)

@@ -1,0 +1,63 @@
+"""The tables built from results (nmt_lib.tables): Markdown and CSV, every committed table equal to
+what the code makes of its runs, and the README's summary of them."""
+
+import csv
+
+import pytest
+
+from nmt_lib.claims import claims
+from nmt_lib.config import home
+from nmt_lib.results import results_path
+from nmt_lib.tables import (
+    README_MARKS,
+    gap_to_paper,
+    markdown_table,
+    readme_results,
+    table1,
+    table2,
+    write_table,
+)
+
+
+def test_markdown_and_csv_tables(tmp_path):
+    rows = [{"model": "A", "All": 1.5, "n": 1000}, {"model": "B", "paper All": 2.0}]
+    md = markdown_table(rows)
+    assert md.splitlines()[0] == "| model | All | n | paper All |"
+    assert md.splitlines()[2] == "| A | 1.5 | 1,000 |  |"
+    write_table(tmp_path, "t", rows, "note")
+    with open(tmp_path / "t.csv", encoding="utf-8") as f:
+        assert [r["model"] for r in csv.DictReader(f)] == ["A", "B"]
+    assert (tmp_path / "t.md").read_text(encoding="utf-8").endswith("note\n")
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        p.parent.name
+        for p in sorted((home() / "results").glob("*/manifest.json"))
+        if (p.parent / "table1.csv").is_file()
+    ],
+)  # fmt: skip
+def test_committed_tables_are_what_the_code_makes_of_the_committed_runs(profile):
+    """Every committed table of results/<profile>/ is regenerated, equal, from its runs."""
+    out = results_path(profile)
+    made = {
+        "table1": table1(out),
+        "table2": table2(out),
+        "claims": claims(out),
+        "gap": gap_to_paper(out),
+    }
+    for name, rows in made.items():
+        with open(out / f"{name}.csv", encoding="utf-8") as f:
+            committed = list(csv.DictReader(f))
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        assert list(committed[0]) == cols, name
+        assert committed == [{k: "" if r.get(k) is None else str(r[k]) for k in cols} for r in rows]
+
+
+def test_the_readme_summary_is_what_the_committed_results_say():
+    """README.md's "Results at a glance" is generated (python -m nmt_lib.replicate --readme)."""
+    text = (home() / "README.md").read_text(encoding="utf-8")
+    start, end = README_MARKS
+    block = text.split(start + "\n", 1)[1].split(end, 1)[0]
+    assert block == readme_results()
