@@ -240,7 +240,7 @@ def _seconds_per_step(profile: str, arm: str, steps: int, data_dir=None) -> floa
 
     from nmt_lib.data import TrainIterator, prepare
     from nmt_lib.fast import on_backend
-    from nmt_lib.model import build_model
+    from nmt_lib.models import build_model
     from nmt_lib.train import Trainer
 
     run = _load(profile, data_dir).runs[arm]
@@ -511,7 +511,7 @@ def write_study(
     and ``budget_curves.png`` from the arms' runs under ``results_dir``."""
     from nmt_lib import plots
     from nmt_lib.io import atomic_write, write_json
-    from nmt_lib.model import build_model
+    from nmt_lib.models import build_model
     from nmt_lib.replicate import provenance
     from nmt_lib.tables import markdown_table
 

@@ -45,6 +45,11 @@ class ConfigError(ValueError):
     """A configuration file or value is invalid; the message names the file and key."""
 
 
+#: The architectures: the paper's two (:mod:`nmt_lib.model`) and those before and after it
+#: (:mod:`nmt_lib.models`).
+ARCHS = ("RNNsearch", "RNNencdec", "Seq2seq", "Peeky", "Luong", "Transformer")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Sizes and wiring of RNNsearch / RNNencdec (App. A.2.3; GroundHog ``state.py``).
@@ -66,10 +71,29 @@ class ModelConfig:
     gate_bias: bool = False  # GroundHog: only the GRU candidate has a bias; True adds r/z biases
     embedding_bias: bool = True  # GroundHog's embedder is a linear layer with a learned bias
     init: str = "paper"  # App. B.1; "fanin": fan-in-scaled weights for small models (a deviation)
+    # the models before and after the paper (nmt_lib.models: "Seq2seq", "Peeky", "Luong",
+    # "Transformer"); RNNsearch and RNNencdec ignore these
+    layers: int = 1  # stacked LSTM layers; the Transformer's encoder and decoder layers
+    reverse_source: bool = False  # Sutskever et al.: the encoder reads the source words reversed
+    score: str = "general"  # Luong et al.'s alignment score: "dot", "general" or "concat"
+    input_feed: bool = True  # Luong et al.: h̃_{t-1} is fed to the decoder with y_{t-1}
+    heads: int = 4  # the Transformer's attention heads (m must be a multiple)
+    ff: int = 1024  # the Transformer's feed-forward inner size
 
     def __post_init__(self):
-        if self.arch not in ("RNNsearch", "RNNencdec"):
-            raise ConfigError(f"model.arch must be 'RNNsearch' or 'RNNencdec', not {self.arch!r}")
+        if self.arch not in ARCHS:
+            raise ConfigError(f"model.arch must be one of {list(ARCHS)}, not {self.arch!r}")
+        if self.score not in ("dot", "general", "concat"):
+            raise ConfigError(
+                f"model.score must be 'dot', 'general' or 'concat', not {self.score!r}"
+            )
+        for name in ("layers", "heads", "ff"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"model.{name} must be positive, got {getattr(self, name)}")
+        if self.arch == "Transformer" and self.m % self.heads:
+            raise ConfigError(
+                f"model.m ({self.m}) must be a multiple of model.heads ({self.heads})"
+            )
         if self.init not in ("paper", "fanin"):
             raise ConfigError(f"model.init must be 'paper' or 'fanin', not {self.init!r}")
         for name in ("src_vocab", "trg_vocab", "m", "n", "n_align", "l"):

@@ -46,7 +46,7 @@ from .config import RunConfig, SearchConfig, run_from_dict, to_dict
 from .data import pad
 from .fast import on_backend
 from .io import atomic_write, write_json
-from .model import build_model
+from .models import build_model
 from .paper import FIG3_SOURCES
 from .runtime import autocast, resolve_device, resolve_precision
 from .search import Hypothesis, decode_corpus

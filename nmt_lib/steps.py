@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+import torch
 from torch import Tensor
 
 from .vocab import EOS, PAD, UNK
@@ -68,3 +69,22 @@ def exclude(x: Tensor, no_eos: Tensor, ignore_unk: bool) -> None:
     if ignore_unk:
         x[:, UNK] = -math.inf
     x[:, EOS].masked_fill_(no_eos, -math.inf)
+
+
+def teacher_forced(model, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
+    """``log p(y_i | y_<i, x)`` ``[B, Ty]`` (0 at padding) and the alignments ``[B, Ty, Tx]`` (0 at
+    padding; None for a model without attention) of the reference ``y``, through the model's step
+    functions ``readout_step`` and ``next_state``, one target position at a time; the state is
+    carried unchanged past each sentence's end."""
+    enc = model.encode(x, x_mask)
+    s, y_prev, logp, alpha = model.init_state(enc), None, [], []
+    for i in range(y.shape[1]):
+        logp_next, c, alpha_i = model.readout_step(enc, s, y_prev)
+        logp.append(logp_next.gather(-1, y[:, i, None]).squeeze(-1))
+        alpha.append(alpha_i)
+        s = torch.where(y_mask[:, i, None], model.next_state(s, y[:, i], c), s)
+        y_prev = y[:, i]
+    logp = torch.stack(logp, 1).masked_fill(~y_mask, 0.0)
+    if alpha[0] is None:
+        return logp, None
+    return logp, torch.stack(alpha, 1).masked_fill(~y_mask[..., None], 0.0)

@@ -69,7 +69,7 @@ from .fast import kernels, on_backend
 from .fast.graphs import GraphedLoss
 from .fast.optim import Adadelta, flat_alike
 from .io import atomic_write, write_json
-from .model import build_model
+from .models import build_model
 from .runtime import autocast, resolve_device, resolve_precision, warn_emulated_bf16
 
 

@@ -110,7 +110,7 @@ def test_overrides_apply_to_every_run_and_round_trip():
 
 def test_validation_of_values():
     with pytest.raises(ConfigError):
-        ModelConfig(arch="Transformer")
+        ModelConfig(arch="GNMT")
     with pytest.raises(ConfigError):
         make(DataConfig, {"max_len": 0}, "data")
     assert make(DataConfig, {"train": ["a", "b"]}, "data").train == ("a", "b")

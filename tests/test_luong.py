@@ -1,0 +1,115 @@
+"""Luong et al.'s global attention (``nmt_lib.luong``) against its literal equations, one sentence
+at a time, in float64, for the three scores, with and without input feeding; invariants of the
+alignment; searches through the step protocol."""
+
+import math
+
+import pytest
+import torch
+from test_seq2seq import X_LENGTHS, Y_LENGTHS, B, Tx, Ty, encode_reference, lstm, setup
+from torch.func import functional_call
+
+from nmt_lib.search import beam_search, greedy_search
+from nmt_lib.vocab import EOS
+
+
+def reference(model, x, y):
+    """Per sentence, unpadded: the decoder LSTM reads ``[E y_{t-1}; h̃_{t-1}]``, attends from its
+    new top state ``h_t`` over the encoder's top states, ``h̃_t = tanh(W_c [c_t; h_t])``."""
+    cfg, P = model.cfg, {k: v.detach() for k, v in model.named_parameters()}
+    logp = torch.zeros(B, Ty, dtype=torch.float64)
+    align = torch.zeros(B, Ty, Tx, dtype=torch.float64)
+    for b in range(B):
+        hbar, state = encode_reference(P, cfg, x[b, : X_LENGTHS[b]].tolist())
+        h_tilde = torch.zeros(cfg.n, dtype=torch.float64)
+        e_prev = torch.zeros(cfg.m, dtype=torch.float64)
+        for t in range(Y_LENGTHS[b]):
+            inp = torch.cat([e_prev, h_tilde]) if cfg.input_feed else e_prev
+            state = lstm(P, "decoder", cfg.layers, inp, state)
+            h = state[-1][0]
+            if cfg.score == "dot":
+                e = [float(h @ hs) for hs in hbar]
+            elif cfg.score == "general":
+                e = [float(h @ (P["W_a"] @ hs)) for hs in hbar]
+            else:
+                e = [float(P["v_a"] @ torch.tanh(P["W_a"] @ torch.cat([h, hs]))) for hs in hbar]
+            total = sum(math.exp(v) for v in e)
+            c = 0
+            for s, hs in enumerate(hbar):
+                align[b, t, s] = math.exp(e[s]) / total
+                c = c + align[b, t, s] * hs
+            h_tilde = torch.tanh(P["W_c"] @ torch.cat([c, h]))
+            logits = P["W_y"] @ h_tilde + P["b_y"]
+            logp[b, t] = logits[y[b, t]] - math.log(sum(math.exp(v) for v in logits.tolist()))
+            e_prev = P["E"][y[b, t]]
+        if cfg.reverse_source:  # the encoder read x_{T-1} .. x_1, EOS: the words' own order
+            L = X_LENGTHS[b]
+            align[b, :, : L - 1] = align[b, :, : L - 1].flip(-1).clone()
+    return logp, align
+
+
+CASES = [{"score": "dot"}, {"score": "general"}, {"score": "concat"},
+         {"score": "general", "input_feed": False},
+         {"score": "concat", "layers": 2, "reverse_source": True}]  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides", CASES)
+def test_luong_equals_literal_equations(overrides):
+    model, x, x_mask, y, y_mask = setup("Luong", **overrides)
+    logp, align = model(x, x_mask, y, y_mask)
+    logp_ref, align_ref = reference(model, x, y)
+    torch.testing.assert_close(logp, logp_ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(align, align_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_alignment_sums_to_one_and_ignores_padding():
+    model, x, x_mask, y, y_mask = setup("Luong", score="dot")
+    _, align = model(x, x_mask, y, y_mask)
+    sums = align.sum(-1)
+    torch.testing.assert_close(sums[y_mask], torch.ones(int(y_mask.sum()), dtype=torch.float64))
+    assert (align.masked_select(~x_mask[:, None, :].expand_as(align)) == 0).all()
+    assert (sums[~y_mask] == 0).all()
+
+
+def test_several_states_per_sentence_equal_repeated_encodings():
+    """``G`` consecutive states per encoded sentence (a beam) read the encoding once."""
+    model, x, x_mask, y, _ = setup("Luong", score="concat")
+    G = 3
+    enc = model.encode(x, x_mask)
+    rep = enc.select(torch.arange(B).repeat_interleave(G))
+    s = torch.randn(G * B, model.init_state(enc).shape[1], dtype=torch.float64)
+    prev = y[:, 0].repeat_interleave(G)
+    for a, b in zip(
+        model.readout_step(enc, s, prev), model.readout_step(rep, s, prev), strict=True
+    ):
+        torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-13)
+
+
+def test_gradcheck():
+    model, x, x_mask, y, y_mask = setup("Luong", score="concat")
+    names = [k for k, _ in model.named_parameters()]
+
+    def f(*params):
+        return functional_call(model, dict(zip(names, params, strict=True)),
+                               (x, x_mask, y, y_mask))[0]  # fmt: skip
+
+    args = tuple(p.detach().clone().requires_grad_() for p in model.parameters())
+    assert torch.autograd.gradcheck(f, args, fast_mode=True)
+
+
+def test_searches_through_the_step_protocol():
+    """Beam 1 is greedy; a beam's costs are the model's own scores; alignments come back."""
+    model, x, x_mask, _, _ = setup("Luong", seed=3, score="general")
+    rules = dict(min_len_ratio=0.5, max_len_ratio=2.0)
+    with torch.no_grad():
+        model.b_y[EOS] += 2.0  # hypotheses end
+        g = greedy_search(model, x, x_mask, **rules)
+        b1 = beam_search(model, x, x_mask, beam=1, **rules)
+        b4 = beam_search(model, x, x_mask, beam=4, return_alpha=True, **rules)
+        assert [h.tokens for h in g] == [h.tokens for h in b1]
+        for i, h in enumerate(b4):
+            assert h.finished and h.alpha.shape == (len(h.tokens), X_LENGTHS[i])
+            yt = torch.tensor([h.tokens])
+            ones = torch.ones_like(yt, dtype=torch.bool)
+            score = model.score(x[i : i + 1], x_mask[i : i + 1], yt, ones)
+            assert -float(score) == pytest.approx(h.cost, abs=1e-6)

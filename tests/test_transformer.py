@@ -1,0 +1,170 @@
+"""The Transformer (``nmt_lib.transformer``) against its literal equations, one sentence, one
+position and one head at a time, in float64; the step interface against the parallel forward;
+searches through the step protocol."""
+
+import math
+
+import pytest
+import torch
+from torch.func import functional_call
+
+from nmt_lib.config import ModelConfig
+from nmt_lib.models import build_model
+from nmt_lib.search import beam_search, greedy_search
+from nmt_lib.transformer import positions
+from nmt_lib.vocab import EOS
+
+B, Tx, Ty = 3, 6, 5
+X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]
+
+
+def setup(seed=0, **overrides):
+    torch.manual_seed(seed)
+    kw = dict(src_vocab=13, trg_vocab=11, m=8, heads=2, ff=12, layers=2) | overrides
+    model = build_model(ModelConfig(arch="Transformer", **kw)).double()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" not in name:
+                p.normal_(0, 0.5)
+            else:  # layer norms: gains near 1, biases near 0, not exactly
+                p.normal_(1.0 if name.endswith("weight") else 0.0, 0.1)
+    x_mask = torch.tensor([[j < L for j in range(Tx)] for L in X_LENGTHS])
+    y_mask = torch.tensor([[i < L for i in range(Ty)] for L in Y_LENGTHS])
+    x = torch.randint(3, kw["src_vocab"], (B, Tx)).masked_fill(~x_mask, 0)
+    y = torch.randint(3, kw["trg_vocab"], (B, Ty)).masked_fill(~y_mask, 0)
+    return model, x, x_mask, y, y_mask
+
+
+def reference(model, x, y):
+    """Per sentence, unpadded, each position and head on its own (Vaswani et al. §3)."""
+    cfg, P = model.cfg, {k: v.detach() for k, v in model.named_parameters()}
+    d, H = cfg.m, cfg.heads
+    dk = d // H
+
+    def pe(pos):
+        return torch.tensor([math.sin(pos / 10000 ** (i / d)) if i % 2 == 0
+                             else math.cos(pos / 10000 ** ((i - 1) / d)) for i in range(d)],
+                            dtype=torch.float64)  # fmt: skip
+
+    def norm(v, p):
+        mu, var = v.mean(), ((v - v.mean()) ** 2).mean()
+        return (v - mu) / math.sqrt(var + 1e-5) * P[p + ".weight"] + P[p + ".bias"]
+
+    def attention(p, X, Y, causal):
+        """``MultiHead(X, Y)`` row by row; also the weights averaged over the heads."""
+        out, avg = [], []
+        for t, xt in enumerate(X):
+            heads, a_sum = [], 0
+            for j in range(H):
+                cols = slice(j * dk, (j + 1) * dk)
+                q = xt @ P[p + ".W_Q"][:, cols]
+                keys = range(t + 1) if causal else range(len(Y))
+                e = [float(q @ (Y[s] @ P[p + ".W_K"][:, cols])) / math.sqrt(dk) for s in keys]
+                total = sum(math.exp(v) for v in e)
+                a = [math.exp(v) / total for v in e]
+                heads.append(sum(a[s] * (Y[s] @ P[p + ".W_V"][:, cols]) for s in keys))
+                a_sum = a_sum + torch.tensor(a, dtype=torch.float64)
+            out.append(torch.cat(heads) @ P[p + ".W_O"])
+            avg.append(a_sum / H)
+        return out, avg
+
+    def ffn(v, p):
+        return P[p + ".W_2"] @ torch.relu(P[p + ".W_1"] @ v + P[p + ".b_1"]) + P[p + ".b_2"]
+
+    logp = torch.zeros(B, Ty, dtype=torch.float64)
+    align = torch.zeros(B, Ty, Tx, dtype=torch.float64)
+    for b in range(B):
+        Lx, Ly = X_LENGTHS[b], Y_LENGTHS[b]
+        h = [math.sqrt(d) * P["E_bar"][x[b, j]] + pe(j) for j in range(Lx)]
+        for k in range(cfg.layers):
+            p = f"encoder.{k}"
+            att, _ = attention(p + ".attention", h, h, False)
+            h = [norm(h[j] + att[j], p + ".norm1") for j in range(Lx)]
+            h = [norm(h[j] + ffn(h[j], p + ".ffn"), p + ".norm2") for j in range(Lx)]
+        prev = [torch.zeros(d, dtype=torch.float64)] + [P["E"][y[b, i]] for i in range(Ly - 1)]
+        z = [math.sqrt(d) * prev[i] + pe(i) for i in range(Ly)]
+        for k in range(cfg.layers):
+            p = f"decoder.{k}"
+            att, _ = attention(p + ".self_attention", z, z, True)
+            z = [norm(z[i] + att[i], p + ".norm1") for i in range(Ly)]
+            att, avg = attention(p + ".cross_attention", z, h, False)
+            z = [norm(z[i] + att[i], p + ".norm2") for i in range(Ly)]
+            z = [norm(z[i] + ffn(z[i], p + ".ffn"), p + ".norm3") for i in range(Ly)]
+        for i in range(Ly):
+            logits = P["W_y"] @ z[i] + P["b_y"]
+            logp[b, i] = logits[y[b, i]] - math.log(sum(math.exp(v) for v in logits.tolist()))
+            align[b, i, :Lx] = avg[i]
+    return logp, align
+
+
+@pytest.mark.parametrize("overrides", [{}, {"heads": 1, "layers": 1}, {"heads": 4}])
+def test_transformer_equals_literal_equations(overrides):
+    model, x, x_mask, y, y_mask = setup(**overrides)
+    logp, align = model(x, x_mask, y, y_mask)
+    logp_ref, align_ref = reference(model, x, y)
+    torch.testing.assert_close(logp, logp_ref, rtol=1e-11, atol=1e-11)
+    torch.testing.assert_close(align, align_ref, rtol=1e-11, atol=1e-11)
+
+
+def test_positions_are_the_papers_sinusoids():
+    pe = positions(7, 6, torch.zeros((), dtype=torch.float64))
+    for pos in range(7):
+        for i in range(3):
+            assert pe[pos, 2 * i] == pytest.approx(math.sin(pos / 10000 ** (2 * i / 6)))
+            assert pe[pos, 2 * i + 1] == pytest.approx(math.cos(pos / 10000 ** (2 * i / 6)))
+
+
+def test_a_position_does_not_see_the_future():
+    """Changing target word 3 changes nothing before it (positions 0-2 are scored from the
+    words before them), and the positions after it (which read it)."""
+    model, x, x_mask, y, y_mask = setup()
+    y2 = y.clone()
+    y2[:, 3] = 4 + (y[:, 3] - 2) % 7
+    a, b = model(x, x_mask, y, y_mask)[0], model(x, x_mask, y2, y_mask)[0]
+    torch.testing.assert_close(a[:, :3], b[:, :3], rtol=0, atol=0)
+    assert not torch.allclose(a[1, 4:], b[1, 4:])
+
+
+def test_step_interface_reproduces_forward():
+    """Running the decoder over each prefix (what a search does) gives the forward's
+    log-probabilities and alignments."""
+    model, x, x_mask, y, y_mask = setup()
+    logp, align = model(x, x_mask, y, y_mask)
+    enc = model.encode(x, x_mask)
+    s, y_prev = model.init_state(enc), None
+    for i in range(Ty):
+        logp_next, prefix, a = model.readout_step(enc, s, y_prev)
+        real = y_mask[:, i]
+        torch.testing.assert_close(logp_next[real, y[real, i]], logp[real, i], rtol=0, atol=1e-12)
+        torch.testing.assert_close(a[real], align[real, i], rtol=0, atol=1e-12)
+        s, y_prev = model.next_state(s, y[:, i], prefix), y[:, i]
+
+
+def test_gradcheck():
+    model, x, x_mask, y, y_mask = setup(layers=1)
+    names = [k for k, _ in model.named_parameters()]
+
+    def f(*params):
+        return functional_call(model, dict(zip(names, params, strict=True)),
+                               (x, x_mask, y, y_mask))[0]  # fmt: skip
+
+    args = tuple(p.detach().clone().requires_grad_() for p in model.parameters())
+    assert torch.autograd.gradcheck(f, args, fast_mode=True)
+
+
+def test_searches_through_the_step_protocol():
+    """Beam 1 is greedy; a beam's costs are the model's own scores; alignments come back."""
+    model, x, x_mask, _, _ = setup(seed=3)
+    rules = dict(min_len_ratio=0.5, max_len_ratio=2.0)
+    with torch.no_grad():
+        model.b_y[EOS] += 2.0  # hypotheses end
+        g = greedy_search(model, x, x_mask, **rules)
+        b1 = beam_search(model, x, x_mask, beam=1, **rules)
+        b4 = beam_search(model, x, x_mask, beam=4, return_alpha=True, **rules)
+        assert [h.tokens for h in g] == [h.tokens for h in b1]
+        for i, h in enumerate(b4):
+            assert h.finished and h.alpha.shape == (len(h.tokens), X_LENGTHS[i])
+            yt = torch.tensor([h.tokens])
+            ones = torch.ones_like(yt, dtype=torch.bool)
+            score = model.score(x[i : i + 1], x_mask[i : i + 1], yt, ones)
+            assert -float(score) == pytest.approx(h.cost, abs=1e-6)
