@@ -30,9 +30,12 @@ from nmt_lib.config import ModelConfig  # noqa: E402
 from nmt_lib.fast import accelerate, kernels  # noqa: E402
 from nmt_lib.fast.graphs import GraphedLoss  # noqa: E402
 from nmt_lib.fast.optim import Adadelta  # noqa: E402
+from nmt_lib.fast.process import tune_process  # noqa: E402
 from nmt_lib.model import build_model, forward_macs  # noqa: E402
 from nmt_lib.runtime import cpu_flags, cpu_info, native_bf16  # noqa: E402
 from nmt_lib.train import clip_gradients  # noqa: E402
+
+tune_process()  # before the first oneDNN primitive of the process, as in training
 
 #: The peers' "bench-small" (../shared/peers/README.md): embeddings 256, encoder GRU 256 per direction,
 #: decoder 512, alignment 512, maxout 256 (2l = 512), 10,000 words + 3 specials on each side; the

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 
 from ..runtime import cpu_flags, cpu_info
+from .process import tune_process
 
 SOURCE = Path(__file__).with_name("kernels.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-shared",
@@ -512,7 +513,9 @@ def amx() -> bool:
 @functools.cache
 def _prepacking(dtype: torch.dtype = torch.bfloat16) -> bool:
     """Whether this PyTorch has oneDNN's prepacked linear for ``dtype`` (private operators, so
-    checked); for bf16, on a CPU where oneDNN runs bf16."""
+    checked); for bf16, on a CPU where oneDNN runs bf16. The process is tuned first
+    (:func:`~nmt_lib.fast.process.tune_process`): oneDNN reads its kernel cache's size once."""
+    tune_process()
     try:
         x, w = torch.ones(2, 3, dtype=dtype), torch.ones(4, 3, dtype=dtype)
         y = torch.ops.mkldnn._linear_pointwise(x, torch.ops.mkldnn._reorder_linear_weight(w), None,

@@ -1,0 +1,245 @@
+# %% [markdown]
+# # After the paper: global attention
+#
+# **What you will derive.** The attention of Luong, Pham & Manning (2015), the form most courses
+# and toolkits teach as "attention": scored from the decoder's *current* state, with three score
+# functions (`dot`, `general`, `concat`), an *attentional hidden state* $\tilde h_t$, and *input
+# feeding*. You will contrast it with the paper's, equation by equation, show that its `concat`
+# score is the paper's alignment model, and check that `nmt_lib.luong` computes exactly it.
+#
+# **What you need.** The paper's alignment model ({doc}`04_alignment`), its decoder
+# ({doc}`05_decoder`), the LSTM ({doc}`12_seq2seq`). Notation: {doc}`../notation`.
+#
+# ## The paper's claim
+#
+# Bahdanau et al. compute the context from the *previous* decoder state, put it *inside* the
+# recurrence (it enters the GRU's gates) and in the deep output. Luong et al. call this the
+# "Bahdanau" attention and propose a simpler path: compute the recurrent state first, attend from
+# it, and combine the context with it only for the output. Their claim: global attention with a
+# simple score is as good, and cheaper; feeding $\tilde h_{t-1}$ back into the recurrence
+# (input feeding) gives the decoder the information of past alignment decisions that the
+# paper's recurrence gets from $c_i$.
+
+# %% tags=["parameters"]
+profile = "smoke"
+train = False
+results_dir = None
+data_dir = None
+
+# %%
+import torch
+from IPython.display import Markdown
+from myst_nb import glue
+from torch.nn import functional as F
+from torch.testing import assert_close
+
+from nmt_lib.attention import alignment_scores
+from nmt_lib.config import ModelConfig
+from nmt_lib.models import build_model
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # tiny tensors: one thread is fastest
+torch.set_default_dtype(torch.float64)
+
+# %% [markdown]
+# ## The equations
+#
+# The encoder is an LSTM ({doc}`12_seq2seq`); its top-layer states $\bar h_1, \dots, \bar h_{T_x}$
+# are the source states, and its final state starts the decoder. At target step $t$:
+#
+# $$
+# h_t = \mathrm{LSTM}\big([E y_{t-1}; \tilde h_{t-1}],\, h_{t-1}\big)
+# $$ (luong-state)
+#
+# (input feeding; without it, the LSTM reads $E y_{t-1}$ alone), then the alignment from $h_t$:
+#
+# $$
+# \operatorname{score}(h_t, \bar h_s) =
+# \begin{cases}
+# h_t^\top \bar h_s & \text{dot} \\
+# h_t^\top W_a \bar h_s & \text{general} \\
+# v_a^\top \tanh\big(W_a [h_t; \bar h_s]\big) & \text{concat}
+# \end{cases}
+# \qquad
+# a_t(s) = \frac{\exp \operatorname{score}(h_t, \bar h_s)}{\sum_{s'} \exp \operatorname{score}(h_t, \bar h_{s'})}
+# $$ (luong-score)
+#
+# the context and the attentional hidden state, which alone feeds the output layer:
+#
+# $$
+# c_t = \sum_s a_t(s)\, \bar h_s, \qquad
+# \tilde h_t = \tanh\big(W_c [c_t; h_t]\big), \qquad
+# p(y_t \mid y_{<t}, \mathbf x) = \operatorname{softmax}(W_y \tilde h_t + b_y).
+# $$ (luong-out)
+#
+# **Equation by equation against the paper** ({doc}`04_alignment`, {doc}`05_decoder`):
+
+# %%
+rows = [
+    ("the state attention is computed from", "$s_{i-1}$, before the recurrent step",
+     "$h_t$, after it"),
+    ("the score", "$v_a^\\top \\tanh(W_a s_{i-1} + U_a h_j)$ (additive)",
+     "dot, general (bilinear) or concat (additive)"),
+    ("the context enters the recurrence", "yes: $C c_i$ in every gate of $s_i$",
+     "no; $\\tilde h_{t-1}$ does, with input feeding"),
+    ("the output layer reads", "$s_{i-1}$, $E y_{i-1}$, $c_i$ (deep output, maxout)",
+     "$\\tilde h_t = \\tanh(W_c [c_t; h_t])$"),
+    ("the source states", "bidirectional GRU annotations $[\\overrightarrow h_j; \\overleftarrow h_j]$",
+     "top layer of a (stacked) LSTM, one direction"),
+]  # fmt: skip
+table = "| | Bahdanau et al. (the paper) | Luong et al. (global) |\n|---|---|---|\n"
+table += "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+glue("luong_contrast", Markdown(table), display=False)
+
+# %% [markdown]
+# ```{glue:md} luong_contrast
+# :format: myst
+# ```
+#
+# **`concat` is the paper's score.** Split $W_a = [W_a^{(h)}, W_a^{(\bar h)}]$ by columns: then
+# $W_a [h_t; \bar h_s] = W_a^{(h)} h_t + W_a^{(\bar h)} \bar h_s$, which is
+# {eq}`align-e` with $W_a^{(h)}$ in the place of $W_a$, $W_a^{(\bar h)}$ in the place of $U_a$, and
+# $h_t$ in the place of $s_{i-1}$. The difference between the two attentions is *where* the score
+# is computed, not *how*. The check below computes the `concat` score with the paper's function.
+
+# %%
+n, n_align, Tx = 4, 3, 5
+W_a, v_a = torch.randn(n_align, 2 * n), torch.randn(n_align)
+h_t, h_bar = torch.randn(1, n), torch.randn(1, Tx, n)
+concat = torch.stack([v_a @ torch.tanh(W_a @ torch.cat([h_t[0], h_bar[0, s]])) for s in range(Tx)])
+paper = alignment_scores(h_t, F.linear(h_bar, W_a[:, n:]), W_a[:, :n], v_a)[0]  # (align-e)
+assert_close(paper, concat)
+print("Luong's concat score == the paper's alignment model, W_a split by columns")
+
+# %% [markdown]
+# ## The library functions
+#
+# One decoder step of `nmt_lib.luong.Luong`: {eq}`luong-state`, the alignment from $h_t$, and
+# {eq}`luong-out`. Its new state (the LSTM's and $\tilde h_t$) takes the place of the paper
+# models' context, and `next_state` returns it.
+#
+# ```{literalinclude} ../../nmt_lib/luong.py
+# :pyobject: Luong.readout_step
+# ```
+#
+# The three scores, with what depends on $\bar h_s$ alone computed once per sentence
+# (`Encoded.Uh`: $W_a \bar h_s$ for `general`, $W_a^{(\bar h)} \bar h_s$ for `concat`), as the
+# paper's $U_a h_j$ is:
+#
+# ```{literalinclude} ../../nmt_lib/luong.py
+# :pyobject: Luong.scores
+# ```
+#
+# ## The numeric check
+#
+# The reference below is {eq}`luong-state`–{eq}`luong-out` written literally, one sentence and one
+# step at a time, reading only the model's parameter tensors (large random weights, float64, a
+# padded batch of three sentences), for the three scores and without input feeding.
+
+
+# %%
+def sig(v):
+    return 1 / (1 + torch.exp(-v))
+
+
+def lstm_step(P, prefix, inp, h, c):
+    i, f, g, o = (P[f"{prefix}.weight_ih_l0"] @ inp + P[f"{prefix}.weight_hh_l0"] @ h
+                  + P[f"{prefix}.bias_ih_l0"] + P[f"{prefix}.bias_hh_l0"]).chunk(4)  # fmt: skip
+    c = sig(f) * c + sig(i) * torch.tanh(g)
+    return sig(o) * torch.tanh(c), c
+
+
+def reference(model, src, trg):
+    """log p(y_t | y_<t, x) and a_t of one unpadded sentence pair (one LSTM layer)."""
+    cfg, P = model.cfg, {k: v.detach() for k, v in model.named_parameters()}
+    h, c, h_bar = torch.zeros(cfg.n), torch.zeros(cfg.n), []
+    for w in src:
+        h, c = lstm_step(P, "encoder", P["E_bar"][w], h, c)
+        h_bar.append(h)
+    h_tilde, e_prev, logp, align = torch.zeros(cfg.n), torch.zeros(cfg.m), [], []
+    for w in trg:
+        inp = torch.cat([e_prev, h_tilde]) if cfg.input_feed else e_prev
+        h, c = lstm_step(P, "decoder", inp, h, c)  # (luong-state)
+        if cfg.score == "dot":
+            e = torch.stack([h @ hs for hs in h_bar])
+        elif cfg.score == "general":
+            e = torch.stack([h @ P["W_a"] @ hs for hs in h_bar])
+        else:
+            e = torch.stack([P["v_a"] @ torch.tanh(P["W_a"] @ torch.cat([h, hs])) for hs in h_bar])
+        a = torch.softmax(e, 0)  # (luong-score)
+        context = sum(a[s] * h_bar[s] for s in range(len(src)))
+        h_tilde = torch.tanh(P["W_c"] @ torch.cat([context, h]))  # (luong-out)
+        logits = P["W_y"] @ h_tilde + P["b_y"]
+        logp.append(logits[w] - torch.logsumexp(logits, 0))
+        align.append(a)
+        e_prev = P["E"][w]
+    return torch.stack(logp), torch.stack(align)
+
+
+lengths_x, lengths_y = [6, 3, 2], [2, 5, 4]
+x_mask = torch.tensor([[j < L for j in range(6)] for L in lengths_x])
+y_mask = torch.tensor([[i < L for i in range(5)] for L in lengths_y])
+x = torch.randint(3, 13, x_mask.shape).masked_fill(~x_mask, 0)
+y = torch.randint(3, 11, y_mask.shape).masked_fill(~y_mask, 0)
+for score, feed in (("dot", True), ("general", True), ("concat", True), ("general", False)):
+    cfg = ModelConfig(arch="Luong", src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, score=score,
+                      input_feed=feed)  # fmt: skip
+    model = build_model(cfg).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.5)
+    logp, align = model(x, x_mask, y, y_mask)
+    for b in range(3):
+        Lx, Ly = lengths_x[b], lengths_y[b]
+        ref_logp, ref_align = reference(model, x[b, :Lx].tolist(), y[b, :Ly].tolist())
+        assert_close(logp[b, :Ly], ref_logp)
+        assert_close(align[b, :Ly, :Lx], ref_align)
+    assert (align[~x_mask[:, None, :].expand_as(align)] == 0).all()  # no weight on padding
+    print(f"{score}{'' if feed else ', no input feeding'}: nmt_lib == the equations, float64")
+
+# %% [markdown]
+# Every log-probability and alignment weight of the padded batch equals the per-sentence
+# reference, for each score, with and without input feeding (`tests/test_luong.py` holds the same
+# identities, with two layers and a reversed source too, and that beam search uses the model
+# through the same step interface as RNNsearch).
+#
+# **Why input feeding matters.** Without it, the decoder's recurrence {eq}`luong-state` never sees
+# the context: $h_t$ depends on the target words only, and which source words were attended to
+# before cannot influence where the model looks next, except through the output. The paper's
+# decoder puts $c_i$ in every gate of $s_i$, so its recurrence always knows; input feeding gives
+# Luong's decoder the same knowledge through $\tilde h_{t-1}$.
+#
+# ## Summary
+#
+# - Luong et al.'s global attention scores the source states from the *current* decoder state
+#   $h_t$, {eq}`luong-score`, and combines the context with $h_t$ only for the output,
+#   {eq}`luong-out`.
+# - Its `concat` score is the paper's alignment model {eq}`align-e` with $W_a$ split by columns;
+#   `dot` and `general` are bilinear, cheaper at a step (no tanh over $T_x \times n'$).
+# - Input feeding {eq}`luong-state` puts $\tilde h_{t-1}$, and with it the previous alignment, into
+#   the recurrence, as the paper's $C c_i$ does.
+# - `nmt_lib.luong` computes exactly these equations (checked above in float64).
+#
+# ## Exercises
+#
+# 1. Count the multiply–adds of one decoder step's scores for a source of $T_x$ words with $n$-unit
+#    states, $n'$-unit `concat`: dot, general, concat (with $\bar h_s$'s part precomputed).
+# 2. With `dot`, the score is largest for the source state most similar to $h_t$. What must the
+#    encoder and decoder learn so that this picks the right word?
+# 3. Without input feeding, can Luong's decoder avoid attending twice to the same source word
+#    (translating it twice)? What does the paper's decoder have that helps?
+#
+# :::{admonition} Solutions
+# :class: dropdown
+#
+# 1. dot: $T_x n$. general: $n^2 + T_x n$ with $W_a \bar h_s$ precomputed (or $T_x n^2 + T_x n$
+#    without). concat: $n' n$ for $W_a^{(h)} h_t$, then $T_x n'$ for the tanh's sum and $T_x n'$ for
+#    $v_a^\top$: $n'n + 2 T_x n'$.
+# 2. A shared space: the decoder state when it is about to write $y_t$ must point in the direction
+#    of the source state of the word $y_t$ translates. Nothing else in `dot` can rotate one into
+#    the other; `general`'s $W_a$ can.
+# 3. Only through the words it has already written ($E y_{t-1}$ and its state): it has no record
+#    of where it attended. The paper's $s_i$ reads $c_i$ in every gate, so past alignments shape the
+#    state that chooses the next one; so does $\tilde h_{t-1}$ with input feeding. (Coverage models,
+#    later, made this explicit.)
+# :::
