@@ -246,21 +246,31 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m nmt_lib.replicate",
-        description="Rewrite README.md's summary of the committed results.",
+        description="Train and evaluate every run of a profile into its results directory, with "
+        "its manifest (--train); rewrite README.md's summary of the committed results (--readme).",
     )
     ap.add_argument("--readme", action="store_true", help="rewrite README.md's results summary")
+    ap.add_argument("--train", metavar="PROFILE",
+                    help="a profile name or TOML path, e.g. nmt_lib/profiles/studies/compare.toml")  # fmt: skip
+    ap.add_argument("--results-dir", help="default: results/<the profile's name>")
+    ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
+    ap.add_argument("--jobs", type=int, help="models trained at a time (default: NMT_JOBS, else 1)")
     a = ap.parse_args(argv)
-    if not a.readme:
+    if not (a.readme or a.train):
         ap.error(
-            "nothing to do without --readme; the notebooks, and a profile's replication through "
-            "them, run with python tools/notebooks.py --profile NAME [--train]"
+            "nothing to do without --readme or --train; the notebooks, and a profile's replication "
+            "through them, run with python tools/notebooks.py --profile NAME [--train]"
         )
-    readme = home() / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    start, end = README_MARKS
-    head, rest = text.split(start + "\n", 1)
-    tail = rest.split(end, 1)[1]
-    readme.write_text(f"{head}{start}\n{readme_results()}{end}{tail}", encoding="utf-8")
+    if a.train:
+        walls = replicate_profile(a.train, a.results_dir, a.data_dir, jobs=a.jobs)
+        print(f"[replicate] {len(walls)} runs -> {results_path(load(a.train).name, a.results_dir)}")
+    if a.readme:
+        readme = home() / "README.md"
+        text = readme.read_text(encoding="utf-8")
+        start, end = README_MARKS
+        head, rest = text.split(start + "\n", 1)
+        tail = rest.split(end, 1)[1]
+        readme.write_text(f"{head}{start}\n{readme_results()}{end}{tail}", encoding="utf-8")
     return 0
 
 

@@ -31,7 +31,9 @@ def accelerate(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) ->
     """``model`` (an :class:`~nmt_lib.model.RNNsearch` or :class:`~nmt_lib.model.RNNencdec`), its
     modules turned into their fast classes (:data:`nmt_lib.fast.model.FAST`), in place: the same
     parameters and functions. ``compiled``: use the compiled kernels where they apply;
-    ``tile``: the row multiple of the recurrences. Tunes the process once (:func:`tune_process`)."""
+    ``tile``: the row multiple of the recurrences. Tunes the process once (:func:`tune_process`).
+    The models before and after the paper (:mod:`nmt_lib.models`) have no fast classes: they stay
+    as they are."""
     tune_process()
     for module in model.modules():
         fast = FAST.get(type(module))
