@@ -18,6 +18,8 @@ own ``best_words`` reads. ``alpha`` is ``[G * B, Tx]``, or None for a model with
 ``readout_step`` and ``next_state``: what ``model.steps()`` gives on the reference backend.
 :class:`nmt_lib.fast.steps.DecodeSteps` computes the same faster. ``model.word_projections(rows)``
 is a table that the fast steps read instead of multiplying (None on the reference backend).
+:func:`teacher_forced` drives the same step functions over a reference translation: the training
+forward of a model whose recurrence cannot run ahead of its outputs (Luong et al.'s input feeding).
 """
 
 from __future__ import annotations

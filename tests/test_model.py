@@ -171,7 +171,7 @@ def test_readout_with_several_states_per_sentence(arch):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("table", [False, True])
-def test_decode_steps_equal_the_step_interface(arch, dtype, table):
+def test_fast_steps_equal_the_reference_steps(arch, dtype, table):
     """The fast backend's steps (:class:`nmt_lib.fast.steps.DecodeSteps`) give the
     log-probabilities, weights and states of the reference's (:class:`nmt_lib.steps.Steps`), with
     the beam's reordering of rows between steps: to rounding in float64 and float32 (the compiled
@@ -210,7 +210,7 @@ def test_decode_steps_equal_the_step_interface(arch, dtype, table):
 
 def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(monkeypatch):
     """``word_projections(rows)``: None below one row per target word; else row ``w`` is what
-    ``decode_steps`` multiplies out for the word ``w`` (bf16 under autocast). ``decode_corpus``
+    the fast steps multiply out for the word ``w`` (bf16 under autocast). ``decode_corpus``
     computes it once, where the searches advance enough hypotheses, gives it to the steps of
     every thread, and decodes as without it."""
     from nmt_lib import search
