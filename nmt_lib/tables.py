@@ -8,15 +8,17 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from . import bleu
-from .config import load_profile, run_from_dict
+from .config import ModelConfig, load_profile, make, run_from_dict
 from .io import atomic_write, read_json
 from .model import RNNencdec, RNNsearch, count_parameters, forward_macs
+from .models import build_model
 from .paper import APPENDIX_C_PREFIXES, MODELS, paper_table
 from .results import results_path, run_dir
 
@@ -68,6 +70,39 @@ def table2(out: Path) -> list[dict]:
                 "paper dev NLL": float(p["dev_nll"]),
             }
         )
+    return rows
+
+
+def comparison_table(*outs: Path) -> list[dict]:
+    """The models of several results directories side by side (e.g. ``results/compare`` beside
+    ``results/lite``): test BLEU All and No-UNK, dev NLL (nats per sentence), parameters, training
+    tokens per second (the median of the log's windows), updates and hours, one row per run."""
+    rows = []
+    for out in outs:
+        manifest = read_json(out / "manifest.json")
+        for name in manifest["runs"]:
+            d = run_dir(out, name)
+            b, nll = read_json(d / "bleu.json"), read_json(d / "nll.json")
+            s = read_json(d / "train_summary.json")
+            cfg = make(ModelConfig, manifest["configs"][name]["model"], "model")
+            with torch.device("meta"):  # shapes only
+                params = count_parameters(build_model(cfg))
+            log = [json.loads(line) for line in (d / "train_log.jsonl").open(encoding="utf-8")]
+            tok_s = [r["tokens_per_s"] for r in log if r.get("kind") == "train"]
+            rows.append(
+                {
+                    "model": name,
+                    "arch": cfg.arch,
+                    "All": round(b["all"]["tok"]["score"], 2),
+                    "No UNK": round(b["no_unk"]["tok"]["score"], 2) if b["no_unk"]["n"] else None,
+                    "dev NLL": round(nll["dev"]["mean"], 2),
+                    "parameters (M)": round(params / 1e6, 2),
+                    "train tok/s": round(float(np.median(tok_s))) if tok_s else None,
+                    "updates": s["updates"],
+                    "hours": round(s["hours"], 3),
+                    "results": out.name,
+                }
+            )
     return rows
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt_lib import data, fixtures, replicate
+from nmt_lib import data, fixtures, replicate, tables
 from nmt_lib.config import ConfigError
 from nmt_lib.results import ResultsMissing, require_results
 
@@ -64,7 +64,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     through the same commands as RNNsearch, and the results directory gets its manifest."""
     smoke = (ROOT / "nmt_lib" / "profiles" / "smoke.toml").read_text()
     head = smoke.split("[runs.")[0].replace('name = "smoke"', 'name = "mini-compare"')
-    head = head.replace("max_updates = 1000", "max_updates = 20")
+    head = head.replace("max_updates = 1000", "max_updates = 50")  # two log windows of 25
     profile = tmp_path / "mini-compare.toml"
     profile.write_text(head + '[runs."Luong-dot"]\nmodel = { arch = "Luong", score = "dot" }\n\n'
                        '[runs."Transformer"]\nmodel = { arch = "Transformer", heads = 2, ff = 32 }\n')  # fmt: skip
@@ -80,3 +80,9 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
         assert manifest["configs"][name]["model"]["arch"] == arch
         bleu = json.loads((run / "bleu.json").read_text())
         assert bleu  # decoded and scored like the paper's models
+    rows = tables.comparison_table(out)  # the comparison chapter's table, from the run's files
+    assert [(r["model"], r["arch"]) for r in rows] == [("Luong-dot", "Luong"),
+                                                       ("Transformer", "Transformer")]  # fmt: skip
+    for r in rows:
+        assert r["updates"] == 50 and r["parameters (M)"] > 0 and r["train tok/s"] > 0
+        assert r["dev NLL"] > 0 and 0 <= r["All"] <= 100 and r["results"] == "results"
