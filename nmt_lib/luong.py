@@ -32,10 +32,10 @@ from .config import ModelConfig
 from .decoder import Decoder
 from .model import Encoded
 from .seq2seq import flat_state, lstm_state, reverse_words, run_lstm
-from .steps import Steps, teacher_forced
+from .steps import Searchable, teacher_forced
 
 
-class Luong(nn.Module):
+class Luong(Searchable, nn.Module):
     """Embeddings ``E_bar``, ``E``; encoder and decoder LSTMs; the score's ``W_a`` (``[n, n]`` for
     general, ``[n', 2n]`` and ``v_a [n']`` for concat, none for dot); ``W_c [n, 2n]``; the output
     layer ``W_y [K_y, n]``, ``b_y``."""
@@ -123,13 +123,3 @@ class Luong(nn.Module):
         """Teacher forcing, step by step (input feeding makes every step wait for the previous
         ``h̃``): ``logp [B, Ty]`` and ``a [B, Ty, Tx]``, 0 at padding."""
         return teacher_forced(self, x, x_mask, y, y_mask)
-
-    def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
-        """``log p(y | x)`` per sentence, ``[B]``."""
-        return self(x, x_mask, y, y_mask)[0].sum(1)
-
-    def steps(self, words: Tensor | None = None) -> Steps:
-        return Steps(self)
-
-    def word_projections(self, rows: int | None = None) -> None:
-        return None

@@ -27,7 +27,7 @@ from .attention import groups
 from .config import ModelConfig
 from .decoder import Decoder
 from .encoder import Encoder
-from .steps import Steps
+from .steps import Searchable
 
 
 class Encoded(NamedTuple):
@@ -48,7 +48,7 @@ class Encoded(NamedTuple):
         return Encoded(*(None if t is None else t.index_select(0, idx) for t in self))
 
 
-class EncoderDecoder(nn.Module):
+class EncoderDecoder(Searchable, nn.Module):
     """What RNNsearch and RNNencdec share: everything but the encoding and the context."""
 
     encoder: Encoder
@@ -84,10 +84,6 @@ class EncoderDecoder(nn.Module):
         enc = self.encode(x, x_mask)
         return self.decoder(self.init_state(enc), y, y_mask, enc.h, enc.Uh, enc.mask, enc.c)
 
-    def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
-        """``log p(y | x)`` per sentence, ``[B]``."""
-        return self(x, x_mask, y, y_mask)[0].sum(1)
-
     def readout_step(
         self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None
     ) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -108,17 +104,6 @@ class EncoderDecoder(nn.Module):
     def next_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``."""
         return self.decoder.step_state(s_prev, y, c)
-
-    def steps(self, words: Tensor | None = None) -> Steps:
-        """The step as a search drives it (:mod:`nmt_lib.steps`): :meth:`init_state`,
-        :meth:`readout_step`, :meth:`next_state`. ``words``: :meth:`word_projections`' table."""
-        return Steps(self)
-
-    def word_projections(self, rows: int | None = None) -> Tensor | None:
-        """A table that :meth:`steps` reads instead of multiplying, for searches that will advance
-        ``rows`` hypotheses in all: none here (the fast backend's is
-        :func:`nmt_lib.fast.steps.word_projections`)."""
-        return None
 
 
 class RNNsearch(EncoderDecoder):

@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from .config import ModelConfig
 from .decoder import Decoder
 from .model import Encoded
-from .steps import Steps
+from .steps import Searchable
 
 
 def reverse_words(x: Tensor, x_mask: Tensor) -> Tensor:
@@ -69,7 +69,7 @@ def lstm_state(s: Tensor, layers: int) -> tuple[Tensor, Tensor]:
     return hc[:layers], hc[layers:]
 
 
-class Seq2seq(nn.Module):
+class Seq2seq(Searchable, nn.Module):
     """Embeddings ``E_bar [K_x, m]``, ``E [K_y, m]``; the encoder and decoder LSTMs (``layers``
     stacked, ``n`` units); the output layer ``W_y [K_y, n]``, ``b_y``. ``model.reverse_source``."""
 
@@ -107,7 +107,8 @@ class Seq2seq(nn.Module):
         return F.embedding(y_prev, self.E)
 
     def decoder_input(self, enc: Encoded, e_prev: Tensor, s_prev: Tensor) -> Tensor:
-        """What the decoder LSTM reads at a step: here the previous word's embedding."""
+        """What the decoder LSTM reads at a step: here the previous word's embedding (``s_prev``
+        may hold ``G`` consecutive rows per sentence of ``enc``)."""
         return e_prev
 
     def output_input(self, enc: Encoded, h: Tensor, s_prev: Tensor) -> Tensor:
@@ -118,11 +119,6 @@ class Seq2seq(nn.Module):
         """``log p(y_i | ·) [G * B, K]``, the new state ``s_i`` (in the place of the paper models'
         context: :meth:`next_state` takes it) and no alignment: the decoder reads ``y_{i-1}``,
         then its top ``h_i`` gives the distribution of ``y_i``."""
-        G = s_prev.shape[0] // enc.mask.shape[0]
-        if G > 1:
-            enc = enc.select(
-                torch.arange(enc.mask.shape[0], device=s_prev.device).repeat_interleave(G)
-            )
         e_prev = self.embed_prev(y_prev, s_prev.shape[0], s_prev)
         inp = self.decoder_input(enc, e_prev, s_prev)[:, None]  # [R, 1, ·]
         h, state = self.decoder(inp, lstm_state(s_prev, self.cfg.layers))
@@ -155,13 +151,3 @@ class Seq2seq(nn.Module):
     def output_inputs(self, enc: Encoded, h: Tensor) -> Tensor:
         """:meth:`output_input` of all steps, ``[B, Ty, ·]``."""
         return h
-
-    def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
-        """``log p(y | x)`` per sentence, ``[B]``."""
-        return self(x, x_mask, y, y_mask)[0].sum(1)
-
-    def steps(self, words: Tensor | None = None) -> Steps:
-        return Steps(self)
-
-    def word_projections(self, rows: int | None = None) -> None:
-        return None

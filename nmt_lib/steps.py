@@ -32,6 +32,27 @@ from torch import Tensor
 from .vocab import EOS, PAD, UNK
 
 
+class Searchable:
+    """What a search and an evaluation need of a model besides its step functions, for a model
+    with ``forward`` (teacher forcing), ``encode``, ``init_state``, ``readout_step`` and
+    ``next_state``: its score, its step (:class:`Steps`) and no word table."""
+
+    def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
+        """``log p(y | x)`` per sentence, ``[B]``."""
+        return self(x, x_mask, y, y_mask)[0].sum(1)
+
+    def steps(self, words: Tensor | None = None) -> Steps:
+        """The step as a search drives it: :meth:`init_state`, :meth:`readout_step`,
+        :meth:`next_state`. ``words``: :meth:`word_projections`' table."""
+        return Steps(self)
+
+    def word_projections(self, rows: int | None = None) -> Tensor | None:
+        """A table that :meth:`steps` reads instead of multiplying, for searches that will advance
+        ``rows`` hypotheses in all: none here (the fast backend's is
+        :func:`nmt_lib.fast.steps.word_projections`)."""
+        return None
+
+
 class Steps:
     """The step of a model with ``init_state``, ``readout_step`` and ``next_state``
     (:class:`~nmt_lib.model.EncoderDecoder`'s): a state is ``(s, y_prev)``, ``scores`` are the

@@ -32,7 +32,7 @@ from torch.nn import functional as F
 from .config import ModelConfig
 from .decoder import Decoder
 from .model import Encoded
-from .steps import Steps
+from .steps import Searchable
 
 
 def positions(T: int, d: int, like: Tensor) -> Tensor:
@@ -103,7 +103,7 @@ class DecoderLayer(nn.Module):
         return self.norm3(x + self.ffn(x)), a
 
 
-class Transformer(nn.Module):
+class Transformer(Searchable, nn.Module):
     """Embeddings ``E_bar [K_x, d]``, ``E [K_y, d]``; ``layers`` encoder and decoder layers of
     ``heads`` heads and feed-forward size ``ff``; the output layer ``W_y [K_y, d]``, ``b_y``."""
 
@@ -147,10 +147,6 @@ class Transformer(nn.Module):
         logp = Decoder.log_softmax(logits).gather(-1, y[..., None]).squeeze(-1)
         return logp.masked_fill(~y_mask, 0.0), a.masked_fill(~y_mask[..., None], 0.0)
 
-    def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
-        """``log p(y | x)`` per sentence, ``[B]``."""
-        return self(x, x_mask, y, y_mask)[0].sum(1)
-
     def init_state(self, enc: Encoded) -> Tensor:
         """The empty prefix, ``[B, 0]``."""
         return torch.zeros(enc.mask.shape[0], 0, dtype=torch.long, device=enc.mask.device)
@@ -168,9 +164,3 @@ class Transformer(nn.Module):
     def next_state(self, s_prev: Tensor, y: Tensor, prefix: Tensor) -> Tensor:
         """The prefix: computed by :meth:`readout_step` (``y`` joins it at the next step)."""
         return prefix
-
-    def steps(self, words: Tensor | None = None) -> Steps:
-        return Steps(self)
-
-    def word_projections(self, rows: int | None = None) -> None:
-        return None

@@ -30,6 +30,7 @@ from nmt_lib.fast.decoder import target_log_prob
 from nmt_lib.fast.scan import active_rows, fast_gru_scan
 from nmt_lib.gru import gru_scan
 from nmt_lib.model import build_model
+from nmt_lib.steps import teacher_forced
 
 F64 = dict(rtol=1e-10, atol=1e-10)
 
@@ -243,18 +244,7 @@ def small_pieces(rows=2):
 def step_reference(model, x, x_mask, y, y_mask):
     """``logp [B, Ty]`` and ``alpha [B, Ty, Tx]`` (or None) from the step interface of the
     reference backend (``model`` must be on it), autograd through the paper's definitions."""
-    enc = model.encode(x, x_mask)
-    s, y_prev, logp, alpha = model.init_state(enc), None, [], []
-    for i in range(y.shape[1]):
-        logp_next, c, alpha_i = model.readout_step(enc, s, y_prev)
-        logp.append(logp_next.gather(-1, y[:, i, None]).squeeze(-1))
-        alpha.append(alpha_i)
-        s = torch.where(y_mask[:, i, None], model.next_state(s, y[:, i], c), s)
-        y_prev = y[:, i]
-    logp = torch.stack(logp, 1).masked_fill(~y_mask, 0.0)
-    if alpha[0] is None:
-        return logp, None
-    return logp, torch.stack(alpha, 1).masked_fill(~y_mask[..., None], 0.0)
+    return teacher_forced(model, x, x_mask, y, y_mask)
 
 
 def loss_and_grads(model, logp, alpha, seed=5):

@@ -6,11 +6,18 @@ import math
 
 import pytest
 import torch
-from test_seq2seq import X_LENGTHS, Y_LENGTHS, B, Tx, Ty, encode_reference, lstm, setup
-from torch.func import functional_call
-
-from nmt_lib.search import beam_search, greedy_search
-from nmt_lib.vocab import EOS
+from test_seq2seq import (
+    X_LENGTHS,
+    Y_LENGTHS,
+    B,
+    Tx,
+    Ty,
+    check_searches,
+    encode_reference,
+    gradcheck_model,
+    lstm,
+    setup,
+)
 
 
 def reference(model, x, y):
@@ -86,30 +93,10 @@ def test_several_states_per_sentence_equal_repeated_encodings():
 
 
 def test_gradcheck():
-    model, x, x_mask, y, y_mask = setup("Luong", score="concat")
-    names = [k for k, _ in model.named_parameters()]
-
-    def f(*params):
-        return functional_call(model, dict(zip(names, params, strict=True)),
-                               (x, x_mask, y, y_mask))[0]  # fmt: skip
-
-    args = tuple(p.detach().clone().requires_grad_() for p in model.parameters())
-    assert torch.autograd.gradcheck(f, args, fast_mode=True)
+    assert gradcheck_model(*setup("Luong", score="concat"))
 
 
 def test_searches_through_the_step_protocol():
     """Beam 1 is greedy; a beam's costs are the model's own scores; alignments come back."""
     model, x, x_mask, _, _ = setup("Luong", seed=3, score="general")
-    rules = dict(min_len_ratio=0.5, max_len_ratio=2.0)
-    with torch.no_grad():
-        model.b_y[EOS] += 2.0  # hypotheses end
-        g = greedy_search(model, x, x_mask, **rules)
-        b1 = beam_search(model, x, x_mask, beam=1, **rules)
-        b4 = beam_search(model, x, x_mask, beam=4, return_alpha=True, **rules)
-        assert [h.tokens for h in g] == [h.tokens for h in b1]
-        for i, h in enumerate(b4):
-            assert h.finished and h.alpha.shape == (len(h.tokens), X_LENGTHS[i])
-            yt = torch.tensor([h.tokens])
-            ones = torch.ones_like(yt, dtype=torch.bool)
-            score = model.score(x[i : i + 1], x_mask[i : i + 1], yt, ones)
-            assert -float(score) == pytest.approx(h.cost, abs=1e-6)
+    check_searches(model, x, x_mask, X_LENGTHS, alignments=True)

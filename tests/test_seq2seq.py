@@ -128,9 +128,8 @@ def test_reversal_changes_the_function():
     torch.testing.assert_close(a[one], b[one])
 
 
-@pytest.mark.parametrize("arch", ["Seq2seq", "Peeky"])
-def test_gradcheck(arch):
-    model, x, x_mask, y, y_mask = setup(arch, layers=2)
+def gradcheck_model(model, x, x_mask, y, y_mask) -> bool:
+    """``gradcheck`` of the teacher-forced log-probabilities in every parameter."""
     names = [k for k, _ in model.named_parameters()]
 
     def f(*params):
@@ -138,23 +137,36 @@ def test_gradcheck(arch):
                                (x, x_mask, y, y_mask))[0]  # fmt: skip
 
     args = tuple(p.detach().clone().requires_grad_() for p in model.parameters())
-    assert torch.autograd.gradcheck(f, args, fast_mode=True)
+    return torch.autograd.gradcheck(f, args, fast_mode=True)
+
+
+def check_searches(model, x, x_mask, lengths, alignments: bool = False) -> None:
+    """Beam 1 is greedy; every beam hypothesis finishes and its cost is the model's own score of
+    it; with ``alignments``, each comes with its weights over the source words."""
+    rules = dict(min_len_ratio=0.5, max_len_ratio=2.0)
+    with torch.no_grad():
+        model.b_y[EOS] += 2.0  # hypotheses end
+        g = greedy_search(model, x, x_mask, **rules)
+        b1 = beam_search(model, x, x_mask, beam=1, **rules)
+        b4 = beam_search(model, x, x_mask, beam=4, return_alpha=alignments, **rules)
+        assert [h.tokens for h in g] == [h.tokens for h in b1]
+        for i, h in enumerate(b4):
+            assert h.finished
+            if alignments:
+                assert h.alpha.shape == (len(h.tokens), lengths[i])
+            yt = torch.tensor([h.tokens])
+            ones = torch.ones_like(yt, dtype=torch.bool)
+            score = model.score(x[i : i + 1], x_mask[i : i + 1], yt, ones)
+            assert -float(score) == pytest.approx(h.cost, abs=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["Seq2seq", "Peeky"])
+def test_gradcheck(arch):
+    assert gradcheck_model(*setup(arch, layers=2))
 
 
 @pytest.mark.parametrize("arch", ["Seq2seq", "Peeky"])
 def test_searches_through_the_step_protocol(arch):
     """Beam 1 is greedy; a beam's costs are the model's own scores of its translations."""
     model, x, x_mask, _, _ = setup(arch, seed=3)
-    rules = dict(min_len_ratio=0.5, max_len_ratio=2.0)
-    with torch.no_grad():
-        model.b_y[EOS] += 2.0  # hypotheses end
-        g = greedy_search(model, x, x_mask, **rules)
-        b1 = beam_search(model, x, x_mask, beam=1, **rules)
-        b4 = beam_search(model, x, x_mask, beam=4, **rules)
-        assert [h.tokens for h in g] == [h.tokens for h in b1]
-        assert all(h.finished for h in b4)
-        for i, h in enumerate(b4):
-            yt = torch.tensor([h.tokens])
-            ones = torch.ones_like(yt, dtype=torch.bool)
-            score = model.score(x[i : i + 1], x_mask[i : i + 1], yt, ones)
-            assert -float(score) == pytest.approx(h.cost, abs=1e-6)
+    check_searches(model, x, x_mask, X_LENGTHS)
