@@ -29,6 +29,7 @@ def fig2_bleu_by_length(
     xmax: float = 60,
     title: str | None = None,
     paper: Mapping[str, float] | None = None,
+    styles: Mapping[str, Mapping] | None = None,
 ):
     """BLEU against sentence length, one curve per model, in the paper's line styles (Figure 2).
 
@@ -38,6 +39,8 @@ def fig2_bleu_by_length(
         title: optional title (e.g. the profile that produced the numbers).
         paper: model name -> the paper's BLEU on all test sentences (Table 1), drawn as thin
             grey lines in the model's style, for reference.
+        styles: model name -> matplotlib line settings (e.g. ``{"ls": "--", "color": "C1"}``),
+            for more models than the paper's four (default: the paper's styles, in black).
 
     The y axis is the paper's, 0 to 30 (higher if a score is), except when every score is below
     5 (a briefly trained model) and no paper line is drawn: then it is fitted to the scores, so
@@ -52,9 +55,11 @@ def fig2_bleu_by_length(
             ax.annotate(f"paper {name}", (xmax, value), xytext=(-3, 2), textcoords="offset points",
                         ha="right", va="bottom", fontsize=7, color="0.45")  # fmt: skip
     for name, (x, y) in curves.items():
-        ax.plot(x, y, FIG2_STYLES.get(name, "-"), color="k", lw=1.6, label=name)
+        style = (styles or {}).get(name) or {"ls": FIG2_STYLES.get(name, "-"), "color": "k"}
+        ax.plot(x, y, lw=1.6, label=name, **style)
     ax.set(xlabel="Sentence length", ylabel="BLEU score", xlim=(0, xmax), ylim=(0, top))
-    ax.legend(loc="lower left" if best >= 5 else "upper right", frameon=False)
+    ax.legend(loc="lower left" if best >= 5 else "upper right", frameon=False,
+              fontsize=8 if len(curves) > 4 else None, ncol=2 if len(curves) > 4 else 1)  # fmt: skip
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title, fontsize=10)
@@ -134,6 +139,31 @@ def budget_curves(curves: Mapping[str, Sequence[Mapping]], reference: str | None
     for ax in (a1, a2):
         ax.grid(alpha=0.3)
     a1.legend(fontsize=9, frameon=False, loc="upper right", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def nll_by_time_and_updates(
+    curves: Mapping[str, Sequence[Mapping]], styles: Mapping[str, Mapping] | None = None
+):
+    """Dev NLL against minutes of training (left) and against updates (right), one line per
+    model: the left panel is what a budget of time buys, the right what each update learns.
+
+    Args:
+        curves: model name -> the log's evaluations, each a mapping with ``minutes``,
+            ``update`` and ``dev_nll``.
+        styles: model name -> matplotlib line settings (default: matplotlib's cycle).
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
+    for name, recs in curves.items():
+        for ax, key in zip(axes, ("minutes", "update"), strict=True):
+            ax.plot([r[key] for r in recs], [r["dev_nll"] for r in recs], lw=1.4, label=name,
+                    **(styles or {}).get(name, {}))  # fmt: skip
+    axes[0].set(xlabel="minutes of training (one core)", ylabel="dev NLL per sentence (nats)")
+    axes[1].set(xlabel="updates (minibatches of 80 pairs)")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8, frameon=False, loc="upper right", ncol=2)
     fig.tight_layout()
     return fig
 

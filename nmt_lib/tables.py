@@ -152,6 +152,20 @@ def readme_results(profile: str = "lite") -> str:
         )
         + ' (the chapter "Experiments" gives each verdict and its interval).',
     ]
+    compare = results_path("compare")
+    if (compare / "claims.csv").is_file():
+        with open(compare / "comparison.csv", encoding="utf-8") as f:
+            ranked = sorted(csv.DictReader(f), key=lambda r: -float(r["All"]))
+        with open(compare / "claims.csv", encoding="utf-8") as f:
+            judged = [r["verdict"] for r in csv.DictReader(f)]
+        text += [
+            "",
+            "Beside them, on the same data, sizes, recipe and budget (`results/compare/`, the "
+            'book\'s part "Before and after the paper"): '
+            + ", ".join(f"{r['model']} {float(r['All']):.2f}" for r in ranked)
+            + f". Of the {len(judged)} claims that comparison tests, "
+            f"{judged.count('reproduced')} are reproduced.",
+        ]
     gpu = results_path("gpu")
     if (gpu / "manifest.json").is_file():
         g = read_json(gpu / "manifest.json")

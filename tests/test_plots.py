@@ -27,6 +27,13 @@ def test_fig2_line_styles_and_axes(tmp_path):
     assert high.axes[0].get_ylim() == (0, 42)
     low = plots.fig2_bleu_by_length({"RNNsearch-50": ([5, 15], [0.5, 2.0])})
     assert low.axes[0].get_ylim() == (0, 2.5)  # briefly trained: the axis fits the scores
+    more = plots.fig2_bleu_by_length(
+        {"RNNsearch-50": ([5], [10.0]), "Luong-dot-50": ([5], [12.0])},
+        styles={"Luong-dot-50": {"ls": "--", "color": "C1"}},
+    )
+    lines = {line.get_label(): line for line in more.axes[0].get_lines()}
+    assert lines["RNNsearch-50"].get_color() == "k" and lines["Luong-dot-50"].get_color() == "C1"
+    assert lines["Luong-dot-50"].get_linestyle() == "--"
 
 
 def test_fig3_grayscale_zero_black_one_white():
@@ -50,3 +57,13 @@ def test_length_histogram_counts():
     # each series as a share of its own sentences: a small test set is as tall as a large train set
     tops = [p.get_path().vertices[:, 1].max() for p in patches]
     assert tops == [50.0, 100.0]
+
+
+def test_nll_by_time_and_updates_draws_both_axes():
+    recs = [{"minutes": 1.0, "update": 250, "dev_nll": 9.0}, {"minutes": 2.0, "update": 500,
+                                                              "dev_nll": 8.0}]  # fmt: skip
+    fig = plots.nll_by_time_and_updates({"A": recs, "B": recs}, {"B": {"ls": "--"}})
+    left, right = fig.axes
+    assert list(left.get_lines()[0].get_xdata()) == [1.0, 2.0]
+    assert list(right.get_lines()[1].get_xdata()) == [250, 500]
+    assert right.get_lines()[1].get_linestyle() == "--"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt_lib import data, fixtures, replicate, tables
+from nmt_lib import comparison, data, fixtures, replicate, tables
 from nmt_lib.config import ConfigError
 from nmt_lib.results import ResultsMissing, require_results
 
@@ -86,3 +86,15 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     for r in rows:
         assert r["updates"] == 50 and r["parameters (M)"] > 0 and r["train tok/s"] > 0
         assert r["dev NLL"] > 0 and 0 <= r["All"] <= 100 and r["results"] == "results"
+    # the chapter's table: lite's -50 rows first, then the study's, with what each attends with
+    rows = comparison.table(out)
+    assert [r["model"] for r in rows] == [
+        "RNNencdec-50",
+        "RNNsearch-50",
+        "Luong-dot",
+        "Transformer",
+    ]
+    assert [r["attention"] for r in rows][2:] == [
+        "Luong: dot, from h_t",
+        "multi-head scaled dot-product",
+    ]
