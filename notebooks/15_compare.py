@@ -68,7 +68,7 @@ glue("cmp_precision", precision, display=False)
 # the paper's models ({doc}`08_experiments`); the results were produced on
 # {glue:text}`cmp_created` from commit {glue:text}`cmp_commit`, and `results/compare/manifest.json`
 # records the resolved configs, the data's sha256, the hardware and the versions. To regenerate
-# them (about two hours on 2 cores), then the tables of this page:
+# them (about two hours of training on 2 cores), then the tables of this page:
 #
 # ```bash
 # python -m nmt_lib.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2
