@@ -47,12 +47,14 @@ def models(out: Path = RESULTS, base: Path | None = None) -> dict[str, Path]:
     return found
 
 
-def arch_of(d: Path, name: str) -> dict:
+def model_config(d: Path, name: str) -> dict:
+    """The model settings of run ``name`` as the manifest of results directory ``d`` records them."""
     return read_json(d / "manifest.json")["configs"][name]["model"]
 
 
 def has_attention(d: Path, name: str) -> bool:
-    return arch_of(d, name)["arch"] in ("RNNsearch", "Luong", "Transformer")
+    """Whether run ``name`` of ``d`` is an attention model (RNNsearch, Luong, Transformer)."""
+    return model_config(d, name)["arch"] in ("RNNsearch", "Luong", "Transformer")
 
 
 def table(out: Path = RESULTS, base: Path | None = None) -> list[dict]:
@@ -62,7 +64,7 @@ def table(out: Path = RESULTS, base: Path | None = None) -> list[dict]:
     rows = [r for r in tables.comparison_table(*dict.fromkeys(where.values()))
             if where.get(r["model"]) is not None and r["results"] == where[r["model"]].name]  # fmt: skip
     for r in rows:
-        cfg = arch_of(where[r["model"]], r["model"])
+        cfg = model_config(where[r["model"]], r["model"])
         r["attention"] = ATTENTION[cfg["arch"]].format(score=cfg.get("score"))
     order = list(where)
     return sorted(rows, key=lambda r: order.index(r["model"]))
@@ -170,13 +172,15 @@ def claims(out: Path = RESULTS, base: Path | None = None, n_samples: int = 1000)
             **dict(zip(("verdict", "reason"), _verdict([iv for _, iv in ds]), strict=True)),
         })  # fmt: skip
 
-    lstm = {m: arch_of(d, m) for m, d in where.items() if arch_of(d, m)["arch"] == "Seq2seq"}
+    lstm = {
+        m: model_config(d, m) for m, d in where.items() if model_config(d, m)["arch"] == "Seq2seq"
+    }
     fwd = [m for m, cfg in lstm.items() if not cfg.get("reverse_source")]
     back = [m for m, cfg in lstm.items() if cfg.get("reverse_source")]
     if fwd and back:
         diff_row("Reversing the source helps an LSTM encoder-decoder without attention "
                  "(Sutskever et al.)", SUTSKEVER_REVERSAL, back[0], fwd[:1])  # fmt: skip
-    tf = [m for m in attn if arch_of(where[m], m)["arch"] == "Transformer"]
+    tf = [m for m in attn if model_config(where[m], m)["arch"] == "Transformer"]
     recurrent = [m for m in attn if m not in tf]
     if tf and recurrent:
         diff_row("The Transformer beats the recurrent attention models, here at the same "
