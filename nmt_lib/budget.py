@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from nmt_lib.config import PROFILE_DIR, RunConfig, load_profile, run_dir_name, to_dict
+from nmt_lib.results import eval_curve, run_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = PROFILE_DIR / "studies" / "budget.toml"
@@ -370,24 +371,9 @@ def train_study(
 # ------------------------------------------------------------------------------------ report
 def curves(out: Path) -> dict[str, list[dict]]:
     """Every arm's evaluations in order: ``{arm: [{"minutes", "update", "dev_nll", "dev_bleu"}]}``
-    (the dev NLL of the fixed subset, the greedy BLEU of the first dev sentences), from the start
-    (the untrained model is not evaluated: the curves start at the first evaluation)."""
+    (:func:`nmt_lib.results.eval_curve`)."""
     arms = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["runs"]
-    result = {}
-    for name in arms:
-        log = out / "runs" / run_dir_name(name) / "train_log.jsonl"
-        recs = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()]
-        result[name] = [
-            {
-                "minutes": r["elapsed"] / 60,
-                "update": r["update"],
-                "dev_nll": r["dev_nll"],
-                "dev_bleu": r["dev_bleu"],
-            }  # fmt: skip
-            for r in recs
-            if r.get("kind") == "eval"
-        ]
-    return result
+    return {name: eval_curve(run_dir(out, name)) for name in arms}
 
 
 def at_minutes(curve: list[dict], minutes: float, key: str = "dev_nll") -> float | None:

@@ -168,9 +168,9 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
 
     # 4: Figure 3, alignments of RNNsearch-50
     a = attention_summary(read_json(run_dir(out, "RNNsearch-50") / "attention.json"))
-    st, peak, uniform, mono = a["sentences"], a["peak"], a["uniform"], a["monotonic"]
+    n, peak, uniform, mono = a["sentences"], a["peak"], a["uniform"], a["monotonic"]
     back, local = a["moves_left"], a["local"]
-    if not st:
+    if not n:
         verdict, reason = "unclear", "no translated sentence with attention weights"
     elif peak < PEAKED:
         verdict = "unclear"
@@ -188,7 +188,7 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
         "claim": "The alignments are mostly monotonic, with local reorderings (Figure 3)",
         "paper": "Figure 3: weights concentrated near the diagonal; e.g. European Economic "
                  "Area → zone économique européenne reversed",
-        "ours": f"{st} sentences: mean largest weight {peak:.2f} (uniform: {uniform:.2f}); "
+        "ours": f"{n} sentences: mean largest weight {peak:.2f} (uniform: {uniform:.2f}); "
                 f"{mono:.0%} of the steps monotonic; {back} moves left, {local} of at "
                 f"most {LOCAL} words",
         "verdict": verdict,

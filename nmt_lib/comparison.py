@@ -10,7 +10,6 @@ and the claims the comparison tests, each with 95% bootstrap intervals and a ver
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ from . import bleu, tables
 from .claims import HOLDS, LONG, MARGIN, SHORT, _fmt, _verdict
 from .config import home
 from .io import read_json
-from .results import run_dir
+from .results import eval_curve, run_dir
 
 RESULTS = home() / "results" / "compare"
 #: The profile whose rows the comparison stands beside, and those rows (sentences of up to 50
@@ -80,15 +79,10 @@ def curves(out: Path = RESULTS, base: Path | None = None) -> tuple[dict, list[in
 
 
 def dev_curves(out: Path = RESULTS, base: Path | None = None) -> dict[str, list[dict]]:
-    """Each model's evaluations during training (``train_log.jsonl``): ``{model: [{"update",
-    "minutes", "dev_nll"}]}``, the dev NLL on the fixed dev subset of ``train.dev_nll_sentences``."""
-    found = {}
-    for name, d in models(out, base).items():
-        with open(run_dir(d, name) / "train_log.jsonl", encoding="utf-8") as f:
-            log = [json.loads(line) for line in f]
-        found[name] = [{"update": r["update"], "minutes": r["elapsed"] / 60, "dev_nll": r["dev_nll"]}
-                       for r in log if r.get("kind") == "eval"]  # fmt: skip
-    return found
+    """Each model's evaluations during training (:func:`nmt_lib.results.eval_curve`): ``{model:
+    [{"minutes", "update", "dev_nll", "dev_bleu"}]}``, the dev NLL on the fixed dev subset of
+    ``train.dev_nll_sentences``."""
+    return {name: eval_curve(run_dir(d, name)) for name, d in models(out, base).items()}
 
 
 def at_updates(curves: dict[str, list[dict]]) -> tuple[int, dict[str, float]]:

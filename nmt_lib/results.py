@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -35,3 +36,14 @@ def require_results(path: Path, *names: str) -> Path:
 def run_dir(out: Path, name: str) -> Path:
     """The directory of model ``name`` in the results directory ``out``."""
     return out / "runs" / run_dir_name(name)
+
+
+def eval_curve(d: Path) -> list[dict]:
+    """The evaluations during training of the run in ``d``, in order, from its ``train_log.jsonl``:
+    ``[{"minutes", "update", "dev_nll", "dev_bleu"}]`` (the dev NLL of the fixed subset, the greedy
+    BLEU of the first dev sentences). The untrained model is not evaluated: a curve starts at the
+    first evaluation."""
+    recs = [json.loads(x) for x in (d / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
+            if x.strip()]  # fmt: skip
+    return [{"minutes": r["elapsed"] / 60, "update": r["update"], "dev_nll": r["dev_nll"],
+             "dev_bleu": r["dev_bleu"]} for r in recs if r.get("kind") == "eval"]  # fmt: skip

@@ -195,11 +195,10 @@ glue("cmp_held", names(held), display=False)
 glue("cmp_not_held", names(not_held), display=False)
 glue("cmp_bottleneck", "Yes, for every one." if not not_held else "Not for every one.",
      display=False)  # fmt: skip
-rest = {r["claim"].split(" ")[1 if r["claim"].startswith("The") else 0]: r
-        for r in judged[len(attn):]}  # fmt: skip
-glue("cmp_reversal", rest["Reversing"]["verdict"], display=False)
-glue("cmp_reversal_ours", rest["Reversing"]["ours"], display=False)
-tf = rest.get("Transformer")
+reversal = next(r for r in judged if r["claim"].startswith("Reversing"))
+glue("cmp_reversal", reversal["verdict"], display=False)
+glue("cmp_reversal_ours", reversal["ours"], display=False)
+tf = next((r for r in judged if r["claim"].startswith("The Transformer beats")), None)
 glue("cmp_transformer", (
     f"{tf['verdict']} at {first.train.max_hours * 60:.0f} minutes of one CPU core: {tf['ours']}"
     if tf else "not measured yet: the Transformer of this study is trained, but its beam search "

@@ -95,6 +95,9 @@ def test_dev_nll_at_the_updates_every_model_reached(tmp_path):
                          {"update": 750, "dev_nll": 6.0}],
         "Luong-dot-50": [{"update": 250, "dev_nll": 9.2}, {"update": 500, "dev_nll": 7.2}],
     }  # fmt: skip
+    for recs in curves.values():  # the greedy dev BLEU that every evaluation also logs
+        for r in recs:
+            r["dev_bleu"] = 1.0
     assert comparison.at_updates(curves) == (500, {"RNNencdec-50": 8.0, "RNNsearch-50": 7.0,
                                                    "Luong-dot-50": 7.2})  # fmt: skip
     for name, recs in curves.items():  # dev_curves reads them back from the training logs
