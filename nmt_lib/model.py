@@ -34,8 +34,8 @@ class Encoded(NamedTuple):
     """What the decoder needs from the source, batch-first.
 
     mask: ``[B, Tx]`` bool source mask. h: ``[B, Tx, 2n]`` annotations, Uh: ``[B, Tx, n']``
-    ``U_a h_j`` (RNNsearch; None for RNNencdec). c: ``[B, n]`` fixed context ``h→_{T_x}``
-    (RNNencdec; None for RNNsearch).
+    ``U_a h_j`` (RNNsearch; None for RNNencdec; the Transformer's encoder–decoder keys and values).
+    c: ``[B, n]`` fixed context ``h→_{T_x}`` (RNNencdec; None for RNNsearch).
     """
 
     mask: Tensor

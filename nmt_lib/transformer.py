@@ -15,9 +15,12 @@ PE``. The decoder's input at target position ``i`` is ``y_{i-1}``, a zero embedd
 the paper's models have no previous word there), and ``p(y_i | y_<i, x) = softmax(W_y x_i + b_y)``
 from its last layer. No dropout and no label smoothing (the budget runs are far from overfitting).
 
-The interface is the paper models' (:mod:`nmt_lib.steps`): a decoder state is the target prefix
-(ids, ``[G * B, i - 1]``), and each step runs the decoder over the whole prefix again (no cache:
-plain, and cheap at these lengths). The alignment a step returns is the last decoder layer's
+The interface is the paper models' (:mod:`nmt_lib.steps`). What a search carries from one word to
+the next is what the positions before ``i`` offer to position ``i``: each decoder layer's
+self-attention keys ``y W_K`` and values ``y W_V`` of those positions (a *key/value cache*, the state
+``[G * B, layers, 2, i - 1, d]``); a step computes position ``i`` alone and appends its keys and
+values. Each decoder layer's encoder–decoder keys and values are computed once per sentence, as
+RNNsearch's ``U_a h_j`` (``Encoded.Uh``). The alignment a step returns is the last decoder layer's
 encoder–decoder attention at that position, averaged over the heads.
 """
 
@@ -32,7 +35,7 @@ from torch.nn import functional as F
 from .config import ModelConfig
 from .decoder import Decoder
 from .model import Encoded
-from .steps import Searchable
+from .steps import Searchable, Steps
 
 
 def positions(T: int, d: int, like: Tensor) -> Tensor:
@@ -58,13 +61,20 @@ class MultiHead(nn.Module):
     def forward(self, x: Tensor, y: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """``x [B, Tq, d]`` attends to ``y [B, Tk, d]`` where ``mask [B, Tq or 1, Tk]`` is True.
         Returns ``[B, Tq, d]`` and the weights ``[B, heads, Tq, Tk]``."""
-        B, Tq, d = x.shape
+        return self.attend(x @ self.W_Q, y @ self.W_K, y @ self.W_V, mask)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None):
+        """:meth:`forward` from the queries ``x W_Q [B, Tq, d]``, keys ``y W_K`` and values ``y W_V``
+        ``[B, Tk, d]``; ``mask`` None: every key."""
+        B, Tq, d = q.shape
         split = lambda t: t.view(B, -1, self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
-        q, k, v = split(x @ self.W_Q), split(y @ self.W_K), split(y @ self.W_V)  # [B, h, T, d_k]
-        e = q @ k.transpose(-1, -2) / math.sqrt(d // self.heads)  # [B, h, Tq, Tk]
+        q, k, v = split(q), split(k), split(v)  # [B, h, T, d_k]
+        e = q @ k.transpose(-1, -2).to(q.dtype) / math.sqrt(d // self.heads)  # [B, h, Tq, Tk]
         e = e.to(torch.promote_types(e.dtype, torch.float32))
-        a = e.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
-        out = (a.to(v.dtype) @ v).transpose(1, 2).reshape(B, Tq, d)
+        if mask is not None:
+            e = e.masked_fill(~mask[:, None], float("-inf"))
+        a = e.softmax(-1)
+        out = (a.to(q.dtype) @ v.to(q.dtype)).transpose(1, 2).reshape(B, Tq, d)
         return out @ self.W_O, a
 
 
@@ -96,9 +106,27 @@ class DecoderLayer(nn.Module):
         self.ffn = FeedForward(d, ff)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
 
-    def forward(self, x: Tensor, causal: Tensor, enc: Tensor, enc_mask: Tensor):
+    def forward(self, x: Tensor, causal: Tensor, enc_kv: Tensor, enc_mask: Tensor):
+        """Every position of ``x [B, T, d]``; ``enc_kv [B, 2, Tx, d]``: the encoder output's keys
+        and values for this layer's encoder–decoder attention."""
         x = self.norm1(x + self.self_attention(x, x, causal)[0])
-        att, a = self.cross_attention(x, enc, enc_mask[:, None])
+        return self.attend_source(x, enc_kv, enc_mask)
+
+    def step(self, x: Tensor, kv: Tensor, enc_kv: Tensor, enc_mask: Tensor):
+        """One new position ``x [G * B, 1, d]`` (``G`` consecutive rows per sentence) after the
+        positions whose self-attention keys and values are ``kv [G * B, 2, t, d]``: :meth:`forward`
+        at that position, its weights ``[B, heads, G, Tx]`` and ``kv`` with its own appended."""
+        sa = self.self_attention
+        kv = torch.cat([kv, torch.stack([x @ sa.W_K, x @ sa.W_V], 1).to(kv.dtype)], 2)
+        x = self.norm1(x + sa.attend(x @ sa.W_Q, kv[:, 0], kv[:, 1], None)[0])  # no future yet
+        B = enc_kv.shape[0]  # a sentence's G rows are G queries on its source
+        out, a = self.attend_source(x.reshape(B, -1, x.shape[-1]), enc_kv, enc_mask)
+        return out.reshape(x.shape), a, kv
+
+    def attend_source(self, x: Tensor, enc_kv: Tensor, enc_mask: Tensor):
+        """Encoder–decoder attention and the feed-forward layer, and the attention weights."""
+        ca = self.cross_attention
+        att, a = ca.attend(x @ ca.W_Q, enc_kv[:, 0], enc_kv[:, 1], enc_mask[:, None])
         x = self.norm2(x + att)
         return self.norm3(x + self.ffn(x)), a
 
@@ -122,11 +150,14 @@ class Transformer(Searchable, nn.Module):
         return math.sqrt(self.cfg.m) * e + positions(e.shape[1], self.cfg.m, e)
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
-        """The encoder's output ``[B, Tx, d]`` in ``Encoded.h``."""
+        """The encoder's output ``[B, Tx, d]`` in ``Encoded.h``; in ``Encoded.Uh``, each decoder
+        layer's encoder–decoder keys ``h W_K`` and values ``h W_V``, ``[B, layers, 2, Tx, d]``."""
         h = self.inputs(F.embedding(x, self.E_bar))
         for layer in self.encoder:
             h = layer(h, x_mask)
-        return Encoded(x_mask, h)
+        kv = [torch.stack([h @ layer.cross_attention.W_K, h @ layer.cross_attention.W_V], 1)
+              for layer in self.decoder]  # fmt: skip
+        return Encoded(x_mask, h, torch.stack(kv, 1))
 
     def decode(self, enc: Encoded, prefix: Tensor) -> tuple[Tensor, Tensor]:
         """The logits of ``y_1 .. y_T`` ``[B, T, K]`` given ``prefix`` ``[B, T - 1]`` (the words
@@ -136,8 +167,8 @@ class Transformer(Searchable, nn.Module):
         e = torch.cat([e.new_zeros(e.shape[0], 1, e.shape[2]), e], 1)  # y_0 = 0
         x, T = self.inputs(e), e.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=e.device).tril()[None]  # [1, T, T]
-        for layer in self.decoder:
-            x, a = layer(x, causal, enc.h, enc.mask)
+        for k, layer in enumerate(self.decoder):
+            x, a = layer(x, causal, enc.Uh[:, k], enc.mask)
         return F.linear(x, self.W_y, self.b_y), a.mean(1)
 
     def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
@@ -148,19 +179,42 @@ class Transformer(Searchable, nn.Module):
         return logp.masked_fill(~y_mask, 0.0), a.masked_fill(~y_mask[..., None], 0.0)
 
     def init_state(self, enc: Encoded) -> Tensor:
-        """The empty prefix, ``[B, 0]``."""
-        return torch.zeros(enc.mask.shape[0], 0, dtype=torch.long, device=enc.mask.device)
+        """No positions yet: the empty cache ``[B, layers, 2, 0, d]``."""
+        B, d = enc.mask.shape[0], self.cfg.m
+        return enc.h.new_zeros(B, self.cfg.layers, 2, 0, d)
 
     def readout_step(self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None):
-        """``log p(y_i | ·) [G * B, K]``, the prefix ``y_1 .. y_{i-1}`` (in the place of the paper
-        models' context: :meth:`next_state` takes it) and the alignment at position ``i``."""
-        B, R = enc.mask.shape[0], s_prev.shape[0]
-        if R > B:  # G consecutive states per sentence
-            enc = enc.select(torch.arange(B, device=s_prev.device).repeat_interleave(R // B))
-        prefix = s_prev if y_prev is None else torch.cat([s_prev, y_prev[:, None]], 1)
-        logits, a = self.decode(enc, prefix)
-        return Decoder.log_softmax(logits[:, -1]), prefix, a[:, -1]
+        """``log p(y_i | ·) [G * B, K]``, the cache with position ``i`` appended (in the place of
+        the paper models' context: :meth:`next_state` takes it) and the alignment at ``i``, from
+        the cache ``s_prev [G * B, layers, 2, i - 1, d]`` of the positions before ``i`` and the
+        word ``y_{i-1}`` (None at ``i = 1``)."""
+        R, i, d = s_prev.shape[0], s_prev.shape[3], self.cfg.m
+        e = s_prev.new_zeros(R, d) if y_prev is None else F.embedding(y_prev, self.E)
+        x = (math.sqrt(d) * e + positions(i + 1, d, e)[i])[:, None]  # [R, 1, d]
+        cache = []
+        for k, layer in enumerate(self.decoder):
+            x, a, kv = layer.step(x, s_prev[:, k], enc.Uh[:, k], enc.mask)
+            cache.append(kv)
+        logits = F.linear(x[:, 0], self.W_y, self.b_y)
+        return Decoder.log_softmax(logits), torch.stack(cache, 1), a.mean(1).reshape(R, -1)
 
-    def next_state(self, s_prev: Tensor, y: Tensor, prefix: Tensor) -> Tensor:
-        """The prefix: computed by :meth:`readout_step` (``y`` joins it at the next step)."""
-        return prefix
+    def next_state(self, s_prev: Tensor, y: Tensor, cache: Tensor) -> Tensor:
+        """The cache: computed by :meth:`readout_step` (``y`` enters it at the next step)."""
+        return cache
+
+    def steps(self, words: Tensor | None = None) -> Steps:
+        """:class:`CacheSteps`: a beam reorders the new cache only."""
+        return CacheSteps(self)
+
+
+class CacheSteps(Steps):
+    """:class:`~nmt_lib.steps.Steps` whose carry is the cache a readout returns: the previous one
+    is not needed again (``next_state`` ignores it), so a beam does not reorder it."""
+
+    def readout(self, enc, state: tuple) -> tuple:
+        s, y_prev = state
+        logp, cache, alpha = self.model.readout_step(enc, s, y_prev)
+        return logp, alpha, (cache,)
+
+    def advance(self, carry: tuple, y: Tensor) -> tuple:
+        return carry[0], y

@@ -102,8 +102,8 @@ torch.set_default_dtype(torch.float64)
 # :pyobject: MultiHead.forward
 # ```
 #
-# The decoder over a target prefix, all positions at once under the causal mask; training calls it
-# once per batch, a search once per step on the prefix so far:
+# The decoder over a target sentence, all positions at once under the causal mask (training calls
+# it once per batch; a search computes one position at a time, below):
 #
 # ```{literalinclude} ../../nmt_lib/transformer.py
 # :pyobject: Transformer.decode
@@ -189,7 +189,41 @@ print("nmt_lib Transformer == (tf-attention)-(tf-layers), float64, per sentence 
 # %% [markdown]
 # Every log-probability and every encoder–decoder weight of the padded batch equals the
 # per-sentence reference (`tests/test_transformer.py` holds the same identity, that no position
-# sees a later one, and that decoding one prefix at a time reproduces the parallel forward).
+# sees a later one, and that the search's step below reproduces the parallel forward).
+#
+# ## Decoding one word at a time: the key/value cache
+#
+# A search knows $y_{i-1}$ only after step $i - 1$, so it computes position $i$ alone. In each
+# decoder layer, position $i$ attends to the positions $\le i$ through their keys $z_{i'} W_K$ and
+# values $z_{i'} W_V$, and those do not change once computed (no position sees a later one). The
+# search therefore carries, in the place of the paper's state $s_{i-1}$, each layer's keys and
+# values of the positions before $i$ (the *cache*, `[rows, layers, 2, i - 1, d]`); a step appends
+# position $i$'s own and attends to all of them, without a mask (there is no future yet). The
+# encoder–decoder keys and values depend on the source only and are computed once per sentence,
+# in `Encoded.Uh`, as RNNsearch's $U_a h_j$ ({doc}`04_alignment`):
+#
+# ```{literalinclude} ../../nmt_lib/transformer.py
+# :pyobject: DecoderLayer.step
+# ```
+#
+# Run position by position along the batch's references, the step gives the parallel forward's
+# log-probabilities and alignments:
+
+# %%
+enc = model.encode(x, x_mask)
+cache, y_prev = model.init_state(enc), None
+for i in range(y.shape[1]):
+    logp_i, cache, align_i = model.readout_step(enc, cache, y_prev)
+    real = y_mask[:, i]
+    assert_close(logp_i[real].gather(1, y[real, i, None])[:, 0], logp[real, i])
+    assert_close(align_i[real], align[real, i])
+    y_prev = y[:, i]
+print("cached steps == the parallel forward; cache after the last step:", tuple(cache.shape))
+
+# %% [markdown]
+# Without the cache, step $i$ would run the decoder over all $i$ positions again: $T_y(T_y + 1)/2$
+# position-steps for a translation of $T_y$ words instead of $T_y$, and a beam search that runs to
+# its length limit of $3 T_x$ words on a long sentence pays that square.
 #
 # ## The position encodings
 #
@@ -228,25 +262,25 @@ glue("tf_pe_fig", fig, display=False)
 # - Sinusoidal encodings {eq}`tf-pe` give order to attention, which has none.
 # - The encoder–decoder attention of {eq}`tf-layers` is the paper's alignment: the decoder's
 #   current representation attends to every source position, in every layer and head.
-# - No recurrence: in training every position is computed at once; in a search, each step runs
-#   the decoder on the prefix so far.
+# - No recurrence: in training every position is computed at once; in a search, each step computes
+#   one new position from a cache of the earlier positions' keys and values.
 # - `nmt_lib.transformer` computes exactly these equations (checked above in float64).
 #
 # ## Exercises
 #
-# 1. Why does the decoder's self-attention need the causal mask in training but not when a search
-#    runs it on a prefix?
+# 1. Why does the decoder's self-attention need the causal mask in training but not in a search's
+#    step?
 # 2. Show that for random $q, k \in \mathbb R^{d_k}$ with independent unit-variance entries,
 #    $\operatorname{Var}(q^\top k) = d_k$.
-# 3. In a search, our decoder recomputes all positions at every step. How many position-steps does
-#    it compute for a 30-word translation, and how many with a cache of the keys and values?
+# 3. How many position-steps does a decoder that recomputes the whole prefix at every step compute
+#    for a 30-word translation, and how many does the cached step?
 #
 # :::{admonition} Solutions
 # :class: dropdown
 #
 # 1. In training the whole reference is the input at once, so position $i$ could see $y_i$ (its own
-#    target) and later words; a prefix contains only the words already chosen, and the search
-#    reads the last position, which sees no future anyway. (The mask does no harm there.)
+#    target) and later words; in a step the cache holds only the positions already computed, so
+#    there is no future to hide.
 # 2. $q^\top k = \sum_{t=1}^{d_k} q_t k_t$, a sum of $d_k$ independent terms of mean 0 and
 #    variance $\mathbb E[q_t^2]\mathbb E[k_t^2] = 1$.
 # 3. $1 + 2 + \dots + 30 = 465$ position-steps without a cache, 30 with one (each new position

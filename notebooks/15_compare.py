@@ -201,9 +201,7 @@ glue("cmp_reversal_ours", reversal["ours"], display=False)
 tf = next((r for r in judged if r["claim"].startswith("The Transformer beats")), None)
 glue("cmp_transformer", (
     f"{tf['verdict']} at {first.train.max_hours * 60:.0f} minutes of one CPU core: {tf['ours']}"
-    if tf else "not measured yet: the Transformer of this study is trained, but its beam search "
-    "recomputes the whole prefix at every step, without a cache of keys and values, and decoding "
-    "the test set with it takes hours; its row joins this table when it has one"
+    if tf else "not measured: the results have no Transformer run"
 ), display=False)  # fmt: skip
 
 # %% [markdown]

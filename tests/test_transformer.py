@@ -1,5 +1,5 @@
 """The Transformer (``nmt_lib.transformer``) against its literal equations, one sentence, one
-position and one head at a time, in float64; the step interface against the parallel forward;
+position and one head at a time, in float64; the cached step against the parallel forward;
 searches through the step protocol."""
 
 import math
@@ -123,19 +123,26 @@ def test_a_position_does_not_see_the_future():
     assert not torch.allclose(a[1, 4:], b[1, 4:])
 
 
-def test_step_interface_reproduces_forward():
-    """Running the decoder over each prefix (what a search does) gives the forward's
-    log-probabilities and alignments."""
+@pytest.mark.parametrize("G", [1, 2])
+def test_cached_steps_reproduce_forward(G):
+    """One position at a time from the key/value cache (what a search does) gives the parallel
+    forward's log-probabilities and alignments; with ``G`` rows per sentence (a beam's
+    hypotheses), each row follows its own words."""
     model, x, x_mask, y, y_mask = setup()
-    logp, align = model(x, x_mask, y, y_mask)
+    ys = [y.roll(g, dims=1).masked_fill(~y_mask, 0) for g in range(G)]  # other words per row
     enc = model.encode(x, x_mask)
-    s, y_prev = model.init_state(enc), None
+    rows = torch.stack(ys, 1).view(G * B, Ty)  # G consecutive rows per sentence
+    s, y_prev = model.init_state(enc.select(torch.arange(B).repeat_interleave(G))), None
     for i in range(Ty):
-        logp_next, prefix, a = model.readout_step(enc, s, y_prev)
-        real = y_mask[:, i]
-        torch.testing.assert_close(logp_next[real, y[real, i]], logp[real, i], rtol=0, atol=1e-12)
-        torch.testing.assert_close(a[real], align[real, i], rtol=0, atol=1e-12)
-        s, y_prev = model.next_state(s, y[:, i], prefix), y[:, i]
+        logp_next, cache, a = model.readout_step(enc, s, y_prev)
+        assert cache.shape == (G * B, model.cfg.layers, 2, i + 1, model.cfg.m)
+        s, y_prev = model.next_state(s, rows[:, i], cache), rows[:, i]
+        for g in range(G):
+            logp, align = model(x, x_mask, ys[g], y_mask)
+            real = y_mask[:, i]
+            got = logp_next[g::G][real].gather(1, ys[g][real, i, None])[:, 0]
+            torch.testing.assert_close(got, logp[real, i], rtol=0, atol=1e-12)
+            torch.testing.assert_close(a[g::G][real], align[real, i], rtol=0, atol=1e-12)
 
 
 def test_gradcheck():
