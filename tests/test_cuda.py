@@ -5,7 +5,8 @@ operations compute everything: the model in float64 gives the CPU's log-probabil
 weights and gradients to 1e-9; under bf16 autocast it stays as close to float32 as on the CPU; beam
 search finds the CPU's translations; Adadelta is ``torch.optim.Adadelta``'s; a training run on the
 toy corpus trains, checkpoints and resumes on the GPU; the CUDA graphs of ``train.cuda_graphs``
-replay the eager step's loss and gradients.
+replay the eager step's loss and gradients. The models before and after the paper (LSTM
+encoder–decoders, Luong's attention, the Transformer) equal the CPU in float64 and search alike.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import pytest
 import torch
 from test_fast_paths import setup
 from test_graphs import three_batches
+from test_seq2seq import setup as seq2seq_setup
 from test_train import toy, with_train  # noqa: F401 (toy: a fixture)
+from test_transformer import setup as transformer_setup
 
 from nmt_lib import data
 from nmt_lib.checkpoint import load_checkpoint
@@ -192,3 +195,36 @@ def test_training_with_cuda_graphs_equals_eager_training(toy, precision, tol, re
     assert graphed[1] == pytest.approx(eager[1], rel=tol)
     for k, v in eager[2].items():
         torch.testing.assert_close(graphed[2][k], v, rtol=10 * tol, atol=atol, msg=k)
+
+
+OTHER_MODELS = {  # the "before and after the paper" models, as their own tests build them
+    "Seq2seq": lambda: seq2seq_setup("Seq2seq", seed=3, layers=2, reverse_source=True),
+    "Peeky": lambda: seq2seq_setup("Peeky", seed=3, layers=2),
+    "Luong-general": lambda: seq2seq_setup("Luong", seed=3, score="general"),
+    "Luong-concat": lambda: seq2seq_setup("Luong", seed=3, score="concat"),
+    "Transformer": lambda: transformer_setup(seed=3),
+}
+
+
+@pytest.mark.parametrize("name", OTHER_MODELS)
+def test_other_models_on_cuda_equal_the_cpu_and_find_its_translations(name):
+    """float64 log-probabilities, alignments and gradients to 1e-9; beam search (the Transformer's
+    through its key/value cache) finds the CPU's translations, costs and alignments."""
+    model, x, x_mask, y, y_mask = OTHER_MODELS[name]()
+    ref = outputs_and_grads(model, (x, x_mask, y, y_mask), torch.device("cpu"))
+    got = outputs_and_grads(model, (x, x_mask, y, y_mask), GPU)
+    tol = dict(rtol=1e-9, atol=1e-10)
+    for a, b in zip(got[:2], ref[:2], strict=True):
+        if b is not None:
+            torch.testing.assert_close(a, b, **tol)
+    for k, g in ref[2].items():
+        torch.testing.assert_close(got[2][k], g, **tol, msg=k)
+    xs = [row[m].tolist() for row, m in zip(x, x_mask, strict=True)]
+    model = model.cpu().eval()
+    cpu = decode_corpus(model, xs, 3, batch_size=2, return_alpha=True)
+    gpu = decode_corpus(model.to(GPU), xs, 3, batch_size=2, return_alpha=True, device=GPU)
+    for a, b in zip(gpu, cpu, strict=True):
+        assert a.tokens == b.tokens and a.finished == b.finished
+        assert a.cost == pytest.approx(b.cost, rel=1e-9)
+        if b.alpha is not None:
+            torch.testing.assert_close(a.alpha, b.alpha, rtol=1e-9, atol=1e-12)
