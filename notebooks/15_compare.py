@@ -68,7 +68,7 @@ glue("cmp_precision", precision, display=False)
 # the paper's models ({doc}`08_experiments`); the results were produced on
 # {glue:text}`cmp_created` from commit {glue:text}`cmp_commit`, and `results/compare/manifest.json`
 # records the resolved configs, the data's sha256, the hardware and the versions. To regenerate
-# them (about two hours of training on 2 cores), then the tables of this page:
+# them (about three hours of training on 2 cores), then the tables of this page:
 #
 # ```bash
 # python -m nmt_lib.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2
@@ -77,8 +77,8 @@ glue("cmp_precision", precision, display=False)
 #
 # The models are deliberately small and briefly trained: read the rows against each other, not
 # against the papers' numbers. What each model simplifies is on the deviations page
-# ({ref}`deviations-other-models`). One model of this part is not trained here: the "peeky" LSTM of
-# {doc}`12_seq2seq`. Its wiring is RNNencdec's, whose row is `lite`'s.
+# ({ref}`deviations-other-models`). The "peeky" LSTM of {doc}`12_seq2seq` has RNNencdec's wiring,
+# so its row beside `lite`'s RNNencdec-50 shows what LSTMs instead of GRUs change there.
 #
 # ## The table
 

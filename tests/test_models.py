@@ -57,8 +57,7 @@ def test_compare_profile_is_lite_but_the_architecture():
     compare, lite = load_profile(PROFILE_DIR / "studies" / "compare.toml"), load_profile("lite")
     ref = lite.runs["RNNsearch-50"]
     own = {"arch", "layers", "reverse_source", "score", "input_feed", "heads", "ff"}
-    # Peeky is RNNencdec's wiring with LSTMs: lite's RNNencdec-50 measures it (three rounds of two)
-    expected = set(ARCHS) - lite_archs(lite) - {"Peeky"}
+    expected = set(ARCHS) - lite_archs(lite)
     assert {run.model.arch for run in compare.runs.values()} == expected
     for name, run in compare.runs.items():
         assert run.data == ref.data and run.train == ref.train and run.search == ref.search, name
