@@ -4,8 +4,8 @@ and the claims the comparison tests, each with 95% bootstrap intervals and a ver
 :mod:`nmt_lib.claims`. Reads only results directories: ``results/compare/`` (the study profile
 ``nmt_lib/profiles/studies/compare.toml``) and ``results/lite/``.
 
-``python -m nmt_lib.comparison`` writes ``comparison.{csv,md}`` and ``claims.{csv,md}`` into
-``results/compare/``."""
+``python -m nmt_lib.comparison`` writes ``comparison.{csv,md}``, ``claims.{csv,md}`` and
+``outputs.{csv,md}`` into ``results/compare/``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .claims import HOLDS, LONG, MARGIN, SHORT, _fmt, _verdict
 from .config import home
 from .io import read_json
 from .results import eval_curve, run_dir
+from .vocab import SPECIALS, UNK
 
 RESULTS = home() / "results" / "compare"
 #: The profile whose rows the comparison stands beside, and those rows (sentences of up to 50
@@ -91,6 +92,37 @@ def at_updates(curves: dict[str, list[dict]]) -> tuple[int, dict[str, float]]:
     common = max(set.intersection(*({r["update"] for r in recs} for recs in curves.values())))
     return common, {m: next(r["dev_nll"] for r in recs if r["update"] == common)
                     for m, recs in curves.items()}  # fmt: skip
+
+
+def loops(words: list[str], n: int = 3, times: int = 3) -> bool:
+    """Whether some ``n`` consecutive words, none of them ``<unk>``, occur ``times`` times or more
+    in ``words`` (runs of ``<unk>`` are what a 10k vocabulary makes of names and numbers)."""
+    counts: dict[tuple, int] = {}
+    for i in range(len(words) - n + 1):
+        g = tuple(words[i : i + n])
+        if SPECIALS[UNK] in g:
+            continue
+        counts[g] = counts.get(g, 0) + 1
+        if counts[g] >= times:
+            return True
+    return False
+
+
+def outputs(out: Path = RESULTS, base: Path | None = None) -> list[dict]:
+    """What each model's test translations (Table 1's "All", tokenized) look like: how many
+    hypotheses the search left unfinished at its length limit, their length relative to the
+    references', and the share that loop (:func:`loops`: a 3-word sequence 3 times or more)."""
+    rows = []
+    for m, d in models(out, base).items():
+        b = read_json(run_dir(d, m) / "bleu.json")
+        lines = (run_dir(d, m) / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()
+        rows.append({
+            "model": m,
+            "unfinished": b["unfinished"],
+            "length / reference": round(b["all"]["tok"]["sys_len"] / b["all"]["tok"]["ref_len"], 2),
+            "looping (%)": round(100 * sum(loops(h.split()) for h in lines) / len(lines), 1),
+        })  # fmt: skip
+    return rows
 
 
 def claims(out: Path = RESULTS, base: Path | None = None, n_samples: int = 1000) -> list[dict]:
@@ -191,13 +223,21 @@ NOTE = (
 )
 
 
+OUTPUTS_NOTE = (
+    "newstest2014, Table 1's All (tokenized, <unk> allowed). unfinished: hypotheses still open at "
+    "the length limit (3 × the source). looping: translations in which a 3-word sequence "
+    "without <unk> occurs 3 times or more."
+)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nmt_lib.comparison", description=__doc__)
     ap.add_argument("--results-dir", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
     tables.write_table(a.results_dir, "comparison", table(a.results_dir), NOTE)
     tables.write_table(a.results_dir, "claims", claims(a.results_dir), NOTE)
-    print(f"[comparison] wrote comparison and claims into {a.results_dir}")
+    tables.write_table(a.results_dir, "outputs", outputs(a.results_dir), OUTPUTS_NOTE)
+    print(f"[comparison] wrote comparison, claims and outputs into {a.results_dir}")
     return 0
 
 

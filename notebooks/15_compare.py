@@ -50,8 +50,10 @@ first = configs[manifest["runs"][0]]
 glue("cmp_minutes", first.train.max_hours * 60, display=False)
 glue("cmp_cpu", manifest["hardware"]["cpu_model"] or manifest["hardware"]["cpu"], display=False)
 commit = (manifest["git"]["commit"] or "uncommitted")[:10]
-glue("cmp_commit", commit + (" with uncommitted changes" if manifest["git"]["dirty"] else ""),
-     display=False)  # fmt: skip
+later = "; ".join(f"{name}: {g['what']} from {g['commit'][:10]}"
+                  for name, g in manifest.get("git_runs", {}).items())  # fmt: skip
+glue("cmp_commit", commit + (" with uncommitted changes" if manifest["git"]["dirty"] else "")
+     + (f" ({later})" if later else ""), display=False)  # fmt: skip
 glue("cmp_created", manifest["created_utc"], display=False)
 glue("cmp_n", len(manifest["runs"]), display=False)
 precision = read_json(run_dir(out, manifest["runs"][0]) / "train_summary.json")["precision"]
@@ -223,6 +225,37 @@ glue("cmp_transformer", (
 # what its paper trains it with: no warm-up of the learning rate, no dropout, no label smoothing,
 # and thousands of updates where the paper's base model made 100,000 on 8 GPUs. A verdict is about
 # this budget, not about the architecture.
+#
+# ## What the searches made of each model
+#
+# BLEU scores what the beam search returns, and a search can go wrong where the model is only
+# a little unsure. The table counts three symptoms in each model's test translations:
+
+# %%
+shapes = comparison.outputs(out)
+Markdown(tables.markdown_table(shapes) + "\n" + comparison.OUTPUTS_NOTE)
+
+# %% tags=["hide-input"]
+loopiest = max(shapes, key=lambda r: r["looping (%)"])
+longest = max(shapes, key=lambda r: r["length / reference"])
+glue("cmp_loop_model", loopiest["model"], display=False)
+glue("cmp_loop_pct", loopiest["looping (%)"], display=False)
+glue("cmp_loop_search", next(r for r in shapes if r["model"] == "RNNsearch-50")["looping (%)"],
+     display=False)  # fmt: skip
+glue("cmp_long_model", longest["model"], display=False)
+glue("cmp_long_ratio", longest["length / reference"], display=False)
+glue("cmp_long_unfinished", longest["unfinished"], display=False)
+
+# %% [markdown]
+# {glue:text}`cmp_loop_model` repeats itself most: a 3-word sequence (without `<unk>`) comes back
+# at least three times in {glue:text}`cmp_loop_pct`% of its translations, against
+# {glue:text}`cmp_loop_search`% for RNNsearch-50. The longest output is
+# {glue:text}`cmp_long_model`'s, {glue:text}`cmp_long_ratio` times as long as the references, with
+# {glue:text}`cmp_long_unfinished` hypotheses still open at the length limit. Both cost BLEU
+# through its n-gram precisions, as a short output costs it through the brevity penalty. The
+# search divides a hypothesis's cost by its length (`search.normalize`, chosen on dev for
+# RNNsearch by {doc}`10_budget`): a model that gives a repeated phrase a high probability can then
+# prefer a long loop to ending the sentence.
 #
 # ## Attention on a sentence of Figure 3
 

@@ -76,11 +76,40 @@ def test_models_put_lites_rows_first(tmp_path):
     assert list(curves) == ["RNNencdec-50", "RNNsearch-50", "Luong-dot-50"] and edges[1] == 10
 
 
+def test_loops_and_outputs(tmp_path):
+    assert comparison.loops("a b c a b c a b c".split())
+    assert not comparison.loops("a b c a b c a b".split())  # "a b c" twice, "b c a" twice
+    assert not comparison.loops("a a b a a b a a".split(), times=4)
+    assert not comparison.loops("<unk> <unk> <unk> <unk> <unk> a <unk> <unk> <unk>".split())
+    base = fake_dir(tmp_path / "lite", {"RNNencdec-50": ({"arch": "RNNencdec"}, 1, 1),
+                                        "RNNsearch-50": ({"arch": "RNNsearch"}, 1, 1)})  # fmt: skip
+    out = fake_dir(tmp_path / "compare", {"Transformer-50": ({"arch": "Transformer"}, 1, 1)})
+    for d, m, hyps, unfinished in ((base, "RNNencdec-50", ["x y", "x y z"], 0),
+                                   (base, "RNNsearch-50", ["x", "y"], 0),
+                                   (out, "Transformer-50", ["x y z x y z x y z", "x y z"], 1)):  # fmt: skip
+        sys_len = sum(len(h.split()) for h in hyps)
+        (run_dir(d, m) / "hyp.test.tok.txt").write_text("\n".join(hyps) + "\n")
+        (run_dir(d, m) / "bleu.json").write_text(
+            json.dumps(
+                {"unfinished": unfinished, "all": {"tok": {"sys_len": sys_len, "ref_len": 4}}}
+            )
+        )
+    rows = {r["model"]: r for r in comparison.outputs(out, base)}
+    assert rows["Transformer-50"] == {"model": "Transformer-50", "unfinished": 1,
+                                      "length / reference": 3.0, "looping (%)": 50.0}  # fmt: skip
+    assert (
+        rows["RNNsearch-50"]["looping (%)"] == 0
+        and rows["RNNencdec-50"]["length / reference"] == 1.25
+    )
+
+
 @pytest.mark.skipif(
     not (comparison.RESULTS / "manifest.json").is_file(), reason="no committed comparison"
 )
 def test_committed_comparison_tables_are_what_the_code_makes_of_the_runs():
-    for name, rows in (("comparison", comparison.table()), ("claims", comparison.claims())):
+    made = {"comparison": comparison.table(), "claims": comparison.claims(),
+            "outputs": comparison.outputs()}  # fmt: skip
+    for name, rows in made.items():
         with open(comparison.RESULTS / f"{name}.csv", encoding="utf-8") as f:
             saved = list(csv.DictReader(f))
         cols = list(dict.fromkeys(k for r in rows for k in r))
