@@ -44,7 +44,8 @@ def fig2_bleu_by_length(
 
     The y axis is the paper's, 0 to 30 (higher if a score is), except when every score is below
     5 (a briefly trained model) and no paper line is drawn: then it is fitted to the scores, so
-    that their shape shows.
+    that their shape shows. The legend goes where the curves are not: the upper right when they
+    stay in the lower half (and no paper line is drawn), else the lower left.
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     best = max((v for _, y in curves.values() for v in y), default=0.0)
@@ -58,7 +59,8 @@ def fig2_bleu_by_length(
         style = (styles or {}).get(name) or {"ls": FIG2_STYLES.get(name, "-"), "color": "k"}
         ax.plot(x, y, lw=1.6, label=name, **style)
     ax.set(xlabel="Sentence length", ylabel="BLEU score", xlim=(0, xmax), ylim=(0, top))
-    ax.legend(loc="lower left" if best >= 5 else "upper right", frameon=False,
+    low = best < 5 or (best < top / 2 and not paper)  # the curves leave the upper half free
+    ax.legend(loc="upper right" if low else "lower left", frameon=False,
               fontsize=8 if len(curves) > 4 else None, ncol=2 if len(curves) > 4 else 1)  # fmt: skip
     ax.grid(alpha=0.3)
     if title:
