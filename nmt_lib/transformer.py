@@ -17,11 +17,12 @@ from its last layer. No dropout and no label smoothing (the budget runs are far 
 
 The interface is the paper models' (:mod:`nmt_lib.steps`). What a search carries from one word to
 the next is what the positions before ``i`` offer to position ``i``: each decoder layer's
-self-attention keys ``y W_K`` and values ``y W_V`` of those positions (a *key/value cache*, the state
-``[G * B, layers, 2, i - 1, d]``); a step computes position ``i`` alone and appends its keys and
-values. Each decoder layer's encoder–decoder keys and values are computed once per sentence, as
-RNNsearch's ``U_a h_j`` (``Encoded.Uh``). The alignment a step returns is the last decoder layer's
-encoder–decoder attention at that position, averaged over the heads.
+self-attention keys ``z W_K`` and values ``z W_V`` of those positions (``z``: the layer's input),
+a *key/value cache*, the state ``[G * B, layers, 2, i - 1, d]``; a step computes position ``i``
+alone and appends its keys and values. Each decoder layer's encoder–decoder keys and values are
+computed once per sentence, as RNNsearch's ``U_a h_j`` (``Encoded.Uh``). The alignment a step
+returns is the last decoder layer's encoder–decoder attention at that position, averaged over the
+heads.
 """
 
 from __future__ import annotations
