@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 
 import torch
 from bench_search import sources
@@ -76,9 +77,8 @@ def main():
         with torch.no_grad(), autocast(args.precision), fixed_length(n):
             for _ in range(args.reps):
                 for k, steps in searches.items():
-                    run = lambda s=steps: beam_search(
-                        model, x, x_mask, beam=args.beam, normalize=True, steps=s
-                    )  # noqa: E731
+                    run = partial(beam_search, model, x, x_mask, beam=args.beam, normalize=True,
+                                  steps=steps)  # fmt: skip
                     hyps[k], t, _ = timed(run)
                     times[k].append(t)
         same = sum(
