@@ -30,9 +30,10 @@ from pathlib import Path
 
 import torch
 
+from .checkpoint import default_checkpoint_dir
 from .config import ConfigError, DataConfig, home, load_profile, to_dict
 from .data import data_summary, input_sha256, prepare
-from .evaluate import evaluate_run
+from .evaluate import evaluate_run, find_checkpoint
 from .fixtures import write_toy_wmt
 from .io import read_json, write_json
 from .paper import FIG3_SOURCES
@@ -119,7 +120,9 @@ def _budget(t, start: float) -> str:
 
 def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, dict]:
     """Train (resumably), decode and evaluate one model of ``profile`` (a name, or a loaded
-    profile) into ``<results>/runs/<model>/``; returns ``(name, wall times)``."""
+    profile) into ``<results>/runs/<model>/``; returns ``(name, wall times)``. A run already
+    :func:`evaluated` is not evaluated again: its times are the recorded ones (the training clock
+    of ``train_summary.json``, the evaluation's ``seconds``)."""
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     run, out = prof.runs[name], results_path(prof.name, results_dir)
     prep = prepare(run.data)
@@ -130,6 +133,12 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
           "test set", flush=True)  # fmt: skip
     summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
     t1 = time.time()
+    done = evaluated(run, run_dir(out, name))
+    if done is not None:  # a replication resumed after this run's evaluation: its recorded times
+        print(f"[replicate] {name}: evaluated already, test BLEU "
+              f"{done['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
+        return name, {"train_s": round(summary["hours"] * 3600, 1),
+                      "evaluate_s": round(done["seconds"], 1)}  # fmt: skip
     result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
     print(
         f"[replicate] {name}: {summary['updates']} updates ({summary['stopped_by']}) in "
@@ -137,6 +146,19 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
         flush=True,
     )
     return name, {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
+
+
+def evaluated(run, d: Path) -> dict | None:
+    """Run directory ``d``'s ``bleu.json`` if it is the evaluation of the run's checkpoint as it
+    is now (the same file, not written since) with the run's search settings; else None."""
+    f = d / "bleu.json"
+    if not f.is_file():
+        return None
+    bleu = read_json(f)
+    ckpt = find_checkpoint(default_checkpoint_dir(run, d))
+    same = (bleu.get("checkpoint") == str(ckpt) and bleu.get("search") == to_dict(run.search)
+            and ckpt.is_file() and ckpt.stat().st_mtime <= f.stat().st_mtime)  # fmt: skip
+    return bleu if same else None
 
 
 def replicate_profile(

@@ -514,7 +514,8 @@ def train_run(
             and (last_eval is None or last_eval["update"] != trainer.update)
         ):
             last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST, final=True)
-        save()
+        if trainer.update > updates0 or not last.is_file():  # else the checkpoint is this state
+            save()
     finally:
         bar.close()
         if log is not None:

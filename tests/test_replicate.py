@@ -98,3 +98,19 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
         "Luong: dot, from h_t",
         "multi-head scaled dot-product",
     ]
+
+    # resumed after both evaluations: neither is decoded again, and the manifest keeps their times;
+    # a run whose evaluation is missing is evaluated again, alone
+    calls = []
+    evaluate = replicate.evaluate_run
+    monkeypatch.setattr(replicate, "evaluate_run", lambda run, *a, **k: calls.append(run.name)
+                        or evaluate(run, *a, **k))  # fmt: skip
+    (replicate.run_dir(out, "Transformer") / "bleu.json").unlink()
+    assert replicate.main(["--train", str(profile), "--results-dir", str(out),
+                           "--data-dir", str(replicate.toy_data_dir())]) == 0  # fmt: skip
+    assert calls == ["Transformer"]
+    again = json.loads((out / "manifest.json").read_text())
+    kept = again["wall_seconds"]["Luong-dot"]
+    assert kept["evaluate_s"] == round(json.loads((replicate.run_dir(out, "Luong-dot")
+                                                   / "bleu.json").read_text())["seconds"], 1)  # fmt: skip
+    assert kept["train_s"] > 0 and again["configs"] == manifest["configs"]
