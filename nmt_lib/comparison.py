@@ -52,9 +52,13 @@ def model_config(d: Path, name: str) -> dict:
     return read_json(d / "manifest.json")["configs"][name]["model"]
 
 
+#: The architectures with attention.
+ATTENDING = ("RNNsearch", "Luong", "Transformer")
+
+
 def has_attention(d: Path, name: str) -> bool:
-    """Whether run ``name`` of ``d`` is an attention model (RNNsearch, Luong, Transformer)."""
-    return model_config(d, name)["arch"] in ("RNNsearch", "Luong", "Transformer")
+    """Whether run ``name`` of ``d`` is an attention model (:data:`ATTENDING`)."""
+    return model_config(d, name)["arch"] in ATTENDING
 
 
 def table(out: Path = RESULTS, base: Path | None = None) -> list[dict]:
@@ -151,7 +155,8 @@ def claims(out: Path = RESULTS, base: Path | None = None, n_samples: int = 1000)
             samples = (bleu.bootstrap_scores(s, True, n_samples, subset=long_)
                        / bleu.bootstrap_scores(s, True, n_samples, subset=short))  # fmt: skip
         ratio[m] = (pl / ps if ps else float("nan"), samples)
-    attn = [m for m, d in where.items() if has_attention(d, m)]
+    arch = {m: model_config(d, m)["arch"] for m, d in where.items()}
+    attn = [m for m in where if arch[m] in ATTENDING]
     plain = [m for m in where if m not in attn]
     rows = []
 
@@ -198,15 +203,13 @@ def claims(out: Path = RESULTS, base: Path | None = None, n_samples: int = 1000)
             **dict(zip(("verdict", "reason"), _verdict([iv for _, iv in ds]), strict=True)),
         })  # fmt: skip
 
-    lstm = {
-        m: model_config(d, m) for m, d in where.items() if model_config(d, m)["arch"] == "Seq2seq"
-    }
-    fwd = [m for m, cfg in lstm.items() if not cfg.get("reverse_source")]
-    back = [m for m, cfg in lstm.items() if cfg.get("reverse_source")]
+    lstm = [m for m in where if arch[m] == "Seq2seq"]
+    back = [m for m in lstm if model_config(where[m], m).get("reverse_source")]
+    fwd = [m for m in lstm if m not in back]
     if fwd and back:
         diff_row("Reversing the source helps an LSTM encoder-decoder without attention "
                  "(Sutskever et al.)", SUTSKEVER_REVERSAL, back[0], fwd[:1])  # fmt: skip
-    tf = [m for m in attn if model_config(where[m], m)["arch"] == "Transformer"]
+    tf = [m for m in attn if arch[m] == "Transformer"]
     recurrent = [m for m in attn if m not in tf]
     if tf and recurrent:
         diff_row("The Transformer beats the recurrent attention models, here at the same "

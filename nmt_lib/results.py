@@ -38,6 +38,18 @@ def run_dir(out: Path, name: str) -> Path:
     return out / "runs" / run_dir_name(name)
 
 
+def commit_text(manifest: dict) -> str:
+    """The commit that made a results directory, as its ``manifest`` names it: short, "with
+    uncommitted changes" where the tree differed from it, and the runs made later from other
+    commits (``git_runs``: what was made, from which commit)."""
+    git = manifest["git"]
+    text = git["commit"][:10] if git["commit"] else "uncommitted"
+    text += " with uncommitted changes" if git["dirty"] else ""
+    later = "; ".join(f"{name}: {g['what']} from {g['commit'][:10]}"
+                      for name, g in manifest.get("git_runs", {}).items())  # fmt: skip
+    return text + (f" ({later})" if later else "")
+
+
 def eval_curve(d: Path) -> list[dict]:
     """The evaluations during training of the run in ``d``, in order, from its ``train_log.jsonl``:
     ``[{"minutes", "update", "dev_nll", "dev_bleu"}]`` (the dev NLL of the fixed subset, the greedy

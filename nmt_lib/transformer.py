@@ -39,9 +39,9 @@ from .model import Encoded
 from .steps import Searchable, Steps
 
 
-def positions(T: int, d: int, like: Tensor) -> Tensor:
-    """The sinusoidal position encodings ``PE [T, d]``."""
-    pos = torch.arange(T, dtype=like.dtype, device=like.device)[:, None]
+def positions(T: int, d: int, like: Tensor, start: int = 0) -> Tensor:
+    """The sinusoidal position encodings ``PE [T, d]`` of positions ``start .. start + T - 1``."""
+    pos = torch.arange(start, start + T, dtype=like.dtype, device=like.device)[:, None]
     two_i = torch.arange(0, d, 2, dtype=like.dtype, device=like.device)
     angle = pos / 10000.0 ** (two_i / d)  # [T, ceil(d / 2)]
     pe = like.new_zeros(T, d)
@@ -191,7 +191,7 @@ class Transformer(Searchable, nn.Module):
         word ``y_{i-1}`` (None at ``i = 1``)."""
         R, i, d = s_prev.shape[0], s_prev.shape[3], self.cfg.m
         e = s_prev.new_zeros(R, d) if y_prev is None else F.embedding(y_prev, self.E)
-        x = (math.sqrt(d) * e + positions(i + 1, d, e)[i])[:, None]  # [R, 1, d]
+        x = (math.sqrt(d) * e + positions(1, d, e, start=i))[:, None]  # [R, 1, d]
         cache = []
         for k, layer in enumerate(self.decoder):
             x, a, kv = layer.step(x, s_prev[:, k], enc.Uh[:, k], enc.mask)

@@ -35,7 +35,7 @@ from nmt_lib.config import run_from_dict
 from nmt_lib.io import read_json
 from nmt_lib.paper import MODELS, paper_table
 from nmt_lib.replicate import replicate_profile
-from nmt_lib.results import require_results, results_path
+from nmt_lib.results import commit_text, require_results, results_path
 
 out = results_path(profile, results_dir)
 if train:
@@ -44,7 +44,7 @@ require_results(out, "manifest.json", "runs")
 manifest = read_json(out / "manifest.json")
 glue("exp_profile", profile, display=False)
 glue("exp_description", " ".join(manifest["description"].split()), display=False)
-glue("exp_commit", (manifest["git"]["commit"] or "uncommitted")[:10], display=False)
+glue("exp_commit", commit_text(manifest), display=False)
 glue("exp_created", manifest["created_utc"], display=False)
 t = run_from_dict(manifest["configs"]["RNNsearch-50"]).train  # settings a config predates: defaults
 if (t.optimizer, t.loss) == ("adadelta", "sum"):

@@ -29,7 +29,7 @@ from nmt_lib.claims import MARGIN, alignment_stats
 from nmt_lib.config import load_profile, run_from_dict
 from nmt_lib.io import read_json
 from nmt_lib.paper import paper_table
-from nmt_lib.results import require_results, results_path, run_dir
+from nmt_lib.results import commit_text, require_results, results_path, run_dir
 
 out = budget.RESULTS
 require_results(out, "manifest.json", "arms.csv")
@@ -40,9 +40,7 @@ ref = manifest["runs"][0]
 glue("bu_n_arms", len(manifest["runs"]), display=False)
 glue("bu_minutes", configs[ref].train.max_hours * 60, display=False)
 glue("bu_cpu", manifest["hardware"]["cpu_model"] or manifest["hardware"]["cpu"], display=False)
-commit = (manifest["git"]["commit"] or "uncommitted")[:10]
-glue("bu_commit", commit + (" with uncommitted changes" if manifest["git"]["dirty"] else ""),
-     display=False)  # fmt: skip
+glue("bu_commit", commit_text(manifest), display=False)
 glue("bu_ref", ref, display=False)
 glue("bu_dev_subset", configs[ref].train.dev_nll_sentences, display=False)
 precision = read_json(out / "runs" / ref / "train_summary.json")["precision"]
@@ -441,7 +439,7 @@ glue("bu_old_best", max(r["test BLEU"] for r in old_rows), display=False)
 glue("bu_old_minutes", old_cfg.train.max_hours * 60, display=False)
 glue("bu_old_recipe", f"{old_cfg.train.optimizer}, the loss as a {old_cfg.train.loss}",
      display=False)  # fmt: skip
-glue("bu_old_commit", (old_manifest["git"]["commit"] or "uncommitted")[:10], display=False)
+glue("bu_old_commit", commit_text(old_manifest), display=False)
 Markdown(tables.markdown_table(old_rows))
 
 # %% [markdown]
@@ -478,7 +476,7 @@ if (gpu / "manifest.json").is_file():
             gpu_values = {"bu_gpu_minutes": 60 * summ["hours"], "bu_gpu_updates": summ["updates"],
                           "bu_gpu_bleu": b["all"]["tok"]["score"], "bu_gpu_device": summ["device"],
                           "bu_gpu_share": 100 * summ["updates"] / paper_updates,
-                          "bu_gpu_commit": (gpu_manifest["git"]["commit"] or "uncommitted")[:10]}  # fmt: skip
+                          "bu_gpu_commit": commit_text(gpu_manifest)}  # fmt: skip
     paper_t1 = paper_table("table1")["RNNsearch-50"]
     paper_t2 = paper_table("table2")["RNNsearch-50"]
     gpu_rows.append({"profile": "the paper", "device": paper_t2["gpu"], "minutes": round(

@@ -39,7 +39,7 @@ from myst_nb import glue
 from nmt_lib import claims, comparison, plots, tables
 from nmt_lib.config import run_from_dict
 from nmt_lib.io import read_json
-from nmt_lib.results import require_results, run_dir
+from nmt_lib.results import commit_text, require_results, run_dir
 
 out = comparison.RESULTS
 require_results(out, "manifest.json", "runs")
@@ -49,11 +49,7 @@ configs = {name: run_from_dict(c) for name, c in manifest["configs"].items()}
 first = configs[manifest["runs"][0]]
 glue("cmp_minutes", first.train.max_hours * 60, display=False)
 glue("cmp_cpu", manifest["hardware"]["cpu_model"] or manifest["hardware"]["cpu"], display=False)
-commit = (manifest["git"]["commit"] or "uncommitted")[:10]
-later = "; ".join(f"{name}: {g['what']} from {g['commit'][:10]}"
-                  for name, g in manifest.get("git_runs", {}).items())  # fmt: skip
-glue("cmp_commit", commit + (" with uncommitted changes" if manifest["git"]["dirty"] else "")
-     + (f" ({later})" if later else ""), display=False)  # fmt: skip
+glue("cmp_commit", commit_text(manifest), display=False)
 glue("cmp_created", manifest["created_utc"], display=False)
 glue("cmp_n", len(manifest["runs"]), display=False)
 precision = read_json(run_dir(out, manifest["runs"][0]) / "train_summary.json")["precision"]

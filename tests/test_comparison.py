@@ -139,3 +139,19 @@ def test_dev_nll_at_the_updates_every_model_reached(tmp_path):
     got = comparison.dev_curves(tmp_path / "compare", tmp_path / "lite")
     assert got == {m: [{**r, "minutes": float(r["update"])} for r in recs]
                    for m, recs in curves.items()}  # fmt: skip
+
+
+def test_commit_text_names_the_commit_its_state_and_the_runs_made_later():
+    from nmt_lib.results import commit_text
+
+    git = {"commit": "1e49024a706abbde", "dirty": False}
+    assert commit_text({"git": git}) == "1e49024a70"
+    assert commit_text({"git": {"commit": None, "dirty": True}}) == (
+        "uncommitted with uncommitted changes"
+    )
+    later = {"Peeky-50": {"commit": "2772cc4a611c", "what": "trained and evaluated"},
+             "Transformer-50": {"commit": "a0f14175bfb5", "what": "test set decoded"}}  # fmt: skip
+    assert commit_text({"git": git, "git_runs": later}) == (
+        "1e49024a70 (Peeky-50: trained and evaluated from 2772cc4a61; "
+        "Transformer-50: test set decoded from a0f14175bf)"
+    )

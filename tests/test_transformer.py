@@ -153,3 +153,8 @@ def test_searches_through_the_step_protocol():
     """Beam 1 is greedy; a beam's costs are the model's own scores; alignments come back."""
     model, x, x_mask, _, _ = setup(seed=3)
     check_searches(model, x, x_mask, X_LENGTHS, alignments=True)
+
+
+def test_positions_from_an_offset_are_those_of_the_whole_range():
+    like = torch.zeros((), dtype=torch.float64)
+    torch.testing.assert_close(positions(3, 6, like, start=4), positions(7, 6, like)[4:])
