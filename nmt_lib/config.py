@@ -79,6 +79,8 @@ class ModelConfig:
     input_feed: bool = True  # Luong et al.: h̃_{t-1} is fed to the decoder with y_{t-1}
     heads: int = 4  # the Transformer's attention heads (m must be a multiple)
     ff: int = 1024  # the Transformer's feed-forward inner size
+    dropout: float = 0.0  # the Transformer's dropout (Vaswani et al.: 0.1) while training
+    forget_bias: float = 0.0  # the LSTMs' forget-gate bias at initialisation (Jozefowicz et al.: 1)
 
     def __post_init__(self):
         if self.arch not in ARCHS:
@@ -94,6 +96,8 @@ class ModelConfig:
             raise ConfigError(
                 f"model.m ({self.m}) must be a multiple of model.heads ({self.heads})"
             )
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"model.dropout must be in [0, 1), got {self.dropout}")
         if self.init not in ("paper", "fanin"):
             raise ConfigError(f"model.init must be 'paper' or 'fanin', not {self.init!r}")
         for name in ("src_vocab", "trg_vocab", "m", "n", "n_align", "l"):
@@ -158,7 +162,9 @@ class TrainConfig:
     lr: float = 1.0  # Adadelta: 1 (GroundHog); Adam: e.g. 1e-3
     # the minibatch loss: "sum" of its token NLLs (the paper), its "sentence" or "token" mean
     loss: str = "sum"
-    # or "plateau": lr *= lr_decay after each evaluation without progress
+    adam_beta2: float = 0.999  # Adam's beta_2 (Vaswani et al.: 0.98)
+    # or "plateau": lr *= lr_decay after each evaluation without progress; or "inverse_sqrt"
+    # (Vaswani et al.): after the warm-up, lr * sqrt(warmup_updates / update)
     lr_schedule: str = "constant"
     lr_decay: float = 0.5
     warmup_updates: int = 0  # linear warm-up of the learning rate from 0 over this many updates
@@ -183,7 +189,7 @@ class TrainConfig:
 
     def __post_init__(self):
         choices = {"optimizer": ("adadelta", "adam"), "loss": ("sum", "sentence", "token"),
-                   "lr_schedule": ("constant", "plateau"),
+                   "lr_schedule": ("constant", "plateau", "inverse_sqrt"),
                    "backend": ("fast", "reference")}  # fmt: skip
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -194,6 +200,10 @@ class TrainConfig:
             raise ConfigError(
                 f"train.lr must be >= 0 and train.clip_norm > 0: {self.lr}, {self.clip_norm}"
             )
+        if not 0 < self.adam_beta2 < 1:
+            raise ConfigError(f"train.adam_beta2 must be in (0, 1), got {self.adam_beta2}")
+        if self.lr_schedule == "inverse_sqrt" and not self.warmup_updates:
+            raise ConfigError("train.lr_schedule = 'inverse_sqrt' needs train.warmup_updates > 0")
         if not 0 < self.lr_decay <= 1:
             raise ConfigError(f"train.lr_decay must be in (0, 1], got {self.lr_decay}")
         for name in ("warmup_updates", "dev_nll_sentences", "dev_bleu_sentences"):

@@ -26,7 +26,7 @@ def build_model(cfg: ModelConfig) -> nn.Module:
     """The model of ``cfg.arch``, initialised: the paper's models per App. B.1
     (:func:`nmt_lib.model.build_model`); the others by the same rules of ``model.init``
     (:func:`nmt_lib.model.init_parameters`), their LSTMs' recurrent matrices orthogonal (each
-    gate's block) and biases zero, layer norms the identity, and the Transformer's embeddings
+    gate's block) and biases zero but the forget gates' (``model.forget_bias``), layer norms the identity, and the Transformer's embeddings
     N(0, 1/d) (so that ``√d E w`` is of the size of the position encodings)."""
     if cfg.arch in ("RNNsearch", "RNNencdec"):
         return model.build_model(cfg)
@@ -39,6 +39,8 @@ def build_model(cfg: ModelConfig) -> nn.Module:
             if ".weight_hh_" in name and not p.is_meta:
                 for block in p.split(p.shape[1]):  # [4n, n]: i, f, g, o
                     nn.init.orthogonal_(block)
+            if ".bias_ih_" in name and not p.is_meta:  # b_f: bias_ih's, bias_hh's stays 0
+                p[p.shape[0] // 4 : p.shape[0] // 2] = cfg.forget_bias
         for module in net.modules():
             if isinstance(module, nn.LayerNorm):
                 module.reset_parameters()

@@ -137,7 +137,7 @@ def make_optimizer(t, params: Sequence[torch.nn.Parameter]) -> torch.optim.Optim
     (Kingma & Ba 2015; torch's defaults ``betas = (0.9, 0.999)``, ``eps = 1e-8``, at
     ``train.lr``)."""
     if t.optimizer == "adam":
-        return torch.optim.Adam(params, lr=t.lr)
+        return torch.optim.Adam(params, lr=t.lr, betas=(0.9, t.adam_beta2))
     adadelta = Adadelta if t.backend == "fast" else torch.optim.Adadelta
     return adadelta(params, lr=t.lr, rho=t.rho, eps=t.eps)
 
@@ -201,10 +201,14 @@ class Trainer:
         return mine, sentences, tokens
 
     def lr(self) -> float:
-        """The learning rate of the next update: ``train.lr``, times the plateau decays so far,
-        times the linear warm-up ``min(1, (update + 1) / warmup_updates)``."""
-        t = self.cfg.train
-        warmup = min(1.0, (self.update + 1) / t.warmup_updates) if t.warmup_updates else 1.0
+        """The learning rate of the next update ``u = update + 1``: ``train.lr``, times the plateau
+        decays so far, times the linear warm-up ``min(1, u / warmup_updates)``; with
+        ``lr_schedule = "inverse_sqrt"`` (Vaswani et al. 2017, §5.3, its peak ``train.lr``) times
+        ``sqrt(warmup_updates / u)`` after the warm-up."""
+        t, u = self.cfg.train, self.update + 1
+        warmup = min(1.0, u / t.warmup_updates) if t.warmup_updates else 1.0
+        if t.lr_schedule == "inverse_sqrt":
+            warmup = min(warmup, math.sqrt(t.warmup_updates / u))
         return t.lr * self.lr_scale * warmup
 
     def step(self) -> dict:

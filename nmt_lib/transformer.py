@@ -13,7 +13,9 @@ a decoder layer adds, between the two, attention to the encoder's output, ``x = 
 MultiHead(x, enc))``, and its self-attention sees only earlier positions. Inputs are ``√d E w +
 PE``. The decoder's input at target position ``i`` is ``y_{i-1}``, a zero embedding at ``i = 1`` (as
 the paper's models have no previous word there), and ``p(y_i | y_<i, x) = softmax(W_y x_i + b_y)``
-from its last layer. No dropout and no label smoothing (the budget runs are far from overfitting).
+from its last layer. ``model.dropout`` (Vaswani et al.: 0.1; default 0) drops, while training, the
+sums ``√d E w + PE`` and each sub-layer's output before it is added and normalised; no label
+smoothing.
 
 The interface is the paper models' (:mod:`nmt_lib.steps`). What a search carries from one word to
 the next is what the positions before ``i`` offer to position ``i``: each decoder layer's
@@ -89,28 +91,39 @@ class FeedForward(nn.Module):
         return F.linear(F.relu(F.linear(x, self.W_1, self.b_1)), self.W_2, self.b_2)
 
 
-class EncoderLayer(nn.Module):
-    def __init__(self, d: int, heads: int, ff: int):
+class Dropped(nn.Module):
+    """A layer whose sub-layer outputs are dropped with probability ``p`` while training."""
+
+    p = 0.0
+
+    def drop(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training) if self.p else x
+
+
+class EncoderLayer(Dropped):
+    def __init__(self, d: int, heads: int, ff: int, dropout: float = 0.0):
         super().__init__()
         self.attention, self.ffn = MultiHead(d, heads), FeedForward(d, ff)
         self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.p = dropout
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        x = self.norm1(x + self.attention(x, x, mask[:, None])[0])
-        return self.norm2(x + self.ffn(x))
+        x = self.norm1(x + self.drop(self.attention(x, x, mask[:, None])[0]))
+        return self.norm2(x + self.drop(self.ffn(x)))
 
 
-class DecoderLayer(nn.Module):
-    def __init__(self, d: int, heads: int, ff: int):
+class DecoderLayer(Dropped):
+    def __init__(self, d: int, heads: int, ff: int, dropout: float = 0.0):
         super().__init__()
         self.self_attention, self.cross_attention = MultiHead(d, heads), MultiHead(d, heads)
         self.ffn = FeedForward(d, ff)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.p = dropout
 
     def forward(self, x: Tensor, causal: Tensor, enc_kv: Tensor, enc_mask: Tensor):
         """Every position of ``x [B, T, d]``; ``enc_kv [B, 2, Tx, d]``: the encoder output's keys
         and values for this layer's encoder–decoder attention."""
-        x = self.norm1(x + self.self_attention(x, x, causal)[0])
+        x = self.norm1(x + self.drop(self.self_attention(x, x, causal)[0]))
         return self.attend_source(x, enc_kv, enc_mask)
 
     def step(self, x: Tensor, kv: Tensor, enc_kv: Tensor, enc_mask: Tensor):
@@ -128,11 +141,11 @@ class DecoderLayer(nn.Module):
         """Encoder–decoder attention and the feed-forward layer, and the attention weights."""
         ca = self.cross_attention
         att, a = ca.attend(x @ ca.W_Q, enc_kv[:, 0], enc_kv[:, 1], enc_mask[:, None])
-        x = self.norm2(x + att)
-        return self.norm3(x + self.ffn(x)), a
+        x = self.norm2(x + self.drop(att))
+        return self.norm3(x + self.drop(self.ffn(x))), a
 
 
-class Transformer(Searchable, nn.Module):
+class Transformer(Searchable, Dropped):
     """Embeddings ``E_bar [K_x, d]``, ``E [K_y, d]``; ``layers`` encoder and decoder layers of
     ``heads`` heads and feed-forward size ``ff``; the output layer ``W_y [K_y, d]``, ``b_y``."""
 
@@ -141,14 +154,16 @@ class Transformer(Searchable, nn.Module):
         self.cfg, d = cfg, cfg.m
         self.E_bar = nn.Parameter(torch.empty(cfg.src_vocab, d))
         self.E = nn.Parameter(torch.empty(cfg.trg_vocab, d))
-        self.encoder = nn.ModuleList(EncoderLayer(d, cfg.heads, cfg.ff) for _ in range(cfg.layers))
-        self.decoder = nn.ModuleList(DecoderLayer(d, cfg.heads, cfg.ff) for _ in range(cfg.layers))
+        p, L = cfg.dropout, cfg.layers
+        self.encoder = nn.ModuleList(EncoderLayer(d, cfg.heads, cfg.ff, p) for _ in range(L))
+        self.decoder = nn.ModuleList(DecoderLayer(d, cfg.heads, cfg.ff, p) for _ in range(L))
+        self.p = p
         self.W_y = nn.Parameter(torch.empty(cfg.trg_vocab, d))
         self.b_y = nn.Parameter(torch.zeros(cfg.trg_vocab))
 
     def inputs(self, e: Tensor) -> Tensor:
-        """``√d e + PE`` for embeddings ``e [B, T, d]``."""
-        return math.sqrt(self.cfg.m) * e + positions(e.shape[1], self.cfg.m, e)
+        """``√d e + PE`` for embeddings ``e [B, T, d]`` (dropped while training)."""
+        return self.drop(math.sqrt(self.cfg.m) * e + positions(e.shape[1], self.cfg.m, e))
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
         """The encoder's output ``[B, Tx, d]`` in ``Encoded.h``; in ``Encoded.Uh``, each decoder

@@ -1,0 +1,195 @@
+"""Each model's own recipe and search settings, chosen on dev, for the comparison study
+(``results/compare/recipes/``).
+
+    python -m nmt_lib.recipes --train --jobs 2   # every arm (resumable), scored on the whole dev set
+    python -m nmt_lib.recipes --search           # beam search settings of each family's chosen arm
+    python -m nmt_lib.recipes                    # rewrite the tables from the runs
+
+The arms are the runs of ``nmt_lib/profiles/studies/recipes.toml``, named ``<model>.<setting>``:
+the arms of one model form its *family*. Every arm trains for the same number of updates on the
+same batches (the budget study's :func:`~nmt_lib.budget.train_arm`, which ends with the whole dev
+set's NLL); the arm of lowest dev NLL is the family's recipe (:func:`table`), which
+``studies/compare.toml`` copies. Its model then decodes a fixed dev subset with every setting of
+:data:`SEARCH_GRID`, and the setting of highest dev BLEU becomes the family's search
+(:func:`search_table`). What the study writes: ``runs/<arm>/``, ``recipes.csv|md``, ``search.csv|md``
+and ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import time
+from pathlib import Path
+
+from . import tables
+from .config import PROFILE_DIR, home, load_profile, run_dir_name
+from .io import read_json, write_json
+
+PROFILE = PROFILE_DIR / "studies" / "recipes.toml"
+RESULTS = home() / "results" / "compare" / "recipes"
+#: The search settings compared on dev: the cost as it is (the paper's) or divided by the length,
+#: and a search stopped at 1.5 or 3 times the source length (a model that loops fills the limit).
+SEARCH_GRID = [
+    {"normalize": normalize, "max_len_ratio": ratio}
+    for normalize, ratio in itertools.product((False, True), (1.5, 3.0))
+]
+SEARCH_SENTENCES = 500
+
+
+def family(arm: str) -> str:
+    """``"Luong-50.adam-1e-3"`` -> ``"Luong-50"``."""
+    return arm.split(".", 1)[0]
+
+
+def differences(run, ref) -> str:
+    """The settings of ``run`` that differ from ``ref`` (its family's first arm)."""
+    from .budget import differences as diff
+
+    return diff(run, ref).replace("(reference)", "")
+
+
+def table(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
+    """One row per arm that finished, in the profile's order: its family, its settings, the whole
+    dev set's NLL per sentence and greedy BLEU (500 sentences), and whether it is chosen (the
+    lowest dev NLL of its family)."""
+    prof = load_profile(profile)
+    rows = []
+    for name, run in prof.runs.items():
+        f = out / "runs" / run_dir_name(name) / "final.json"
+        if not f.is_file():
+            continue
+        final, summary = read_json(f), read_json(f.parent / "train_summary.json")
+        first = next(r for n, r in prof.runs.items() if family(n) == family(name))
+        rows.append({
+            "model": family(name), "arm": name.split(".", 1)[1],
+            "settings": differences(run, first) or "(the family's first arm)",
+            "updates": summary["updates"], "dev NLL": round(final["dev_nll"], 2),
+            "dev BLEU (greedy)": round(final["dev_bleu_greedy"], 2),
+        })  # fmt: skip
+    for fam in dict.fromkeys(r["model"] for r in rows):
+        best = min((r for r in rows if r["model"] == fam), key=lambda r: r["dev NLL"])
+        for r in rows:
+            if r["model"] == fam:
+                r["chosen"] = r is best
+    return rows
+
+
+def chosen(out: Path = RESULTS, profile=PROFILE) -> dict[str, str]:
+    """``{model: its chosen arm's full name}``."""
+    return {r["model"]: f"{r['model']}.{r['arm']}" for r in table(out, profile) if r["chosen"]}
+
+
+def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[dict]:
+    """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
+    setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
+    setting is chosen (the highest BLEU of the model)."""
+    from . import bleu
+    from .data import prepare
+    from .evaluate import decode, dev_subset, load_trained
+
+    prof = load_profile(profile)
+    rows = []
+    for model_name, arm in chosen(out, profile).items():
+        run = prof.runs[arm]
+        if data_dir is not None:
+            run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=data_dir))
+        prep = prepare(run.data)
+        summary = read_json(out / "runs" / run_dir_name(arm) / "train_summary.json")
+        model, _ = load_trained(summary["model_checkpoint"])
+        idx = dev_subset(len(prep.dev), SEARCH_SENTENCES)
+        refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
+        mine = []
+        for option in SEARCH_GRID:
+            search = dataclasses.replace(run.search, **option)
+            t0 = time.perf_counter()
+            hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", "fp32")
+            hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
+            score = bleu.bleu_tok(hyp, refs)
+            mine.append({
+                "model": model_name, **{f"search.{k}": v for k, v in option.items()},
+                "dev sentences": len(idx), "dev BLEU": round(score.score, 2),
+                "brevity penalty": round(score.bp, 3),
+                "length ratio": round(score.sys_len / score.ref_len, 3),
+                "seconds": round(time.perf_counter() - t0, 1),
+            })  # fmt: skip
+            print(f"[recipes] {model_name} {option}: dev BLEU {score.score:.2f}", flush=True)
+        best = max(mine, key=lambda r: r["dev BLEU"])
+        rows += [{**r, "chosen": r is best} for r in mine]
+    return rows
+
+
+def train(jobs: int = 1, data_dir=None, out: Path = RESULTS, arms=None, profile=PROFILE) -> None:
+    """Train every arm (or ``arms``) not finished yet, ``jobs`` at a time, each resumable; then
+    the manifest and :func:`table`."""
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+    from multiprocessing import get_context
+
+    from .budget import train_arm
+    from .data import prepare
+    from .replicate import _git, provenance
+
+    overrides = {"data": {"data_dir": str(data_dir)}} if data_dir else {}
+    prof = load_profile(profile, **overrides)
+    names = arms or list(prof.runs)
+    git = _git()
+    for run in {prof.runs[n].data: prof.runs[n] for n in names}.values():
+        prepare(run.data)  # once, here, not in two workers at a time
+    todo = [n for n in names if not (out / "runs" / run_dir_name(n) / "final.json").is_file()]
+    one = partial(train_arm, str(profile), str(out), data_dir)
+    with ProcessPoolExecutor(max(1, jobs), mp_context=get_context("spawn")) as pool:
+        for name, walls in pool.map(one, todo):
+            write_manifest(out, prof, {name: walls}, git, provenance)
+
+
+def write_manifest(out: Path, prof, walls: dict, git: dict, provenance) -> None:
+    """``manifest.json`` of the arms finished so far, with each one's wall times and commit."""
+    f = out / "manifest.json"
+    old = read_json(f) if f.is_file() else {}
+    manifest = provenance(prof, git)
+    manifest["wall_seconds"] = {**old.get("wall_seconds", {}), **walls}
+    manifest["git_per_run"] = {**old.get("git_per_run", {}), **dict.fromkeys(walls, git)}
+    manifest["runs"] = [n for n in prof.runs if n in manifest["wall_seconds"]]
+    manifest["configs"] = {n: manifest["configs"][n] for n in manifest["runs"]}
+    write_json(f, manifest)
+
+
+NOTE = (
+    "Each arm trained for the same number of updates on the same batches (seed 1); dev NLL: "
+    "per sentence, the whole dev set (newstest2012+2013); dev BLEU: greedy, its first 500 "
+    "sentences. The chosen arm (lowest dev NLL) is the model's recipe in the comparison."
+)
+SEARCH_NOTE = (
+    f"The chosen arm of each model decodes {SEARCH_SENTENCES} dev sentences (beam 10) with each "
+    "setting; the highest dev BLEU is the model's search in the comparison."
+)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nmt_lib.recipes", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--train", action="store_true", help="train the arms not finished yet")
+    ap.add_argument("--search", action="store_true", help="search settings on dev")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--data-dir")
+    ap.add_argument("--arms", nargs="*", help="only these arms")
+    ap.add_argument("--results-dir", type=Path, default=RESULTS)
+    ap.add_argument("--profile", default=PROFILE, help="the study's profile (default: recipes)")
+    a = ap.parse_args(argv)
+    out, prof = a.results_dir, a.profile
+    if a.train:
+        train(a.jobs, a.data_dir, out, a.arms, prof)
+    rows = table(out, prof)
+    if rows:
+        tables.write_table(out, "recipes", rows, NOTE)
+    if a.search:
+        tables.write_table(out, "search", search_table(out, a.data_dir, prof), SEARCH_NOTE)
+    print(json.dumps(chosen(out, prof), indent=1) if rows else "[recipes] no arm finished yet")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
