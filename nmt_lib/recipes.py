@@ -157,6 +157,120 @@ def write_manifest(out: Path, prof, walls: dict, git: dict, provenance) -> None:
     write_json(f, manifest)
 
 
+# ------------------------------------------------------------------- the comparison's profile
+COMPARE = PROFILE_DIR / "studies" / "compare.toml"
+#: The comparison's budget: every model trains for this many updates (three times the sweep's).
+UPDATES = 3000
+#: Training seeds: seed ``k`` initialises the model (``train.seed``) and orders the batches
+#: (``data.seed``), the same batches for every model of that seed.
+SEEDS = (1, 2, 3)
+#: The comparison's models: ``{name: (the family whose recipe it takes, its model settings)}``;
+#: the models of a claim that compares models within a few BLEU train with every seed of
+#: :data:`SEEDS`, the others (and all but the best of Luong's scores on dev) with the first.
+MODELS = {
+    "RNNencdec-50": ("RNNencdec-50", {"arch": "RNNencdec"}),
+    "RNNsearch-50": ("RNNsearch-50", {}),
+    "Seq2seq-50": ("Seq2seq-50", {}),
+    "Seq2seq-50-reversed": ("Seq2seq-50", {"reverse_source": True}),
+    "Peeky-50": ("Seq2seq-50", {"arch": "Peeky"}),
+    "Luong-dot-50": ("Luong-50", {"score": "dot"}),
+    "Luong-general-50": ("Luong-50", {"score": "general"}),
+    "Luong-concat-50": ("Luong-50", {"score": "concat"}),
+    "Transformer-50": ("Transformer-50", {}),
+}
+SEEDED = ("RNNencdec-50", "RNNsearch-50", "Seq2seq-50", "Seq2seq-50-reversed", "Transformer-50")
+LUONG = ("Luong-dot-50", "Luong-general-50", "Luong-concat-50")
+
+
+def run_name(model: str, seed: int) -> str:
+    """``"RNNsearch-50-s2"``: a comparison run, a model trained with one seed."""
+    return f"{model}-s{seed}"
+
+
+def best_luong(compare_out: Path) -> str | None:
+    """The Luong score of lowest dev NLL (the whole dev set) with the first seed, once all three
+    are evaluated in ``compare_out``; else None."""
+    nll = {}
+    for m in LUONG:
+        f = compare_out / "runs" / run_dir_name(run_name(m, SEEDS[0])) / "nll.json"
+        if not f.is_file():
+            return None
+        nll[m] = read_json(f)["dev"]["mean"]
+    return min(nll, key=nll.get)
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def _inline(d: dict) -> str:
+    return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in d.items()) + " }"
+
+
+def compare_profile(out: Path = RESULTS, compare_out: Path | None = None) -> str:
+    """The text of ``studies/compare.toml``: every model of :data:`MODELS` with the recipe of its
+    family's chosen arm (:func:`chosen`: the model and training settings in which that arm differs
+    from the sweep's common ones) and its family's chosen search (``search.csv``), for
+    :data:`UPDATES` updates, one run per seed (:func:`run_name`); the best of Luong's scores
+    (:func:`best_luong`) gets every seed once its first is evaluated."""
+    import tomllib
+
+    doc = tomllib.loads(PROFILE.read_text(encoding="utf-8"))
+    arms = chosen(out)
+    search = {r["model"]: r for r in _read_csv(out / "search.csv") if r["chosen"] == "True"}
+    luong = best_luong(compare_out or out.parent)
+    lines = [
+        'name = "compare"',
+        'description = """' + COMPARE_DESCRIPTION.format(updates=UPDATES) + '"""',
+        "# written by `python -m nmt_lib.recipes --write-profile` from the sweep's results",
+        "",
+    ]
+    for sec in ("data", "model", "train", "search"):
+        common = dict(doc[sec])
+        if sec == "train":
+            common["max_updates"] = UPDATES
+        lines += [f"[{sec}]", *(f"{k} = {_toml(v)}" for k, v in common.items()), ""]
+    for seed in SEEDS:
+        for model, (fam, settings) in MODELS.items():
+            if seed != SEEDS[0] and model not in SEEDED and model != luong:
+                continue
+            arm = doc["runs"][arms[fam]]
+            s = search[fam]
+            parts = {
+                "model": {**arm.get("model", {}), **settings},
+                "data": {"seed": seed},
+                "train": {**arm.get("train", {}), "seed": seed},
+                "search": {"normalize": s["search.normalize"] == "True",
+                           "max_len_ratio": float(s["search.max_len_ratio"])},
+            }  # fmt: skip
+            lines.append(f'[runs."{run_name(model, seed)}"]  # recipe: {arms[fam]}')
+            lines += [f"{sec} = {_inline(v)}" for sec, v in parts.items() if v]
+            lines.append("")
+    return "\n".join(lines)
+
+
+COMPARE_DESCRIPTION = """Before and after the paper, judged at equal updates: Sutskever et al.'s
+LSTM encoder-decoder with the source as it is and reversed, the "peeky" LSTM encoder-decoder, Luong
+et al.'s global attention with its three scores, and a small Transformer, beside the paper's
+RNNencdec-50 and RNNsearch-50, on lite's data and sizes. Every model trains for the same {updates:,}
+updates on the same batches (seed k orders the batches and initialises the model), each with the
+recipe and search settings chosen on dev for its family (results/compare/recipes/, the profile
+studies/recipes.toml); three seeds for the models of the claims, one for the others. fp32 on every
+machine. `python -m nmt_lib.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2`
+(resumable), then `python -m nmt_lib.comparison`."""
+
+
+def _read_csv(path: Path) -> list[dict]:
+    import csv
+
+    with open(path, encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
 NOTE = (
     "Each arm trained for the same number of updates on the same batches (seed 1); dev NLL: "
     "per sentence, the whole dev set (newstest2012+2013); dev BLEU: greedy, its first 500 "
@@ -178,6 +292,9 @@ def main(argv=None) -> int:
     ap.add_argument("--arms", nargs="*", help="only these arms")
     ap.add_argument("--results-dir", type=Path, default=RESULTS)
     ap.add_argument("--profile", default=PROFILE, help="the study's profile (default: recipes)")
+    ap.add_argument("--write-profile", nargs="?", const=COMPARE, type=Path, metavar="PATH",
+                    help="write the comparison's profile (default: studies/compare.toml) from the "
+                    "chosen recipes and searches")  # fmt: skip
     a = ap.parse_args(argv)
     out, prof = a.results_dir, a.profile
     if a.train:
@@ -187,6 +304,9 @@ def main(argv=None) -> int:
         tables.write_table(out, "recipes", rows, NOTE)
     if a.search:
         tables.write_table(out, "search", search_table(out, a.data_dir, prof), SEARCH_NOTE)
+    if a.write_profile:
+        a.write_profile.write_text(compare_profile(out), encoding="utf-8")
+        print(f"[recipes] wrote {a.write_profile}")
     print(json.dumps(chosen(out, prof), indent=1) if rows else "[recipes] no arm finished yet")
     return 0
 

@@ -82,6 +82,63 @@ def test_sweep_end_to_end(tmp_path, monkeypatch):
         assert [r["chosen"] == "True" for r in mine] == [r is best for r in mine]
 
 
+def fake_sweep(out, best: dict):
+    """A finished sweep of the real profile in ``out``: the arm ``best[family]`` lowest in dev NLL,
+    the second search setting chosen for every family."""
+    from nmt_lib import tables
+    from nmt_lib.io import write_json
+
+    prof = load_profile(recipes.PROFILE)
+    for name in prof.runs:
+        d = out / "runs" / name
+        d.mkdir(parents=True)
+        nll = 50.0 if name.split(".", 1)[1] == best[recipes.family(name)] else 60.0
+        write_json(d / "final.json", {"dev_nll": nll, "dev_bleu_greedy": 1.0})
+        write_json(d / "train_summary.json", {"updates": 1000})
+    rows = [{"model": fam, "search.normalize": n, "search.max_len_ratio": r, "dev BLEU": 1.0,
+             "chosen": (n, r) == (True, 1.5)}
+            for fam in best for n, r in [(False, 3.0), (True, 1.5)]]  # fmt: skip
+    tables.write_table(out, "search", rows, "")
+
+
+def test_compare_profile_is_the_chosen_recipes(tmp_path):
+    best = {"RNNsearch-50": "adam-3e-3", "RNNencdec-50": "adam-1e-3", "Seq2seq-50": "adam-3e-4",
+            "Luong-50": "adam-1e-3-1-layer-forget-bias-0",
+            "Transformer-50": "warmup-1e-3-dropout-0.1"}  # fmt: skip
+    out = tmp_path / "compare" / "recipes"
+    fake_sweep(out, best)
+    prof = tmp_path / "compare.toml"
+    prof.write_text(recipes.compare_profile(out, tmp_path / "compare"))
+    runs = load_profile(prof).runs
+    # seed 1: all nine models; seeds 2 and 3: the models of the claims (Luong's best is not known
+    # before its first seed is evaluated)
+    assert len(runs) == 9 + 2 * len(recipes.SEEDED)
+    assert {r.train.max_updates for r in runs.values()} == {recipes.UPDATES}
+    for name, run in runs.items():
+        seed = int(name.rsplit("-s", 1)[1])
+        assert run.train.seed == run.data.seed == seed
+        assert run.search.normalize and run.search.max_len_ratio == 1.5
+    assert runs["RNNsearch-50-s2"].train.lr == 3e-3 and runs["RNNencdec-50-s1"].train.lr == 1e-3
+    peeky, rev = runs["Peeky-50-s1"].model, runs["Seq2seq-50-reversed-s3"].model
+    assert peeky.arch == "Peeky" and peeky.layers == 2 and runs["Peeky-50-s1"].train.lr == 3e-4
+    assert rev.arch == "Seq2seq" and rev.reverse_source and rev.forget_bias == 1.0
+    dot = runs["Luong-dot-50-s1"]
+    assert (dot.model.score, dot.model.layers, dot.model.forget_bias) == ("dot", 1, 0.0)
+    tf = runs["Transformer-50-s3"]
+    assert tf.model.dropout == 0.1 and tf.train.lr_schedule == "inverse_sqrt"
+    assert tf.train.adam_beta2 == 0.98 and tf.train.warmup_updates == 250
+    # once Luong's three scores are evaluated, the best on dev gets every seed
+    for m, nll in zip(recipes.LUONG, (70.0, 69.0, 71.0), strict=True):
+        d = tmp_path / "compare" / "runs" / recipes.run_name(m, 1)
+        d.mkdir(parents=True)
+        (d / "nll.json").write_text(f'{{"dev": {{"mean": {nll}}}}}')
+    runs2 = tmp_path / "compare2.toml"
+    runs2.write_text(recipes.compare_profile(out, tmp_path / "compare"))
+    names = list(load_profile(runs2).runs)
+    assert "Luong-general-50-s3" in names and "Luong-dot-50-s2" not in names
+    assert set(names) - set(runs) == {"Luong-general-50-s2", "Luong-general-50-s3"}
+
+
 COMPARE = "nmt_lib/profiles/studies/compare.toml"
 
 
