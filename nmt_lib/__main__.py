@@ -125,16 +125,21 @@ def cmd_pack(a) -> int:
 
 
 def cmd_translate(a) -> int:
+    import shlex
+
     from .checkpoint import CheckpointError, default_checkpoint_dir
-    from .evaluate import find_checkpoint, load_trained, translate_lines
+    from .evaluate import find_checkpoint, load_trained, load_vocabs, translate_lines
     from .runtime import resolve_device
-    from .vocab import Vocab
 
     profile, runs = _runs(a)
     if len(runs) != 1:
         raise ConfigError(f"translate needs one --run; the profile has {list(profile.runs)}")
     cfg = runs[0]
-    lines = _read_lines(a.input)
+    if a.output and a.output != "-" and Path(a.output).is_dir():
+        raise IsADirectoryError(f"{a.output}: is a directory: -o takes the name of a file to write")
+    lines, bad = _read_lines(a.input)
+    for msg in bad:  # translated as empty lines, so that the output stays line by line
+        print(f"nmt_lib translate: {msg}: translated as an empty line", file=sys.stderr)
     ckpt = find_checkpoint(
         a.checkpoint
         or default_checkpoint_dir(cfg, _out(a, profile) / "runs" / run_dir_name(cfg.name))
@@ -142,13 +147,18 @@ def cmd_translate(a) -> int:
     if not ckpt.is_file():
         raise CheckpointError(
             f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
-            f"{a.profile} --run {cfg.name}; committed results hold no checkpoints), or name one "
-            "with --checkpoint"
+            f"{shlex.quote(a.profile)} --run {shlex.quote(cfg.name)}; committed results hold no "
+            "checkpoints), or name one with --checkpoint"
         )
     device = resolve_device(cfg.train.device)
-    model, saved = load_trained(ckpt, device)
-    src_vocab = Vocab.load(ckpt.parent / "src.vocab.txt")
-    trg_vocab = Vocab.load(ckpt.parent / "trg.vocab.txt")
+    model, saved, trained_on = load_trained(ckpt, device, with_data=True)
+    src_vocab, trg_vocab = load_vocabs(ckpt, trained_on)
+    name = "standard input" if a.input in (None, "-") else a.input
+    for k, line in enumerate(lines, 1):
+        if (n := len(line.split())) > 2 * saved.data.max_len:
+            print(f"nmt_lib translate: {name}, line {k}: {n} words, far beyond the "
+                  f"{saved.data.max_len} words of the longest training sentences (data.max_len); "
+                  "expect a poor translation", file=sys.stderr)  # fmt: skip
     search = cfg.search
     if a.beam is not None or a.normalize:
         from dataclasses import replace
@@ -170,23 +180,23 @@ def cmd_translate(a) -> int:
             f.write(text)
     else:
         sys.stdout.write(text)
-    return 0
+    return 1 if bad else 0
 
 
-def _read_lines(path: str | None) -> list[str]:
-    """The lines of ``path`` (stdin for None or ``-``), as UTF-8; bad bytes name the line."""
-    from .corpus import DataError
-
+def _read_lines(path: str | None) -> tuple[list[str], list[str]]:
+    """The lines of ``path`` (stdin for None or ``-``), as UTF-8, and a message naming each line
+    that is not UTF-8 (an empty line in its place)."""
     name = "standard input" if path in (None, "-") else path
     raw = sys.stdin.buffer.read() if path in (None, "-") else Path(path).read_bytes()
-    lines = []
+    lines, bad = [], []
     for k, line in enumerate(raw.split(b"\n"), 1):
         try:
             lines.append(line.decode("utf-8").rstrip("\r"))
         except UnicodeDecodeError as e:
-            raise DataError(f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column "
-                              f"{e.start + 1})") from None  # fmt: skip
-    return lines[:-1] if lines and lines[-1] == "" else lines
+            lines.append("")
+            bad.append(f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column "
+                       f"{e.start + 1})")  # fmt: skip
+    return (lines[:-1] if lines and lines[-1] == "" else lines), bad
 
 
 def _positive(text: str) -> int:

@@ -153,6 +153,31 @@ def check_compatible(state: dict, cfg: RunConfig, path: str | os.PathLike) -> No
         )
 
 
+def check_finite(weights: dict, path: str | os.PathLike) -> None:
+    """Raise :class:`CheckpointError` naming ``path`` if a floating-point tensor of ``weights`` (a
+    state dict) holds a NaN or an infinity: the weights of a run that diverged."""
+    for name, t in weights.items():
+        if torch.is_tensor(t) and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise CheckpointError(
+                f"{path}: non-finite weights (NaN or Inf in {name}): the run diverged; use an "
+                "earlier checkpoint, or train again with a lower train.lr"
+            )
+
+
+def check_vocab(vocab, trained_on: dict | None, side: str, path, ckpt) -> None:
+    """Raise :class:`CheckpointError` naming ``path`` if ``vocab`` (read from ``path``) is not the
+    ``side`` ("src" or "trg") vocabulary that the checkpoint ``ckpt`` was trained with, as its data
+    fingerprint ``trained_on`` records it (sha256 of the words in row order; checkpoints without
+    one are not checked)."""
+    want = (trained_on or {}).get(f"{side}_vocab")
+    if want and vocab.digest() != want:
+        what = {"src": "source", "trg": "target"}[side]
+        raise CheckpointError(
+            f"{path}: not the {what} vocabulary that {ckpt} was trained with ({len(vocab)} rows, "
+            "other words or another order): use the vocabulary and data of the model's own run"
+        )
+
+
 def load_model_state(model: torch.nn.Module, state: dict, path: str | os.PathLike) -> None:
     """``model.load_state_dict(state["model"])`` with an error naming ``path`` on mismatch."""
     try:

@@ -170,6 +170,8 @@ class TrainConfig:
     warmup_updates: int = 0  # linear warm-up of the learning rate from 0 over this many updates
     clip_norm: float = 1.0  # global L2 norm
     nonfinite: str = "shrink"  # GroundHog: g <- 0.1 * theta; or "skip"
+    # non-finite updates in a row after which training stops as diverged (its last checkpoint kept)
+    max_nonfinite: int = 10
     max_updates: int | None = None  # budgets: whichever comes first
     max_epochs: float | None = None
     max_hours: float | None = None
@@ -215,6 +217,8 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"train.{name} must be > 0 (or unset), got {value}")
+        if self.max_nonfinite < 1:
+            raise ConfigError(f"train.max_nonfinite must be >= 1, not {self.max_nonfinite}")
         if self.nonfinite not in ("shrink", "skip"):
             raise ConfigError(f"train.nonfinite must be 'shrink' or 'skip', not {self.nonfinite!r}")
         if self.precision not in ("auto", "bf16", "fp32"):

@@ -22,7 +22,13 @@ Pretokenized corpora (the LIUM selection, "already tokenized" upstream) are spli
 
 The key of the cache directory is a hash of the inputs' sha256 (via the tokenized files' keys), the
 tokenizer settings and every setting above, so nothing stale is ever reused. The directory is built
-under a temporary name and renamed when complete.
+under a temporary name and renamed when complete; its ``meta.json`` records the size and sha256 of
+every file in it. Loading checks the sizes and the vocabularies' sha256 (and with ``verify`` the
+id arrays' sha256 too), so a damaged or edited cache is refused with the file's name, never used.
+An input's sha256 is remembered per (path, size, mtime) (:func:`nmt_lib.text.file_info`);
+:func:`verify_inputs` hashes the inputs again, for a file edited behind an unchanged size and time
+(training does whenever it prepares the data itself or resumes: 0.7 s for the lite profile's
+137 MiB of inputs).
 
 :class:`TrainIterator` batches as GroundHog's ``get_homogenous_batch_iter`` (PAPER.md §3, A7): read
 ``sort_k_batches * batch_size`` pairs, sort them by max(len_x, len_y), cut into minibatches, emit them
@@ -51,7 +57,7 @@ import torch
 
 from . import corpus, text
 from .config import DataConfig
-from .io import write_json
+from .io import NO_SPACE, naming, sha256_file, write_json
 from .vocab import EOS, PAD, UNK, Vocab
 
 FORMAT = 1  # bump when the prepared layout or the pipeline's output changes
@@ -118,12 +124,25 @@ class TrainSet:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.src_ids = np.load(self.path / "src.ids.npy", mmap_mode="r")
-        self.trg_ids = np.load(self.path / "trg.ids.npy", mmap_mode="r")
-        self.src_offsets = np.load(self.path / "src.offsets.npy", mmap_mode="r")
-        self.trg_offsets = np.load(self.path / "trg.offsets.npy", mmap_mode="r")
+        self.src_ids, self.trg_ids, self.src_offsets, self.trg_offsets = map(self._load, (
+            "src.ids.npy", "trg.ids.npy", "src.offsets.npy", "trg.offsets.npy"))  # fmt: skip
+        for side in ("src", "trg"):
+            ids, offsets = getattr(self, f"{side}_ids"), getattr(self, f"{side}_offsets")
+            if (offsets.ndim != 1 or len(offsets) != len(self.src_offsets) or not len(offsets)
+                    or offsets[0] != 0 or offsets[-1] != len(ids)):  # fmt: skip
+                raise self._damaged(f"{side}.ids.npy", "its offsets do not fit it")
         self.src_len = np.diff(self.src_offsets).astype(np.int32)  # [N] words, EOS not counted
         self.trg_len = np.diff(self.trg_offsets).astype(np.int32)
+
+    def _load(self, name: str) -> np.ndarray:
+        try:
+            return np.load(self.path / name, mmap_mode="r")
+        except (OSError, ValueError, EOFError) as e:
+            raise self._damaged(name, f"unreadable: {e}") from None
+
+    def _damaged(self, name: str, why: str) -> corpus.DataError:
+        return corpus.DataError(f"{self.path / name}: damaged prepared data ({why}): delete "
+                                f"{self.path} to prepare the data again")  # fmt: skip
 
     def __len__(self) -> int:
         return len(self.src_len)
@@ -521,15 +540,18 @@ def _train_inputs(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers
     return train, train_keys
 
 
-def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None = None) -> Prepared:
+def prepare(
+    cfg: DataConfig, workers: int | None = None, progress: bool | None = None, verify: bool = False
+) -> Prepared:
     """Locate, read, tokenize (cached), drop dev/test overlaps, filter, build the shortlists and
     numericalize (cached) the data of ``cfg``; see the module docstring. ``workers``: tokenizer
-    processes (default: the usable cores); ``progress``: tqdm bars (None = only on a terminal)."""
+    processes (default: the usable cores); ``progress``: tqdm bars (None = only on a terminal);
+    ``verify``: check the sha256 of every prepared file it loads (:func:`check_prepared`)."""
     t0 = time.perf_counter()
     data_dir, cache = cfg.resolved_data_dir(), cfg.resolved_cache_dir()
     tok_dir = cache / "tok"
     if cfg.packed:
-        return _prepare_packed(cfg, tok_dir, workers, progress)
+        return _prepare_packed(cfg, tok_dir, workers, progress, verify)
     found = corpus.locate(cfg, data_dir)
     dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
     test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
@@ -546,10 +568,16 @@ def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None =
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
         try:
             t1 = time.perf_counter()
-            stats = _build_train(tmp, train, dev_test, cfg)
+            with naming(out.parent, NO_SPACE):  # reading errors keep their own messages
+                stats = _build_train(tmp, train, dev_test, cfg)
             # "train" includes tokenizing the training files that were not cached yet
             stats["seconds"] = {"eval": t_eval, "train": time.perf_counter() - t1}
-            write_json(tmp / "meta.json", {"key": key, "settings": settings, "train": stats})
+            files = {f: {"bytes": (tmp / f).stat().st_size, "sha256": sha256_file(tmp / f)}
+                     for f in PREPARED_FILES}  # fmt: skip
+            write_json(
+                tmp / "meta.json",
+                {"key": key, "settings": settings, "train": stats, "files": files},
+            )
             umask = os.umask(0)
             os.umask(umask)
             tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700 directories
@@ -560,11 +588,44 @@ def prepare(cfg: DataConfig, workers: int | None = None, progress: bool | None =
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    return _prepared(out, cfg, data_dir, settings, dev, test)
+    return _prepared(out, cfg, data_dir, settings, dev, test, verify)
 
 
-def _prepared(out: Path, cfg: DataConfig, data_dir: Path, settings: dict, dev, test) -> Prepared:
-    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+#: The files of a prepared-data directory besides ``meta.json``, which records their size and sha256.
+PREPARED_FILES = ("src.vocab.txt", "trg.vocab.txt", "src.ids.npy", "trg.ids.npy",
+                  "src.offsets.npy", "trg.offsets.npy")  # fmt: skip
+
+
+def check_prepared(out: str | os.PathLike, full: bool = False) -> dict:
+    """``meta.json`` of the prepared-data directory ``out``, once its files are checked against it:
+    their sizes, the vocabularies' sha256 and, with ``full``, every file's sha256 (the id arrays of
+    a large corpus take seconds). A missing, damaged or edited file raises
+    :class:`~nmt_lib.corpus.DataError` naming it. Directories prepared before the sizes and sums
+    were recorded are checked as far as :class:`TrainSet` can."""
+    out = Path(out)
+    redo = f"delete {out} to prepare the data again"
+    try:
+        meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise corpus.DataError(f"{out / 'meta.json'}: unreadable ({e}): {redo}") from None
+    for name, rec in meta.get("files", {}).items():
+        f = out / name
+        try:
+            size = f.stat().st_size
+        except OSError as e:
+            raise corpus.DataError(f"{f}: missing from the prepared data ({e}): {redo}") from None
+        if size != rec["bytes"]:
+            raise corpus.DataError(f"{f}: {size} bytes where the prepared data recorded "
+                                   f"{rec['bytes']} (truncated or changed): {redo}")  # fmt: skip
+        if (full or name.endswith(".txt")) and sha256_file(f) != rec["sha256"]:
+            raise corpus.DataError(f"{f}: its contents differ from those recorded when the data "
+                                   f"were prepared (sha256): changed or damaged; {redo}")  # fmt: skip
+    return meta
+
+
+def _prepared(out: Path, cfg: DataConfig, data_dir: Path, settings: dict, dev, test,
+              verify: bool = False) -> Prepared:  # fmt: skip
+    meta = check_prepared(out, full=verify)
     src_vocab, trg_vocab = Vocab.load(out / "src.vocab.txt"), Vocab.load(out / "trg.vocab.txt")
     dev_set, test_set = _eval_set(dev, src_vocab, trg_vocab), _eval_set(test, src_vocab, trg_vocab)
     stats = {
@@ -585,11 +646,8 @@ def fingerprint(prep: Prepared) -> dict:
     """What a checkpoint records of the data it was trained on: the prepared data's key (a hash of
     every input file and setting) and the sha256 of each vocabulary, words in row order."""
 
-    def digest(v: Vocab) -> str:
-        return hashlib.sha256("\n".join(v.itos).encode()).hexdigest()
-
-    return {"prepared": prep.key, "src_vocab": digest(prep.src_vocab),
-            "trg_vocab": digest(prep.trg_vocab)}  # fmt: skip
+    return {"prepared": prep.key, "src_vocab": prep.src_vocab.digest(),
+            "trg_vocab": prep.trg_vocab.digest()}  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------ packs
@@ -644,6 +702,29 @@ def input_sha256(cfg: DataConfig) -> dict[str, str]:
     return {str(Path(p).relative_to(root)): text.file_info(p, memo).sha256 for p in paths}
 
 
+def verify_inputs(cfg: DataConfig) -> list[Path]:
+    """Hash every input file of ``cfg`` again and compare with the sha256 remembered for its path,
+    size and mtime (:func:`nmt_lib.text.file_info`). A file whose contents changed behind an
+    unchanged size and mtime is forgotten (it is hashed afresh when next used, and so gets new
+    prepared data) and returned; the prepared data and checkpoints made from it are stale. A pack
+    (``data.packed``) has no input files here: nothing to check (its prepared files are checked
+    when loaded)."""
+    if cfg.packed:
+        return []
+    root, memo_dir = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
+    found = corpus.locate(cfg, root)
+    paths = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]
+    paths += [p for tf in found.train for pair in tf.pairs for p in pair]
+    changed = [Path(p) for p in paths if sha256_file(p) != text.file_info(p, memo_dir).sha256]
+    if changed:
+        memo_path = memo_dir / "files.json"
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+        for p in changed:
+            memo.pop(str(p.resolve()), None)
+        write_json(memo_path, memo)
+    return changed
+
+
 def read_pack(path: str | os.PathLike) -> dict:
     """``pack.json`` of a pack directory; a missing or unreadable one names the file."""
     f = Path(path) / PACK
@@ -653,7 +734,7 @@ def read_pack(path: str | os.PathLike) -> dict:
         raise corpus.DataError(f"{f}: not a pack written by `python -m nmt_lib pack` ({e})") from e
 
 
-def _prepare_packed(cfg: DataConfig, tok_dir: Path, workers, progress) -> Prepared:
+def _prepare_packed(cfg: DataConfig, tok_dir: Path, workers, progress, verify=False) -> Prepared:
     """:func:`prepare` from a pack: its prepared training data, its dev and test files."""
     root = Path(cfg.packed)
     pk = read_pack(root)
@@ -667,7 +748,7 @@ def _prepare_packed(cfg: DataConfig, tok_dir: Path, workers, progress) -> Prepar
     dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
     test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
     key = _key(pk["train_keys"], dev, test, settings)
-    prep = _prepared(root / "prepared", cfg, data_dir, settings, dev, test)
+    prep = _prepared(root / "prepared", cfg, data_dir, settings, dev, test, verify)
     if not key == prep.key == pk["key"]:
         raise corpus.DataError(
             f"{root}: its prepared data, its dev/test files and {PACK} do not belong together"

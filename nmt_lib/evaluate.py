@@ -17,9 +17,14 @@ results directory:
 * ``attention.json``: Figure 3. For each requested source sentence found in the test set: source and
   output tokens (EOS as ``</s>``) and the attention matrix ``alpha[i][j]`` of the best hypothesis.
 
-The files are written into a temporary directory beside them and moved into place together once all
-exist, ``bleu.json`` last: a results directory with ``bleu.json`` holds one complete evaluation, and
-an interrupted evaluation leaves the previous one as it was.
+The files are written into a temporary directory beside them (``.evaluate.<random>/``). Once all
+exist, that directory is renamed ``.evaluate.commit`` (the decision, one rename) and its files are
+moved into place, ``bleu.json`` last, with SIGINT and SIGTERM held back until the last move: a
+results directory with ``bleu.json`` holds one complete evaluation, and an evaluation interrupted
+before the decision leaves the previous one as it was. A process killed outright between the moves
+leaves ``.evaluate.commit``, which the next evaluation of the directory completes first; it also
+removes the staging directories that a crashed evaluation left. One evaluation of a results
+directory runs at a time (a lock, ``.evaluate.lock``).
 
 The per-sentence likelihoods (:func:`sentence_nll`) and the dev metrics that training measures at
 each evaluation (:func:`dev_metrics`) are here too: training depends on evaluation, not the reverse.
@@ -41,11 +46,20 @@ import numpy as np
 import torch
 
 from . import bleu
-from .checkpoint import BEST, LAST, default_checkpoint_dir, load_checkpoint, load_model_state
+from .checkpoint import (
+    BEST,
+    LAST,
+    CheckpointError,
+    check_finite,
+    check_vocab,
+    default_checkpoint_dir,
+    load_checkpoint,
+    load_model_state,
+)
 from .config import RunConfig, SearchConfig, run_from_dict, to_dict
 from .data import pad
 from .fast import on_backend
-from .io import atomic_write, write_json
+from .io import NO_SPACE, atomic_write, locked, naming, signals_deferred, write_json
 from .models import build_model
 from .paper import FIG3_SOURCES
 from .runtime import autocast, resolve_device, resolve_precision
@@ -68,15 +82,38 @@ def find_checkpoint(path: str | os.PathLike) -> Path:
     return path
 
 
-def load_trained(path: str | os.PathLike, device="cpu"):
+def load_trained(path: str | os.PathLike, device="cpu", with_data: bool = False):
     """``(model, run_cfg)`` from a checkpoint file or directory (:func:`find_checkpoint`), in eval
-    mode on ``device``, on the run's backend (``train.backend``)."""
+    mode on ``device``, on the run's backend (``train.backend``); with ``with_data``, also the
+    fingerprint of the data it was trained on (:func:`nmt_lib.data.fingerprint`; None for old
+    checkpoints). Weights that are not all finite (a diverged run) raise
+    :class:`~nmt_lib.checkpoint.CheckpointError`."""
     path = find_checkpoint(path)
     state = load_checkpoint(path)
+    check_finite(state["model"], path)
     cfg = run_from_dict(state["config"])
     model = on_backend(build_model(cfg.model), cfg.train.backend)
     load_model_state(model, state, path)
-    return model.to(device).eval(), cfg
+    model = model.to(device).eval()
+    return (model, cfg, state.get("data")) if with_data else (model, cfg)
+
+
+def load_vocabs(ckpt: str | os.PathLike, trained_on: dict | None):
+    """The source and target vocabularies beside the checkpoint file ``ckpt``, checked against the
+    fingerprint it records (``trained_on``): a file that is not the model's raises
+    :class:`~nmt_lib.checkpoint.CheckpointError` naming it."""
+    from .vocab import Vocab
+
+    out = []
+    for side in ("src", "trg"):
+        f = Path(ckpt).parent / f"{side}.vocab.txt"
+        try:
+            v = Vocab.load(f)
+        except (OSError, ValueError) as e:
+            raise CheckpointError(f"{f}: cannot read the vocabulary of {ckpt} ({e})") from None
+        check_vocab(v, trained_on, side, f, ckpt)
+        out.append(v)
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------- decoding
@@ -323,19 +360,44 @@ def evaluate_run(
         The dict written to ``bleu.json``, plus ``nll`` and timing.
     """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".evaluate.", dir=out_dir))
-    try:
-        result = _evaluate_into(stage, run_cfg, out_dir, prep, checkpoint, nll_sentences,
-                                figure_sources, device, progress)  # fmt: skip
-        (out_dir / "bleu.json").unlink(missing_ok=True)  # the mark of a complete evaluation: last
-        for f in sorted(stage.iterdir(), key=lambda f: f.name == "bleu.json"):
-            os.replace(f, out_dir / f.name)
-        for f in out_dir.glob(".decode.*.jsonl"):  # the decodings are safe in the results now
-            f.unlink()
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    with naming(out_dir):
+        out_dir.mkdir(parents=True, exist_ok=True)
+    with locked(out_dir / ".evaluate.lock", f"results directory {out_dir} (an evaluation)"):
+        _finish_commit(out_dir)  # what a killed evaluation had decided, then its debris
+        for d in out_dir.glob(".evaluate.*"):
+            if d.is_dir() and d.name != COMMIT:
+                shutil.rmtree(d, ignore_errors=True)
+        with naming(out_dir):
+            stage = Path(tempfile.mkdtemp(prefix=".evaluate.", dir=out_dir))
+        try:
+            with naming(out_dir, NO_SPACE):  # a full disk while decoding names the directory
+                result = _evaluate_into(stage, run_cfg, out_dir, prep, checkpoint, nll_sentences,
+                                        figure_sources, device, progress)  # fmt: skip
+            with signals_deferred():  # the rename and the moves, as one step
+                os.rename(stage, out_dir / COMMIT)
+                _finish_commit(out_dir)
+            for f in out_dir.glob(".decode.*.jsonl"):  # the decodings are safe in the results now
+                f.unlink()
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
     return result
+
+
+COMMIT = ".evaluate.commit"  # a complete evaluation whose files are being moved into place
+
+
+def _finish_commit(out_dir: Path) -> None:
+    """Move the files of ``out_dir/.evaluate.commit`` (if any) into ``out_dir``: ``bleu.json``
+    (the mark of a complete evaluation) removed first and moved last."""
+    commit = out_dir / COMMIT
+    if not commit.is_dir():
+        return
+    with naming(out_dir):
+        if (commit / "bleu.json").exists():
+            (out_dir / "bleu.json").unlink(missing_ok=True)
+        for f in sorted(commit.iterdir(), key=lambda f: f.name == "bleu.json"):
+            os.replace(f, out_dir / f.name)
+        commit.rmdir()
 
 
 def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentences, figure_sources,
@@ -350,10 +412,12 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     if run_cfg.train.threads:
         torch.set_num_threads(run_cfg.train.threads)
     ckpt = find_checkpoint(checkpoint or default_checkpoint_dir(run_cfg, out_dir))
-    model, saved_cfg = load_trained(ckpt, dev)
+    model, saved_cfg, trained_on = load_trained(ckpt, dev, with_data=True)
     if saved_cfg.model != run_cfg.model:
         raise ValueError(f"{ckpt}: the checkpoint's model config differs from run {run_cfg.name!r}")
     prep = prep if prep is not None else data.prepare(run_cfg.data)
+    for side, v in (("src", prep.src_vocab), ("trg", prep.trg_vocab)):
+        check_vocab(v, trained_on, side, Path(prep.path) / f"{side}.vocab.txt", ckpt)
     test, lang, search = prep.test, run_cfg.data.trg_lang, run_cfg.search
     vocab = prep.trg_vocab
 

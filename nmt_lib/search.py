@@ -259,6 +259,56 @@ def beam_search(
     return out
 
 
+def available_memory(device) -> int | None:
+    """Bytes of memory a search on ``device`` may still take: free GPU memory, or the kernel's
+    ``MemAvailable``; None where unknown."""
+    device = torch.device(device or "cpu")
+    if device.type == "cuda":  # free, plus what PyTorch holds in its cache unused
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return torch.cuda.mem_get_info(device)[0] + cached
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def search_bytes(beam: int, sentences: int, src_len: int, n_words: int, max_len_ratio: float,
+                 return_alpha: bool) -> int:  # fmt: skip
+    """An estimate of the memory one batch of :func:`beam_search` takes at its largest:
+    ``sentences`` sources of ``src_len`` tokens, ``beam * sentences`` rows of ``n_words`` scores
+    (and their log-softmax and selection), ``beam²`` candidates per sentence, the histories of
+    ``|x| * max_len_ratio`` steps (and of the attention, with ``return_alpha``)."""
+    steps = max(1, math.floor(src_len * max_len_ratio))
+    per_row = 12 * n_words + 24 * beam + 16 * steps + (8 * steps * src_len if return_alpha else 0)
+    return sentences * beam * per_row
+
+
+def check_beam(beam: int, n_words: int | None, sentences: int = 1, src_len: int = 1,
+               max_len_ratio: float = 3.0, return_alpha: bool = False, workers: int = 1,
+               device=None) -> None:  # fmt: skip
+    """Refuse, with one line, a beam larger than the target vocabulary (``n_words`` rows: a beam
+    cannot hold more distinct continuations) or one whose search would need more memory than
+    ``device`` has available (:func:`search_bytes` for ``workers`` batches at once)."""
+    if n_words is not None and beam > n_words:
+        raise ValueError(f"beam {beam} is larger than the target vocabulary ({n_words} rows): "
+                         f"use a beam of at most {n_words}")  # fmt: skip
+    if n_words is None or beam <= 1:
+        return
+    need = workers * search_bytes(beam, sentences, src_len, n_words, max_len_ratio, return_alpha)
+    free = available_memory(device)
+    if free is not None and need > free:
+        raise ValueError(
+            f"beam {beam}: the search would need about {need / 2**20:,.0f} MiB of memory "
+            f"({workers} batch(es) of {sentences} sentence(s) of up to {src_len} tokens at once), "
+            f"more than the {free / 2**20:,.0f} MiB available: use a smaller beam (or "
+            "search.batch_size)"
+        )
+
+
 def decode_corpus(
     model,
     xs: Sequence[Sequence[int]],
@@ -288,12 +338,20 @@ def decode_corpus(
     operations are small, and a core that waits for the other at each of them is idle. The model's
     ``word_projections`` are computed once for all the batches (for searches expected to advance
     ``rows`` hypotheses in all), and each thread makes the model's steps (``model.steps(words)``)
-    once for all its batches.
+    once for all its batches. A beam beyond the vocabulary or the memory available is refused
+    before anything is decoded (:func:`check_beam`).
     """
     from tqdm import tqdm
 
     order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    kind = torch.device(device or "cpu").type
+    if workers is None:
+        workers = torch.get_num_threads() if kind == "cpu" else 1
+    if beam > 0 and batches:
+        check_beam(beam, getattr(getattr(model, "cfg", None), "trg_vocab", None),
+                   len(batches[0]), len(xs[batches[0][0]]), max_len_ratio, return_alpha,
+                   min(workers, len(batches)), device)  # fmt: skip
     rows = max(beam, 1) * sum(map(len, xs))  # hypotheses advanced, targets as long as sources
     words = model.word_projections(rows)
     rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
@@ -309,9 +367,6 @@ def decode_corpus(
         return beam_search(model, x, x_mask, beam=beam, normalize=normalize, steps=local.steps,
                            **rules)  # fmt: skip
 
-    kind = torch.device(device or "cpu").type
-    if workers is None:
-        workers = torch.get_num_threads() if kind == "cpu" else 1
     out: list[Hypothesis | None] = [None] * len(xs)
     done = _read_journal(journal, batches) if journal and not return_alpha else {}
     for k, hyps in done.items():

@@ -7,7 +7,9 @@
   mean (PAPER.md §3 engineering note, A6);
 * the global L2 norm of the gradient is rescaled to 1 when it is ``>= 1``; a NaN/Inf gradient is
   replaced by ``0.1 * θ`` (GroundHog, ``train.nonfinite = "shrink"``) or the update is skipped
-  (``"skip"``), and counted in the log;
+  (``"skip"``), and counted in the log; after ``train.max_nonfinite`` such updates in a row the run
+  has diverged: training stops with :class:`Diverged` and its last checkpoint is kept. A checkpoint
+  is written only of finite weights, so a good one is never replaced by a diverged one;
 * minibatches of 80 from :class:`~nmt_lib.data.TrainIterator` (20 batches sorted by length at a time);
 * the named alternatives of reduced budgets (``TrainConfig``): ``optimizer = "adam"``, ``loss =
   "sentence"`` or ``"token"`` (the sum divided by the update's sentences or target tokens, so that
@@ -33,7 +35,11 @@ sum explicit, and the model's own methods (``encode``, ``readout_step``) used un
 evaluates, logs and writes the checkpoints; every rank resumes from the same checkpoint file (one
 machine, shared disk).
 
-:func:`train_run` is what the notebooks and the CLI call.
+:func:`train_run` is what the notebooks and the CLI call. One training of a run at a time: it holds a
+lock (``.train.lock``) in the checkpoint directory and the results directory, and a second one is
+refused at once, naming the process that holds it; the lock dies with its process, however that
+ends. Holding it, a run removes the temporary files that a killed run of its own left
+(``.last.pt.*.tmp``, ...), and nothing else.
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ from .evaluate import dev_metrics
 from .fast import kernels, on_backend
 from .fast.graphs import GraphedLoss
 from .fast.optim import Adadelta, flat_alike
-from .io import atomic_write, write_json
+from .io import atomic_write, locked, naming, remove_debris, write_json
 from .models import build_model
 from .runtime import autocast, resolve_device, resolve_precision, warn_emulated_bf16
 
@@ -179,6 +185,7 @@ class Trainer:
         self.best_update = 0
         self.bad_evals = 0
         self.n_nonfinite = 0
+        self.nonfinite_streak = 0  # non-finite updates in a row (train.max_nonfinite)
         # train.lr_schedule = "plateau": times lr_decay per evaluation without progress
         self.lr_scale = 1.0
         self.stopped: str | None = None  # "early_stop" once patience is exhausted
@@ -244,6 +251,9 @@ class Trainer:
             self.opt.step()
         if action in ("skip", "shrink"):
             self.n_nonfinite += 1
+            self.nonfinite_streak += 1
+        else:
+            self.nonfinite_streak = 0
         self.update += 1
         return {
             "loss": float(loss.detach()),
@@ -267,6 +277,7 @@ class Trainer:
             "best_update": self.best_update,
             "bad_evals": self.bad_evals,
             "n_nonfinite": self.n_nonfinite,
+            "nonfinite_streak": self.nonfinite_streak,
             "lr_scale": self.lr_scale,
             "stopped": self.stopped,
             "world": self.world,
@@ -295,6 +306,12 @@ class Trainer:
                   "stopped"):  # fmt: skip
             setattr(self, k, state[k])
         self.lr_scale = state.get("lr_scale", 1.0)
+        self.nonfinite_streak = state.get("nonfinite_streak", 0)
+
+    def finite(self) -> bool:
+        """Whether every parameter is finite (no NaN, no infinity)."""
+        with torch.no_grad():
+            return bool(torch.stack([torch.isfinite(p).all() for p in self.params]).all())
 
 
 # -------------------------------------------------------------------------------- bookkeeping
@@ -317,11 +334,14 @@ class JsonlLog:
                     kept.append(line)
         with atomic_write(path) as f:
             f.writelines(line + "\n" for line in kept)
-        self.f = open(path, "a", encoding="utf-8")
+        with naming(path):
+            self.f = open(path, "a", encoding="utf-8")
 
     def write(self, rec: dict) -> None:
-        self.f.write(json.dumps(rec, sort_keys=True) + "\n")
-        self.f.flush()
+        """Append ``rec``; a full disk raises :class:`~nmt_lib.io.WriteError` naming the file."""
+        with naming(self.path):
+            self.f.write(json.dumps(rec, sort_keys=True) + "\n")
+            self.f.flush()
 
     def close(self) -> None:
         self.f.close()
@@ -388,10 +408,6 @@ def train_run(
         Interrupted: after SIGINT or SIGTERM, once the checkpoint of the last complete update is
         saved (a rerun resumes to exactly the uninterrupted result).
     """
-    from tqdm import tqdm
-
-    from . import data
-
     cfg, t = run_cfg, run_cfg.train
     out_dir = Path(out_dir)
     rank, world, local_rank = _dist_info()
@@ -404,10 +420,44 @@ def train_run(
         torch.set_num_threads(t.threads)
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else default_checkpoint_dir(cfg, out_dir)
     for d in (out_dir, ckpt_dir):  # before the data are prepared, which may take minutes
-        d.mkdir(parents=True, exist_ok=True)
+        with naming(d):
+            d.mkdir(parents=True, exist_ok=True)
         if not os.access(d, os.W_OK):
             raise PermissionError(f"{d}: not writable (results and checkpoints go there)")
-    prep = prep if prep is not None else data.prepare(cfg.data)
+    with contextlib.ExitStack() as held:
+        if rank == 0:  # one training of this run at a time; the other ranks are this training
+            what = f"run {cfg.name!r} ({{}})"
+            held.enter_context(locked(ckpt_dir / ".train.lock", what.format(ckpt_dir)))
+            if out_dir.resolve() != ckpt_dir.resolve():
+                held.enter_context(locked(out_dir / ".train.lock", what.format(out_dir)))
+            remove_debris(ckpt_dir, (LAST, BEST, "config.json", "src.vocab.txt", "trg.vocab.txt"))
+            remove_debris(out_dir, ("config.json", "train_log.jsonl", "train_summary.json"))
+        return _train(cfg, out_dir, ckpt_dir, prep, resume, progress, rank, world, device)
+
+
+def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress, rank, world,
+           device) -> dict:  # fmt: skip
+    """:func:`train_run` once the run is locked."""
+    from tqdm import tqdm
+
+    from . import data
+
+    t = cfg.train
+    last = ckpt_dir / LAST
+    resuming = resume and last.is_file()
+    if prep is None or resuming:  # contents edited behind an unchanged size and mtime
+        changed = data.verify_inputs(cfg.data)
+        if changed and (resuming or prep is not None):
+            made = f"the checkpoint {last} and the" if resuming else "the"
+            raise data.corpus.DataError(
+                f"{changed[0]}: its contents changed since it was hashed, though its size and "
+                f"modification time did not: {made} prepared data were made from the old "
+                "contents; restore the file, or start afresh (--no-resume)"
+            )
+    if prep is None:
+        prep = data.prepare(cfg.data, verify=resuming)
+    elif resuming:
+        data.check_prepared(prep.path, full=True)
     for side, v, rows in (("src", prep.src_vocab, cfg.model.src_vocab),
                           ("trg", prep.trg_vocab, cfg.model.trg_vocab)):  # fmt: skip
         if len(v) > rows:
@@ -418,9 +468,8 @@ def train_run(
     iterator = data.TrainIterator.from_config(prep.train, cfg.data)
     trainer = Trainer(cfg, model, iterator, device, rank, world)
     trainer.data_fingerprint = data.fingerprint(prep)
-    last = ckpt_dir / LAST
     resumed_from = None
-    if resume and last.is_file():
+    if resuming:
         trainer.load_state_dict(load_checkpoint(last), last)
         resumed_from = trainer.update
     lead = rank == 0
@@ -434,6 +483,8 @@ def train_run(
         log = JsonlLog(out_dir / "train_log.jsonl", resumed_from)
 
     def save(path: Path = last) -> None:
+        if not trainer.finite():  # a diverged state never replaces a good checkpoint
+            raise Diverged(cfg.name, trainer.update, last, "non-finite weights (NaN or Inf)")
         if lead:
             save_checkpoint(path, trainer.state_dict())
 
@@ -478,6 +529,10 @@ def train_run(
             if s["action"] in ("skip", "shrink") and lead:
                 log.write({"kind": "nonfinite", "update": trainer.update, "action": s["action"],
                            "epoch": trainer.epoch, "elapsed": trainer.elapsed})  # fmt: skip
+            if trainer.nonfinite_streak >= t.max_nonfinite:  # the same on every rank
+                raise Diverged(cfg.name, trainer.update, last,
+                               f"{trainer.nonfinite_streak} non-finite updates in a row "
+                               f"(train.max_nonfinite = {t.max_nonfinite})")  # fmt: skip
             bar.update(round(trainer.elapsed) - bar.n if by_time else 1)
             if trainer.update % log_every == 0 and lead:
                 dt = time.perf_counter() - t_window
@@ -557,6 +612,18 @@ def train_run(
     return summary
 
 
+class Diverged(RuntimeError):
+    """Training stopped because the run diverged (non-finite updates or weights); its last
+    checkpoint, of finite weights, is kept."""
+
+    def __init__(self, run: str, update: int, checkpoint: Path, why: str):
+        kept = f"{checkpoint} is kept" if checkpoint.is_file() else "no checkpoint was written"
+        super().__init__(
+            f"run {run!r} diverged at update {update}: {why}; {kept}: start afresh "
+            "(--no-resume) with a lower train.lr, or another train.clip_norm"
+        )
+
+
 class Interrupted(RuntimeError):
     """Training stopped by SIGINT or SIGTERM at an update boundary, its checkpoint saved."""
 
@@ -581,7 +648,7 @@ def _evaluate(trainer: Trainer, prep, device, log, bar, best: Path, final=False)
         if improved:
             trainer.best_dev_nll, trainer.best_update = m["dev_nll"], trainer.update
             trainer.bad_evals = 0
-            if cfg.train.patience:
+            if cfg.train.patience and trainer.finite():
                 save_checkpoint(best, trainer.state_dict())
         elif not final:  # the evaluation at the end of a session never counts against patience
             trainer.bad_evals += 1

@@ -11,6 +11,7 @@ out-of-shortlist tokens (``<unk>``) and of sentences (``</s>``) counted.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -53,6 +54,11 @@ class Vocab:
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Vocab) and self.itos == other.itos
+
+    def digest(self) -> str:
+        """The sha256 of the words in row order (one per line, specials included): what a
+        checkpoint records of the vocabularies it was trained with."""
+        return hashlib.sha256("\n".join(self.itos).encode()).hexdigest()
 
     def encode(self, tokens: Iterable[str], eos: bool = False) -> list[int]:
         """Rows of ``tokens``; words outside the shortlist become ``<unk>``; EOS appended if asked."""

@@ -141,3 +141,65 @@ def test_torchrun_passes_the_run_name_on():
     for bad in ("max_updates=1", "bogus.x=1", "train.x"):
         with pytest.raises(ConfigError):
             parse_sets([bad])
+
+
+# ------------------------------------------------------------------------- translate edge cases
+@pytest.fixture(scope="module")
+def toy_model(tmp_path_factory):
+    """The checkpoint directory of the smoke profile's RNNsearch-50, 2 updates on a toy corpus."""
+    from dataclasses import replace
+
+    from nmt_lib.train import train_run
+
+    root = tmp_path_factory.mktemp("toy")
+    cfg, prep = fixtures.toy_run(root, dev_bleu_sentences=0, eval_every=20)
+    cfg = replace(cfg, train=replace(cfg.train, max_updates=2))
+    return Path(train_run(cfg, root / "r", prep, progress=False)["checkpoint_dir"])
+
+
+def translate(capsys, ckpt, *args) -> tuple[int, str, str]:
+    """``translate`` with the toy model (its toy corpus as the data directory, so that the
+    default cache is never read), greedy."""
+    rc = main(["translate", "--profile", "smoke", "--run", "RNNsearch-50", "--checkpoint",
+               str(ckpt), "--data-dir", str(ckpt.parents[2] / "wmt"), "--beam", "1", *args])  # fmt: skip
+    out, err = capsys.readouterr()
+    return rc, out, err.strip()
+
+
+def test_translate_to_a_directory_fails_clearly(toy_model, tmp_path, capsys):
+    (tmp_path / "in.txt").write_text("the cat\n", encoding="utf-8")
+    rc, _, err = translate(capsys, toy_model, "-i", str(tmp_path / "in.txt"), "-o", str(tmp_path))
+    assert rc == 1 and len(err.splitlines()) == 1
+    assert f"{tmp_path}: is a directory" in err and ".tmp" not in err
+
+
+def test_translate_keeps_the_good_lines_around_a_bad_one(toy_model, tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"the cat sleeps .\nthe \xff dog\na house .\n")
+    rc, _, err = translate(capsys, toy_model, "-i", str(src), "-o", str(tmp_path / "out.txt"))
+    assert rc == 1 and len(err.splitlines()) == 1
+    assert f"{src}, line 2: not UTF-8 (byte 0xff at column 5)" in err
+    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[0] and lines[1] == "" and lines[2] and lines[3] == ""
+    one = tmp_path / "one.txt"
+    one.write_text("the cat sleeps .\n", encoding="utf-8")
+    rc, good, _ = translate(capsys, toy_model, "-i", str(one))
+    assert rc == 0 and good.splitlines()[0] == lines[0]  # the same translation as alone
+
+
+def test_translate_quotes_the_run_name_in_its_hint(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("sys.stdin", open(os.devnull))  # noqa: SIM115
+    rc = main(["translate", "--profile", "smoke", "--run", "RNNsearch-50*", "--out",
+               str(tmp_path / "r")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 1 and "--run 'RNNsearch-50*'" in err
+
+
+def test_translate_warns_about_a_line_far_beyond_the_training_lengths(toy_model, tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text("the cat sleeps .\n" + " ".join(["the cat"] * 50) + "\n", encoding="utf-8")
+    rc, out, err = translate(capsys, toy_model, "-i", str(src))
+    assert rc == 0 and len(out.splitlines()) == 2
+    assert len(err.splitlines()) == 1 and "line 2" in err and "100 words" in err
+    assert "12" in err  # the smoke profile trains on sentences of at most 12 words

@@ -162,7 +162,8 @@ def test_a_wrong_setting_is_blamed_on_the_override_once(capsys):
 def test_an_unknown_corpus_names_the_setting_and_where_it_was_looked_for(toy, capsys, tmp_path):
     _, _, root = toy
     rc, err = cli_error(capsys, "train", "--profile", "smoke", "--data-dir", str(root / "wmt"),
-                        "--out", str(tmp_path), "--set", 'data.train=["nosuch"]')  # fmt: skip
+                        "--out", str(tmp_path), "--checkpoint-dir", str(tmp_path / "ckpt"),
+                        "--set", 'data.train=["nosuch"]')  # fmt: skip
     assert rc == 1 and len(err.splitlines()) == 1
     assert "data.train: unknown training corpus 'nosuch'" in err
     assert str(root / "wmt" / "train" / "nosuch") in err
@@ -177,7 +178,7 @@ def test_translate_refuses_beam_0_and_names_the_line_of_bad_input(capsys, tmp_pa
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50",
                         "-i", str(bad), "--out", str(tmp_path / "r"))  # fmt: skip
-    assert rc == 1 and err.endswith(f"{bad}, line 2: not UTF-8 (byte 0xff at column 5)")
+    assert rc == 1 and f"{bad}, line 2: not UTF-8 (byte 0xff at column 5)" in err
 
 
 def test_translate_without_a_trained_model_says_to_train_it(capsys, tmp_path, monkeypatch):
@@ -279,3 +280,335 @@ def test_an_interrupted_decoding_goes_on_where_it_stopped(toy, tmp_path, monkeyp
     assert len(calls) == 5 - 2  # the two batches in the journal were not decoded again
     assert [(h.tokens, h.cost) for h in resumed] == [(h.tokens, h.cost) for h in straight]
     assert len(journal.read_text().splitlines()) == 5
+
+
+# ------------------------------------------------------------------------------- round two
+def trained(toy, tmp_path, n: int = 2, name: str = "r", **kw) -> Path:
+    """The checkpoint directory of the toy model trained ``n`` updates into ``tmp_path/name``."""
+    cfg, prep, _ = toy
+    s = train_run(updates(cfg, n), tmp_path / name, prep, progress=False, **kw)
+    return Path(s["checkpoint_dir"])
+
+
+def test_a_second_training_of_a_run_is_refused_at_once_naming_the_process(
+    toy, tmp_path, monkeypatch
+):
+    import threading
+
+    cfg, prep, _ = toy
+    ckpt, out = tmp_path / "ckpt", tmp_path / "r"
+    started, release = threading.Event(), threading.Event()
+
+    def next_batch(self, _orig=Trainer.next_batch):  # the first training waits at update 2
+        if threading.current_thread() is not threading.main_thread() and self.update == 1:
+            started.set()
+            release.wait(30)
+        return _orig(self)
+
+    monkeypatch.setattr(Trainer, "next_batch", next_batch)
+    first: dict = {}
+    t = threading.Thread(target=lambda: first.update(
+        train_run(updates(cfg, 3), out, prep, checkpoint_dir=ckpt, progress=False)))  # fmt: skip
+    t.start()
+    try:
+        assert started.wait(30)
+        with pytest.raises(RuntimeError) as e:
+            train_run(updates(cfg, 3), out, prep, checkpoint_dir=ckpt, progress=False)
+    finally:
+        release.set()
+        t.join(60)
+    msg = str(e.value)
+    assert "\n" not in msg and "'RNNsearch-50'" in msg and f"process {os.getpid()}" in msg
+    assert first["updates"] == 3  # the first run went on undisturbed
+    # a run killed while it holds the lock (kill -9: its file is left) does not hold it any more
+    import subprocess
+    import sys
+
+    hold = ("import sys, time; from nmt_lib.io import locked\n"
+            "with locked(sys.argv[1], 'run'):\n    print('held', flush=True); time.sleep(60)")  # fmt: skip
+    p = subprocess.Popen([sys.executable, "-c", hold, str(ckpt / ".train.lock")],
+                         stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert p.stdout.readline().strip() == "held"
+        with pytest.raises(RuntimeError, match=f"in use by process {p.pid}"):
+            train_run(updates(cfg, 4), out, prep, checkpoint_dir=ckpt, progress=False)
+    finally:
+        p.kill()
+        p.wait()
+    assert (ckpt / ".train.lock").read_text().strip() == str(p.pid)
+    assert (
+        train_run(updates(cfg, 4), out, prep, checkpoint_dir=ckpt, progress=False)["updates"] == 4
+    )
+    assert not (ckpt / ".train.lock").exists()
+
+
+def test_divergence_stops_the_run_nonzero_and_keeps_the_good_checkpoint(toy, tmp_path, capsys,
+                                                                        monkeypatch):  # fmt: skip
+    cfg, prep, root = toy
+    ckpt = trained(toy, tmp_path, 2)
+    good = (ckpt / "last.pt").read_bytes()
+    wild = replace(cfg, train=replace(cfg.train, lr=1e30, max_updates=12, max_nonfinite=3))
+    with pytest.raises(RuntimeError, match=r"non-finite.*train\.max_nonfinite = 3"):
+        train_run(wild, tmp_path / "r", prep, resume=False, progress=False)
+    assert (ckpt / "last.pt").read_bytes() == good
+    # the command line: one line, a non-zero exit
+    monkeypatch.setenv("NMT_CACHE", str(root / "cache"))
+    rc = main(["train", "--profile", "smoke", "--run", "RNNsearch-50", "--data-dir",
+               str(root / "wmt"), "--out", str(tmp_path / "cli"), "--no-progress",
+               "--set", "train.threads=1", "--set", "train.max_updates=12",
+               "--set", "train.lr=1e30", "--set", "train.max_nonfinite=3"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1 and "diverged" in err[0]
+
+
+def test_nonfinite_weights_are_never_saved_nor_evaluated(toy, tmp_path, monkeypatch):
+    cfg, prep, _ = toy
+
+    def step(self, _orig=Trainer.step):  # the weights turn NaN during update 3
+        out = _orig(self)
+        if self.update == 3:
+            with torch.no_grad():
+                next(self.model.parameters()).view(-1)[0] = float("nan")
+        return out
+
+    monkeypatch.setattr(Trainer, "step", step)
+    every = replace(cfg, train=replace(cfg.train, max_updates=6, checkpoint_minutes=0.0))
+    with pytest.raises(RuntimeError, match="non-finite"):
+        train_run(every, tmp_path / "r", prep, progress=False)
+    state = load_checkpoint(_ckpt_of(cfg, tmp_path / "r") / "last.pt")
+    assert state["update"] == 2
+    assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
+    # a checkpoint with NaN weights (written by other means) is refused by evaluation
+    state["model"][next(iter(state["model"]))].view(-1)[0] = float("inf")
+    from nmt_lib.checkpoint import save_checkpoint
+
+    bad = tmp_path / "nan.pt"
+    save_checkpoint(bad, state)
+    with pytest.raises(CheckpointError, match=rf"{bad}: .*non-finite"):
+        evaluate.load_trained(bad)
+
+
+def _ckpt_of(cfg, out: Path) -> Path:
+    from nmt_lib.checkpoint import default_checkpoint_dir
+
+    return default_checkpoint_dir(cfg, out)
+
+
+def _cache_copy(toy, tmp_path):
+    """The toy config on a copy of its prepared-data cache, and that copy's prepared directory."""
+    cfg, prep, root = toy
+    shutil.copytree(root / "cache", tmp_path / "cache")
+    cfg = replace(cfg, data=replace(cfg.data, cache_dir=str(tmp_path / "cache")))
+    return cfg, tmp_path / "cache" / "prep" / prep.path.name
+
+
+def swap_rows(path: Path, a: int = 5, b: int = 6) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[a], lines[b] = lines[b], lines[a]
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def test_a_changed_vocabulary_in_the_prepared_cache_is_refused(toy, tmp_path):
+    cfg, prepared = _cache_copy(toy, tmp_path)
+    data.prepare(cfg.data, workers=1, progress=False)  # as written, it loads
+    swap_rows(prepared / "src.vocab.txt")
+    with pytest.raises(data.corpus.DataError, match=rf"{prepared / 'src.vocab.txt'}: "):
+        data.prepare(cfg.data, workers=1, progress=False)
+
+
+def test_a_truncated_prepared_array_names_the_file(toy, tmp_path):
+    cfg, prepared = _cache_copy(toy, tmp_path)
+    ids = prepared / "src.ids.npy"
+    ids.write_bytes(ids.read_bytes()[: ids.stat().st_size // 2])
+    with pytest.raises(data.corpus.DataError, match=rf"{ids}: "):
+        data.prepare(cfg.data, workers=1, progress=False)
+
+
+@pytest.mark.parametrize("damage", ["swapped", "cut"])
+def test_a_vocabulary_beside_a_checkpoint_that_is_not_its_own_is_refused(
+    toy, tmp_path, capsys, damage
+):
+    ckpt = trained(toy, tmp_path)
+    trg = ckpt / "trg.vocab.txt"
+    if damage == "swapped":
+        swap_rows(trg)
+    else:
+        trg.write_text("".join(trg.read_text(encoding="utf-8").splitlines(True)[:10]), "utf-8")
+    (tmp_path / "in.txt").write_text("the cat\n", encoding="utf-8")
+    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50",
+                        "--checkpoint", str(ckpt), "-i", str(tmp_path / "in.txt"),
+                        "--data-dir", str(toy[2] / "wmt"))  # fmt: skip
+    assert rc == 1 and len(err.splitlines()) == 1 and f"{trg}: " in err and "vocabulary" in err
+
+
+def test_evaluating_against_data_with_another_vocabulary_is_refused(toy, tmp_path):
+    cfg, prep, _ = toy
+    ckpt = trained(toy, tmp_path)
+    itos = list(prep.trg_vocab.itos)
+    itos[5], itos[6] = itos[6], itos[5]
+    from nmt_lib.vocab import Vocab
+
+    other = replace(prep, trg_vocab=Vocab(itos[3:], prep.trg_vocab.counts))
+    with pytest.raises(CheckpointError, match=r"trg\.vocab\.txt.*vocabulary"):
+        evaluate.evaluate_run(cfg, tmp_path / "r", other, checkpoint=ckpt)
+    assert not (tmp_path / "r" / "bleu.json").exists()
+
+
+def test_a_training_file_changed_behind_its_size_and_time_is_noticed_on_resume(toy, tmp_path):
+    cfg, _, root = toy
+    shutil.copytree(root / "wmt", tmp_path / "wmt")
+    cfg = replace(cfg, data=replace(cfg.data, data_dir=str(tmp_path / "wmt"),
+                                    cache_dir=str(tmp_path / "cache")))  # fmt: skip
+    prep = data.prepare(cfg.data, workers=1, progress=False)
+    train_run(updates(cfg, 2), tmp_path / "r", prep, progress=False)
+    fr = tmp_path / "wmt" / "train" / "toy.fr"
+    st = fr.stat()
+    raw = bytearray(fr.read_bytes())
+    raw[0:1] = b"Z" if raw[0:1] != b"Z" else b"Y"  # same size
+    fr.write_bytes(bytes(raw))
+    os.utime(fr, ns=(st.st_atime_ns, st.st_mtime_ns))  # same time
+    with pytest.raises(data.corpus.DataError, match=rf"{fr}: .*changed"):
+        train_run(updates(cfg, 4), tmp_path / "r", progress=False)
+
+
+def test_a_beam_beyond_the_vocabulary_or_the_memory_is_refused(toy, tmp_path, capsys, monkeypatch):
+    from nmt_lib import search
+
+    ckpt = trained(toy, tmp_path)
+    (tmp_path / "in.txt").write_text("the cat\n", encoding="utf-8")
+    sel = ["translate", "--profile", "smoke", "--run", "RNNsearch-50", "--checkpoint", str(ckpt),
+           "-i", str(tmp_path / "in.txt"), "--data-dir", str(toy[2] / "wmt")]  # fmt: skip
+    rc, err = cli_error(capsys, *sel, "--beam", "64")  # the toy model has 63 target rows
+    assert rc == 1 and len(err.splitlines()) == 1 and "beam 64" in err and "63" in err
+    monkeypatch.setattr(search, "available_memory", lambda device: 1000)
+    rc, err = cli_error(capsys, *sel, "--beam", "60")
+    assert rc == 1 and len(err.splitlines()) == 1 and "beam 60" in err and "memory" in err
+
+
+def test_the_next_run_removes_the_debris_of_a_crashed_one_and_only_that(toy, tmp_path):
+    cfg, prep, _ = toy
+    out = tmp_path / "r"
+    ckpt = trained(toy, tmp_path, 2)
+    debris = [ckpt / ".last.pt.k2j3h4.tmp", ckpt / ".best.pt.x9y8.tmp"]
+    keep = [ckpt / "notes.tmp", ckpt / ".last.pt.bak", out / ".evaluate.txt", out / "mine.tmp"]
+    for p in debris + keep:
+        p.write_bytes(b"x" * 1000)
+    stage = out / ".evaluate.abc123"
+    stage.mkdir()
+    (stage / "bleu.json").write_text("{}")
+    train_run(updates(cfg, 3), out, prep, progress=False)
+    assert not any(p.exists() for p in debris)
+    evaluate.evaluate_run(cfg, out, prep)
+    assert not stage.exists()
+    assert all(p.exists() for p in keep)
+
+
+def _evaluation(out: Path) -> dict:
+    """An evaluation's files, bleu.json reduced to the checkpoint it evaluated."""
+    got = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name[0] != "."}
+    got = {k: v for k, v in got.items() if k not in ("config.json", "train_log.jsonl",
+                                                     "train_summary.json")}  # fmt: skip
+    if "bleu.json" in got:
+        got["bleu.json"] = json.loads(got["bleu.json"])["checkpoint"].encode()
+    return got
+
+
+def test_an_evaluation_replacing_another_is_whole_whatever_move_a_signal_hits(
+    toy, tmp_path, monkeypatch
+):
+    cfg, prep, _ = toy
+    out = tmp_path / "r"
+    a, b = trained(toy, tmp_path, 2) / "last.pt", trained(toy, tmp_path, 5, "other") / "last.pt"
+    whole = {}
+    for ck in (a, b):
+        evaluate.evaluate_run(cfg, out, prep, checkpoint=ck)
+        whole[ck] = _evaluation(out)
+    assert whole[a] != whole[b]
+    real_replace = os.replace
+    for k in range(1, 8):  # a SIGINT just before the k-th file's move
+        moves = []
+
+        def replace_(src, dst, *args, moves=moves, k=k, **kw):
+            if Path(dst).parent == out and Path(src).parent.name.startswith(".evaluate."):
+                moves.append(dst)
+                if len(moves) == k:
+                    os.kill(os.getpid(), signal.SIGINT)
+            return real_replace(src, dst, *args, **kw)
+
+        monkeypatch.setattr(os, "replace", replace_)
+        ck = a if k % 2 else b  # each round replaces the other model's evaluation
+        try:
+            evaluate.evaluate_run(cfg, out, prep, checkpoint=ck)
+        except KeyboardInterrupt:
+            pass
+        monkeypatch.setattr(os, "replace", real_replace)
+        assert len(moves) >= k
+        assert _evaluation(out) == whole[ck], f"a SIGINT at move {k} left a mixed directory"
+        assert [p.name for p in out.iterdir() if p.is_dir()] == []
+
+
+def test_an_evaluation_cut_short_between_its_moves_is_completed_by_the_next(toy, tmp_path,
+                                                                              monkeypatch):  # fmt: skip
+    cfg, prep, _ = toy
+    out = tmp_path / "r"
+    a, b = trained(toy, tmp_path, 2) / "last.pt", trained(toy, tmp_path, 5, "other") / "last.pt"
+    evaluate.evaluate_run(cfg, out, prep, checkpoint=b)
+    whole_b = _evaluation(out)
+    evaluate.evaluate_run(cfg, out, prep, checkpoint=a)
+    real_replace, moves = os.replace, []
+
+    def failing(src, dst, *args, **kw):  # the process dies at the third move
+        if Path(dst).parent == out and Path(src).parent.name.startswith(".evaluate."):
+            moves.append(dst)
+            if len(moves) == 3:
+                raise OSError(5, "Input/output error")
+        return real_replace(src, dst, *args, **kw)
+
+    monkeypatch.setattr(os, "replace", failing)
+    with pytest.raises(OSError):
+        evaluate.evaluate_run(cfg, out, prep, checkpoint=b)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert "bleu.json" not in _evaluation(out)  # incomplete, and marked so
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no evaluation this time")
+
+    monkeypatch.setattr(evaluate, "_evaluate_into", broken)
+    with pytest.raises(RuntimeError):
+        evaluate.evaluate_run(cfg, out, prep, checkpoint=a)
+    assert _evaluation(out) == whole_b  # the decided evaluation was completed first
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_what_to_do(toy, tmp_path, capsys,
+                                                                 monkeypatch):  # fmt: skip
+    import errno
+
+    _, _, root = toy
+    monkeypatch.setenv("NMT_CACHE", str(root / "cache"))
+    real_fsync = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    rc, err = cli_error(capsys, "train", "--profile", "smoke", "--run", "RNNsearch-50",
+                        "--data-dir", str(root / "wmt"), "--out", str(tmp_path / "r"),
+                        "--no-progress", "--set", "train.max_updates=2")  # fmt: skip
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert rc == 1 and len(err.splitlines()) == 1, err
+    assert str(tmp_path / "r") in err and "No space left" in err and "free" in err
+    # an append-only log on a full disk names its file too
+    from nmt_lib.train import JsonlLog
+
+    log = JsonlLog(tmp_path / "log.jsonl", None)
+
+    class Full:
+        def write(self, s):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        flush = close = write
+
+    log.f.close()
+    log.f = Full()
+    with pytest.raises(OSError, match=rf"{tmp_path / 'log.jsonl'}.*No space left.*free"):
+        log.write({"update": 1})
