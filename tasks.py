@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The project's two commands, runnable with nothing but Python 3.11 installed.
 
-    python3 tasks.py main    # every notebook on the committed results (report mode), then the book
+    python3 tasks.py main    # the book: `jupyter-book build -W -n --keep-going book`
     python3 tasks.py test    # ruff, then pytest (which also runs the smoke replication and the book)
 
 Both create the virtual environment ``.venv`` on first use and reuse it afterwards: it is reinstalled
@@ -24,8 +24,12 @@ VENV = ROOT / ".venv"
 PY = VENV / "bin" / "python"
 STAMP = VENV / ".nmt-installed"
 LOCK_INPUTS = ("pyproject.toml", "requirements-lock.txt")
-#: The profile whose results are committed and which the main command reports.
-DEFAULT_PROFILE = "lite"
+#: The strict build of the book: Jupyter Book executes the chapters (notebooks/, jupytext) on the
+#: committed `lite` results, caching each chapter's outputs until its code changes (_config.yml).
+BUILD = ("build", "-W", "-n", "--keep-going", "book")
+#: What the chapters read besides their own code, which Jupyter Book's cache does not know about.
+CHAPTER_INPUTS = ("nmt_lib", "results")
+INPUTS_STAMP = ROOT / "book" / "_build" / ".chapter-inputs"
 
 
 def _say(msg: str) -> None:
@@ -57,10 +61,28 @@ def ensure_venv() -> None:
     _say(f"environment ready in {time.time() - t0:.0f} s")
 
 
-def main_job(profile: str) -> None:
-    """Run every notebook in report mode on ``results/<profile>/``, then build the book strictly."""
-    _run(PY, ROOT / "tools" / "notebooks.py", "--profile", profile)
-    _run(VENV / "bin" / "jupyter-book", "build", "-W", "-n", "--keep-going", "book")
+def _chapter_inputs() -> str:
+    """A hash of the library and the results (names, sizes, modification times)."""
+    h = hashlib.sha256()
+    for top in CHAPTER_INPUTS:
+        for p in sorted((ROOT / top).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                st = p.stat()
+                h.update(f"{p.relative_to(ROOT)} {st.st_size} {st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def main_job() -> None:
+    """Build the book strictly: what ``jupyter-book build book`` does, warnings as errors. Jupyter
+    Book re-executes a chapter when its code changes; when the library or the results changed
+    since the last build, its cache of executed chapters is cleared first."""
+    inputs = _chapter_inputs()
+    last = INPUTS_STAMP.read_text().strip() if INPUTS_STAMP.is_file() else None
+    if last != inputs and (ROOT / "book" / "_build" / ".jupyter_cache").exists():
+        _say("nmt_lib/ or results/ changed since the last build: the chapters run again")
+        _run(VENV / "bin" / "jupyter-book", "clean", "--all", "book")
+    _run(VENV / "bin" / "jupyter-book", *BUILD)
+    INPUTS_STAMP.write_text(inputs + "\n")
     _say(f"book: {ROOT / 'book/_build/html/index.html'}")
 
 
@@ -76,8 +98,7 @@ def test_job(pytest_args: list[str]) -> int:
 def cli() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("main", help="notebooks on the committed results, then the book")
-    m.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
+    sub.add_parser("main", help="the book, its chapters executed on the committed results")
     t = sub.add_parser("test", help="ruff + pytest (incl. smoke replication and the book build)")
     t.add_argument("pytest_args", nargs="*", help="passed to pytest, e.g. -k gru")
     args = ap.parse_args()
@@ -86,7 +107,7 @@ def cli() -> int:
     try:
         ensure_venv()
         if args.cmd == "main":
-            main_job(args.profile)
+            main_job()
             code = 0
         else:
             code = test_job(args.pytest_args)

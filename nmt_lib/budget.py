@@ -453,6 +453,52 @@ def fit_log_linear(updates, nll) -> dict:
     return {"alpha": float(alpha), "beta": float(-slope), "rmse": rmse}
 
 
+#: Pairs of arms that take the same steps once every update is clipped: each pair differs only in
+#: the scale of its loss (``train.loss``), and clipping turns either gradient into the same unit
+#: vector. Natural replicates: what separates them is the noise of the setting (rounding, and how
+#: many updates the shared machine allowed in the same minutes).
+REPLICATES = (("paper", "adadelta-sentence"), ("adam-1e-3", "adam-1e-3-loss-sum"))
+
+
+def clipped_share(out: Path, arm: str) -> float:
+    """The share of ``arm``'s updates that were clipped, from its training log (0..1)."""
+    log = (out / "runs" / run_dir_name(arm) / "train_log.jsonl").read_text(encoding="utf-8")
+    train = [r for r in map(json.loads, log.splitlines()) if r.get("kind") == "train"]
+    return sum(r["clip_rate"] for r in train) / len(train) if train else 0.0
+
+
+def noise_floor(
+    out: Path, pairs: tuple = REPLICATES, compare_at: tuple[float, ...] = COMPARE_AT
+) -> dict:
+    """The noise floor of the subset dev NLL at equal time: for each pair of arms in ``pairs`` that
+    the study has, that differ in ``train.loss`` only (else ValueError) and clipped every update
+    (else the pair is not a replicate and is left out), the difference of their dev NLL at each of
+    ``compare_at`` minutes. ``floor``: the largest such difference (None without a replicate); a
+    difference between two arms below it is not resolved by one run of each.
+    ``{"floor", "differences": [{"arms", "minutes", "difference"}], "pairs": [(a, b), ...]}``."""
+    from nmt_lib.config import run_from_dict
+
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    configs = {n: run_from_dict(c) for n, c in manifest["configs"].items()}
+    curve = curves(out)
+    diffs, used = [], []
+    for a, b in pairs:
+        if a not in curve or b not in curve:
+            continue
+        diff = differences(configs[a], configs[b])
+        if diff == "(reference)" or any(not d.startswith("train.loss=") for d in diff.split(", ")):
+            raise ValueError(f"{a} and {b} differ in more than train.loss: {diff}")
+        if min(clipped_share(out, a), clipped_share(out, b)) < 1.0:
+            continue  # some updates unclipped: the two took different steps
+        used.append((a, b))
+        for m in compare_at:
+            va, vb = at_minutes(curve[a], m), at_minutes(curve[b], m)
+            if va is not None and vb is not None:
+                diffs.append({"arms": (a, b), "minutes": m, "difference": abs(va - vb)})
+    floor = max((d["difference"] for d in diffs), default=None)
+    return {"floor": floor, "differences": diffs, "pairs": used}
+
+
 def findings(out: Path, compare_at: float = COMPARE_AT[-1]) -> dict:
     """What the study shows, computed from its runs, for the book's prose: the arms ranked by dev
     NLL at ``compare_at`` minutes (or when the shortest arm stopped, if sooner), the chosen arm (the lowest), how long it took to reach the NLL

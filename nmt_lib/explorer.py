@@ -4,7 +4,9 @@ reader picks a translated sentence and points at (hovers or taps) a generated wo
 weights ``alpha_ij`` over the source words, as shades and as numbers.
 
 :func:`explorer_html` is all there is; the notebook displays its result as HTML output, which the
-built book keeps as it is.
+built book keeps as it is. The words come as the data hold them, Moses tokens with their escapes
+(``&apos;``, ``&quot;``): the explorer shows each token unescaped and each sentence's name
+detokenized, as a reader writes it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
+
+from .text import detokenize
 
 _STYLE = """
 .nmt-explorer { font-family: sans-serif; margin: 1em 0; }
@@ -82,9 +86,12 @@ _SCRIPT = """
 """
 
 
-def explorer_html(panels: Sequence[Mapping], element_id: str = "nmt-explorer") -> str:
+def explorer_html(
+    panels: Sequence[Mapping], element_id: str = "nmt-explorer", src_lang: str = "en"
+) -> str:
     """The explorer for ``panels`` (each with ``title``, ``src``, ``trg`` and ``alpha [len(trg),
-    len(src)]``, as :func:`nmt_lib.tables.attention_panel` makes them), as an HTML fragment."""
+    len(src)]``, as :func:`nmt_lib.tables.attention_panel` makes them), as an HTML fragment.
+    ``title`` may hold source tokens (in ``src_lang``): it is shown detokenized."""
     if not panels:
         raise ValueError("the alignment explorer needs at least one sentence")
     for p in panels:
@@ -92,7 +99,8 @@ def explorer_html(panels: Sequence[Mapping], element_id: str = "nmt-explorer") -
         if shape != (len(p["trg"]), {len(p["src"])}):
             raise ValueError(f"{p.get('title')!r}: alpha is not [len(trg), len(src)]")
     data = [
-        {"title": p["title"], "src": list(p["src"]), "trg": list(p["trg"]),
+        {"title": detokenize(p["title"].split(), src_lang),
+         "src": [html.unescape(t) for t in p["src"]], "trg": [html.unescape(t) for t in p["trg"]],
          "alpha": [[round(float(w), 3) for w in row] for row in p["alpha"]]}
         for p in panels
     ]  # fmt: skip

@@ -2,7 +2,10 @@
 (alignment matrices) and the length histograms of the data page.
 
 Every function returns a matplotlib ``Figure`` and draws nothing else; :func:`save` writes one
-atomically as PNG.
+atomically as PNG. The figures are drawn for the book's text column: at most :data:`COLUMN_WIDTH`
+inches wide, so that the book (which shows a figure at 100 dpi, the notebook's) shows them at their
+own size and not shrunk, with no text smaller than :data:`MIN_FONT_PT` points: 7 pt at 100 dpi is
+9.7 px on the page (``tests/test_plots.py`` checks both, ``tests/test_book.py`` the page).
 """
 
 from __future__ import annotations
@@ -14,6 +17,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from nmt_lib.io import atomic_write
+
+#: The widest figure, in inches: the book's text column at a 1280 px window holds about 680 px,
+#: 6.6 inches at the 100 dpi at which the book's figures are rendered.
+COLUMN_WIDTH = 6.6
+#: The smallest text in a figure, in points (9.7 px at 100 dpi).
+MIN_FONT_PT = 7.0
 
 #: Figure 2's line styles (PAPER.md §5): search solid/dotted, encdec dashed/dash-dot.
 FIG2_STYLES = {
@@ -44,8 +53,7 @@ def fig2_bleu_by_length(
 
     The y axis is the paper's, 0 to 30 (higher if a score is), except when every score is below
     5 (a briefly trained model) and no paper line is drawn: then it is fitted to the scores, so
-    that their shape shows. The legend goes where the curves are not: the upper right when they
-    stay in the lower half (and no paper line is drawn), else the lower left.
+    that their shape shows. The legend goes below the axes, where no curve is.
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     best = max((v for _, y in curves.values() for v in y), default=0.0)
@@ -54,14 +62,13 @@ def fig2_bleu_by_length(
         if name in curves:
             ax.axhline(value, ls=FIG2_STYLES.get(name, "-"), color="0.6", lw=0.9)
             ax.annotate(f"paper {name}", (xmax, value), xytext=(-3, 2), textcoords="offset points",
-                        ha="right", va="bottom", fontsize=7, color="0.45")  # fmt: skip
+                        ha="right", va="bottom", fontsize=8, color="0.4")  # fmt: skip
     for name, (x, y) in curves.items():
         style = (styles or {}).get(name) or {"ls": FIG2_STYLES.get(name, "-"), "color": "k"}
         ax.plot(x, y, lw=1.6, label=name, **style)
     ax.set(xlabel="Sentence length", ylabel="BLEU score", xlim=(0, xmax), ylim=(0, top))
-    low = best < 5 or (best < top / 2 and not paper)  # the curves leave the upper half free
-    ax.legend(loc="upper right" if low else "lower left", frameon=False,
-              fontsize=8 if len(curves) > 4 else None, ncol=2 if len(curves) > 4 else 1)  # fmt: skip
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False,
+              fontsize=9, ncol=min(len(curves), 3 if len(curves) > 4 else 4))  # fmt: skip
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title, fontsize=10)
@@ -85,13 +92,15 @@ def fig3_alignments(panels: Sequence[Mapping], ncols: int = 2, cell: float = 0.2
     Args:
         panels: each a mapping with ``src`` (tokens, x axis), ``trg`` (tokens, y axis), ``alpha``
             (``[len(trg), len(src)]``) and optionally ``title``.
-        ncols: panels per row.
+        ncols: panels per row, at most: fewer where the row would be wider than
+            :data:`COLUMN_WIDTH`, and smaller pixels where one panel would be.
     """
-    ncols = min(ncols, len(panels))
-    nrows = -(-len(panels) // ncols)
     wide = max(len(p["src"]) for p in panels)
     tall = max(len(p["trg"]) for p in panels)
     label = 1.4  # inches for the tick labels
+    ncols = max(1, min(ncols, len(panels), int(COLUMN_WIDTH // (cell * wide + label))))
+    cell = min(cell, (COLUMN_WIDTH - label) / wide)
+    nrows = -(-len(panels) // ncols)
     size = (ncols * (cell * wide + label), nrows * (cell * tall + label))
     fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False)
     for ax, p in zip(axes.flat, panels, strict=False):
@@ -129,7 +138,7 @@ def length_histogram(lengths: Mapping[str, Sequence[int]], max_len: int | None =
 def budget_curves(curves: Mapping[str, Sequence[Mapping]], reference: str | None = None):
     """The budget study: dev NLL (top) and greedy dev BLEU (bottom) against minutes of training,
     one line per arm; ``reference`` (default: the first arm) drawn thick and black."""
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(7.5, 8.5), sharex=True)
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 8.0), sharex=True)
     reference = reference or next(iter(curves), None)
     for name, recs in curves.items():
         x = [r["minutes"] for r in recs]
@@ -148,24 +157,24 @@ def budget_curves(curves: Mapping[str, Sequence[Mapping]], reference: str | None
 def nll_by_time_and_updates(
     curves: Mapping[str, Sequence[Mapping]], styles: Mapping[str, Mapping] | None = None
 ):
-    """Dev NLL against minutes of training (left) and against updates (right), one line per
-    model: the left panel is what a budget of time buys, the right what each update learns.
+    """Dev NLL against minutes of training (top) and against updates (bottom), one line per
+    model: the top panel is what a budget of time buys, the bottom what each update learns.
 
     Args:
         curves: model name -> the log's evaluations, each a mapping with ``minutes``,
             ``update`` and ``dev_nll``.
         styles: model name -> matplotlib line settings (default: matplotlib's cycle).
     """
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
+    fig, axes = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 7.6), sharey=True)
     for name, recs in curves.items():
         for ax, key in zip(axes, ("minutes", "update"), strict=True):
             ax.plot([r[key] for r in recs], [r["dev_nll"] for r in recs], lw=1.4, label=name,
                     **(styles or {}).get(name, {}))  # fmt: skip
     axes[0].set(xlabel="minutes of training (one core)", ylabel="dev NLL per sentence (nats)")
-    axes[1].set(xlabel="updates (minibatches of 80 pairs)")
+    axes[1].set(xlabel="updates (minibatches of 80 pairs)", ylabel="dev NLL per sentence (nats)")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=8, frameon=False, loc="upper right", ncol=2)
+    axes[0].legend(fontsize=9, frameon=False, loc="upper right", ncol=2)
     fig.tight_layout()
     return fig
 

@@ -19,7 +19,7 @@
 # translation the model finds most probable.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -54,11 +54,11 @@ glue("profile", profile, display=False)
 # $$ (prob-argmax)
 #
 # Neural machine translation models $p(\mathbf y \mid \mathbf x)$ with a network of parameters
-# $\theta$ and fits $\theta$ to a parallel corpus $\{(\mathbf x^{(k)}, \mathbf y^{(k)})\}_{k=1}^N$
+# $\theta$ and fits $\theta$ to a parallel corpus $\mathcal D = \{(\mathbf x^{(k)}, \mathbf y^{(k)})\}_{k=1}^{|\mathcal D|}$
 # by maximum likelihood:
 #
 # $$
-# \theta^\star = \arg\max_\theta \sum_{k=1}^{N} \log p_\theta\big(\mathbf y^{(k)} \mid \mathbf x^{(k)}\big).
+# \theta^\star = \arg\max_\theta \sum_{k=1}^{|\mathcal D|} \log p_\theta\big(\mathbf y^{(k)} \mid \mathbf x^{(k)}\big).
 # $$ (prob-mle)
 #
 # Two problems are hidden in these two lines. {eq}`prob-mle` needs a model that can assign a
@@ -224,8 +224,8 @@ plt.close(fig)
 #
 # 1. Why does the training objective {eq}`prob-mle` not need the $\arg\max$ of {eq}`prob-argmax`,
 #    and why is that a relief?
-# 2. A shortlist of $K$ words covers a fraction $f(K)$ of the running words. Why is $f$ concave,
-#    and what does that mean for the value of doubling the shortlist?
+# 2. A shortlist of $K_y$ words covers a fraction $\mathrm{cov}(K_y)$ of the running words. Why is
+#    $\mathrm{cov}$ concave, and what does that mean for the value of doubling the shortlist?
 # 3. The paper drops, rather than truncates, training pairs longer than the limit. What would go
 #    wrong if long pairs were truncated to their first 30 words on each side?
 #

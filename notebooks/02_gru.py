@@ -17,7 +17,7 @@
 # decides how much of the previous state the candidate may look at.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None

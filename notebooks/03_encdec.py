@@ -13,7 +13,7 @@
 #
 # ## The paper's claim
 #
-# Section 2.1: an encoder–decoder "needs to be able to compress all the necessary information of a
+# Section 1: an encoder–decoder "needs to be able to compress all the necessary information of a
 # source sentence into a fixed-length vector", which "may make it difficult for the neural network
 # to cope with long sentences, especially those that are longer than the sentences in the training
 # corpus". Cho et al. (2014b) showed that the performance of a basic encoder–decoder deteriorates
@@ -21,7 +21,7 @@
 # this ({doc}`08_experiments`).
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -65,7 +65,7 @@ torch.set_default_dtype(torch.float64)
 #
 # $$
 # p(y_i \mid y_{<i}, \mathbf x) = g(y_{i-1}, s_{i-1}, c), \qquad
-# s_i = \operatorname{GRU}\big([\,e(y_i); c\,], s_{i-1}\big).
+# s_i = \operatorname{GRU}\big([\,\bar e(y_i); c\,], s_{i-1}\big).
 # $$ (encdec-dec)
 #
 # The paper (Appendix A.2.2) defines RNNencdec as RNNsearch with $c_i$ fixed to

@@ -22,7 +22,7 @@
 # jointly with everything else by backpropagation.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -213,7 +213,8 @@ plt.close(fig)
 # ## Exercises
 #
 # 1. Show that adding the same constant to every $e_{ij}$ of a row leaves $\alpha_{i\cdot}$
-#    unchanged. Why does the alignment model need no bias inside $v_a^\top(\cdot)$ then?
+#    unchanged. Why does the alignment model need no bias added to its output,
+#    $e_{ij} = v_a^\top \tanh(\cdot) + b$?
 # 2. For the paper's sizes ($n = n' = 1000$, $T_x = T_y = 30$), how many multiply–adds does
 #    precomputing $U_a h_j$ save per sentence compared with computing it inside the decoder loop?
 # 3. RNNencdec can be seen as this model with a fixed alignment. Which $\alpha_{ij}$ gives the
@@ -222,9 +223,10 @@ plt.close(fig)
 # :::{admonition} Solutions
 # :class: dropdown
 #
-# 1. $\exp(e_{ij} + a) / \sum_k \exp(e_{ik} + a) = \exp(e_{ij}) / \sum_k \exp(e_{ik})$. A bias
-#    added after $v_a^\top$ would be such a constant, so it would have no effect. (A bias *inside*
-#    the tanh would matter; GroundHog has none.)
+# 1. $\exp(e_{ij} + \gamma) / \sum_k \exp(e_{ik} + \gamma) = \exp(e_{ij}) / \sum_k \exp(e_{ik})$.
+#    A bias $b$ added to $v_a^\top \tanh(\cdot)$ is the same for every source word $j$, so it is
+#    such a constant and has no effect on $\alpha_{ij}$. (A bias *inside* the tanh, added to
+#    $W_a s_{i-1} + U_a h_j$, would matter, because the tanh is not linear; GroundHog has none.)
 # 2. Inside the loop: $T_y \cdot T_x \cdot n' \cdot 2n = 30 \cdot 30 \cdot 2\cdot 10^6 = 1.8\cdot 10^9$;
 #    precomputed: $T_x \cdot n' \cdot 2n = 6\cdot 10^7$. The saving is $1.74\cdot 10^9$ multiply–adds
 #    per sentence, a factor $T_y = 30$.

@@ -18,7 +18,7 @@
 # (Pascanu et al. 2014) with a single maxout hidden layer (Goodfellow et al. 2013).
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -91,11 +91,25 @@ torch.set_default_dtype(torch.float64)
 # \end{aligned}
 # $$ (dec-state)
 #
-# **Which index?** The paper writes $s_i = f(s_{i-1}, y_{i-1}, c_i)$ and scores $y_i$ from
-# $(y_{i-1}, s_i, c_i)$ in Eq. 4, but its Appendix A.2.2 reads out from $s_{i-1}$. GroundHog, and
-# Blocks from the same lab, do what {eq}`dec-maxout`–{eq}`dec-state` say: the state that scores
-# $y_i$ is $s_{i-1}$, which has already read $y_{i-1}$ (with $c_{i-1}$). It is the same model
-# written with the state index shifted by one; we follow the code (see {doc}`../deviations`).
+# **Which index?** The paper's Eq. 4 scores $y_i$ from $(y_{i-1}, s_i, c_i)$ with
+# $s_i = f(s_{i-1}, y_{i-1}, c_i)$; its Appendix A.2.2 keeps that recurrence but reads out from
+# $s_{i-1}$. GroundHog, and Blocks from the same lab, do what {eq}`dec-maxout`–{eq}`dec-state`
+# say: the recurrence reads the word $y_i$ just emitted, so the state $s_{i-1}$ that attends and
+# scores $y_i$ has already read $y_{i-1}$, together with $c_{i-1}$. This is *not* the paper's
+# model with the state index shifted, under either reading of the paper:
+#
+# - against A.2.2 as written, GroundHog's $s_{i-1}$ has read $y_{i-1}$, where A.2.2's has read
+#   only up to $y_{i-2}$: in A.2.2 the previous word reaches the prediction of $y_i$ only through
+#   the deep output's $V_o\, \bar e(y_{i-1})$, and the attention for word $i$ cannot depend on it;
+# - relabelled into Eq. 4's form, $s'_i := s_{i-1}$, GroundHog's recurrence is
+#   $s'_i = f(s'_{i-1}, y_{i-1}, c_{i-1})$: the state has absorbed the *previous* step's context
+#   $c_{i-1}$, not $c_i$, and the attention for word $i$ comes from $s'_i$, a state that has
+#   already read $y_{i-1}$, where Eq. 4 attends from $s_{i-1}$, before $y_{i-1}$ is read.
+#
+# The parameters and their shapes are the same; the function is not. What GroundHog's order
+# changes is the conditioning: the alignment for word $i$ knows which word was emitted last, and
+# the state that scores $y_i$ carries $y_{i-1}$ as well as the deep output's direct term. We
+# follow the code, as `PAPER.md` §2.4 describes it (see {doc}`../deviations`).
 #
 # **Why maxout?** A maxout unit is a learned convex piecewise-linear function of its input: the
 # maximum of two linear functions. It needs no saturating nonlinearity, and two pieces per unit

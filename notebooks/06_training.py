@@ -21,7 +21,7 @@
 # weight with standard deviation $0.01$ (Appendix B.1). Each model trained for about five days.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -54,11 +54,11 @@ _ = torch.manual_seed(0)
 # L(\theta) = -\sum_{k=1}^{80} \sum_{i=1}^{T_y^{(k)}} \log p_\theta\big(y^{(k)}_i \mid y^{(k)}_{<i}, \mathbf x^{(k)}\big).
 # $$ (train-loss)
 #
-# **Clipping.** With $g = \nabla_\theta L$ over all parameters and threshold $c = 1$ (GroundHog
-# tests $\lVert g\rVert \ge c$):
+# **Clipping.** With $g = \nabla_\theta L$ over all parameters and threshold $\tau = 1$ (GroundHog
+# tests $\lVert g\rVert \ge \tau$):
 #
 # $$
-# g \leftarrow g \cdot \frac{c}{\lVert g \rVert_2} \quad\text{if } \lVert g \rVert_2 \ge c .
+# g \leftarrow g \cdot \frac{\tau}{\lVert g \rVert_2} \quad\text{if } \lVert g \rVert_2 \ge \tau .
 # $$ (train-clip)
 #
 # **Adadelta** (Zeiler 2012) keeps two running averages per parameter, of squared gradients and of
@@ -107,7 +107,7 @@ _ = torch.manual_seed(0)
 # :pyobject: Trainer.step
 # ```
 #
-# The trainer leaves the clip's factor $c / \lVert g \rVert$ to the optimiser
+# The trainer leaves the clip's factor $\tau / \lVert g \rVert$ to the optimiser
 # (`clip_gradients(..., defer=True)`, then `Adadelta.step(grad_scale=...)`), which multiplies each
 # gradient by it in the same pass as the update: the same float32 numbers as scaling the gradients
 # first, one pass over them fewer (`tests/test_train.py` checks the two bit for bit).
@@ -212,7 +212,7 @@ glue("train_step_mean", sum(m["step"]) / len(m["step"]), display=False)
 glue("train_dev_sum", s["dev_nll"], display=False)
 glue("train_dev_mean", m["dev_nll"], display=False)
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.2))
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6.6, 3.2))  # the text column (nmt_lib.plots)
 for (name, r), style in zip(runs.items(), ["-", "--"], strict=True):
     ax1.plot(r["nll"], style, color="k", label=name)
     ax2.semilogy(r["step"], style, color="k", label=name)

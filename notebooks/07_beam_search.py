@@ -14,11 +14,14 @@
 #
 # Section 4.2: "Once a model is trained, we use a beam search to find a translation that
 # approximately maximizes the conditional probability". That is all the paper says: no beam
-# width, no length normalisation. Where it is silent we follow the authors' GroundHog
-# `sample.py` (beam 10, unnormalised costs) and say so ({doc}`../deviations`).
+# width, no length normalisation. Where it is silent this page follows the authors' GroundHog
+# `sample.py` (beam 10, unnormalised costs by default). The reduced profiles choose how to rank
+# finished hypotheses on dev data instead ({doc}`10_budget`, "Search settings"): the `lite`
+# profile, and the comparison of {doc}`15_compare` that shares its recipe, rank them
+# {glue:text}`beam_lite_rule`. Both are rows of {doc}`../deviations`.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -33,7 +36,7 @@ from myst_nb import glue
 from torch.testing import assert_close
 
 from nmt_lib import search
-from nmt_lib.config import ModelConfig, SearchConfig
+from nmt_lib.config import ModelConfig, SearchConfig, load_profile
 from nmt_lib.data import pad
 from nmt_lib.model import Encoded, build_model
 from nmt_lib.steps import Steps
@@ -41,6 +44,9 @@ from nmt_lib.vocab import EOS
 
 _ = torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
+lite_normalize = load_profile("lite").runs["RNNsearch-50"].search.normalize
+glue("beam_lite_rule", "by their cost per word (`search.normalize`)" if lite_normalize
+     else "by their total cost, as GroundHog does", display=False)  # fmt: skip
 
 # %% [markdown]
 # ## The equations
@@ -259,8 +265,9 @@ plt.close(fig)
 #
 # 1. Show that the unnormalised cost {eq}`beam-cost` can only grow as a hypothesis gets longer.
 #    What bias does that give the search, and how do GroundHog's length rules counter it?
-# 2. Construct a two-step example in which beam 2 is worse than beam 1 at finding a high-probability
-#    sentence. (Hint: with finished hypotheses leaving the beam, it is possible.)
+# 2. Construct a small example (a `MarkovToy`) in which beam 2 returns a *less* probable sentence
+#    than greedy decoding, beam 1. (Hint: a wider beam keeps more hypotheses at every step, and
+#    they can crowd out the one greedy follows.)
 # 3. How many calls to `readout_step` does beam search with width $b$ make for a batch of $B$
 #    sentences of output length $T$, compared with one sentence at a time?
 #
@@ -269,10 +276,32 @@ plt.close(fig)
 #
 # 1. Each term $-\log p \ge 0$. The search prefers short hypotheses (EOS early). The minimum
 #    length $\lfloor|\mathbf x|/2\rfloor$ forbids very short outputs; `normalize` divides by length.
-# 2. Beam search returns the best *finished* hypothesis; a wider beam can finish a cheap short
-#    hypothesis early, shrinking the beam, and lose a path that greedy would have followed. One
-#    example: start `a` 0.5, `b` 0.5; after `a` EOS 0.3, `c` 0.7; after `b` EOS 0.45, `d` 0.55; the
-#    details depend on the tie rules — try it with `MarkovToy`.
+# 2. Make the second-best first word have two good continuations that both beat the best
+#    continuation of greedy's first word, and then lead nowhere. Start: `a` 0.55, `b` 0.45; after
+#    `a`: `d` 0.4, `c` 0.3, `e` 0.3; after `b`: `c` 0.5, `e` 0.5; after `c` and after `e`: `d` 0.8,
+#    EOS 0.2; after `d`: EOS. Greedy follows `a d` (0.22) and ends *{glue:text}`beam_ex2_greedy`*
+#    with probability {glue:text}`beam_ex2_p_greedy:.3f`. Beam 2 keeps `b c` and `b e` (0.225
+#    each) at the second step, which push `a d` (0.22) out of the beam, and its best sentence is
+#    *{glue:text}`beam_ex2_beam2`*, probability {glue:text}`beam_ex2_p_beam2:.3f`. Beam 3 keeps
+#    `a d` and finds greedy's sentence again. The cell below checks it.
 # 3. $T$ calls, each on $B\cdot b$ rows at once (the first on $B$: one empty hypothesis per
 #    sentence), instead of $B\cdot T$ calls on $b$ rows.
 # :::
+
+# %% tags=["hide-input"]
+# Exercise 2: beam 2 is worse than greedy on this chain (the solution's numbers)
+P = torch.full((len(WORDS), len(WORDS)), 1e-9)
+P[0, 3], P[0, 4] = 0.55, 0.45  # start: a, b
+P[3, 6], P[3, 5], P[3, 7] = 0.4, 0.3, 0.3  # after a: d, c, e
+P[4, 5], P[4, 7] = 0.5, 0.5  # after b: c, e
+P[5, 6], P[5, 2] = P[7, 6], P[7, 2] = 0.8, 0.2  # after c and after e: d, EOS
+P[6, 2] = 1.0  # after d: EOS
+toy = MarkovToy((P / P.sum(1, keepdim=True)).log())
+greedy = search.greedy_search(toy, x, x_mask)[0]
+beam2, beam3 = (search.beam_search(toy, x, x_mask, beam=b)[0] for b in (2, 3))
+assert beam2.cost > greedy.cost + 0.1  # beam 2 finds a less probable sentence than greedy
+assert beam3.tokens == greedy.tokens  # a wider beam finds greedy's again
+for name, h in (("greedy", greedy), ("beam2", beam2)):
+    glue(f"beam_ex2_{name}", " ".join(WORDS[w] for w in h.tokens), display=False)
+    glue(f"beam_ex2_p_{name}", math.exp(-h.cost), display=False)
+print(f"greedy: p = {math.exp(-greedy.cost):.3f}; beam 2: p = {math.exp(-beam2.cost):.3f}")

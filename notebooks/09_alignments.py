@@ -20,13 +20,13 @@
 # word). Section 5.2.2 and Appendix C: on long sentences, RNNencdec-50 drifts from the source
 # meaning after about 30 words, while RNNsearch-50 translates the whole sentence.
 
-# %% tags=["parameters"]
-profile = "smoke"
+# %% tags=["parameters", "hide-input"]
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
@@ -50,7 +50,7 @@ glue("al_profile", profile, display=False)
 # (the toy corpus of `smoke` does not), the panels use three test sentences drawn by the paper's
 # rule instead: no unknown word, 10–20 words (or the longest available).
 
-# %%
+# %% tags=["hide-input"]
 panels, from_paper = tables.fig3_panels(out)
 fig = plots.fig3_alignments(panels, ncols=1, cell=0.3)  # one panel a row: legible at page width
 if train:
@@ -103,7 +103,7 @@ glue("al_monotonic_rule", 100 * claims.MONOTONIC, display=False)
 # The weights are those of the committed `attention.json` of RNNsearch-50; the explorer runs in
 # the page, with no server.
 
-# %%
+# %% tags=["hide-input"]
 from IPython.display import HTML
 
 from nmt_lib.explorer import explorer_html
@@ -129,7 +129,7 @@ HTML(explorer_html(explore))
 # RNNencdec-50 and RNNsearch-50. `nmt_lib` decodes the whole test set, so the translations below
 # are lines of the committed `hyp.test.detok.txt` of each run, next to the test set's reference.
 
-# %%
+# %% tags=["hide-input"]
 if train:
     from nmt_lib.data import prepare
 
@@ -144,9 +144,9 @@ require_results(out, "long_sentences.md")
 Markdown((out / "long_sentences.md").read_text(encoding="utf-8"))
 
 # %% [markdown]
-# With a reduced profile the models are far from the paper's, and on a toy corpus the "long"
-# sentences have a dozen words; what to look for is *where* a translation stops following its
-# source. RNNencdec must reconstruct the end of a long sentence from its fixed-length vector;
+# With a reduced profile the models are far from the paper's (and with `smoke`'s toy corpus the
+# "long" sentences have a dozen words); what to look for is *where* a translation stops following
+# its source. RNNencdec must reconstruct the end of a long sentence from its fixed-length vector;
 # RNNsearch can look back at it.
 #
 # ## Summary

@@ -3,7 +3,8 @@
 #
 # **What you will see.** Why a replication on a laptop cannot simply run the paper's recipe for
 # fewer hours, and what it runs instead. The paper trained each model for about five days on a
-# GPU, some 300,000 updates; a CPU core makes a few thousand in the same number of minutes. This
+# GPU, between {glue:text}`bu_t2_min` and {glue:text}`bu_t2_max` updates (Table 2); a CPU core
+# makes a few thousand in the same number of minutes. This
 # page trains one model, RNNsearch-50 at the `lite` profile's sizes, for the same wall-clock time
 # in several *arms* that each change one thing — the optimizer, its learning rate, how the loss
 # is normalised, the model size, the batch size, the shortlist — and compares what each arm has
@@ -13,8 +14,8 @@
 # `python -m nmt_lib.budget --train --jobs 2` (two arms at a time, one core each) and read here
 # from the committed `results/budget/`; this page never trains.
 
-# %% tags=["parameters"]
-profile = "smoke"
+# %% tags=["parameters", "hide-input"]
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -43,6 +44,9 @@ glue("bu_cpu", manifest["hardware"]["cpu_model"] or manifest["hardware"]["cpu"],
 glue("bu_commit", commit_text(manifest), display=False)
 glue("bu_ref", ref, display=False)
 glue("bu_dev_subset", configs[ref].train.dev_nll_sentences, display=False)
+t2_updates = [float(r["updates_1e5"]) * 1e5 for r in paper_table("table2").values()]
+glue("bu_t2_min", f"{min(t2_updates):,.0f}", display=False)
+glue("bu_t2_max", f"{max(t2_updates):,.0f}", display=False)
 precision = read_json(out / "runs" / ref / "train_summary.json")["precision"]
 glue("bu_precision", {"bf16": "bf16 (the CPU multiplies bf16 natively)"}.get(precision, precision),
      display=False)  # fmt: skip
@@ -82,7 +86,8 @@ glue("bu_chosen", found["chosen"], display=False)
 # `paper` arm its median norm was {glue:text}`bu_paper_norm:.0f`, and
 # {glue:text}`bu_paper_clip:.0f` % of the updates were clipped. Every update is then a step of norm
 # one in the direction of the gradient, scaled per parameter by Adadelta's running averages, which
-# start at zero and grow slowly: a recipe that works over 300,000 updates, given a few thousand. After
+# start at zero and grow slowly: a recipe made for hundreds of thousands of updates, given a few
+# thousand. After
 # {glue:text}`bu_at:.0f` minutes the `paper` arm had reached a dev NLL of
 # {glue:text}`bu_paper_nll:.1f`; the best arm, **{glue:text}`bu_chosen`**, was there after
 # {glue:text}`bu_reach:.1f` minutes, {glue:text}`bu_speedup:.1f` times sooner.
@@ -125,9 +130,10 @@ glue("bu_upd_max", f"{max(same):,}", display=False)
 
 # %% [markdown]
 # Arms of the reference's size and batch made between {glue:text}`bu_upd_min` and
-# {glue:text}`bu_upd_max` updates in the same minutes: their updates do the same work, but each
-# shared the machine with another arm, and a larger neighbour slows a process down more. The
-# comparisons are at equal wall-clock time, as a user's budget is, with that noise included.
+# {glue:text}`bu_upd_max` updates in the same minutes: their updates do the same work, so the
+# spread is the variation in speed of a machine shared with another arm. The comparisons are at
+# equal wall-clock time, as a user's budget is, with that noise included; the noise floor below
+# measures how much it matters.
 #
 # *dev NLL @t min*: the subset's dev NLL after *t* minutes (interpolated between evaluations);
 # *all dev, end*: the whole dev set (6,003 sentences) when the arm stopped; *dev BLEU*: greedy, 500
@@ -135,9 +141,37 @@ glue("bu_upd_max", f"{max(same):,}", display=False)
 # excluded.
 
 # %% tags=["hide-input"]
+noise = budget.noise_floor(out)
+floor = noise["floor"]
+assert noise["pairs"], "no replicate pair: the study cannot state its noise"
+glue("bu_floor", floor, display=False)
+glue("bu_floor_n", len(noise["differences"]), display=False)
+glue("bu_floor_pairs", ", and ".join(f"`{a}` and `{b}`" for a, b in noise["pairs"]), display=False)
+glue("bu_floor_list", ", ".join(f"{d['difference']:.2f}" for d in noise["differences"]),
+     display=False)  # fmt: skip
+
+# %% [markdown]
+# **The noise floor.** Two pairs of arms take the same steps: {glue:text}`bu_floor_pairs`,
+# differ only in the scale of the loss, and every update of all four was clipped (the table's
+# *clipped* column), which turns either gradient into the same unit vector (exercise 1). Each pair is a
+# replicate: what separates its two runs is rounding, which grows as training goes on, and how
+# many updates the shared machine allowed in the same minutes. At the three comparison times their
+# dev NLL differed by {glue:text}`bu_floor_list` nats. The largest, {glue:text}`bu_floor:.2f`
+# nats, is the *noise floor* this page uses: a difference between two arms below it is not
+# resolved by one run of each. Two pairs are few, so the floor is rough; more seeds of the leading
+# arms would sharpen it.
+
+# %% tags=["hide-input"]
 ranked = found["ranked"]
-lines = [f"{k}. `{name}`: {nll:.2f}" for k, (name, nll) in enumerate(ranked, 1)]
+best_name, best_nll = ranked[0]
+tied = [name for name, nll in ranked if nll - best_nll < floor]
+lines = []
+for k, (name, nll) in enumerate(ranked, 1):
+    gap = nll - best_nll
+    note = "" if k == 1 else f" (+{gap:.2f}" + (", within the noise floor)" if gap < floor else ")")
+    lines.append(f"{k}. `{name}`: {nll:.2f}{note}")
 glue("bu_ranked", Markdown("\n".join(lines)), display=False)
+glue("bu_tied", ", ".join(f"`{n}`" for n in tied), display=False)
 
 
 def nll_at(name):
@@ -149,26 +183,32 @@ def delta(a, b):
     return None if nll_at(a) is None or nll_at(b) is None else nll_at(b) - nll_at(a)
 
 
-effects = {
-    "the optimizer (Adam vs Adadelta, both with the per-sentence mean)": delta(
-        ref, "adadelta-sentence"
+effects = {  # what one setting changes: (the arm with the first setting, the arm with the second)
+    "the optimizer (Adam vs Adadelta, both with the per-sentence mean)": (ref, "adadelta-sentence"),
+    "the loss normalisation under Adadelta (per-sentence mean vs sum)": (
+        "adadelta-sentence",
+        "paper",
     ),
-    "the loss normalisation under Adadelta (per-sentence mean vs sum)": delta(
-        "adadelta-sentence", "paper"
-    ),
-    "the per-sentence mean vs the sum under Adam": delta(ref, "adam-1e-3-loss-sum"),
-    "the per-sentence mean vs the per-token mean under Adam": delta(ref, "adam-1e-3-loss-token"),
-    "Adam's learning rate 1e-3 vs 3e-4": delta(ref, "adam-3e-4"),
-    "Adam's learning rate 1e-3 vs 3e-3": delta(ref, "adam-3e-3"),
-    "the lite sizes vs twice the parameters": delta(ref, "adam-1e-3-large"),
-    "batches of 80 vs 160": delta(ref, "adam-1e-3-batch-160"),
+    "the per-sentence mean vs the sum under Adam": (ref, "adam-1e-3-loss-sum"),
+    "the per-sentence mean vs the per-token mean under Adam": (ref, "adam-1e-3-loss-token"),
+    "Adam's learning rate 1e-3 vs 3e-4": (ref, "adam-3e-4"),
+    "Adam's learning rate 1e-3 vs 3e-3": (ref, "adam-3e-3"),
+    "the lite sizes vs twice the parameters": (ref, "adam-1e-3-large"),
+    "batches of 80 vs 160": (ref, "adam-1e-3-batch-160"),
 }
-text = [
-    f"- {what}: {'+' if d > 0 else '−'}{abs(d):.2f} nats in favour of the "
-    f"{'first' if d > 0 else 'second'}"
-    for what, d in effects.items()
-    if d is not None
-]
+replicate = {frozenset(pair) for pair in noise["pairs"]}
+text = []
+for what, (a, b) in effects.items():
+    d = delta(a, b)
+    if d is None:
+        continue
+    if frozenset((a, b)) in replicate:
+        verdict = ": a replicate pair, so this difference is noise by construction"
+    else:
+        verdict = ", below the noise floor: not resolved" if abs(d) < floor else ""
+    text.append(
+        f"- {what}: {abs(d):.2f} nats in favour of the {'first' if d > 0 else 'second'}{verdict}"
+    )
 for arm in found["other_vocabulary"]:  # NLL over other symbols: compare their dev BLEU instead
     a, b = by_arm[arm]["dev BLEU (greedy, end)"], by_arm[ref]["dev BLEU (greedy, end)"]
     text.append(
@@ -178,19 +218,45 @@ for arm in found["other_vocabulary"]:  # NLL over other symbols: compare their d
     )
 glue("bu_effects", Markdown("\n".join(text)), display=False)
 
+lr_arm = "adam-3e-3"  # the learning rate next to the chosen one
+lr_text = ""
+if lr_arm in by_arm and delta(found["chosen"], lr_arm) is not None:
+    gap, a, b = delta(found["chosen"], lr_arm), by_arm[found["chosen"]], by_arm[lr_arm]
+    early = [
+        m for m in budget.COMPARE_AT[:-1] if b[f"dev NLL @{m:g} min"] < a[f"dev NLL @{m:g} min"]
+    ]
+    within = abs(gap) < floor
+    lr_text = (
+        f"The `lite` profile's learning rate was chosen by this ranking: `{found['chosen']}` ended "
+        f"{abs(gap):.2f} nats {'below' if gap > 0 else 'above'} `{lr_arm}`, "
+        + ("within the noise floor: **the study does not tell the two learning rates apart**"
+           if within else "above the noise floor")
+        + (f". `{lr_arm}` led at {' and '.join(f'{m:g}' for m in early)} minutes" if early else "")
+        + f"; its greedy dev BLEU at the end was {b['dev BLEU (greedy, end)']:.2f}, against "
+        f"{a['dev BLEU (greedy, end)']:.2f}."
+        + (f" The `lite` recipe takes the lower dev NLL at {found['compare_at']:.0f} minutes: a tie "
+           f"broken by noise, not a finding." if within else "")
+    )  # fmt: skip
+glue("bu_lr_verdict", lr_text, display=False)
+
 # %% [markdown]
-# Ranked by the subset's dev NLL at {glue:text}`bu_at:.0f` minutes (lower is better):
+# Ranked by the subset's dev NLL at {glue:text}`bu_at:.0f` minutes (lower is better), with each
+# arm's distance from the first:
 #
 # ```{glue:md} bu_ranked
 # :format: myst
 # ```
 #
-# Each comparison below is one setting changed, everything else equal, at
-# {glue:text}`bu_at:.0f` minutes (the difference in dev NLL, nats per sentence):
+# Within the noise floor of the first, {glue:text}`bu_tied` are not told apart by this study; the
+# order among them is not a result. Each comparison below is one setting changed, everything else
+# equal, at {glue:text}`bu_at:.0f` minutes (the difference in dev NLL, nats per sentence); only
+# those above the noise floor are findings:
 #
 # ```{glue:md} bu_effects
 # :format: myst
 # ```
+#
+# {glue:text}`bu_lr_verdict`
 #
 # ## What sharing the machine and evaluating cost
 
@@ -206,7 +272,19 @@ full_s = read_json(out / "runs" / ref / "final.json")["seconds"]
 glue("bu_alone", sharing["alone_s_per_update"], display=False)
 glue("bu_shared", sharing["shared_s_per_update"], display=False)
 glue("bu_slowdown", sharing["slowdown"], display=False)
-glue("bu_pair_gain", 2 / sharing["slowdown"], display=False)
+if sharing["slowdown"] < 1:  # faster side by side: on two cores, only noise can do that
+    verdict = (
+        f"no slower: on two cores the shared updates cannot really have been faster, so the "
+        f"{100 * (1 - sharing['slowdown']):.0f} % between the two is the noise of a "
+        f"{sharing['steps']}-update measurement. Two arms at a time therefore do about twice the "
+        f"work of one; the measurement resolves no slowdown, and no more than that"
+    )
+else:
+    verdict = (
+        f"{sharing['slowdown']:.2f} times as long, so two arms at a time do "
+        f"{2 / sharing['slowdown']:.2f} times the work of one"
+    )
+glue("bu_sharing_verdict", verdict, display=False)
 glue("bu_sharing_steps", sharing["steps"], display=False)
 glue("bu_eval_s", eval_s, display=False)
 glue("bu_eval_share", 100 * eval_s / (sum(gaps) / len(gaps)), display=False)
@@ -215,9 +293,8 @@ glue("bu_full_share", 100 * full_s / (sum(gaps) / len(gaps)), display=False)
 
 # %% [markdown]
 # The machine has two cores, and each arm runs on one. Side by side, an update of the reference
-# arm took {glue:text}`bu_shared:.3f` s against {glue:text}`bu_alone:.3f` s alone
-# ({glue:text}`bu_slowdown:.2f` times as long, over {glue:text}`bu_sharing_steps` updates), so two
-# arms at a time do {glue:text}`bu_pair_gain:.2f` times the work of one. An
+# arm took {glue:text}`bu_shared:.3f` s against {glue:text}`bu_alone:.3f` s alone, over
+# {glue:text}`bu_sharing_steps` updates: {glue:text}`bu_sharing_verdict`. An
 # evaluation on the 500-sentence dev subset took {glue:text}`bu_eval_s:.1f` s,
 # {glue:text}`bu_eval_share:.1f` % of the time between two evaluations; scoring the whole dev set
 # (6,003 sentences, and 500 greedy translations) took {glue:text}`bu_full_s:.0f` s, which at every
@@ -244,7 +321,8 @@ Markdown("\n".join(cost))
 # ## The recipe of the `lite` profile
 #
 # The `lite` profile trains its five models with the settings of the arm with the lowest dev NLL at
-# the comparison time. The check below reads both files, so this page cannot describe a recipe
+# the comparison time — the lowest, not a winner above the noise floor: {glue:text}`bu_tied` are
+# tied within it. The check below reads both files, so this page cannot describe a recipe
 # that `nmt_lib/profiles/lite.toml` does not use.
 
 # %% tags=["hide-input"]
@@ -349,7 +427,7 @@ for key, value in values.items():
 # {glue:text}`bu_att_peak:.2f` of their attention on one source word, and
 # {glue:text}`bu_att_mono:.0f` % of the steps from one word to the next keep or advance the
 # heaviest source word. A line through the two test scores of the chosen recipe (after the study's
-# minutes and after the extension's), $\text{BLEU} = \alpha + \beta \ln t$, reaches 10 BLEU after
+# minutes and after the extension's), $\text{BLEU} = \kappa_0 + \kappa_1 \ln t$, reaches 10 BLEU after
 # {glue:text}`bu_need_10` and 14 after {glue:text}`bu_need_14` of one core: a rough guide to what
 # a larger budget buys, since such curves bend down as training goes on.
 #
@@ -515,13 +593,22 @@ if paper:
     )
 summary.append(
     f"- The arms ranked by dev NLL at equal time: {', '.join(f'`{n}`' for n, _ in ranked)}. "
-    f"The `lite` profile trains with the first's recipe."
-)
+    f"Two pairs of replicate arms put the noise floor at {floor:.2f} nats; within it of the first, "
+    f"{', '.join(f'`{n}`' for n in tied)} are not told apart. The `lite` profile trains with the "
+    f"first's recipe"
+    + (f", and its learning rate over `{lr_arm}`'s is a choice within the noise." if lr_text
+       and lr_arm in tied else ".")
+)  # fmt: skip
 for arm, what in (("adam-1e-3-large", "the larger model"), ("adam-1e-3-batch-160", "batches of 160"),
                   ("adam-1e-3-vocab-30k", "the 30,000-word shortlists")):  # fmt: skip
     if rank(arm) is not None and rank(ref) is not None:
+        gap = delta(ref, arm)
         verb = "learned less" if rank(arm) > rank(ref) else "learned more"
-        summary.append(f"- In this budget {what} {verb} than the reference arm per CPU-minute.")
+        if abs(gap) < floor:
+            verb = "did not differ, within the noise floor, from"
+        else:
+            verb += " than"
+        summary.append(f"- In this budget {what} {verb} the reference arm per CPU-minute.")
 glue("bu_summary", Markdown("\n".join(summary)), display=False)
 
 # %% [markdown]

@@ -23,7 +23,7 @@
 # rounding, and does it faster.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -42,7 +42,7 @@ from torch.testing import assert_close
 from nmt_lib.config import ModelConfig, TrainConfig, home
 from nmt_lib.data import pad
 from nmt_lib.decoder import Decoder, maxout
-from nmt_lib.fast import on_backend
+from nmt_lib.fast import accelerate, on_backend
 from nmt_lib.fast.decoder import padded_rows, target_log_prob
 from nmt_lib.fast.scan import active_rows, fast_gru_scan
 from nmt_lib.gru import gru_scan
@@ -120,7 +120,9 @@ print(f"{type(ref).__name__} -> {type(fast).__name__}, the same {len(ref.state_d
 #   gates of the next state) and $W_a$ (the attention): one product with $[U_r; U_z; W_a]$. In a
 #   decoding step, $s_{i-1}$ also meets $U_o$ (the deep output), and $c_i$ meets $C_o$, $C$, $C_z$,
 #   $C_r$; the emitted word's embedding meets $W$, $W_z$, $W_r$ and $V_o$ (for the next step's deep
-#   output). `DecodeSteps` concatenates each group once per search: nine products become five.
+#   output). `DecodeSteps` concatenates each group once per search: the twelve products of these
+#   three groups ($s_{i-1}$ with $W_a$, $U_o$, $U_r$, $U_z$; $c_i$ with four; the embedding with
+#   four) become three.
 #
 # The fast encoder, both directions' input projections in one product:
 #
@@ -165,21 +167,24 @@ print("fast encoder == paper encoder; [W_a; U_o; U_r; U_z] s == 4 products; maxo
 # the output $p(y_i \mid y_{<i}, \mathbf x)$ feeds nothing back ({eq}`dec-state` reads
 # $\bar e(y_i)$, not $t_i$). So the loop only needs to produce the states and contexts; the deep
 # output {eq}`dec-maxout` and the softmax {eq}`dec-softmax` of every position are then one product
-# over the $N$ real (non-padding) positions of the batch, $N \le B\,T_y$:
+# over the $N$ real (non-padding) positions of the batch, $N \le B\,T_y$. Stack the maxout
+# outputs $t_n$ ({eq}`dec-maxout`) of those positions as the rows of
+# $\mathcal T \in \mathbb R^{N \times l}$, with $y_n$ the reference word at position $n$ and $(b_y)_k$ the $k$-th entry of the output bias:
 #
 # $$
-# Z = T_{\text{out}} W_o^\top \in \mathbb R^{N \times K_y}, \qquad
-# \log p_n = z_{n, y_n} + b_{y_n} - \log \sum_{k} \exp(z_{n,k} + b_k).
+# Z = \mathcal T W_o^\top \in \mathbb R^{N \times K_y}, \qquad
+# \log p_n = z_{n, y_n} + (b_y)_{y_n} - \log \sum_{k} \exp\big(z_{n,k} + (b_y)_k\big).
 # $$ (fast-output)
 #
 # The paper module `Decoder.forward` computes them inside its loop, step by step as the equations
 # are written; `teacher_forced` moves them after it (exercise 1 of {doc}`05_decoder` asks why that
 # is allowed). Differentiating {eq}`fast-output` for a loss
-# $L = \sum_n g_n \log p_n$ gives the gradient of the logits without the log-softmax:
+# $L = \sum_n \lambda_n \log p_n$ (any weights $\lambda_n$; the training loss has
+# $\lambda_n = -1$) gives the gradient of the logits without the log-softmax:
 #
 # $$
 # \frac{\partial L}{\partial z_{n,k}}
-#   = g_n \big(\mathbb 1[k = y_n] - \operatorname{softmax}(z_n + b)_k\big).
+#   = \lambda_n \big(\mathbb 1[k = y_n] - \operatorname{softmax}(z_n + b_y)_k\big).
 # $$ (fast-output-grad)
 #
 # So `target_log_prob` keeps only the $N \times K_y$ logits (the largest tensor of a training step:
@@ -199,8 +204,8 @@ print("fast encoder == paper encoder; [W_a; U_o; U_r; U_z] s == 4 products; maxo
 # ```
 #
 # The backward of the output layer, {eq}`fast-output-grad` written over the logits a few rows at a
-# time (the target entry $g(1 - p_y)$ is computed from $\log p_y$, which is accurate even when $p_y$
-# is close to 1):
+# time (the target entry $\lambda_n (1 - p_{y_n})$ is computed from $\log p_{y_n}$, which is
+# accurate even when $p_{y_n}$ is close to 1):
 #
 # ```{literalinclude} ../../nmt_lib/fast/decoder.py
 # :pyobject: _grad_in_pieces
@@ -225,6 +230,10 @@ lp_z = Decoder.log_softmax(z).gather(-1, y_n[:, None]).squeeze(-1)
 (dz,) = torch.autograd.grad((lp_z * g).sum(), z)
 assert_close(dz, g[:, None] * (F.one_hot(y_n, K) - z.softmax(-1)))
 idx, n_real = padded_rows(y_mask.t(), multiple=8)
+Ty_, B_ = y_mask.t().shape  # the time-major mask, [Ty, B]
+real_flat = [i * B_ + b for i in range(Ty_) for b in range(B_) if y_mask[b, i]]  # in time order
+assert n_real == len(real_flat) == int(y_mask.sum())
+assert idx.tolist() == real_flat + real_flat[:1] * (-len(real_flat) % 8)  # then copies of the first
 glue("fast_rows", f"{idx.tolist()}", display=False)
 glue("fast_rows_real", n_real, display=False)
 glue("fast_rows_all", y_mask.numel(), display=False)
@@ -255,9 +264,9 @@ print(f"padded_rows: {idx.tolist()} ({n_real} real positions of {y_mask.numel()}
 # \begin{aligned}
 # d^h_t &= \delta_t \circ z_t \circ (1 - \tilde h_t^2), \qquad
 # d^z_t = \delta_t \circ (\tilde h_t - h_{t-1}) \circ z_t (1 - z_t), \\
-# \rho_t &= U^\top d^h_t, \qquad
-# d^r_t = \rho_t \circ h_{t-1} \circ r_t (1 - r_t), \\
-# \frac{\partial L}{\partial h_{t-1}} &\mathrel{+}= (1 - z_t) \circ \delta_t + r_t \circ \rho_t
+# \psi_t &= U^\top d^h_t, \qquad
+# d^r_t = \psi_t \circ h_{t-1} \circ r_t (1 - r_t), \\
+# \frac{\partial L}{\partial h_{t-1}} &\mathrel{+}= (1 - z_t) \circ \delta_t + r_t \circ \psi_t
 #   + U_r^\top d^r_t + U_z^\top d^z_t ,
 # \end{aligned}
 # $$ (fast-bptt)
@@ -342,6 +351,8 @@ grads_ref = torch.autograd.grad((H_ref * w).sum(), inputs)
 for gf, gr in zip(torch.autograd.grad((H_fast * w).sum(), inputs), grads_ref, strict=True):
     assert_close(gf, gr)
 ks = active_rows(mask.t()[..., None], tile=1)  # time-major [T, B, 1]
+assert ks == [int(mask[:, t].sum()) for t in range(T)]  # the sentences still running at step t
+assert min(ks) < B  # rows were dropped
 
 # (fast-weights): all B*T rows in one product, from d = ∂L/∂a = [d^h, d^z, d^r]
 d = grads_ref[0]
@@ -359,10 +370,20 @@ print("(fast-weights): one product over all B*T rows == autograd's step-by-step 
 # The scan computed {glue:text}`fast_ks` rows at its six steps instead of 4 each, and gave the
 # same states and gradients. The same holds for the whole model: the fast RNNsearch against the
 # paper's, log-probabilities, attention weights, and the gradient of every parameter of a loss
-# that weights both with random numbers.
+# that weights both with random numbers. With the default tile of 16 rows a batch of three would
+# drop no row, so the check runs a copy of the fast model with `tile=1` (`accelerate`'s option):
+# sorted by target length, longest first, its decoder computes
+# {glue:text}`fast_dec_ks` rows at the target's five steps, and the output layer sees the
+# {glue:text}`fast_rows_real` real positions only.
 
 # %%
 gen = torch.Generator().manual_seed(1)
+fast = accelerate(copy.deepcopy(ref), tile=1)  # the same weights; rows dropped one by one
+order = y_mask.sum(1).argsort(descending=True, stable=True)  # as Fast.forward sorts the batch
+dec_ks = active_rows(y_mask[order].t()[..., None], tile=1)
+assert dec_ks == [int((y_mask.sum(1) > i).sum()) for i in range(y_mask.shape[1])]
+assert min(dec_ks) < len(order)  # the decoder's recurrence drops rows
+glue("fast_dec_ks", ", ".join(map(str, dec_ks)), display=False)
 logp_f, alpha_f = fast(x, x_mask, y, y_mask)
 logp_r, alpha_r = ref(x, x_mask, y, y_mask)
 assert_close(logp_f, logp_r)
@@ -446,15 +467,16 @@ glue("fast_rows_tile_frac", 100 * sum(rows_16) / batch_mask.numel(), display=Fal
 # the step's products ({ref}`fast-projections`).
 #
 # **The best words without the log-softmax.** The beam needs, for every row, the $k$ most probable
-# words and their log-probabilities. With logits $x = z + b_y$, the row's maximum $m$ and
-# $\ell = \log \sum_v \exp(x_v - m)$,
+# words and their log-probabilities. With a row's logits $\zeta = z + b_y$, their maximum
+# $\zeta_{\max}$ and $\ell = \log \sum_v \exp(\zeta_v - \zeta_{\max})$,
 #
 # $$
-# \log p_w = (x_w - m) - \ell, \qquad \operatorname{top}_k\, \log p = \operatorname{top}_k\, x ,
+# \log p_w = (\zeta_w - \zeta_{\max}) - \ell, \qquad
+# \operatorname{top}_k\, \log p = \operatorname{top}_k\, \zeta ,
 # $$ (fast-topk)
 #
 # since subtracting one number from a whole row changes no order. So `best_words` computes each
-# row's $m$ and $\ell$ in one pass, a few rows at a time while they are in cache, finds the best
+# row's $\zeta_{\max}$ and $\ell$ in one pass, a few rows at a time while they are in cache, finds the best
 # $k$ words of the logits themselves, and normalises only those $k$ values; the $[G B, K_y]$
 # log-softmax is never written. The excluded words (`<pad>`, optionally `<unk>`, and EOS before the
 # minimum length) are set to $-\infty$ after $\ell$ is computed, as GroundHog masks after its
@@ -672,12 +694,12 @@ glue("fast_beam_speedup", span(beam_speedups), display=False)
 # :::{admonition} Solutions
 # :class: dropdown
 #
-# 1. $\log p_w = x_w - c$ with the same $c = m + \ell$ for every word of the row, and subtracting
-#    a constant preserves the order. GroundHog normalises over the whole vocabulary, then sets the
-#    excluded words to $-\infty$: their probability mass stays in the denominator. Removing them
-#    first would renormalise over the remaining words and make every log-probability larger by
-#    $-\log(1 - p_{\text{excluded}})$, which changes the costs (and, with EOS excluded on some rows
-#    only, can change which hypotheses win).
+# 1. $\log p_w = \zeta_w - (\zeta_{\max} + \ell)$ with the same $\zeta_{\max} + \ell$ for every
+#    word of the row, and subtracting a constant preserves the order. GroundHog normalises over the
+#    whole vocabulary, then sets the excluded words to $-\infty$: their probability mass stays in
+#    the denominator. Removing them first would renormalise over the remaining words and make
+#    every log-probability larger by $-\log(1 - p_{\text{excluded}})$, which changes the costs
+#    (and, with EOS excluded on some rows only, can change which hypotheses win).
 # 2. $s_{i-1}$ depends on the previous step (through {eq}`dec-state`), so it is not known before
 #    the loop; $h_j$ is. In training, what depends only on the reference can be precomputed:
 #    $[W; W_z; W_r]\,\bar e(y_i)$ (done) and $V_o \bar e(y_{i-1})$; the deep output and the softmax

@@ -5,7 +5,8 @@
 # (2014) read the source with a stacked LSTM and start a second LSTM, the decoder, from its final
 # state, so that one fixed-size vector carries the whole source. You will derive the LSTM, the
 # encoder–decoder, why *reversing the source* helped it, and the "peeky" variant that shows the
-# summary to every decoder step, which is how the paper's RNNencdec is wired; and check that
+# summary to every decoder step, as the paper's RNNencdec does (in a model that differs from
+# RNNencdec in much else); and check that
 # `nmt_lib.seq2seq` and `nmt_lib.peeky` compute exactly these equations.
 #
 # **What you need.** The encoder–decoder and its chain rule ({doc}`03_encdec`); the paper's
@@ -21,7 +22,7 @@
 # distances it creates between the first source words and the first target words.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -29,12 +30,15 @@ data_dir = None
 # %%
 import matplotlib.pyplot as plt
 import torch
+from IPython.display import Markdown
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import PROFILE_DIR, ModelConfig, load_profile
+from nmt_lib.model import count_parameters
 from nmt_lib.models import build_model
 from nmt_lib.seq2seq import reverse_words
+from nmt_lib.tables import markdown_table
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -44,36 +48,40 @@ torch.set_default_dtype(torch.float64)
 # ## The equations
 #
 # **The LSTM** (Hochreiter & Schmidhuber 1997, with the forget gate of Gers et al. 2000) keeps a
-# memory cell $c_t$ besides its output $h_t$. From the input $x_t$ and the previous $h_{t-1}$, four
-# affine maps give an input gate, a forget gate, a candidate and an output gate:
+# memory cell $\mu_t$ besides its output $h_t$. From the input $x_t$ and the previous $h_{t-1}$
+# (a generic recurrent network's input and state, as in {doc}`02_gru`), four affine maps give an
+# input gate $\iota_t$, a forget gate $\varphi_t$, a candidate $\tilde \mu_t$ and an output gate
+# $\omega_t$ (Greek letters, so that $i$, $f$, $g$, $o$ and $c$ keep the meanings they have in
+# the rest of the book: {doc}`../notation`):
 #
 # $$
 # \begin{aligned}
-# i_t &= \sigma(W_i x_t + U_i h_{t-1} + b_i), &
-# f_t &= \sigma(W_f x_t + U_f h_{t-1} + b_f), \\
-# g_t &= \tanh(W_g x_t + U_g h_{t-1} + b_g), &
-# o_t &= \sigma(W_o x_t + U_o h_{t-1} + b_o), \\
-# c_t &= f_t \odot c_{t-1} + i_t \odot g_t, &
-# h_t &= o_t \odot \tanh(c_t).
+# \iota_t &= \sigma(W_\iota x_t + U_\iota h_{t-1} + b_\iota), &
+# \varphi_t &= \sigma(W_\varphi x_t + U_\varphi h_{t-1} + b_\varphi), \\
+# \tilde \mu_t &= \tanh(W_\mu x_t + U_\mu h_{t-1} + b_\mu), &
+# \omega_t &= \sigma(W_\omega x_t + U_\omega h_{t-1} + b_\omega), \\
+# \mu_t &= \varphi_t \circ \mu_{t-1} + \iota_t \circ \tilde \mu_t, &
+# h_t &= \omega_t \circ \tanh(\mu_t).
 # \end{aligned}
 # $$ (seq-lstm)
 #
 # The cell is updated additively, as the GRU's state is ({doc}`02_gru`): gradients flow through
-# $c_t$ multiplied by the forget gate only. Layers are stacked: layer $k$ reads layer $k-1$'s
+# $\mu_t$ multiplied by the forget gate only. Layers are stacked: layer $k$ reads layer $k-1$'s
 # $h_t$.
 #
 # **The encoder–decoder.** The encoder LSTM reads the embedded source $\bar E x_1, \dots, \bar E
-# x_{T_x}$ (EOS last); its final $(h, c)$ of every layer is the decoder's initial state. The
-# decoder reads the previous target word and predicts the next from its top layer:
+# x_{T_x}$ (EOS last); its final $(h, \mu)$ of every layer is the decoder's initial state
+# $(s_0, \mu_0)$. The decoder's outputs are its states $s_i$; it reads the previous target word and
+# predicts the next from its top layer:
 #
 # $$
-# (h_i, c_i) = \mathrm{LSTM}\big(E y_{i-1}, (h_{i-1}, c_{i-1})\big), \qquad
-# p(y_i \mid y_{<i}, \mathbf x) = \operatorname{softmax}(W_y h_i + b_y),
+# (s_i, \mu_i) = \mathrm{LSTM}\big(E y_{i-1}, (s_{i-1}, \mu_{i-1})\big), \qquad
+# p(y_i \mid y_{<i}, \mathbf x) = \operatorname{softmax}(W_y s_i + b_y),
 # $$ (seq-out)
 #
 # with $E y_0 = 0$: the paper's models have no previous word at the first step either, and the
 # encoder has just read EOS, which plays the role of Sutskever et al.'s start symbol. Everything
-# the decoder knows about the source is in $(h_0, c_0)$: the fixed-length vector.
+# the decoder knows about the source is in $(s_0, \mu_0)$: the fixed-length vector.
 #
 # **Reversal.** Sutskever et al. feed the source backwards: $x_{T_x - 1}, \dots, x_1$, then EOS
 # (we keep EOS last, so that the final state follows it as before):
@@ -88,17 +96,50 @@ torch.set_default_dtype(torch.float64)
 # the lag is about $2j$: short for the first words, so that gradients between them pass few steps
 # and the decoder gets "started" well. The average lag is unchanged.
 #
-# **Peeky.** Cho et al. (2014a) let the summary $c$ (here the encoder's top $h$ after EOS) enter
-# every decoder step and the output layer:
+# **Peeky.** Cho et al. (2014a) let the summary $c$ (here the encoder's top-layer $h_{T_x}$, after
+# EOS) enter every decoder step and the output layer:
 #
 # $$
-# (h_i, c_i) = \mathrm{LSTM}\big([E y_{i-1}; c], (h_{i-1}, c_{i-1})\big), \qquad
-# p(y_i \mid y_{<i}, \mathbf x) = \operatorname{softmax}(W_y [h_i; c] + b_y).
+# (s_i, \mu_i) = \mathrm{LSTM}\big([E y_{i-1}; c], (s_{i-1}, \mu_{i-1})\big), \qquad
+# p(y_i \mid y_{<i}, \mathbf x) = \operatorname{softmax}(W_y [s_i; c] + b_y).
 # $$ (seq-peeky)
 #
-# The paper's RNNencdec is this wiring with GRUs: its $c$ enters every gate of the decoder
-# ($C$, $C_z$, $C_r$) and its deep output ($C_o$). The source is still one vector, but the decoder
-# need not carry it in its state across the whole translation.
+# The paper's RNNencdec feeds its $c$ the same way — into every gate of the decoder ($C$,
+# $C_z$, $C_r$) and into the output layer ($C_o$) — so the source is still one vector, but the
+# decoder need not carry it in its state across the whole translation. In everything else the two
+# differ, and not only in the cell. `nmt_lib.peeky.Peeky`, as the book's comparison trains it,
+# beside the `lite` profile's RNNencdec-50:
+
+# %%
+peeky_cfg = load_profile(PROFILE_DIR / "studies" / "compare.toml").runs["Peeky-50"].model
+encdec_cfg = load_profile("lite").runs["RNNencdec-50"].model
+with torch.device("meta"):  # counted without allocating
+    n_peeky = count_parameters(build_model(peeky_cfg))
+    n_encdec = count_parameters(build_model(encdec_cfg))
+glue("seq_peeky_params_m", n_peeky / 1e6, display=False)
+glue("seq_encdec_params_m", n_encdec / 1e6, display=False)
+differences = [
+    ("cell", "LSTM", "GRU"),
+    ("layers (encoder, decoder)", f"{peeky_cfg.layers}, {peeky_cfg.layers}", "1, 1"),
+    ("parameters", f"{n_peeky / 1e6:.2f} M", f"{n_encdec / 1e6:.2f} M"),
+    ("$c$", "top layer's $h_{T_x}$", r"$\overrightarrow h_{T_x}$"),
+    ("initial state", r"the encoder's final $(h, \mu)$, every layer", r"$s_0 = \tanh(W_s c + b_s)$"),
+    ("output layer", "one affine map of $[s_i; c]$ and a softmax",
+     "deep output: maxout of $U_o s_{i-1} + V_o \\bar e(y_{i-1}) + C_o c$, then a softmax"),
+    ("previous word in the output layer", "only through the state",
+     r"also directly, $V_o \bar e(y_{i-1})$"),
+]  # fmt: skip
+rows = [{"": a, "Peeky (comparison)": b, "RNNencdec (`lite`)": c} for a, b, c in differences]
+Markdown(markdown_table(rows))
+
+# %% [markdown]
+# Both read the same data with the same vocabularies, recipe and budget, and both pass the source
+# through one vector that enters every decoder step. A comparison of the two can therefore tell
+# whether a fixed-length summary behaves alike in both (how their scores fall with sentence
+# length, say). It cannot attribute a difference to the cell: LSTM against GRU comes together with
+# twice the depth, {glue:text}`seq_peeky_params_m:.2f` M parameters against
+# {glue:text}`seq_encdec_params_m:.2f` M, another output layer and another initial state, and one
+# run of each cannot separate them.
 #
 # ## The library functions
 #
@@ -135,14 +176,14 @@ def sig(v):
 
 
 def lstm_step(P, prefix, layers, inp, state):
-    """(seq-lstm) for every layer; ``state``: a list of (h, c)."""
+    """(seq-lstm) for every layer; ``state``: a list of (h, mu), output and cell."""
     new = []
     for k in range(layers):
         W, U = P[f"{prefix}.weight_ih_l{k}"], P[f"{prefix}.weight_hh_l{k}"]
         b = P[f"{prefix}.bias_ih_l{k}"] + P[f"{prefix}.bias_hh_l{k}"]  # PyTorch's two biases
-        i, f, g, o = (W @ inp + U @ state[k][0] + b).chunk(4)
-        c = sig(f) * state[k][1] + sig(i) * torch.tanh(g)
-        new.append((sig(o) * torch.tanh(c), c))
+        iota, phi, mu_cand, omega = (W @ inp + U @ state[k][0] + b).chunk(4)  # PyTorch's order
+        mu = sig(phi) * state[k][1] + sig(iota) * torch.tanh(mu_cand)
+        new.append((sig(omega) * torch.tanh(mu), mu))
         inp = new[-1][0]
     return new
 
@@ -216,6 +257,7 @@ glue("seq_lag_first", int(lag_reversed[0]), display=False)
 glue("seq_lag_mean_plain", float(lag_plain.float().mean()), display=False)
 glue("seq_lag_mean_reversed", float(lag_reversed.float().mean()), display=False)
 glue("seq_lag_fig", fig, display=False)
+plt.close(fig)  # shown once, where the glue:figure places it
 
 # %% [markdown]
 # ```{glue:figure} seq_lag_fig
@@ -239,16 +281,17 @@ glue("seq_lag_fig", fig, display=False)
 #   nothing else, {eq}`seq-out`: the fixed-length vector the paper calls a bottleneck.
 # - Reversing the source {eq}`seq-rev` shortens the distance between the first words of the two
 #   sentences, not the average distance.
-# - The "peeky" wiring {eq}`seq-peeky` shows the summary to every step; the paper's RNNencdec is
-#   wired so, with GRUs.
+# - The "peeky" wiring {eq}`seq-peeky` shows the summary to every step, as the paper's RNNencdec
+#   does; the two differ in much else (cell, depth, size, output layer, initial state), so a
+#   comparison of them cannot single out the cell.
 # - `nmt_lib.seq2seq` and `nmt_lib.peeky` compute exactly these equations (checked above in
 #   float64).
 #
 # ## Exercises
 #
-# 1. A decoder state of Sutskever et al.'s model has $2 L n$ numbers for $L$ layers of $n$ cells.
-#    How many floating-point numbers carry the source into their decoder (4 layers of 1000), and
-#    into the paper's RNNsearch-50 decoder at step $i$, for a 30-word sentence?
+# 1. A decoder state of Sutskever et al.'s model has $2 n$ numbers ($s$ and $\mu$) per layer of
+#    $n$ cells. How many floating-point numbers carry the source into their decoder (4 layers of
+#    1000), and into the paper's RNNsearch-50 decoder at step $i$, for a 30-word sentence?
 # 2. Why does reversal not help when the two languages order their words in reverse of each other?
 # 3. The peeky decoder's first layer reads $[E y_{i-1}; c]$: which of its parameters multiply $c$,
 #    and what do they correspond to in the paper's RNNencdec?

@@ -3,7 +3,7 @@
 #
 # **What you will derive.** The attention of Luong, Pham & Manning (2015), the form most courses
 # and toolkits teach as "attention": scored from the decoder's *current* state, with three score
-# functions (`dot`, `general`, `concat`), an *attentional hidden state* $\tilde h_t$, and *input
+# functions (`dot`, `general`, `concat`), an *attentional hidden state* $\hat s_i$, and *input
 # feeding*. You will contrast it with the paper's, equation by equation, show that its `concat`
 # score is the paper's alignment model, and check that `nmt_lib.luong` computes exactly it.
 #
@@ -16,12 +16,12 @@
 # recurrence (it enters the GRU's gates) and in the deep output. Luong et al. call this the
 # "Bahdanau" attention and propose a simpler path: compute the recurrent state first, attend from
 # it, and combine the context with it only for the output. Their claim: global attention with a
-# simple score is as good, and cheaper; feeding $\tilde h_{t-1}$ back into the recurrence
+# simple score is as good, and cheaper; feeding $\hat s_{i-1}$ back into the recurrence
 # (input feeding) gives the decoder the information of past alignment decisions that the
 # paper's recurrence gets from $c_i$.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -44,32 +44,36 @@ torch.set_default_dtype(torch.float64)
 # %% [markdown]
 # ## The equations
 #
-# The encoder is an LSTM ({doc}`12_seq2seq`); its top-layer states $\bar h_1, \dots, \bar h_{T_x}$
-# are the source states, and its final state starts the decoder. At target step $t$:
+# The book writes Luong et al.'s model in its own notation ({doc}`../notation`): their target
+# step $t$ is our $i$, their source position $s$ our $j$, their decoder state $h_t$ our $s_i$,
+# their source states $\bar h_s$ our $h_j$, their attentional hidden state $\tilde h_t$ our
+# $\hat s_i$ and their weights $a_t(s)$ our $\alpha_{ij}$ (the code, `nmt_lib.luong`, keeps their
+# names). The encoder is an LSTM ({doc}`12_seq2seq`); its top-layer states $h_1, \dots, h_{T_x}$
+# are the source states, and its final state starts the decoder. At target step $i$:
 #
 # $$
-# h_t = \mathrm{LSTM}\big([E y_{t-1}; \tilde h_{t-1}],\, h_{t-1}\big)
+# s_i = \mathrm{LSTM}\big([E y_{i-1}; \hat s_{i-1}],\, s_{i-1}\big)
 # $$ (luong-state)
 #
-# (input feeding; without it, the LSTM reads $E y_{t-1}$ alone), then the alignment from $h_t$:
+# (input feeding; without it, the LSTM reads $E y_{i-1}$ alone), then the alignment from $s_i$:
 #
 # $$
-# \operatorname{score}(h_t, \bar h_s) =
+# \operatorname{score}(s_i, h_j) =
 # \begin{cases}
-# h_t^\top \bar h_s & \text{dot} \\
-# h_t^\top W_a \bar h_s & \text{general} \\
-# v_a^\top \tanh\big(W_a [h_t; \bar h_s]\big) & \text{concat}
+# s_i^\top h_j & \text{dot} \\
+# s_i^\top W_a h_j & \text{general} \\
+# v_a^\top \tanh\big(W_a [s_i; h_j]\big) & \text{concat}
 # \end{cases}
 # \qquad
-# a_t(s) = \frac{\exp \operatorname{score}(h_t, \bar h_s)}{\sum_{s'} \exp \operatorname{score}(h_t, \bar h_{s'})}
+# \alpha_{ij} = \frac{\exp \operatorname{score}(s_i, h_j)}{\sum_{k} \exp \operatorname{score}(s_i, h_k)}
 # $$ (luong-score)
 #
 # the context and the attentional hidden state, which alone feeds the output layer:
 #
 # $$
-# c_t = \sum_s a_t(s)\, \bar h_s, \qquad
-# \tilde h_t = \tanh\big(W_c [c_t; h_t]\big), \qquad
-# p(y_t \mid y_{<t}, \mathbf x) = \operatorname{softmax}(W_y \tilde h_t + b_y).
+# c_i = \sum_j \alpha_{ij}\, h_j, \qquad
+# \hat s_i = \tanh\big(W_c [c_i; s_i]\big), \qquad
+# p(y_i \mid y_{<i}, \mathbf x) = \operatorname{softmax}(W_y \hat s_i + b_y).
 # $$ (luong-out)
 #
 # **Equation by equation against the paper** ({doc}`04_alignment`, {doc}`05_decoder`):
@@ -77,13 +81,13 @@ torch.set_default_dtype(torch.float64)
 # %%
 rows = [
     ("the state attention is computed from", "$s_{i-1}$, before the recurrent step",
-     "$h_t$, after it"),
+     "$s_i$, after it"),
     ("the score", "$v_a^\\top \\tanh(W_a s_{i-1} + U_a h_j)$ (additive)",
      "dot, general (bilinear) or concat (additive)"),
     ("the context enters the recurrence", "yes: $C c_i$ in every gate of $s_i$",
-     "no; $\\tilde h_{t-1}$ does, with input feeding"),
+     "no; $\\hat s_{i-1}$ does, with input feeding"),
     ("the output layer reads", "$s_{i-1}$, $E y_{i-1}$, $c_i$ (deep output, maxout)",
-     "$\\tilde h_t = \\tanh(W_c [c_t; h_t])$"),
+     "$\\hat s_i = \\tanh(W_c [c_i; s_i])$"),
     ("the source states", "bidirectional GRU annotations $[\\overrightarrow h_j; \\overleftarrow h_j]$",
      "top layer of a (stacked) LSTM, one direction"),
 ]  # fmt: skip
@@ -96,34 +100,34 @@ glue("luong_contrast", Markdown(table), display=False)
 # :format: myst
 # ```
 #
-# **`concat` is the paper's score.** Split $W_a = [W_a^{(h)}, W_a^{(\bar h)}]$ by columns: then
-# $W_a [h_t; \bar h_s] = W_a^{(h)} h_t + W_a^{(\bar h)} \bar h_s$, which is
-# {eq}`align-e` with $W_a^{(h)}$ in the place of $W_a$, $W_a^{(\bar h)}$ in the place of $U_a$, and
-# $h_t$ in the place of $s_{i-1}$. The difference between the two attentions is *where* the score
+# **`concat` is the paper's score.** Split $W_a = [W_a^{(s)}, W_a^{(h)}]$ by columns: then
+# $W_a [s_i; h_j] = W_a^{(s)} s_i + W_a^{(h)} h_j$, which is
+# {eq}`align-e` with $W_a^{(s)}$ in the place of $W_a$, $W_a^{(h)}$ in the place of $U_a$, and
+# $s_i$ in the place of $s_{i-1}$. The difference between the two attentions is *where* the score
 # is computed, not *how*. The check below computes the `concat` score with the paper's function.
 
 # %%
 n, n_align, Tx = 4, 3, 5
 W_a, v_a = torch.randn(n_align, 2 * n), torch.randn(n_align)
-h_t, h_bar = torch.randn(1, n), torch.randn(1, Tx, n)
-concat = torch.stack([v_a @ torch.tanh(W_a @ torch.cat([h_t[0], h_bar[0, s]])) for s in range(Tx)])
-paper = alignment_scores(h_t, F.linear(h_bar, W_a[:, n:]), W_a[:, :n], v_a)[0]  # (align-e)
+s_i, h = torch.randn(1, n), torch.randn(1, Tx, n)  # s_i and the h_j
+concat = torch.stack([v_a @ torch.tanh(W_a @ torch.cat([s_i[0], h[0, j]])) for j in range(Tx)])
+paper = alignment_scores(s_i, F.linear(h, W_a[:, n:]), W_a[:, :n], v_a)[0]  # (align-e)
 assert_close(paper, concat)
 print("Luong's concat score == the paper's alignment model, W_a split by columns")
 
 # %% [markdown]
 # ## The library functions
 #
-# One decoder step of `nmt_lib.luong.Luong`: {eq}`luong-state`, the alignment from $h_t$, and
-# {eq}`luong-out`. Its new state (the LSTM's and $\tilde h_t$) takes the place of the paper
-# models' context, and `next_state` returns it.
+# One decoder step of `nmt_lib.luong.Luong`: {eq}`luong-state`, the alignment from $s_i$, and
+# {eq}`luong-out`. Its new state (the LSTM's and $\hat s_i$, `h_tilde`) takes the place of the
+# paper models' context, and `next_state` returns it.
 #
 # ```{literalinclude} ../../nmt_lib/luong.py
 # :pyobject: Luong.readout_step
 # ```
 #
-# The three scores, with what depends on $\bar h_s$ alone computed once per sentence
-# (`Encoded.Uh`: $W_a \bar h_s$ for `general`, $W_a^{(\bar h)} \bar h_s$ for `concat`), as the
+# The three scores, with what depends on $h_j$ alone computed once per sentence
+# (`Encoded.Uh`: $W_a h_j$ for `general`, $W_a^{(h)} h_j$ for `concat`), as the
 # paper's $U_a h_j$ is:
 #
 # ```{literalinclude} ../../nmt_lib/luong.py
@@ -142,36 +146,39 @@ def sig(v):
     return 1 / (1 + torch.exp(-v))
 
 
-def lstm_step(P, prefix, inp, h, c):
-    i, f, g, o = (P[f"{prefix}.weight_ih_l0"] @ inp + P[f"{prefix}.weight_hh_l0"] @ h
-                  + P[f"{prefix}.bias_ih_l0"] + P[f"{prefix}.bias_hh_l0"]).chunk(4)  # fmt: skip
-    c = sig(f) * c + sig(i) * torch.tanh(g)
-    return sig(o) * torch.tanh(c), c
+def lstm_step(P, prefix, inp, h, mu):
+    """(seq-lstm): the gates iota, phi, omega and the candidate; h the output, mu the cell."""
+    pre = P[f"{prefix}.weight_ih_l0"] @ inp + P[f"{prefix}.weight_hh_l0"] @ h
+    iota, phi, mu_cand, omega = (pre + P[f"{prefix}.bias_ih_l0"] + P[f"{prefix}.bias_hh_l0"]).chunk(
+        4
+    )
+    mu = sig(phi) * mu + sig(iota) * torch.tanh(mu_cand)
+    return sig(omega) * torch.tanh(mu), mu
 
 
 def reference(model, src, trg):
-    """log p(y_t | y_<t, x) and a_t of one unpadded sentence pair (one LSTM layer)."""
+    """log p(y_i | y_<i, x) and alpha_i of one unpadded sentence pair (one LSTM layer)."""
     cfg, P = model.cfg, {k: v.detach() for k, v in model.named_parameters()}
-    h, c, h_bar = torch.zeros(cfg.n), torch.zeros(cfg.n), []
+    h_j, mu, H = torch.zeros(cfg.n), torch.zeros(cfg.n), []
     for w in src:
-        h, c = lstm_step(P, "encoder", P["E_bar"][w], h, c)
-        h_bar.append(h)
-    h_tilde, e_prev, logp, align = torch.zeros(cfg.n), torch.zeros(cfg.m), [], []
+        h_j, mu = lstm_step(P, "encoder", P["E_bar"][w], h_j, mu)
+        H.append(h_j)  # the source states h_1 .. h_Tx
+    s, s_hat, e_prev, logp, align = H[-1], torch.zeros(cfg.n), torch.zeros(cfg.m), [], []
     for w in trg:
-        inp = torch.cat([e_prev, h_tilde]) if cfg.input_feed else e_prev
-        h, c = lstm_step(P, "decoder", inp, h, c)  # (luong-state)
+        inp = torch.cat([e_prev, s_hat]) if cfg.input_feed else e_prev
+        s, mu = lstm_step(P, "decoder", inp, s, mu)  # (luong-state)
         if cfg.score == "dot":
-            e = torch.stack([h @ hs for hs in h_bar])
+            e = torch.stack([s @ h for h in H])
         elif cfg.score == "general":
-            e = torch.stack([h @ P["W_a"] @ hs for hs in h_bar])
+            e = torch.stack([s @ P["W_a"] @ h for h in H])
         else:
-            e = torch.stack([P["v_a"] @ torch.tanh(P["W_a"] @ torch.cat([h, hs])) for hs in h_bar])
-        a = torch.softmax(e, 0)  # (luong-score)
-        context = sum(a[s] * h_bar[s] for s in range(len(src)))
-        h_tilde = torch.tanh(P["W_c"] @ torch.cat([context, h]))  # (luong-out)
-        logits = P["W_y"] @ h_tilde + P["b_y"]
+            e = torch.stack([P["v_a"] @ torch.tanh(P["W_a"] @ torch.cat([s, h])) for h in H])
+        alpha = torch.softmax(e, 0)  # (luong-score)
+        c = sum(alpha[j] * H[j] for j in range(len(src)))
+        s_hat = torch.tanh(P["W_c"] @ torch.cat([c, s]))  # (luong-out)
+        logits = P["W_y"] @ s_hat + P["b_y"]
         logp.append(logits[w] - torch.logsumexp(logits, 0))
-        align.append(a)
+        align.append(alpha)
         e_prev = P["E"][w]
     return torch.stack(logp), torch.stack(align)
 
@@ -203,28 +210,30 @@ for score, feed in (("dot", True), ("general", True), ("concat", True), ("genera
 # identities, with two layers and a reversed source too, and that beam search uses the model
 # through the same step interface as RNNsearch).
 #
-# **Why input feeding matters.** Without it, the decoder's recurrence {eq}`luong-state` never sees
-# the context: $h_t$ depends on the target words only, and which source words were attended to
-# before cannot influence where the model looks next, except through the output. The paper's
-# decoder puts $c_i$ in every gate of $s_i$, so its recurrence always knows; input feeding gives
-# Luong's decoder the same knowledge through $\tilde h_{t-1}$.
+# **Why input feeding matters.** Without it, the decoder's recurrence {eq}`luong-state` never reads
+# the context: $s_i$ is a function of the encoder's final state, from which the decoder starts, and
+# of the target words $y_{<i}$. The source reaches the recurrence through that one vector only, as
+# in Sutskever et al.'s model, and which source words were attended to before cannot influence
+# where the model looks next, except through the words it chose to emit. The paper's decoder puts
+# $c_i$ in every gate of $s_i$, so its recurrence always knows; input feeding gives Luong's decoder
+# the same knowledge through $\hat s_{i-1}$.
 #
 # ## Summary
 #
 # - Luong et al.'s global attention scores the source states from the *current* decoder state
-#   $h_t$, {eq}`luong-score`, and combines the context with $h_t$ only for the output,
+#   $s_i$, {eq}`luong-score`, and combines the context with $s_i$ only for the output,
 #   {eq}`luong-out`.
 # - Its `concat` score is the paper's alignment model {eq}`align-e` with $W_a$ split by columns;
 #   `dot` and `general` are bilinear, cheaper at a step (no tanh over $T_x \times n'$).
-# - Input feeding {eq}`luong-state` puts $\tilde h_{t-1}$, and with it the previous alignment, into
+# - Input feeding {eq}`luong-state` puts $\hat s_{i-1}$, and with it the previous alignment, into
 #   the recurrence, as the paper's $C c_i$ does.
 # - `nmt_lib.luong` computes exactly these equations (checked above in float64).
 #
 # ## Exercises
 #
 # 1. Count the multiply–adds of one decoder step's scores for a source of $T_x$ words with $n$-unit
-#    states, $n'$-unit `concat`: dot, general, concat (with $\bar h_s$'s part precomputed).
-# 2. With `dot`, the score is largest for the source state most similar to $h_t$. What must the
+#    states, $n'$-unit `concat`: dot, general, concat (with $h_j$'s part precomputed).
+# 2. With `dot`, the score is largest for the source state most similar to $s_i$. What must the
 #    encoder and decoder learn so that this picks the right word?
 # 3. Without input feeding, can Luong's decoder avoid attending twice to the same source word
 #    (translating it twice)? What does the paper's decoder have that helps?
@@ -232,14 +241,18 @@ for score, feed in (("dot", True), ("general", True), ("concat", True), ("genera
 # :::{admonition} Solutions
 # :class: dropdown
 #
-# 1. dot: $T_x n$. general: $n^2 + T_x n$ with $W_a \bar h_s$ precomputed (or $T_x n^2 + T_x n$
-#    without). concat: $n' n$ for $W_a^{(h)} h_t$, then $T_x n'$ for the tanh's sum and $T_x n'$ for
-#    $v_a^\top$: $n'n + 2 T_x n'$.
-# 2. A shared space: the decoder state when it is about to write $y_t$ must point in the direction
-#    of the source state of the word $y_t$ translates. Nothing else in `dot` can rotate one into
+# 1. dot: $T_x n$. general: $T_x n$ too with $W_a h_j$ precomputed once per sentence (what
+#    `Luong.scores` does: $s_i^\top (W_a h_j)$); without it, the cheapest order is
+#    $(s_i^\top W_a)\, h_j$: $n^2 + T_x n$ (and $T_x n^2 + T_x n$ if $W_a h_j$ is recomputed for
+#    every $j$). concat, with $W_a^{(h)} h_j$ precomputed: $n' n$ multiply–adds for
+#    $W_a^{(s)} s_i$ and $T_x n'$ for $v_a^\top$: $n'n + T_x n'$; the $T_x n'$ additions inside the
+#    tanh are additions, not multiply–adds (and come with $T_x n'$ tanh evaluations).
+# 2. A shared space: the decoder state when it is about to write $y_i$ must point in the direction
+#    of the source state of the word $y_i$ translates. Nothing else in `dot` can rotate one into
 #    the other; `general`'s $W_a$ can.
-# 3. Only through the words it has already written ($E y_{t-1}$ and its state): it has no record
-#    of where it attended. The paper's $s_i$ reads $c_i$ in every gate, so past alignments shape the
-#    state that chooses the next one; so does $\tilde h_{t-1}$ with input feeding. (Coverage models,
+# 3. Only through the words it has already written ($E y_{i-1}$ and its state, which otherwise
+#    holds the encoder's final state): it has no record of where it attended. The paper's $s_i$
+#    reads $c_i$ in every gate, so past alignments shape the state that chooses the next one; so
+#    does $\hat s_{i-1}$ with input feeding. (Coverage models,
 #    later, made this explicit.)
 # :::

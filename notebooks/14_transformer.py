@@ -20,7 +20,7 @@
 # positions of a sentence are computed at once in training.
 
 # %% tags=["parameters"]
-profile = "smoke"
+profile = "lite"
 train = False
 results_dir = None
 data_dir = None
@@ -51,47 +51,55 @@ torch.set_default_dtype(torch.float64)
 # \operatorname{Attention}(Q, K, V) = \operatorname{softmax}\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big) V .
 # $$ (tf-attention)
 #
-# It is Luong's `dot` score ({doc}`13_luong`) with a scale: for random unit-variance vectors the
-# dot product of two $d_k$-vectors has variance $d_k$, and $1/\sqrt{d_k}$ keeps the softmax out of
-# its saturated regime. Masked positions (padding; in the decoder, the future) get $-\infty$.
+# It is Luong's `dot` score ({doc}`13_luong`) with a scale: for random vectors whose entries are
+# independent with mean 0 and variance 1, the dot product of two $d_k$-vectors has mean 0 and
+# variance $d_k$, and $1/\sqrt{d_k}$ keeps the softmax out of its saturated regime. The scale is
+# calibrated for entries of mean 0: with nonzero means the dot product's variance is larger and
+# its mean is no longer 0 (exercise 2). Masked positions (padding; in the decoder, the future) get
+# $-\infty$.
 #
-# **Multi-head attention.** $h$ attentions in parallel, each on its own $d_k = d/h$-dimensional
-# projections, concatenated and projected back:
+# **Multi-head attention.** $n_h$ attentions (*heads*) in parallel, each on its own
+# $d_k = d/n_h$-dimensional projections, concatenated and projected back:
 #
 # $$
-# \operatorname{MultiHead}(X, Y) = [\mathrm{head}_1; \dots; \mathrm{head}_h]\, W_O, \qquad
-# \mathrm{head}_j = \operatorname{Attention}(X W_Q^{(j)}, Y W_K^{(j)}, Y W_V^{(j)}) .
+# \operatorname{MultiHead}(X, Y) = [\mathrm{head}^{(1)}; \dots; \mathrm{head}^{(n_h)}]\, W_{\mathrm{MH}},
+# \qquad
+# \mathrm{head}^{(\eta)} = \operatorname{Attention}(X W_Q^{(\eta)}, Y W_K^{(\eta)}, Y W_V^{(\eta)}) .
 # $$ (tf-multihead)
 #
 # Self-attention is $\operatorname{MultiHead}(X, X)$; the decoder's encoder–decoder attention is
-# $\operatorname{MultiHead}(X, H)$ with $H$ the encoder's output: the paper's alignment
-# $\alpha_{ij}$, computed from the decoder's current layer, per head.
+# $\operatorname{MultiHead}(X, H)$ with $H$ the encoder's output, one row $h_j$ per source word:
+# the paper's alignment $\alpha_{ij}$, computed from the decoder's current layer, per head.
 #
 # **Positions.** Attention is blind to order, so a position encoding is added to each input:
 #
 # $$
-# \mathrm{PE}(p, 2i) = \sin\!\big(p / 10000^{2i/d}\big), \qquad
-# \mathrm{PE}(p, 2i+1) = \cos\!\big(p / 10000^{2i/d}\big),
+# \mathrm{PE}(\mathrm{pos}, 2k) = \sin\!\big(\mathrm{pos} / 10000^{2k/d}\big), \qquad
+# \mathrm{PE}(\mathrm{pos}, 2k+1) = \cos\!\big(\mathrm{pos} / 10000^{2k/d}\big),
 # $$ (tf-pe)
 #
-# and the inputs are $\sqrt d\, E w + \mathrm{PE}(p)$.
+# for the position $\mathrm{pos}$ and the pair of dimensions $k = 0, \dots, d/2 - 1$, and the
+# inputs are $\sqrt d\, E w + \mathrm{PE}(\mathrm{pos})$ for the word $w$ at $\mathrm{pos}$.
 #
-# **Layers.** With $\mathrm{FFN}(x) = \max(0, x W_1 + b_1) W_2 + b_2$ and layer normalisation
-# $\mathrm{LN}$, an encoder layer and a decoder layer are (post-norm, as the paper):
+# **Layers.** With $\mathrm{FFN}(v) = \max(0, v W_1 + b_1) W_2 + b_2$ and layer normalisation
+# $\mathrm{LN}$, an encoder layer (its rows $h_j$, one per source position) and a decoder layer
+# (its rows $s_i$, one per target position) are (post-norm, as the paper):
 #
 # $$
 # \begin{aligned}
-# \text{encoder:}\quad & x \leftarrow \mathrm{LN}(x + \operatorname{MultiHead}(x, x)), &
-# x &\leftarrow \mathrm{LN}(x + \mathrm{FFN}(x)), \\
-# \text{decoder:}\quad & z \leftarrow \mathrm{LN}(z + \operatorname{MultiHead}_{\text{causal}}(z, z)), &
-# z &\leftarrow \mathrm{LN}(z + \operatorname{MultiHead}(z, H)), \quad
-# z \leftarrow \mathrm{LN}(z + \mathrm{FFN}(z)),
+# \text{encoder:}\quad & h \leftarrow \mathrm{LN}(h + \operatorname{MultiHead}(h, h)), &
+# h &\leftarrow \mathrm{LN}(h + \mathrm{FFN}(h)), \\
+# \text{decoder:}\quad & s \leftarrow \mathrm{LN}(s + \operatorname{MultiHead}_{\text{causal}}(s, s)), &
+# s &\leftarrow \mathrm{LN}(s + \operatorname{MultiHead}(s, H)), \quad
+# s \leftarrow \mathrm{LN}(s + \mathrm{FFN}(s)),
 # \end{aligned}
 # $$ (tf-layers)
 #
-# and $p(y_i \mid y_{<i}, \mathbf x) = \operatorname{softmax}(W_y z_i + b_y)$ from the last decoder
+# and $p(y_i \mid y_{<i}, \mathbf x) = \operatorname{softmax}(W_y s_i + b_y)$ from the last decoder
 # layer at position $i$, whose input is $y_{i-1}$ (a zero embedding at $i = 1$, as in the paper's
-# models).
+# models). $W_1, W_2, b_1, b_2$ are the feed-forward layer's, not the output factors
+# $W^{(1)}, W^{(2)}$ of {doc}`05_decoder`; the code names the multi-head matrices `W_Q`, `W_K`,
+# `W_V` and `W_O` ($W_{\mathrm{MH}}$ here, to keep $W_o$ for the paper's output matrix).
 #
 # ## The library functions
 #
@@ -122,47 +130,47 @@ def layer_norm(v, P, p):
     return (v - mu) / math.sqrt(var + 1e-5) * P[p + ".weight"] + P[p + ".bias"]
 
 
-def multi_head(P, p, X, Y, causal, heads):
-    """(tf-multihead) row by row; also the weights averaged over the heads."""
+def multi_head(P, p, X, Y, causal, n_h):
+    """(tf-multihead) row by row; also the weights averaged over the n_h heads."""
     d = X[0].shape[0]
-    dk, out, avg = d // heads, [], []
+    dk, out, avg = d // n_h, [], []
     for t, x_t in enumerate(X):
         keys = range(t + 1) if causal else range(len(Y))
         parts, mean = [], 0
-        for j in range(heads):
-            cols = slice(j * dk, (j + 1) * dk)
+        for eta in range(n_h):
+            cols = slice(eta * dk, (eta + 1) * dk)
             q = x_t @ P[p + ".W_Q"][:, cols]
-            e = torch.stack([q @ (Y[s] @ P[p + ".W_K"][:, cols]) for s in keys]) / math.sqrt(dk)
+            e = torch.stack([q @ (Y[u] @ P[p + ".W_K"][:, cols]) for u in keys]) / math.sqrt(dk)
             a = torch.exp(e) / torch.exp(e).sum()  # (tf-attention)
-            parts.append(sum(a[s] * (Y[s] @ P[p + ".W_V"][:, cols]) for s in keys))
-            mean = mean + a / heads
-        out.append(torch.cat(parts) @ P[p + ".W_O"])
+            parts.append(sum(a[u] * (Y[u] @ P[p + ".W_V"][:, cols]) for u in keys))
+            mean = mean + a / n_h
+        out.append(torch.cat(parts) @ P[p + ".W_O"])  # W_MH
         avg.append(mean)
     return out, avg
 
 
 def reference(model, src, trg):
     cfg, P = model.cfg, {k: v.detach() for k, v in model.named_parameters()}
-    d, H = cfg.m, cfg.heads
-    pe = lambda p: torch.tensor([math.sin(p / 10000 ** (i / d)) if i % 2 == 0  # noqa: E731
-                                 else math.cos(p / 10000 ** ((i - 1) / d)) for i in range(d)])  # fmt: skip
+    d, n_h = cfg.m, cfg.heads
+    pe = lambda pos: torch.tensor([math.sin(pos / 10000 ** (2 * (u // 2) / d)) if u % 2 == 0  # noqa: E731
+                                   else math.cos(pos / 10000 ** (2 * (u // 2) / d)) for u in range(d)])  # fmt: skip
     ffn = lambda v, p: P[p + ".W_2"] @ torch.relu(P[p + ".W_1"] @ v + P[p + ".b_1"]) + P[p + ".b_2"]  # noqa: E731
-    h = [math.sqrt(d) * P["E_bar"][w] + pe(j) for j, w in enumerate(src)]
+    h = [math.sqrt(d) * P["E_bar"][w] + pe(j) for j, w in enumerate(src)]  # rows h_j
     for k in range(cfg.layers):
         p = f"encoder.{k}"
-        att, _ = multi_head(P, p + ".attention", h, h, False, H)
+        att, _ = multi_head(P, p + ".attention", h, h, False, n_h)
         h = [layer_norm(h[j] + att[j], P, p + ".norm1") for j in range(len(h))]
         h = [layer_norm(v + ffn(v, p + ".ffn"), P, p + ".norm2") for v in h]
     prev = [torch.zeros(d)] + [P["E"][w] for w in trg[:-1]]  # y_0 = 0, y_1 .. y_{T-1}
-    z = [math.sqrt(d) * e + pe(i) for i, e in enumerate(prev)]
+    s = [math.sqrt(d) * e + pe(i) for i, e in enumerate(prev)]  # rows s_i
     for k in range(cfg.layers):
         p = f"decoder.{k}"
-        att, _ = multi_head(P, p + ".self_attention", z, z, True, H)
-        z = [layer_norm(z[i] + att[i], P, p + ".norm1") for i in range(len(z))]
-        att, align = multi_head(P, p + ".cross_attention", z, h, False, H)
-        z = [layer_norm(z[i] + att[i], P, p + ".norm2") for i in range(len(z))]
-        z = [layer_norm(v + ffn(v, p + ".ffn"), P, p + ".norm3") for v in z]
-    logits = [P["W_y"] @ v + P["b_y"] for v in z]
+        att, _ = multi_head(P, p + ".self_attention", s, s, True, n_h)
+        s = [layer_norm(s[i] + att[i], P, p + ".norm1") for i in range(len(s))]
+        att, align = multi_head(P, p + ".cross_attention", s, h, False, n_h)
+        s = [layer_norm(s[i] + att[i], P, p + ".norm2") for i in range(len(s))]
+        s = [layer_norm(v + ffn(v, p + ".ffn"), P, p + ".norm3") for v in s]
+    logits = [P["W_y"] @ v + P["b_y"] for v in s]
     logp = torch.stack([lg[w] - torch.logsumexp(lg, 0) for lg, w in zip(logits, trg, strict=True)])
     return logp, torch.stack(align)
 
@@ -194,8 +202,8 @@ print("nmt_lib Transformer == (tf-attention)-(tf-layers), float64, per sentence 
 # ## Decoding one word at a time: the key/value cache
 #
 # A search knows $y_{i-1}$ only after step $i - 1$, so it computes position $i$ alone. In each
-# decoder layer, position $i$ attends to the positions $\le i$ through their keys $z_{i'} W_K$ and
-# values $z_{i'} W_V$, and those do not change once computed (no position sees a later one). The
+# decoder layer, position $i$ attends to the positions $\le i$ through their keys $s_{i'} W_K$ and
+# values $s_{i'} W_V$, and those do not change once computed (no position sees a later one). The
 # search therefore carries, in the place of the paper's state $s_{i-1}$, each layer's keys and
 # values of the positions before $i$ (the *cache*, `[rows, layers, 2, i - 1, d]`); a step appends
 # position $i$'s own and attends to all of them, without a mask (there is no future yet). The
@@ -227,23 +235,47 @@ print("cached steps == the parallel forward; cache after the last step:", tuple(
 #
 # ## The position encodings
 #
-# Each pair of dimensions $(2i, 2i+1)$ of {eq}`tf-pe` is a rotation at its own frequency, from one
-# turn every $2\pi$ positions down to one every $2\pi \cdot 10000$: the encoding of $p + k$ is a
-# fixed linear function (a rotation) of that of $p$, for every $p$, which lets attention express
-# relative offsets.
+# Each pair of dimensions $(2k, 2k+1)$ of {eq}`tf-pe` turns at its own frequency
+# $\nu_k = 10000^{-2k/d}$, from one turn every $2\pi$ positions down to one every
+# $2\pi \cdot 10000$. By the sum formulas of sine and cosine, moving every position by an offset
+# $\Delta$ rotates each pair by the angle $\nu_k \Delta$, whatever the position:
+#
+# $$
+# \big[\mathrm{PE}(\mathrm{pos} + \Delta, 2k),\ \mathrm{PE}(\mathrm{pos} + \Delta, 2k+1)\big]
+# = \big[\mathrm{PE}(\mathrm{pos}, 2k),\ \mathrm{PE}(\mathrm{pos}, 2k+1)\big]
+# \begin{bmatrix} \cos \nu_k \Delta & -\sin \nu_k \Delta \\
+#                 \sin \nu_k \Delta & \cos \nu_k \Delta \end{bmatrix} ,
+# $$ (tf-pe-rot)
+#
+# so the encoding of $\mathrm{pos} + \Delta$ is $\mathrm{PE}(\mathrm{pos})\, R(\Delta)$ with one
+# block-diagonal rotation $R(\Delta)$ for every position, which lets attention express relative
+# offsets. The check builds $R(\Delta)$ from {eq}`tf-pe-rot` and compares
+# $\mathrm{PE}(\mathrm{pos})\, R(\Delta)$ with `nmt_lib`'s $\mathrm{PE}(\mathrm{pos} + \Delta)$ at
+# more positions than there are dimensions.
 
 # %%
-pe = positions(50, 64, torch.zeros(()))
-k = 7
-rot = torch.linalg.lstsq(pe[:-k], pe[k:]).solution  # one linear map for every position
-glue("tf_pe_residual", float((pe[:-k] @ rot - pe[k:]).abs().max()), display=False)
+d_pe, n_pos, delta = 64, 200, 7
+pe = positions(n_pos, d_pe, torch.zeros(()))  # [200, 64]
+nu = 10000.0 ** (-torch.arange(0, d_pe, 2) / d_pe)  # one frequency nu_k per pair k
+cos, sin = torch.cos(nu * delta), torch.sin(nu * delta)
+R = torch.zeros(d_pe, d_pe)  # block-diagonal, (tf-pe-rot) for every pair
+R[0::2, 0::2], R[0::2, 1::2] = torch.diag(cos), torch.diag(-sin)
+R[1::2, 0::2], R[1::2, 1::2] = torch.diag(sin), torch.diag(cos)
+assert_close(R @ R.T, torch.eye(d_pe))  # a rotation
+assert_close(pe[:-delta] @ R, pe[delta:])  # one map for all 193 positions, 64 dimensions
+glue("tf_pe_residual", float((pe[:-delta] @ R - pe[delta:]).abs().max()), display=False)
+glue("tf_pe_pairs", n_pos - delta, display=False)
+glue("tf_pe_dims", d_pe, display=False)
+glue("tf_pe_delta", delta, display=False)
+pe = pe[:50]  # the picture: 50 positions
 fig, ax = plt.subplots(figsize=(6, 2.8))
 im = ax.imshow(pe.T, aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
-ax.set_xlabel("position p")
+ax.set_xlabel("position pos")
 ax.set_ylabel("dimension")
 fig.colorbar(im, ax=ax)
 plt.tight_layout()
 glue("tf_pe_fig", fig, display=False)
+plt.close(fig)  # shown once, where the glue:figure places it
 
 # %% [markdown]
 # ```{glue:figure} tf_pe_fig
@@ -252,8 +284,10 @@ glue("tf_pe_fig", fig, display=False)
 # The sinusoidal position encodings {eq}`tf-pe` of 50 positions in 64 dimensions.
 # ```
 #
-# One linear map takes the encoding of every position $p$ to that of $p + 7$, to
-# {glue:text}`tf_pe_residual:.1e` (least squares over all 43 pairs).
+# The rotation $R(\Delta)$ of {eq}`tf-pe-rot`, for $\Delta$ = {glue:text}`tf_pe_delta`, takes the
+# encoding of every position to that of the position {glue:text}`tf_pe_delta` further on, for all
+# {glue:text}`tf_pe_pairs` pairs of positions in {glue:text}`tf_pe_dims` dimensions, to
+# {glue:text}`tf_pe_residual:.1e` (float64 rounding).
 #
 # ## Summary
 #
@@ -270,8 +304,9 @@ glue("tf_pe_fig", fig, display=False)
 #
 # 1. Why does the decoder's self-attention need the causal mask in training but not in a search's
 #    step?
-# 2. Show that for random $q, k \in \mathbb R^{d_k}$ with independent unit-variance entries,
-#    $\operatorname{Var}(q^\top k) = d_k$.
+# 2. Show that for random $q, k \in \mathbb R^{d_k}$ whose $2 d_k$ entries are independent with
+#    mean 0 and variance 1, $\operatorname{Var}(q^\top k) = d_k$. What changes if the entries have
+#    means $\mu_q, \mu_k \ne 0$?
 # 3. How many position-steps does a decoder that recomputes the whole prefix at every step compute
 #    for a 30-word translation, and how many does the cached step?
 #
@@ -281,8 +316,14 @@ glue("tf_pe_fig", fig, display=False)
 # 1. In training the whole reference is the input at once, so position $i$ could see $y_i$ (its own
 #    target) and later words; in a step the cache holds only the positions already computed, so
 #    there is no future to hide.
-# 2. $q^\top k = \sum_{t=1}^{d_k} q_t k_t$, a sum of $d_k$ independent terms of mean 0 and
-#    variance $\mathbb E[q_t^2]\mathbb E[k_t^2] = 1$.
+# 2. $q^\top k = \sum_{u=1}^{d_k} q_u k_u$, a sum of $d_k$ independent terms. Each has mean
+#    $\mathbb E[q_u]\,\mathbb E[k_u] = 0$ and variance
+#    $\mathbb E[q_u^2]\,\mathbb E[k_u^2] - (\mathbb E[q_u]\,\mathbb E[k_u])^2 = 1 \cdot 1 - 0 = 1$,
+#    where the means being 0 is used twice: for $\mathbb E[q_u^2] = \operatorname{Var}(q_u) = 1$ and
+#    for the last term. With means $\mu_q, \mu_k$ each term has variance
+#    $(1 + \mu_q^2)(1 + \mu_k^2) - \mu_q^2 \mu_k^2 = 1 + \mu_q^2 + \mu_k^2$ and mean $\mu_q \mu_k$: the
+#    dot product has variance $d_k (1 + \mu_q^2 + \mu_k^2)$ and mean $d_k \mu_q \mu_k$, and
+#    $1/\sqrt{d_k}$ no longer makes it of order 1.
 # 3. $1 + 2 + \dots + 30 = 465$ position-steps without a cache, 30 with one (each new position
 #    attends to the cached keys and values of the earlier ones).
 # :::

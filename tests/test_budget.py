@@ -217,3 +217,30 @@ def test_extrapolation_and_paired_difference():
     assert d == 0 and lo == hi == 0  # a system against itself: no difference in any resample
     d, (lo, hi) = bleu.paired_difference(stats[0], stats[1])
     assert lo <= d <= hi
+
+
+@committed
+def test_noise_floor_is_the_largest_difference_between_replicates():
+    """The replicate pairs differ in the loss's scale only and clipped every update; the floor is the
+    largest of their dev NLL differences, recomputed here from the committed arms.csv."""
+    result = budget.noise_floor(budget.RESULTS)
+    assert result["pairs"] == list(budget.REPLICATES)
+    for a, b in result["pairs"]:
+        assert (
+            budget.clipped_share(budget.RESULTS, a) == budget.clipped_share(budget.RESULTS, b) == 1
+        )
+    with open(budget.RESULTS / "arms.csv", encoding="utf-8") as f:
+        rows = {r["arm"]: r for r in csv.DictReader(f)}
+    diffs = [abs(float(rows[a][f"dev NLL @{m:g} min"]) - float(rows[b][f"dev NLL @{m:g} min"]))
+             for a, b in budget.REPLICATES for m in budget.COMPARE_AT]  # fmt: skip
+    assert result["floor"] == pytest.approx(max(diffs), abs=0.011)  # arms.csv rounds to 0.01
+    assert len(result["differences"]) == len(diffs)
+
+
+@committed
+def test_noise_floor_refuses_pairs_that_are_not_replicates():
+    with pytest.raises(ValueError, match="more than train.loss"):
+        budget.noise_floor(budget.RESULTS, pairs=(("adam-1e-3", "adam-3e-3"),))
+    # the same recipe up to the loss, but not every update clipped: different steps, left out
+    unclipped = budget.noise_floor(budget.RESULTS, pairs=(("adam-1e-3", "adam-1e-3-loss-token"),))
+    assert unclipped == {"floor": None, "differences": [], "pairs": []}

@@ -26,3 +26,15 @@ def test_malformed_weights_are_refused():
         explorer_html([{**PANEL, "alpha": PANEL["alpha"][:2]}])
     with pytest.raises(ValueError, match="at least one"):
         explorer_html([])
+
+
+def test_moses_escapes_are_shown_as_text():
+    """The data hold Moses tokens (``&apos;``, ``&quot;``); the reader sees the characters, and a
+    sentence's name detokenized."""
+    panel = {**PANEL, "title": "test sentence 3: &quot; I won &apos;t go &quot; …",
+             "src": ["won", "&apos;t", "<end>"], "trg": ["&quot;", "pas", "<end>"]}  # fmt: skip
+    payload = re.search(r'<script type="application/json">(.*?)</script>', explorer_html([panel]))
+    (data,) = json.loads(payload.group(1).replace("<\\/", "</"))
+    assert data["title"] == 'test sentence 3: "I won\'t go" …'
+    assert data["src"] == ["won", "'t", "<end>"] and data["trg"] == ['"', "pas", "<end>"]
+    assert "&apos;" not in json.dumps(data) and "&quot;" not in json.dumps(data)

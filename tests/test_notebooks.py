@@ -52,3 +52,46 @@ def test_two_parameters_cells_are_refused(tmp_path):
     src.write_text('# %% tags=["parameters"]\na = 1\n\n# %% tags=["parameters"]\nb = 2\n')
     with pytest.raises(runner.NotebookError, match="exactly one cell tagged 'parameters'"):
         runner._to_notebook(src)
+
+
+def test_the_book_executes_the_jupytext_chapters_on_the_committed_results():
+    """`jupyter-book build book` alone makes the whole book: the toc names every notebook of
+    notebooks/ (through the link book/chapters), myst-nb reads them with jupytext and executes
+    them with their default parameters, which are report mode on the committed `lite` results."""
+    import yaml
+
+    book = runner.ROOT / "book"
+    assert (book / "chapters").resolve() == runner.NOTEBOOKS.resolve()
+    toc = yaml.safe_load((book / "_toc.yml").read_text(encoding="utf-8"))
+    files = [c["file"] for p in toc["parts"] for c in p["chapters"]]
+    assert sorted(f for f in files if f.startswith("chapters/")) == [
+        f"chapters/{p.stem}" for p in runner.notebooks()
+    ]
+    config = yaml.safe_load((book / "_config.yml").read_text(encoding="utf-8"))
+    assert config["execute"]["execute_notebooks"] == "cache"
+    reader, options = config["sphinx"]["config"]["nb_custom_formats"][".py"]
+    assert reader == "jupytext.reads" and options == {"fmt": "py:percent"}
+    for src in runner.notebooks():
+        (cell,) = [
+            c for c in jupytext.read(src).cells if "parameters" in c.metadata.get("tags", [])
+        ]
+        assert 'profile = "lite"' in cell.source and "train = False" in cell.source, src.name
+        assert (runner.ROOT / "results" / "lite" / "manifest.json").is_file()
+
+
+def test_results_chapters_fold_their_code_and_derivations_show_it():
+    """The results chapters show tables and figures with the code folded (`hide-input`); the
+    derivation chapters keep their code open."""
+    results = {"08_experiments", "09_alignments", "10_budget", "15_compare"}
+    for src in runner.notebooks():
+        code = [c for c in jupytext.read(src).cells if c.cell_type == "code"]
+        hidden = ["hide-input" in c.metadata.get("tags", []) for c in code]
+        if src.stem in results:
+            assert all(hidden), f"{src.name}: a code cell is not folded"
+        elif src.stem < "08":
+            assert not all(hidden), f"{src.name}: a derivation chapter hides all its code"
+
+
+def test_the_toy_corpus_is_named_relative_to_the_repository():
+    path = runner._toy_data_dir()
+    assert not path.startswith("/") and (runner.ROOT / path / "train").is_dir()

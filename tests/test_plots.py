@@ -67,3 +67,39 @@ def test_nll_by_time_and_updates_draws_both_axes():
     assert list(left.get_lines()[0].get_xdata()) == [1.0, 2.0]
     assert list(right.get_lines()[1].get_xdata()) == [250, 500]
     assert right.get_lines()[1].get_linestyle() == "--"
+
+
+def _figures():
+    """Each figure function on data of the sizes the book gives it (the comparison's nine
+    models, Figure 3's 50-word sentences on two columns)."""
+    names = [f"model-{k}" for k in range(9)]
+    recs = [
+        {"minutes": m, "update": 100 * m, "dev_nll": 60.0 - m, "dev_bleu": m / 2} for m in range(9)
+    ]
+    panel = {"src": [f"source-{j}" for j in range(50)], "trg": [f"target-{i}" for i in range(50)],
+             "alpha": np.full((50, 50), 0.02), "title": "(a) a long title for the panel"}  # fmt: skip
+    curves = {n: ([5, 15, 25, 35, 45, 55], [10.0, 20.0, 15.0, 12, 11, 10]) for n in names}
+    return {
+        "fig2": plots.fig2_bleu_by_length(curves, paper={"RNNsearch-50": 26.75}),
+        "fig2 (paper's four)": plots.fig2_bleu_by_length(
+            {n: curves["model-0"] for n in plots.FIG2_STYLES}, paper={"RNNsearch-50": 26.75}
+        ),
+        "fig3": plots.fig3_alignments([panel] * 4, ncols=2, cell=0.25),
+        "histogram": plots.length_histogram({"en": [3, 5, 50], "fr": [4, 6, 48]}, max_len=50),
+        "budget": plots.budget_curves({n: recs for n in names}),
+        "nll": plots.nll_by_time_and_updates({n: recs for n in names}),
+    }
+
+
+def test_figures_fit_the_column_with_readable_text():
+    """As the book shows them (100 dpi, cut to their tight bounding box): no wider than the text
+    column, so never shrunk, and no text below MIN_FONT_PT (9.7 px)."""
+    for name, fig in _figures().items():
+        fig.canvas.draw()
+        width = fig.get_tightbbox().width  # inches, as `bbox_inches="tight"` crops
+        assert width <= plots.COLUMN_WIDTH + 0.05, f"{name}: {width:.2f} in wide"
+        texts = [t for t in fig.findobj(plt.Text) if t.get_visible() and t.get_text().strip()]
+        small = {
+            t.get_text(): t.get_fontsize() for t in texts if t.get_fontsize() < plots.MIN_FONT_PT
+        }
+        assert not small, f"{name}: text below {plots.MIN_FONT_PT} pt: {small}"

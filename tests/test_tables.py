@@ -30,6 +30,23 @@ def test_markdown_and_csv_tables(tmp_path):
     assert (tmp_path / "t.md").read_text(encoding="utf-8").endswith("note\n")
 
 
+def test_a_table_too_wide_for_the_book_is_split_and_its_file_is_not(tmp_path):
+    """In the book a wide table becomes several, each with the first column and every other
+    column once, in order; the results' ``.md`` file keeps one table."""
+    rows = [{"model": f"RNNsearch-{k}", **{f"column {c}": 12_000_000 * k for c in range(12)}}
+            for k in range(3)]  # fmt: skip
+    parts = markdown_table(rows).split("\n\n")
+    assert len(parts) > 1
+    heads = [p.splitlines()[0].strip("| ").split(" | ") for p in parts]
+    assert all(h[0] == "model" for h in heads)
+    assert [c for h in heads for c in h[1:]] == [f"column {c}" for c in range(12)]
+    assert all(len(p.splitlines()) == 2 + len(rows) for p in parts)
+    assert len(markdown_table(rows, fit=None).split("\n\n")) == 1
+    assert "\n\n" not in markdown_table([{"model": "A", "All": 1.5}])  # a narrow table: one
+    write_table(tmp_path, "wide", rows, "note")
+    assert (tmp_path / "wide.md").read_text(encoding="utf-8").count("| model |") == 1
+
+
 @pytest.mark.parametrize(
     "profile",
     [

@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""Run the book's notebooks: ``python tools/notebooks.py --profile NAME [--train]``.
+"""Run the book's notebooks with other parameters: ``python tools/notebooks.py --profile NAME
+[--train]``.
 
-Each ``notebooks/NN_name.py`` (jupytext percent format, the only committed form) is converted to a
-notebook and executed by papermill with the parameters ``profile``, ``train``, ``results_dir`` and
-``data_dir``; the executed notebook goes to ``book/_nb/NN_name.ipynb``, which the book shows.
+The book executes its chapters itself (``jupyter-book build book``: each ``notebooks/NN_name.py``
+with its default parameters, report mode on the committed ``lite`` results). This script is for the
+rest: another profile, a replication (``--train``), other directories. Each notebook source
+(jupytext percent format, the only committed form) is converted to a notebook and executed by
+papermill with the parameters ``profile``, ``train``, ``results_dir`` and ``data_dir``; the executed
+notebooks go to ``book/_build/notebooks/<profile>/`` (``--out-dir``), to open in Jupyter; the
+book does not read them.
 
 * **report** (default): the derivation notebooks run their numeric checks; the experiment notebooks
   read the committed ``results/<profile>/`` and regenerate tables and figures from it. They stop with a
   clear error if it is missing; they never train because a file is missing.
 * **replicate** (``--train``): the experiment notebooks train, decode and evaluate every model of the
-  profile (:mod:`nmt_lib.replicate`) and rewrite ``results/<profile>/`` (or ``--results-dir``).
+  profile (:mod:`nmt_lib.replicate`) and rewrite ``results/<profile>/`` (or ``--results-dir``,
+  e.g. a directory outside the repository, to leave the committed results as they are). The
+  ``smoke`` profile's toy corpus is named by its path relative to the repository (the kernels run
+  there), so that no results file records where this clone lives.
 
 The kernel is this interpreter (``sys.executable``), registered under the name ``python3`` in a
 temporary kernel directory that comes first on ``JUPYTER_PATH``. The notebooks are part of the
@@ -34,7 +42,7 @@ from papermill.exceptions import PapermillExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-OUT_DIR = ROOT / "book" / "_nb"
+OUT_DIR = ROOT / "book" / "_build" / "notebooks"  # then <profile>/
 KERNEL = "python3"
 
 
@@ -78,9 +86,19 @@ def _to_notebook(src: Path):
     return nb
 
 
+def _toy_data_dir() -> str:
+    """The smoke profile's toy corpus (written if missing), relative to the repository where it
+    lies under it: the notebook kernels run in the repository (``cwd``), and a relative path keeps
+    the clone's location out of the results' configs."""
+    from nmt_lib.replicate import toy_data_dir
+
+    toy = toy_data_dir().resolve()
+    return str(toy.relative_to(ROOT)) if toy.is_relative_to(ROOT) else str(toy)
+
+
 def _show_injected(path: Path) -> None:
-    """The book shows the parameters a notebook actually ran with (papermill's injected cell) and
-    removes the cell of defaults (tag ``remove-cell``)."""
+    """The executed notebook shows the parameters it actually ran with (papermill's injected cell)
+    and tags the cell of defaults ``remove-cell``."""
     nb = nbformat.read(path, as_version=4)
     if any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells):
         for cell in nb.cells:
@@ -118,11 +136,14 @@ def run_all(
     results_dir: str | None = None,
     data_dir: str | None = None,
     only: str | None = None,
-    out_dir: str | os.PathLike = OUT_DIR,
+    out_dir: str | os.PathLike | None = None,
 ) -> dict[str, float]:
-    """Execute the notebooks in order; returns the wall time in seconds of each."""
-    out_dir = Path(out_dir)
+    """Execute the notebooks in order into ``out_dir`` (default ``book/_build/notebooks/<profile>``);
+    returns the wall time in seconds of each."""
+    out_dir = Path(out_dir) if out_dir else OUT_DIR / Path(profile).stem
     out_dir.mkdir(parents=True, exist_ok=True)
+    if data_dir is None and profile == "smoke":
+        data_dir = _toy_data_dir()
     params = {"profile": profile, "train": train, "results_dir": results_dir, "data_dir": data_dir}
     sources = notebooks(only)
     times = {}
@@ -153,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", help="the WMT'14 layout (smoke: a generated toy corpus)")
     ap.add_argument("--only", help="run only the notebooks whose name contains this")
     ap.add_argument(
-        "--out-dir", default=str(OUT_DIR), help="executed notebooks (default: book/_nb)"
+        "--out-dir", help="executed notebooks (default: book/_build/notebooks/<profile>)"
     )
     ap.add_argument(
         "--jobs", type=int, help="with --train: models trained at a time (default: NMT_JOBS or 1)"
