@@ -1,9 +1,20 @@
 """The paper's four claims about its results, judged on ours (:func:`claims`): each with our numbers,
-95% bootstrap intervals and a verdict, *reproduced*, *not reproduced* or *unclear*, by the rules in
-numbers below. Reads only a results directory (``results/<profile>/``)."""
+95% intervals and a verdict by the rules below, which the comparison of the models before and after
+the paper (:mod:`nmt_lib.comparison`) shares. Reads only a results directory (``results/<profile>/``).
+
+The rules. An interval covers the test set (sentences resampled, the same resamples for every
+model: *paired*) and, where a model has several seeds, training noise (its seeds resampled too:
+:func:`seeded_scores`). A claim that one model beats another by a BLEU difference, or holds up
+better on long sentences by a ratio, gets one of four verdicts (:func:`verdict`): *reproduced*
+(every interval above the margin), *the opposite holds* (an interval below 0), *not reproduced*
+(an interval below the margin: too small), or *not testable here*: the claimed better model is below
+the learning floor (:data:`FLOOR`), or a model that the claim needs to have learned is, or an
+interval contains the margin (these seeds and this test set cannot decide)."""
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -18,25 +29,87 @@ from .results import run_dir
 #: to carry the claim, however certain).
 MARGIN = 1.0
 #: Figure 2's claim in numbers: BLEU on sentences of fewer than SHORT source words against BLEU on
-#: sentences of LONG words or more; "holds up" means the long/short ratio's interval reaches HOLDS.
-SHORT, LONG, HOLDS = 30, 50, 0.9
+#: sentences of LONG words or more. A model "holds up better" than another when its long/short
+#: ratio is higher by at least RATIO_MARGIN.
+SHORT, LONG, RATIO_MARGIN = 30, 50, 0.1
+#: The learning floor: a model has learned enough to test a claim about it when its BLEU on the
+#: test sentences of fewer than SHORT words (the mean over its seeds) is at least FLOOR. Below it
+#: most of its n-gram matches are the frequent words any output has; a ratio of two such scores,
+#: or a model's failure to beat another, says nothing about its architecture.
+FLOOR = 5.0
 #: Figure 3's claim in numbers: an alignment is "peaked" when a generated word puts PEAKED of its
 #: weight on one source word on average, "mostly monotonic" when MONOTONIC of the steps from one
 #: generated word to the next do not move the heaviest source word left, and a reordering is
 #: "local" when it moves it left by at most LOCAL words.
 PEAKED, MONOTONIC, LOCAL = 0.5, 0.7, 3
+#: The verdicts.
+REPRODUCED, NOT_REPRODUCED, OPPOSITE, NOT_TESTABLE = (
+    "reproduced", "not reproduced", "the opposite holds", "not testable here")  # fmt: skip
+
+
+def seeded_scores(
+    stats: Sequence[np.ndarray], n_samples: int = 1000, subset=None, draw: str = ""
+) -> np.ndarray:
+    """BLEU of ``n_samples`` resamples of one model with ``len(stats)`` seeds (each ``[N, 10]``,
+    :func:`nmt_lib.bleu.sentence_stats`): each resample draws the test sentences
+    (:func:`nmt_lib.bleu.bootstrap_scores`, the same draws for every model) and the seeds, with
+    replacement (drawn with a generator seeded by ``draw``, e.g. the model's name), and averages the
+    drawn seeds' BLEU. One seed: the test-set bootstrap alone. ``subset``: as ``bootstrap_scores``."""
+    per = np.stack([bleu.bootstrap_scores(s, True, n_samples, subset=subset) for s in stats])
+    if len(stats) == 1:
+        return per[0]
+    pick = np.random.default_rng(zlib.crc32(draw.encode())).integers(
+        0, len(stats), (n_samples, len(stats))
+    )
+    return per[pick, np.arange(n_samples)[:, None]].mean(1)
+
+
+def short_bleu(stats: Sequence[np.ndarray], lengths) -> float:
+    """The mean over seeds of BLEU on the sentences of fewer than SHORT source words: what the
+    learning floor is judged on."""
+    short = np.asarray(lengths) < SHORT
+    return float(np.mean([bleu.bleu_from_stats(np.asarray(s)[short], True) for s in stats]))
+
+
+def floor_text(below: dict[str, float]) -> str:
+    """``"Seq2seq-50 (BLEU 0.9 on sentences of fewer than 30 words)"`` for each model below."""
+    return ", ".join(f"{m} (BLEU {b:.1f} on sentences of fewer than {SHORT} words)"
+                     for m, b in below.items())  # fmt: skip
+
+
+def verdict(
+    intervals: list[list[float]],
+    margin: float = MARGIN,
+    better_below: dict[str, float] | None = None,
+    others_below: dict[str, float] | None = None,
+    unit: str = " BLEU",
+) -> tuple[str, str]:
+    """The verdict and its reason for a claim that one model is better than others by ``margin``:
+    ``intervals`` of the differences (better minus other); ``better_below`` / ``others_below``:
+    the models of either side that are below the learning floor, with their short-sentence BLEU.
+    A model below the floor may lose a claim (its rival beats it: the difference is real at this
+    budget) but never wins one or sinks one: then the verdict is *not testable here*."""
+    floor = f"below the learning floor of {FLOOR:g} BLEU"
+    if better_below:
+        return NOT_TESTABLE, f"{floor}: {floor_text(better_below)}"
+    if all(lo > margin for lo, _ in intervals):
+        why = f"every difference's 95% interval is above +{margin:g}{unit}"
+        if others_below:
+            why += f"; not learned yet at this budget, {floor}: {floor_text(others_below)}"
+        return REPRODUCED, why
+    if others_below:
+        return NOT_TESTABLE, f"{floor}: {floor_text(others_below)}"
+    if any(hi < 0 for _, hi in intervals):
+        return OPPOSITE, "a difference's 95% interval is below 0"
+    if any(hi < margin for _, hi in intervals):
+        return NOT_REPRODUCED, f"a difference's 95% interval is below +{margin:g}{unit}: too small"
+    return NOT_TESTABLE, (f"a difference's 95% interval contains +{margin:g}{unit}: these seeds "
+                          "and this test set cannot decide")  # fmt: skip
 
 
 def _verdict(intervals: list[list[float]]) -> tuple[str, str]:
-    """BLEU differences: every 95% interval above +MARGIN: reproduced; any below +MARGIN: not
-    reproduced; else (an interval contains +MARGIN) unclear."""
-    if all(lo > MARGIN for lo, _ in intervals):
-        return "reproduced", f"every difference's 95% interval is above +{MARGIN:g} BLEU"
-    if any(hi < MARGIN for _, hi in intervals):
-        below = any(hi < 0 for _, hi in intervals)
-        why = "below 0: the opposite holds" if below else f"below +{MARGIN:g} BLEU: too small"
-        return "not reproduced", f"a difference's 95% interval is {why}"
-    return "unclear", f"a difference's 95% interval contains +{MARGIN:g} BLEU"
+    """:func:`verdict` of BLEU differences between models above the floor."""
+    return verdict(intervals)
 
 
 def _fmt(point: float, iv: list[float]) -> str:
@@ -80,90 +153,98 @@ def attention_summary(records: list[dict]) -> dict:
     }
 
 
+def ratio_claim(
+    better: str, others: list[str], stats: dict, lengths, n_samples: int = 1000
+) -> tuple[str, str, str]:
+    """Figure 2's claim for the model ``better`` against ``others``: its BLEU(>= LONG) / BLEU(<
+    SHORT) ratio is higher by :data:`RATIO_MARGIN`, judged (:func:`verdict`) only between models
+    above the learning floor (a ratio of two chance-level scores says nothing). ``stats``: each
+    model's list of per-seed statistics. Returns our numbers, the verdict and its reason."""
+    lengths = np.asarray(lengths)
+    short, long_ = lengths < SHORT, lengths >= LONG
+    ratio, low = {}, {}
+    for m in [better, *others]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            samples = (seeded_scores(stats[m], n_samples, long_, m)
+                       / seeded_scores(stats[m], n_samples, short, m))  # fmt: skip
+        point = np.mean([bleu.bleu_from_stats(s[long_], True) for s in stats[m]]) / max(
+            np.mean([bleu.bleu_from_stats(s[short], True) for s in stats[m]]), 1e-9
+        )
+        ratio[m] = (float(point), samples)
+        if (b := short_bleu(stats[m], lengths)) < FLOOR:
+            low[m] = b
+
+    def txt(m):
+        lo, hi = bleu.interval(ratio[m][1])
+        return f"{m} {ratio[m][0]:.2f} [{lo:.2f}, {hi:.2f}]"
+
+    ours = (f"BLEU(≥{LONG}) / BLEU(<{SHORT}): " + "; ".join(txt(m) for m in [better, *others])
+            + f" ({int(long_.sum())} test sentences of ≥{LONG} words)")  # fmt: skip
+    if not long_.any() or not short.any():
+        return ours, NOT_TESTABLE, f"no test sentences of ≥{LONG} or of <{SHORT} words"
+    above = [m for m in others if m not in low]
+    if better not in low and not above:
+        return ours, NOT_TESTABLE, (
+            f"no model to compare with above the learning floor of {FLOOR:g} BLEU: "
+            f"{floor_text({m: low[m] for m in others})}")  # fmt: skip
+    ivs = [bleu.interval(ratio[better][1] - ratio[m][1]) for m in above]
+    v, why = verdict(ivs, RATIO_MARGIN, {better: low[better]} if better in low else None,
+                     unit=" in the ratio")  # fmt: skip
+    if v != NOT_TESTABLE and len(above) < len(others):
+        why += f" (compared with {', '.join(above)}; the others are below the learning floor)"
+    return ours, v, why
+
+
 def claims(out: Path, n_samples: int = 1000) -> list[dict]:
-    """The paper's four claims about its results, with our numbers, 95% bootstrap intervals
-    (:func:`nmt_lib.bleu.bootstrap_scores`, paired: one seed for every model) and a verdict:
-    *reproduced*, *not reproduced* or *unclear*, with the reason. Reads only ``out``."""
-    lengths, stats_of = {}, {}
-
-    def boot(name, subset=None):
-        d = read_json(run_dir(out, name) / "bleu_by_length.json")
-        lengths[name] = np.array(d["src_len"])
-        stats = stats_of[name] = np.array(d["stats_tok"])
-        sel = None if subset is None else subset(lengths[name])
-        point = bleu.bleu_from_stats(stats if sel is None else stats[sel], True)
-        return point, bleu.bootstrap_scores(stats, True, n_samples, subset=sel)
-
+    """The paper's four claims about its results, with our numbers, 95% intervals (one seed for
+    every model: the paired test-set bootstrap) and a verdict by :func:`verdict`'s rules, with the
+    reason. Reads only ``out``."""
+    stats, lengths = {}, None
+    for m in MODELS[:4]:
+        d = read_json(run_dir(out, m) / "bleu_by_length.json")
+        stats[m], lengths = [np.array(d["stats_tok"])], np.array(d["src_len"])
+    score = {m: bleu.bleu_from_stats(s[0], True) for m, s in stats.items()}
+    low = {m: b for m in stats if (b := short_bleu(stats[m], lengths)) < FLOOR}
     paper = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
     rows = []
 
-    # 1-2: Table 1, BLEU All, paired differences
-    allb = {m: boot(m) for m in MODELS[:4]}
-
     def diff(a, b):
-        return bleu.paired_difference(stats_of[a], stats_of[b], True, n_samples)
+        return bleu.paired_difference(stats[a][0], stats[b][0], True, n_samples)
 
+    def judged(better: list[str], others: list[str], ds) -> dict:
+        pick = lambda ms: {m: low[m] for m in ms if m in low} or None  # noqa: E731
+        v, why = verdict([iv for _, iv in ds], MARGIN, pick(better), pick(others))
+        return {"verdict": v, "reason": why}
+
+    # 1-2: Table 1, BLEU All, paired differences
     pairs = [("RNNsearch-30", "RNNencdec-30"), ("RNNsearch-50", "RNNencdec-50")]
     ds = [diff(a, b) for a, b in pairs]
     rows.append({
         "claim": "RNNsearch beats RNNencdec at both training lengths (Table 1)",
         "paper": "; ".join(f"{a} {paper[a]:.2f} vs {b} {paper[b]:.2f}" for a, b in pairs),
-        "ours": "; ".join(f"{a} {allb[a][0]:.2f} vs {b} {allb[b][0]:.2f}, difference "
+        "ours": "; ".join(f"{a} {score[a]:.2f} vs {b} {score[b]:.2f}, difference "
                           f"{_fmt(*d)}" for (a, b), d in zip(pairs, ds, strict=True)),
-        **dict(zip(("verdict", "reason"), _verdict([iv for _, iv in ds]), strict=True)),
+        **judged(["RNNsearch-30", "RNNsearch-50"], ["RNNencdec-30", "RNNencdec-50"], ds),
     })  # fmt: skip
     d = diff("RNNsearch-30", "RNNencdec-50")
     rows.append({
         "claim": "RNNsearch-30 beats RNNencdec-50, which saw longer sentences (Table 1)",
         "paper": f"RNNsearch-30 {paper['RNNsearch-30']:.2f} vs RNNencdec-50 "
                  f"{paper['RNNencdec-50']:.2f}",
-        "ours": f"RNNsearch-30 {allb['RNNsearch-30'][0]:.2f} vs RNNencdec-50 "
-                f"{allb['RNNencdec-50'][0]:.2f}, difference {_fmt(*d)}",
-        **dict(zip(("verdict", "reason"), _verdict([d[1]]), strict=True)),
+        "ours": f"RNNsearch-30 {score['RNNsearch-30']:.2f} vs RNNencdec-50 "
+                f"{score['RNNencdec-50']:.2f}, difference {_fmt(*d)}",
+        **judged(["RNNsearch-30"], ["RNNencdec-50"], [d]),
     })  # fmt: skip
 
     # 3: Figure 2, long/short BLEU ratios
-    ratio = {}
-    for m in ("RNNencdec-30", "RNNencdec-50", "RNNsearch-50"):
-        (ps, ss), (pl, sl) = boot(m, lambda n: n < SHORT), boot(m, lambda n: n >= LONG)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio[m] = (pl / ps if ps else float("nan"), sl / ss)
-    iv = {m: bleu.interval(r[1]) for m, r in ratio.items()}
-    gap = bleu.interval(ratio["RNNsearch-50"][1] - ratio["RNNencdec-50"][1])
-    n_long = int((lengths["RNNsearch-50"] >= LONG).sum())
-    encdec, s50 = MODELS[0:3:2], iv["RNNsearch-50"]
-    if not n_long or any(not np.isfinite(r[1]).all() for r in ratio.values()):
-        verdict = "unclear"
-        reason = f"no BLEU on short or on ≥{LONG}-word sentences to compare"
-    elif all(iv[m][1] < 1 for m in encdec) and gap[0] > 0 and s50[1] >= HOLDS:
-        verdict = "reproduced"
-        reason = (
-            f"both RNNencdec ratios' intervals are below 1; RNNsearch-50's is above "
-            f"RNNencdec-50's (difference [{gap[0]:.2f}, {gap[1]:.2f}]) and reaches {HOLDS}"
-        )
-    elif s50[1] < HOLDS:
-        verdict = "not reproduced"
-        reason = f"RNNsearch-50 also falls: its ratio's interval stays below {HOLDS}"
-    elif any(iv[m][0] > 1 for m in encdec) or gap[1] < 0:
-        verdict = "not reproduced"
-        reason = "an RNNencdec ratio is above 1, or RNNsearch-50's is below RNNencdec-50's"
-    else:
-        verdict = "unclear"
-        reason = (
-            f"an interval contains 1 (RNNencdec) or 0 (RNNsearch-50 minus RNNencdec-50: "
-            f"[{gap[0]:.2f}, {gap[1]:.2f}])"
-        )
+    ours, v, why = ratio_claim("RNNsearch-50", ["RNNencdec-30", "RNNencdec-50"], stats, lengths,
+                               n_samples)  # fmt: skip
     rows.append({
         "claim": f"RNNencdec's BLEU falls as sentences get longer; RNNsearch-50 holds up on "
                  f"sentences of {LONG} words or more (Figure 2)",
         "paper": "Figure 2: both RNNencdec curves fall with length; RNNsearch-50's does not "
                  "fall, even past 50 words",
-        "ours": "; ".join(f"{m} BLEU(≥{LONG}) / BLEU(<{SHORT}) = {ratio[m][0]:.2f} "
-                          f"[{iv[m][0]:.2f}, {iv[m][1]:.2f}]" for m in ratio)
-                + f" ({n_long} test sentences of ≥{LONG} words)" if n_long
-                else f"the test set has no sentence of ≥{LONG} words",
-        "verdict": verdict,
-        "reason": reason,
+        "ours": ours, "verdict": v, "reason": why,
     })  # fmt: skip
 
     # 4: Figure 3, alignments of RNNsearch-50
@@ -171,19 +252,19 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
     n, peak, uniform, mono = a["sentences"], a["peak"], a["uniform"], a["monotonic"]
     back, local = a["moves_left"], a["local"]
     if not n:
-        verdict, reason = "unclear", "no translated sentence with attention weights"
+        v, why = NOT_TESTABLE, "no translated sentence with attention weights"
     elif peak < PEAKED:
-        verdict = "unclear"
-        reason = (
+        v = NOT_TESTABLE
+        why = (
             f"the attention is diffuse (largest weight {peak:.2f} < {PEAKED}): its "
             "heaviest source word says little"
         )
     elif mono >= MONOTONIC and local >= back - local:
-        verdict = "reproduced"
-        reason = f"peaked, {mono:.0%} ≥ {MONOTONIC:.0%} monotonic steps, most moves left local"
+        v = REPRODUCED
+        why = f"peaked, {mono:.0%} ≥ {MONOTONIC:.0%} monotonic steps, most moves left local"
     else:
-        verdict = "not reproduced"
-        reason = f"{mono:.0%} monotonic steps (< {MONOTONIC:.0%}) or mostly long moves left"
+        v = NOT_REPRODUCED
+        why = f"{mono:.0%} monotonic steps (< {MONOTONIC:.0%}) or mostly long moves left"
     rows.append({
         "claim": "The alignments are mostly monotonic, with local reorderings (Figure 3)",
         "paper": "Figure 3: weights concentrated near the diagonal; e.g. European Economic "
@@ -191,7 +272,7 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
         "ours": f"{n} sentences: mean largest weight {peak:.2f} (uniform: {uniform:.2f}); "
                 f"{mono:.0%} of the steps monotonic; {back} moves left, {local} of at "
                 f"most {LOCAL} words",
-        "verdict": verdict,
-        "reason": reason,
+        "verdict": v,
+        "reason": why,
     })  # fmt: skip
     return rows

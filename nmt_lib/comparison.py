@@ -1,30 +1,40 @@
-"""The models before and after the paper, side by side with lite's RNNencdec-50 and RNNsearch-50
-(the book's chapter "Before and after the paper: the results"): the table, Figure 2 for every model,
-and the claims the comparison tests, each with 95% bootstrap intervals and a verdict by the rules of
-:mod:`nmt_lib.claims`. Reads only results directories: ``results/compare/`` (the study profile
-``nmt_lib/profiles/studies/compare.toml``) and ``results/lite/``.
+"""The models before and after the paper beside the paper's RNNencdec-50 and RNNsearch-50, at equal
+updates (the book's chapter "Before and after the paper: the results"): each model's recipe, the
+table with the mean and spread over seeds, dev NLL by updates and by time, Figure 2 for every model,
+what the searches made of each, and the claims the comparison tests, judged by the rules of
+:mod:`nmt_lib.claims` (intervals over seeds and test sentences, the learning floor). Reads only the
+results directory of the study profile ``studies/compare.toml`` (``results/compare/``), whose runs
+are named ``<model>-s<seed>`` (:func:`nmt_lib.recipes.run_name`).
 
-``python -m nmt_lib.comparison`` writes ``comparison.{csv,md}``, ``claims.{csv,md}`` and
-``outputs.{csv,md}`` into ``results/compare/``."""
+``python -m nmt_lib.comparison`` writes ``comparison``, ``recipes``, ``claims`` and ``outputs``
+(``.csv`` and ``.md``) into ``results/compare/``."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import numpy as np
 
 from . import bleu, tables
-from .claims import HOLDS, LONG, MARGIN, SHORT, _fmt, _verdict
+from .claims import (
+    FLOOR,
+    LONG,
+    MARGIN,
+    SHORT,
+    _fmt,
+    ratio_claim,
+    seeded_scores,
+    short_bleu,
+    verdict,  # fmt: skip
+)
 from .config import home
 from .io import read_json
 from .results import eval_curve, run_dir
 from .vocab import SPECIALS, UNK
 
 RESULTS = home() / "results" / "compare"
-#: The profile whose rows the comparison stands beside, and those rows (sentences of up to 50
-#: words, as the comparison's models).
-BASE, BASE_RUNS = "lite", ("RNNencdec-50", "RNNsearch-50")
 #: What each architecture attends with (the table's "attention" column; a format string).
 ATTENTION = {
     "RNNencdec": "none (c in every step)",
@@ -37,62 +47,124 @@ ATTENTION = {
 #: Sutskever et al. (2014), Table 1: one LSTM ensemble member on the source as it is and reversed
 #: (test perplexity 5.8 → 4.7, BLEU 25.9 → 30.6, §3.3).
 SUTSKEVER_REVERSAL = "test BLEU 25.9 → 30.6 and perplexity 5.8 → 4.7 (§3.3)"
-
-
-def models(out: Path = RESULTS, base: Path | None = None) -> dict[str, Path]:
-    """``{model: its results directory}``: lite's -50 rows first, then the comparison's runs."""
-    base = base or home() / "results" / BASE
-    found = {name: base for name in BASE_RUNS}
-    found.update((name, out) for name in read_json(out / "manifest.json")["runs"])
-    return found
-
-
-def model_config(d: Path, name: str) -> dict:
-    """The model settings of run ``name`` as the manifest of results directory ``d`` records them."""
-    return read_json(d / "manifest.json")["configs"][name]["model"]
-
-
 #: The architectures with attention.
 ATTENDING = ("RNNsearch", "Luong", "Transformer")
 
 
-def has_attention(d: Path, name: str) -> bool:
-    """Whether run ``name`` of ``d`` is an attention model (:data:`ATTENDING`)."""
-    return model_config(d, name)["arch"] in ATTENDING
+def models(out: Path = RESULTS) -> dict[str, list[str]]:
+    """``{model: its runs, one per seed}`` in the manifest's order (``RNNsearch-50-s2`` is
+    RNNsearch-50's run with seed 2)."""
+    found: dict[str, list[str]] = {}
+    for run in read_json(out / "manifest.json")["runs"]:
+        found.setdefault(re.sub(r"-s\d+$", "", run), []).append(run)
+    return found
 
 
-def table(out: Path = RESULTS, base: Path | None = None) -> list[dict]:
-    """:func:`nmt_lib.tables.comparison_table` of lite's -50 rows and the comparison's runs, with
-    what each model attends with."""
-    where = models(out, base)
-    rows = [r for r in tables.comparison_table(*dict.fromkeys(where.values()))
-            if where.get(r["model"]) is not None and r["results"] == where[r["model"]].name]  # fmt: skip
-    for r in rows:
-        cfg = model_config(where[r["model"]], r["model"])
-        r["attention"] = ATTENTION[cfg["arch"]].format(score=cfg.get("score"))
-    order = list(where)
-    return sorted(rows, key=lambda r: order.index(r["model"]))
+def config(out: Path, run: str) -> dict:
+    """The resolved config of ``run`` as the manifest of ``out`` records it."""
+    return read_json(out / "manifest.json")["configs"][run]
 
 
-def curves(out: Path = RESULTS, base: Path | None = None) -> tuple[dict, list[int]]:
-    """Figure 2 for every model: ``{model: (bucket centres, BLEU)}`` and the bucket edges."""
+def has_attention(out: Path, run: str) -> bool:
+    """Whether ``run`` is an attention model (:data:`ATTENDING`)."""
+    return config(out, run)["model"]["arch"] in ATTENDING
+
+
+def _stats(out: Path, runs: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each run's per-sentence statistics (tokenized) and the source lengths."""
+    ds = [read_json(run_dir(out, r) / "bleu_by_length.json") for r in runs]
+    return [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
+
+
+def _mean_sd(values: list[float]) -> tuple[float, float | None]:
+    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else None
+
+
+def table(out: Path = RESULTS) -> list[dict]:
+    """One row per model: its seeds, test BLEU (All, No-UNK: the mean over seeds, the standard
+    deviation and each seed's), BLEU on sentences of fewer than SHORT words (the learning floor's
+    measure), dev NLL (the whole dev set), parameters, updates, training tokens per second and
+    hours per run."""
+    rows = []
+    base = {r["model"]: r for r in tables.comparison_table(out)}
+    for model, runs in models(out).items():
+        per = [base[r] for r in runs]
+        stats, lengths = _stats(out, runs)
+        all_, sd = _mean_sd([r["All"] for r in per])
+        no_unk = [r["No UNK"] for r in per if r["No UNK"] is not None]
+        cfg = config(out, runs[0])["model"]
+        rows.append({
+            "model": model,
+            "attention": ATTENTION[cfg["arch"]].format(score=cfg.get("score")),
+            "seeds": len(runs),
+            "All": round(all_, 2),
+            "All sd": None if sd is None else round(sd, 2),
+            "All per seed": " / ".join(f"{r['All']:.2f}" for r in per),
+            "No UNK": round(float(np.mean(no_unk)), 2) if no_unk else None,
+            f"All <{SHORT} words": round(short_bleu(stats, lengths), 2),
+            "dev NLL": round(float(np.mean([r["dev NLL"] for r in per])), 2),
+            "parameters (M)": per[0]["parameters (M)"],
+            "updates": per[0]["updates"] if len({r["updates"] for r in per}) == 1 else None,
+            "train tok/s": round(float(np.mean([r["train tok/s"] for r in per]))),
+            "hours per run": round(float(np.mean([r["hours"] for r in per])), 2),
+        })  # fmt: skip
+    return rows
+
+
+#: The settings of a recipe that the comparison's models differ in (``recipes`` table).
+RECIPE_COLUMNS = {
+    "optimizer": ("train", "optimizer"), "lr": ("train", "lr"),
+    "schedule": ("train", "lr_schedule"), "warm-up": ("train", "warmup_updates"),
+    "Adam β₂": ("train", "adam_beta2"), "dropout": ("model", "dropout"),
+    "layers": ("model", "layers"), "forget-gate bias": ("model", "forget_bias"),
+    "length-normalised search": ("search", "normalize"),
+    "search limit (× source)": ("search", "max_len_ratio"),
+}  # fmt: skip
+
+
+def recipes(out: Path = RESULTS) -> list[dict]:
+    """Each model's recipe and search settings (the first seed's config; the seeds differ only
+    in ``seed``), as chosen on dev by the sweep (:mod:`nmt_lib.recipes`); blank where a run's
+    config predates the setting."""
+    rows = []
+    for model, runs in models(out).items():
+        cfg = config(out, runs[0])
+        rows.append({"model": model, **{col: cfg[sec].get(key)
+                                        for col, (sec, key) in RECIPE_COLUMNS.items()}})  # fmt: skip
+    return rows
+
+
+def curves(out: Path = RESULTS) -> tuple[dict, list[int]]:
+    """Figure 2 for every model: ``{model: (bucket centres, BLEU: the mean over its seeds)}`` and
+    the bucket edges."""
     found, edges = {}, []
-    for name, d in models(out, base).items():
-        c, edges = tables.fig2_curves(d, [name])
-        found.update(c)
+    for model, runs in models(out).items():
+        c, edges = tables.fig2_curves(out, runs)
+        xs = c[runs[0]][0]
+        found[model] = (xs, [float(np.mean([c[r][1][k] for r in runs])) for k in range(len(xs))])
     return found, edges
 
 
-def dev_curves(out: Path = RESULTS, base: Path | None = None) -> dict[str, list[dict]]:
-    """Each model's evaluations during training (:func:`nmt_lib.results.eval_curve`): ``{model:
-    [{"minutes", "update", "dev_nll", "dev_bleu"}]}``, the dev NLL on the fixed dev subset of
-    ``train.dev_nll_sentences``."""
-    return {name: eval_curve(run_dir(d, name)) for name, d in models(out, base).items()}
+def dev_curves(out: Path = RESULTS) -> dict[str, list[dict]]:
+    """Each model's evaluations during training (:func:`nmt_lib.results.eval_curve`), the dev NLL
+    on the fixed dev subset averaged over its seeds at each update, minutes those of its first
+    seed: ``{model: [{"minutes", "update", "dev_nll"}]}``."""
+    found = {}
+    for model, runs in models(out).items():
+        per = [eval_curve(run_dir(out, r)) for r in runs]
+        common = sorted(set.intersection(*({e["update"] for e in c} for c in per)))
+        first = {e["update"]: e for e in per[0]}
+        found[model] = [{
+            "update": u, "minutes": first[u]["minutes"],
+            "dev_nll": float(np.mean([next(e["dev_nll"] for e in c if e["update"] == u)
+                                      for c in per])),
+        } for u in common]  # fmt: skip
+    return found
 
 
 def at_updates(curves: dict[str, list[dict]]) -> tuple[int, dict[str, float]]:
     """The dev NLL of every model at the last evaluation that all of them reached: that update and
-    ``{model: dev NLL}``: what each architecture learns per update, apart from its speed."""
+    ``{model: dev NLL}``."""
     common = max(set.intersection(*({r["update"] for r in recs} for recs in curves.values())))
     return common, {m: next(r["dev_nll"] for r in recs if r["update"] == common)
                     for m, recs in curves.items()}  # fmt: skip
@@ -112,124 +184,126 @@ def loops(words: list[str], n: int = 3, times: int = 3) -> bool:
     return False
 
 
-def outputs(out: Path = RESULTS, base: Path | None = None) -> list[dict]:
-    """What each model's test translations (Table 1's "All", tokenized) look like: how many
-    hypotheses the search left unfinished at its length limit, their length relative to the
-    references', and the share that loop (:func:`loops`: a 3-word sequence 3 times or more)."""
+def outputs(out: Path = RESULTS) -> list[dict]:
+    """What each model's test translations (Table 1's "All", tokenized) look like, averaged over
+    its seeds: how many hypotheses the search left unfinished at its length limit, their length
+    relative to the references', and the share that loop (:func:`loops`)."""
     rows = []
-    for m, d in models(out, base).items():
-        b = read_json(run_dir(d, m) / "bleu.json")
-        lines = (run_dir(d, m) / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()
+    for model, runs in models(out).items():
+        unfinished, ratio, looping = [], [], []
+        for r in runs:
+            b = read_json(run_dir(out, r) / "bleu.json")
+            lines = (run_dir(out, r) / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()
+            unfinished.append(b["unfinished"])
+            ratio.append(b["all"]["tok"]["sys_len"] / b["all"]["tok"]["ref_len"])
+            looping.append(100 * sum(loops(h.split()) for h in lines) / len(lines))
         rows.append({
-            "model": m,
-            "unfinished": b["unfinished"],
-            "length / reference": round(b["all"]["tok"]["sys_len"] / b["all"]["tok"]["ref_len"], 2),
-            "looping (%)": round(100 * sum(loops(h.split()) for h in lines) / len(lines), 1),
+            "model": model, "unfinished": round(float(np.mean(unfinished)), 1),
+            "length / reference": round(float(np.mean(ratio)), 2),
+            "looping (%)": round(float(np.mean(looping)), 1),
         })  # fmt: skip
     return rows
 
 
-def claims(out: Path = RESULTS, base: Path | None = None, n_samples: int = 1000) -> list[dict]:
-    """The claims the comparison tests, with our numbers, 95% paired bootstrap intervals (one seed
-    for every model: :func:`nmt_lib.bleu.bootstrap_scores`) and a verdict, *reproduced*, *not
-    reproduced* or *unclear*:
+def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
+    """The claims the comparison tests, at equal updates, with our numbers, 95% intervals over
+    seeds and test sentences (:func:`nmt_lib.claims.seeded_scores`) and a verdict by the rules of
+    :func:`nmt_lib.claims.verdict`:
 
-    1. per attention model, Bahdanau et al.'s Figure 2 claim: attention removes the fixed vector's
+    1. Bahdanau et al.'s Table 1: RNNsearch-50 beats RNNencdec-50 (by ``MARGIN`` BLEU);
+    2. per attention model, Bahdanau et al.'s Figure 2: attention removes the fixed vector's
        bottleneck, so BLEU on sentences of ``LONG`` words or more, relative to BLEU on sentences of
-       fewer than ``SHORT``, is above that of every model without attention, and holds up (its
-       interval reaches ``HOLDS``);
-    2. Sutskever et al.'s: reversing the source helps an LSTM encoder-decoder (by ``MARGIN`` BLEU);
-    3. Vaswani et al.'s: the Transformer beats the recurrent attention models (by ``MARGIN``), here
-       at the same budget of CPU time."""
-    where = models(out, base)
-    stats = {m: np.array(read_json(run_dir(d, m) / "bleu_by_length.json")["stats_tok"])
-             for m, d in where.items()}  # fmt: skip
-    first, d = next(iter(where.items()))
-    lengths = np.array(read_json(run_dir(d, first) / "bleu_by_length.json")["src_len"])
-    score = {m: bleu.bleu_from_stats(s, True) for m, s in stats.items()}
-    short, long_ = lengths < SHORT, lengths >= LONG
-    ratio = {}
-    for m, s in stats.items():
-        ps, pl = bleu.bleu_from_stats(s[short], True), bleu.bleu_from_stats(s[long_], True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            samples = (bleu.bootstrap_scores(s, True, n_samples, subset=long_)
-                       / bleu.bootstrap_scores(s, True, n_samples, subset=short))  # fmt: skip
-        ratio[m] = (pl / ps if ps else float("nan"), samples)
-    arch = {m: model_config(d, m)["arch"] for m, d in where.items()}
-    attn = [m for m in where if arch[m] in ATTENDING]
-    plain = [m for m in where if m not in attn]
+       fewer than ``SHORT``, is higher than that of the models without attention
+       (:func:`nmt_lib.claims.ratio_claim`, between models above the learning floor);
+    3. Sutskever et al.'s: reversing the source helps an LSTM encoder-decoder (by ``MARGIN``);
+    4. Vaswani et al.'s: the Transformer beats the recurrent attention models (by ``MARGIN``)."""
+    found = models(out)
+    stats, lengths = {}, None
+    for m, runs in found.items():
+        stats[m], lengths = _stats(out, runs)
+    arch = {m: config(out, runs[0])["model"]["arch"] for m, runs in found.items()}
+    reverse = {m: config(out, runs[0])["model"]["reverse_source"] for m, runs in found.items()}
+    low = {m: b for m in found if (b := short_bleu(stats[m], lengths)) < FLOOR}
+    score = {m: float(np.mean([bleu.bleu_from_stats(s, True) for s in stats[m]])) for m in found}
+    samples = {m: seeded_scores(stats[m], n_samples, draw=m) for m in found}
+    seeds = lambda m: f"{len(stats[m])} seed{'s' * (len(stats[m]) > 1)}"  # noqa: E731
     rows = []
 
-    def r_txt(m):
-        lo, hi = bleu.interval(ratio[m][1])
-        return f"{m} {ratio[m][0]:.2f} [{lo:.2f}, {hi:.2f}]"
+    def diff_row(claim, paper, a, bs):
+        ds = [(score[a] - score[b], bleu.interval(samples[a] - samples[b])) for b in bs]
+        pick = lambda ms: {m: low[m] for m in ms if m in low} or None  # noqa: E731
+        v, why = verdict([iv for _, iv in ds], MARGIN, pick([a]), pick(bs))
+        rows.append({
+            "claim": claim, "paper": paper,
+            "ours": "; ".join(f"{a} {score[a]:.2f} ({seeds(a)}) vs {b} {score[b]:.2f} "
+                              f"({seeds(b)}), difference {_fmt(*d)}"
+                              for b, d in zip(bs, ds, strict=True)),
+            "verdict": v, "reason": why,
+        })  # fmt: skip
 
+    if "RNNsearch-50" in found and "RNNencdec-50" in found:
+        diff_row("RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)",
+                 "RNNsearch-50 26.75 vs RNNencdec-50 17.82", "RNNsearch-50", ["RNNencdec-50"])  # fmt: skip
+    attn = [m for m in found if arch[m] in ATTENDING]
+    plain = [m for m in found if m not in attn]
     for m in attn:
-        diffs = {n: bleu.interval(ratio[m][1] - ratio[n][1]) for n in plain}
-        own = bleu.interval(ratio[m][1])
-        finite = all(np.isfinite(ratio[k][1]).all() for k in [m, *plain])
-        if not long_.any() or not finite:
-            verdict, reason = "unclear", f"no BLEU on short or on ≥{LONG}-word sentences to compare"
-        elif all(lo > 0 for lo, _ in diffs.values()) and own[1] >= HOLDS:
-            verdict = "reproduced"
-            reason = (f"its ratio's interval is above every model's without attention and "
-                      f"reaches {HOLDS}")  # fmt: skip
-        elif any(hi < 0 for _, hi in diffs.values()):
-            verdict, reason = "not reproduced", "a model without attention holds up better"
-        elif own[1] < HOLDS:
-            verdict = "not reproduced"
-            reason = f"it falls too: its ratio's interval stays below {HOLDS}"
-        else:
-            verdict, reason = "unclear", "an interval of the difference from a model without " \
-                                         "attention contains 0"  # fmt: skip
+        ours, v, why = ratio_claim(m, plain, stats, lengths, n_samples)
         rows.append({
             "claim": f"{m}: attention keeps BLEU on long sentences, where models without "
                      f"attention lose it (Bahdanau et al., Figure 2)",
             "paper": "RNNsearch-50's curve does not fall past 50 words; RNNencdec's do",
-            "ours": f"BLEU(≥{LONG}) / BLEU(<{SHORT}): {r_txt(m)}; without attention: "
-                    + "; ".join(r_txt(n) for n in plain)
-                    + f" ({int(long_.sum())} test sentences of ≥{LONG} words)",
-            "verdict": verdict,
-            "reason": reason,
+            "ours": ours, "verdict": v, "reason": why,
         })  # fmt: skip
-
-    def diff_row(claim, paper, a, bs):
-        ds = [bleu.paired_difference(stats[a], stats[b], True, n_samples) for b in bs]
-        rows.append({
-            "claim": claim,
-            "paper": paper,
-            "ours": "; ".join(f"{a} {score[a]:.2f} vs {b} {score[b]:.2f}, difference {_fmt(*d)}"
-                              for b, d in zip(bs, ds, strict=True)),
-            **dict(zip(("verdict", "reason"), _verdict([iv for _, iv in ds]), strict=True)),
-        })  # fmt: skip
-
-    lstm = [m for m in where if arch[m] == "Seq2seq"]
-    back = [m for m in lstm if model_config(where[m], m).get("reverse_source")]
-    fwd = [m for m in lstm if m not in back]
+    lstm = [m for m in found if arch[m] == "Seq2seq"]
+    back = [m for m in lstm if reverse[m]]
+    fwd = [m for m in lstm if not reverse[m]]
     if fwd and back:
         diff_row("Reversing the source helps an LSTM encoder-decoder without attention "
                  "(Sutskever et al.)", SUTSKEVER_REVERSAL, back[0], fwd[:1])  # fmt: skip
     tf = [m for m in attn if arch[m] == "Transformer"]
     recurrent = [m for m in attn if m not in tf]
     if tf and recurrent:
-        diff_row("The Transformer beats the recurrent attention models, here at the same "
-                 "budget of CPU time (Vaswani et al.)",
+        diff_row("The Transformer beats the recurrent attention models (Vaswani et al.)",
                  "EN-FR newstest2014 (Table 2): Transformer (big) 41.8 BLEU, above every "
                  "earlier model (GNMT+RL 39.92), at under a quarter of the training cost of "
                  "the best; Transformer (base) 38.1", tf[0], recurrent)  # fmt: skip
     return rows
 
 
-NOTE = (
-    "Profiles `compare` and `lite` (newstest2014, tokenized BLEU). 95% intervals: paired "
-    f"bootstrap, 1000 resamples of the test set. Margin: {MARGIN:g} BLEU."
-)
+def budget(out: Path = RESULTS) -> str:
+    """The comparison's budget in words: ``"3,000 updates"`` (the same for every model, on the
+    same batches) or, for runs trained by time, ``"40 minutes of one core"``."""
+    t = config(out, read_json(out / "manifest.json")["runs"][0])["train"]
+    return f"{t['max_updates']:,} updates" if t["max_updates"] else f"{60 * t['max_hours']:.0f} " \
+        "minutes of one core"  # fmt: skip
+
+
+def note(out: Path = RESULTS) -> str:
+    """The tables' note: the profile, the budget, how the numbers are made and the rules."""
+    return (
+        f"Profile `compare` (newstest2014, tokenized BLEU), every model trained for {budget(out)}. "
+        "All: the mean over the model's seeds; sd: their standard deviation. 95% intervals: 1000 "
+        f"resamples of the seeds and of the test sentences. Margin: {MARGIN:g} BLEU; learning "
+        f"floor: {FLOOR:g} BLEU on sentences of fewer than {SHORT} words; long sentences: {LONG} "
+        "words or more."
+    )
+
+
+def recipes_note(out: Path = RESULTS) -> str:
+    """The recipes table's note: where the recipes come from."""
+    if not config(out, read_json(out / "manifest.json")["runs"][0])["train"]["max_updates"]:
+        return "Every model with lite's recipe and search, chosen for RNNsearch-50 by the budget study."
+    return (
+        "Chosen on dev for each family of models (results/compare/recipes/): the learning rate, "
+        "the schedule and the model settings by dev NLL, the search settings by dev BLEU. Every "
+        "model: Adam, the loss averaged over sentences, gradients clipped to norm 1, fp32."
+    )
 
 
 OUTPUTS_NOTE = (
-    "newstest2014, Table 1's All (tokenized, <unk> allowed). unfinished: hypotheses still open at "
-    "the length limit (3 × the source). looping: translations in which a 3-word sequence "
-    "without <unk> occurs 3 times or more."
+    "newstest2014, Table 1's All (tokenized, <unk> allowed), the mean over seeds. unfinished: "
+    "hypotheses still open at the search's length limit. looping: translations in which a 3-word "
+    "sequence without <unk> occurs 3 times or more."
 )
 
 
@@ -237,10 +311,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nmt_lib.comparison", description=__doc__)
     ap.add_argument("--results-dir", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
-    tables.write_table(a.results_dir, "comparison", table(a.results_dir), NOTE)
-    tables.write_table(a.results_dir, "claims", claims(a.results_dir), NOTE)
-    tables.write_table(a.results_dir, "outputs", outputs(a.results_dir), OUTPUTS_NOTE)
-    print(f"[comparison] wrote comparison, claims and outputs into {a.results_dir}")
+    out = a.results_dir
+    tables.write_table(out, "comparison", table(out), note(out))
+    tables.write_table(out, "recipes", recipes(out), recipes_note(out))
+    tables.write_table(out, "claims", claims(out), note(out))
+    tables.write_table(out, "outputs", outputs(out), OUTPUTS_NOTE)
+    print(f"[comparison] wrote comparison, recipes, claims and outputs into {out}")
     return 0
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from . import bleu
+from .claims import NOT_REPRODUCED, NOT_TESTABLE, OPPOSITE, REPRODUCED
 from .config import ModelConfig, load_profile, make, run_from_dict
 from .io import atomic_write, read_json
 from .model import RNNencdec, RNNsearch, count_parameters, forward_macs
@@ -106,17 +107,53 @@ def comparison_table(*outs: Path) -> list[dict]:
     return rows
 
 
-def markdown_table(rows: list[dict]) -> str:
-    """A Markdown pipe table of ``rows`` (missing values blank)."""
+#: The width of the book's text column at a 1280 px window, in CSS pixels, less a margin: a table
+#: estimated wider is shown as several (:func:`markdown_table`; ``tests/test_book.py`` measures).
+BOOK_COLUMN_PX = 650
+
+
+def _cell(v) -> str:
+    return "" if v is None else (f"{v:,}" if isinstance(v, int) else str(v))
+
+
+def _min_px(col: str, rows: list[dict]) -> float:
+    """The narrowest a column can be shown: its longest word (a browser wraps cells at spaces),
+    at about 8.6 px a character, plus the cell's padding (fitted to the book's measured tables)."""
+    words = [w for s in [col] + [_cell(r.get(col)) for r in rows] for w in s.split()]
+    return 8.6 * max((len(w) for w in words), default=1) + 24
+
+
+def markdown_table(rows: list[dict], fit: float | None = BOOK_COLUMN_PX) -> str:
+    """A Markdown pipe table of ``rows`` (missing values blank). A table that the book's column
+    (``fit`` pixels) cannot show without a scroll bar becomes several, one under the other, each
+    with the first column and as many of the next ones as fit; ``fit=None``: always one table
+    (the results' ``.md`` files)."""
     cols = list(dict.fromkeys(k for r in rows for k in r))
-    cell = lambda v: "" if v is None else (f"{v:,}" if isinstance(v, int) else str(v))  # noqa: E731
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(cell(r.get(c)) for c in cols) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    groups = [cols[1:]]
+    if fit and cols and sum(_min_px(c, rows) for c in cols) > fit:
+        groups, room = [[]], fit - _min_px(cols[0], rows)
+        for c in cols[1:]:
+            if groups[-1] and sum(_min_px(g, rows) for g in groups[-1] + [c]) > room:
+                groups.append([])
+            groups[-1].append(c)
+    parts = []
+    for group in groups:
+        part = cols[:1] + group
+        lines = ["| " + " | ".join(part) + " |", "|" + "---|" * len(part)]
+        lines += ["| " + " | ".join(_cell(r.get(c)) for c in part) + " |" for r in rows]
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
 
 
 #: The lines around the README's results summary (:func:`readme_results`).
 README_MARKS = ("<!-- results: python -m nmt_lib.replicate --readme -->", "<!-- /results -->")
+
+
+def verdict_counts(verdicts: list[str]) -> str:
+    """``"3 reproduced, 1 not testable here"``: how many claims got each verdict, in the order of
+    :mod:`nmt_lib.claims`'s verdicts."""
+    order = (REPRODUCED, NOT_REPRODUCED, OPPOSITE, NOT_TESTABLE)
+    return ", ".join(f"{verdicts.count(v)} {v}" for v in order if verdicts.count(v))
 
 
 def readme_results(profile: str = "lite") -> str:
@@ -141,16 +178,10 @@ def readme_results(profile: str = "lite") -> str:
         f"book's budget study, took {hours:.1f} CPU-core hours to train and evaluate "
         f"({manifest['hardware']['cpu_model'] or manifest['hardware']['cpu']}):",
         "",
-        markdown_table(rows).rstrip("\n"),
+        markdown_table(rows, fit=None).rstrip("\n"),
         "",
-        f"Of the paper's {len(verdicts)} claims that the book tests, "
-        f"{verdicts.count('reproduced')} are reproduced by these models"
-        + (
-            ""
-            if verdicts.count("reproduced") == len(verdicts)
-            else f", {len(verdicts) - verdicts.count('reproduced')} not reproduced or unclear"
-        )
-        + ' (the chapter "Experiments" gives each verdict and its interval).',
+        f"Of the paper's {len(verdicts)} claims that the book tests: {verdict_counts(verdicts)} "
+        '(the chapter "Experiments" gives each verdict, its interval and its reason).',
     ]
     compare = results_path("compare")
     if (compare / "claims.csv").is_file():
@@ -158,13 +189,19 @@ def readme_results(profile: str = "lite") -> str:
             ranked = sorted(csv.DictReader(f), key=lambda r: -float(r["All"]))
         with open(compare / "claims.csv", encoding="utf-8") as f:
             judged = [r["verdict"] for r in csv.DictReader(f)]
+        cmp = read_json(compare / "manifest.json")
+        t = run_from_dict(cmp["configs"][cmp["runs"][0]]).train
+        budget = (f"the same {t.max_updates:,} updates each, with its own recipe chosen on dev"
+                  if t.max_updates else
+                  f"the same {60 * t.max_hours:.0f} minutes of one core each (equal time, "
+                  "which measures our implementations as much as the architectures), with "
+                  "lite's recipe")  # fmt: skip
         text += [
             "",
-            "Beside them, on the same data, sizes, recipe and budget (`results/compare/`, the "
-            'book\'s part "Before and after the paper"): '
+            "Beside them, on the same data and sizes, the models before and after the paper "
+            f'(`results/compare/`, the book\'s part "Before and after the paper"), {budget}: '
             + ", ".join(f"{r['model']} {float(r['All']):.2f}" for r in ranked)
-            + f". Of the {len(judged)} claims that comparison tests, "
-            f"{judged.count('reproduced')} are reproduced.",
+            + f". Of the {len(judged)} claims that comparison tests: {verdict_counts(judged)}.",
         ]
     gpu = results_path("gpu")
     if (gpu / "manifest.json").is_file():
@@ -189,7 +226,7 @@ def write_table(out: Path, name: str, rows: list[dict], note: str) -> None:
     with atomic_write(out / f"{name}.csv") as f:
         f.write(buf.getvalue())
     with atomic_write(out / f"{name}.md") as f:
-        f.write(markdown_table(rows) + "\n" + note.strip() + "\n")
+        f.write(markdown_table(rows, fit=None) + "\n" + note.strip() + "\n")
 
 
 def show_table(out: Path, name: str, rows: list[dict], note: str, write: bool) -> str:

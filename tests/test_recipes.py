@@ -139,24 +139,8 @@ def test_compare_profile_is_the_chosen_recipes(tmp_path):
     assert set(names) - set(runs) == {"Luong-general-50-s2", "Luong-general-50-s3"}
 
 
-COMPARE = "nmt_lib/profiles/studies/compare.toml"
-
-
 @pytest.mark.skipif(not (recipes.RESULTS / "search.csv").is_file(), reason="sweep not committed")
-def test_compare_profile_takes_the_committed_choices():
-    """Every model of the comparison trains with its family's chosen arm's recipe and searches
-    with its family's chosen setting."""
-    prof, sweep = load_profile(COMPARE), load_profile(recipes.PROFILE)
-    search = [
-        r for r in csv.DictReader((recipes.RESULTS / "search.csv").open()) if r["chosen"] == "True"
-    ]
-    chosen = recipes.chosen()
-    for name, run in prof.runs.items():
-        fam = recipes.FAMILY_OF(run)
-        arm = sweep.runs[chosen[fam]]
-        for sec, keys in recipes.RECIPE.items():
-            for k in keys:
-                assert getattr(getattr(run, sec), k) == getattr(getattr(arm, sec), k), (name, k)
-        (s,) = [r for r in search if r["model"] == fam]
-        assert run.search.normalize == (s["search.normalize"] == "True"), name
-        assert run.search.max_len_ratio == float(s["search.max_len_ratio"]), name
+def test_the_comparisons_profile_is_written_from_the_committed_sweep():
+    """studies/compare.toml is what ``python -m nmt_lib.recipes --write-profile`` makes of the
+    committed sweep and comparison: every model with its family's chosen recipe and search."""
+    assert recipes.COMPARE.read_text(encoding="utf-8") == recipes.compare_profile()

@@ -66,38 +66,39 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     head = smoke.split("[runs.")[0].replace('name = "smoke"', 'name = "mini-compare"')
     head = head.replace("max_updates = 1000", "max_updates = 50")  # two log windows of 25
     profile = tmp_path / "mini-compare.toml"
-    profile.write_text(head + '[runs."Luong-dot"]\nmodel = { arch = "Luong", score = "dot" }\n\n'
-                       '[runs."Transformer"]\nmodel = { arch = "Transformer", heads = 2, ff = 32 }\n')  # fmt: skip
+    profile.write_text(head + '[runs."Luong-dot-s1"]\nmodel = { arch = "Luong", score = "dot" }\n\n'
+                       '[runs."Transformer-s1"]\nmodel = { arch = "Transformer", heads = 2, ff = 32 }\n\n'
+                       '[runs."Luong-dot-s2"]\nmodel = { arch = "Luong", score = "dot" }\n'
+                       'train = { seed = 2 }\ndata = { seed = 2 }\n')  # fmt: skip
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "results"
     code = replicate.main(["--train", str(profile), "--results-dir", str(out),
                            "--data-dir", str(replicate.toy_data_dir())])  # fmt: skip
     assert code == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["runs"] == ["Luong-dot", "Transformer"]
-    for name, arch in (("Luong-dot", "Luong"), ("Transformer", "Transformer")):
+    assert manifest["runs"] == ["Luong-dot-s1", "Transformer-s1", "Luong-dot-s2"]
+    for name, arch in (("Luong-dot-s1", "Luong"), ("Transformer-s1", "Transformer")):
         run = replicate.run_dir(out, name)
         assert manifest["configs"][name]["model"]["arch"] == arch
         bleu = json.loads((run / "bleu.json").read_text())
         assert bleu  # decoded and scored like the paper's models
     rows = tables.comparison_table(out)  # the comparison chapter's table, from the run's files
-    assert [(r["model"], r["arch"]) for r in rows] == [("Luong-dot", "Luong"),
-                                                       ("Transformer", "Transformer")]  # fmt: skip
+    assert [(r["model"], r["arch"]) for r in rows] == [
+        ("Luong-dot-s1", "Luong"), ("Transformer-s1", "Transformer"), ("Luong-dot-s2", "Luong")]  # fmt: skip
     for r in rows:
         assert r["updates"] == 50 and r["parameters (M)"] > 0 and r["train tok/s"] > 0
         assert r["dev NLL"] > 0 and 0 <= r["All"] <= 100 and r["results"] == "results"
-    # the chapter's table: lite's -50 rows first, then the study's, with what each attends with
+    # the chapter's tables: one row per model, its seeds together, with what each attends with
     rows = comparison.table(out)
-    assert [r["model"] for r in rows] == [
-        "RNNencdec-50",
-        "RNNsearch-50",
-        "Luong-dot",
-        "Transformer",
-    ]
-    assert [r["attention"] for r in rows][2:] == [
+    assert [(r["model"], r["seeds"], r["updates"]) for r in rows] == [("Luong-dot", 2, 50),
+                                                                      ("Transformer", 1, 50)]  # fmt: skip
+    assert [r["attention"] for r in rows] == [
         "Luong: dot, from h_t",
         "multi-head scaled dot-product",
     ]
+    assert comparison.main(["--results-dir", str(out)]) == 0
+    for name in ("comparison", "recipes", "claims", "outputs"):
+        assert (out / f"{name}.md").is_file()
 
     # resumed after both evaluations: neither is decoded again, and the manifest keeps their times;
     # a run whose evaluation is missing is evaluated again, alone
@@ -105,12 +106,12 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     evaluate = replicate.evaluate_run
     monkeypatch.setattr(replicate, "evaluate_run", lambda run, *a, **k: calls.append(run.name)
                         or evaluate(run, *a, **k))  # fmt: skip
-    (replicate.run_dir(out, "Transformer") / "bleu.json").unlink()
+    (replicate.run_dir(out, "Transformer-s1") / "bleu.json").unlink()
     assert replicate.main(["--train", str(profile), "--results-dir", str(out),
                            "--data-dir", str(replicate.toy_data_dir())]) == 0  # fmt: skip
-    assert calls == ["Transformer"]
+    assert calls == ["Transformer-s1"]
     again = json.loads((out / "manifest.json").read_text())
-    kept = again["wall_seconds"]["Luong-dot"]
-    assert kept["evaluate_s"] == round(json.loads((replicate.run_dir(out, "Luong-dot")
+    kept = again["wall_seconds"]["Luong-dot-s1"]
+    assert kept["evaluate_s"] == round(json.loads((replicate.run_dir(out, "Luong-dot-s1")
                                                    / "bleu.json").read_text())["seconds"], 1)  # fmt: skip
     assert kept["train_s"] > 0 and again["configs"] == manifest["configs"]
