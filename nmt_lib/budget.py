@@ -77,11 +77,12 @@ def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -
     sentences, of the model an arm ended with; written to ``final.json``."""
     import dataclasses
 
+    from nmt_lib.checkpoint import located
     from nmt_lib.evaluate import dev_metrics, load_trained
     from nmt_lib.io import write_json
 
     summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
-    model, _ = load_trained(summary["model_checkpoint"])
+    model, _ = load_trained(located(summary["model_checkpoint"], run))
     cfg = dataclasses.replace(
         run, train=dataclasses.replace(run.train, dev_bleu_sentences=bleu_sentences)
     )
@@ -143,6 +144,7 @@ def search_study(
     import dataclasses
 
     from nmt_lib import bleu
+    from nmt_lib.checkpoint import located
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import decode, dev_subset, load_trained
     from nmt_lib.io import atomic_write
@@ -152,7 +154,7 @@ def search_study(
     run = arm_run(out, arm, data_dir)
     prep = prepare(run.data)
     summary = json.loads((out / "runs" / run_dir_name(arm) / "train_summary.json").read_text())
-    model, _ = load_trained(summary["model_checkpoint"])
+    model, _ = load_trained(located(summary["model_checkpoint"], run))
     idx = dev_subset(len(prep.dev), sentences)
     refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
     rows = []

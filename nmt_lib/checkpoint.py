@@ -63,6 +63,29 @@ def default_checkpoint_dir(cfg: RunConfig, out_dir: str | os.PathLike) -> Path:
     return cfg.data.resolved_cache_dir() / "ckpt" / f"{out_dir.name}-{tag}"
 
 
+#: How results files name the cache directory (``data.cache_dir``, ``NMT_CACHE``, ``.cache``), so
+#: that no committed file names a machine's directories: ``<cache>/ckpt/RNNsearch-50-…/last.pt``.
+CACHE = "<cache>"
+
+
+def portable(path: str | os.PathLike, cfg: RunConfig) -> str:
+    """``path`` as a results file records it: relative to the run's cache directory, written
+    ``<cache>/…`` (:data:`CACHE`), when it lies under it; else as it is (a ``--checkpoint-dir`` of
+    the user's own)."""
+    cache = cfg.data.resolved_cache_dir().resolve()
+    try:
+        return f"{CACHE}/{Path(path).resolve().relative_to(cache).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+def located(recorded: str, cfg: RunConfig) -> Path:
+    """The file that a results file names (:func:`portable`), in this machine's cache directory."""
+    if recorded.startswith(CACHE + "/"):
+        return cfg.data.resolved_cache_dir() / recorded[len(CACHE) + 1 :]
+    return Path(recorded)
+
+
 def rng_state() -> dict:
     """The states of every random generator a run may draw from."""
     state = {

@@ -55,6 +55,7 @@ from .checkpoint import (
     default_checkpoint_dir,
     load_checkpoint,
     load_model_state,
+    portable,
 )
 from .config import RunConfig, SearchConfig, run_from_dict, to_dict
 from .data import pad
@@ -428,7 +429,7 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     hyps = decode(model, test.x, search, dev, prec, progress=progress, journal=journal("all"))
     hyp_tok = [vocab.decode(h.tokens) for h in hyps]
     everything = list(range(len(test)))
-    result = {"run": run_cfg.name, "checkpoint": str(ckpt), "search": to_dict(search),
+    result = {"run": run_cfg.name, "checkpoint": portable(ckpt, run_cfg), "search": to_dict(search),
               "precision": resolve_precision(prec, dev)}  # fmt: skip
     result["all"] = score(hyp_tok, test, everything, lang)
     result["unfinished"] = sum(not h.finished for h in hyps)

@@ -87,6 +87,7 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
     setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
     setting is chosen (the highest BLEU of the model)."""
     from . import bleu
+    from .checkpoint import located
     from .data import prepare
     from .evaluate import decode, dev_subset, load_trained
 
@@ -98,7 +99,7 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
             run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=data_dir))
         prep = prepare(run.data)
         summary = read_json(out / "runs" / run_dir_name(arm) / "train_summary.json")
-        model, _ = load_trained(summary["model_checkpoint"])
+        model, _ = load_trained(located(summary["model_checkpoint"], run))
         idx = dev_subset(len(prep.dev), SEARCH_SENTENCES)
         refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
         mine = []

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import default_checkpoint_dir
+from .checkpoint import default_checkpoint_dir, portable
 from .config import ConfigError, DataConfig, home, load_profile, to_dict
 from .data import data_summary, input_sha256, prepare
 from .evaluate import evaluate_run, find_checkpoint
@@ -156,7 +156,8 @@ def evaluated(run, d: Path) -> dict | None:
         return None
     bleu = read_json(f)
     ckpt = find_checkpoint(default_checkpoint_dir(run, d))
-    same = (bleu.get("checkpoint") == str(ckpt) and bleu.get("search") == to_dict(run.search)
+    same = (bleu.get("checkpoint") in (portable(ckpt, run), str(ckpt))
+            and bleu.get("search") == to_dict(run.search)
             and ckpt.is_file() and ckpt.stat().st_mtime <= f.stat().st_mtime)  # fmt: skip
     return bleu if same else None
 

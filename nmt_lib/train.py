@@ -65,6 +65,7 @@ from .checkpoint import (
     default_checkpoint_dir,
     load_checkpoint,
     load_model_state,
+    portable,
     rng_state,
     save_checkpoint,
     set_rng_state,
@@ -605,8 +606,9 @@ def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress
             ckpt_dir / (BEST if t.patience and (ckpt_dir / BEST).is_file() else LAST)
         ),  # fmt: skip
     }
-    if lead:
-        write_json(out_dir / "train_summary.json", summary)
+    if lead:  # the file names the checkpoints relative to the cache (checkpoint.portable)
+        where = {k: portable(summary[k], cfg) for k in ("checkpoint_dir", "model_checkpoint")}
+        write_json(out_dir / "train_summary.json", {**summary, **where})
     if reason == "interrupted":
         raise Interrupted(stop_signal[0] if stop_signal else signal.SIGTERM, trainer.update, last)
     return summary

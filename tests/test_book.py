@@ -194,11 +194,6 @@ def test_the_results_name_the_data_relative_to_the_repository(results):
             assert cfg["data"]["data_dir"] == ".cache/toy-wmt14", name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nmt_lib/train.py writes the checkpoint's absolute path into train_summary.json "
-    "(checkpoint_dir, model_checkpoint), nmt_lib/evaluate.py into bleu.json (checkpoint)",
-)
 def test_results_name_no_machine_local_path(results):
     """Results are committed: no file names this clone, the results directory or a home."""
     found = _local_paths(results)

@@ -77,7 +77,8 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
     from nmt_lib.evaluate import attention_records, load_trained
 
     ckpt = json.loads((run / "train_summary.json").read_text())["checkpoint_dir"]
-    model, cfg = load_trained(ckpt)
+    assert ckpt.startswith("<cache>/ckpt/") and res["checkpoint"].startswith(ckpt)  # no local path
+    model, cfg = load_trained(tmp_path / "cache" / ckpt.removeprefix("<cache>/"))
     prep = data.prepare(cfg.data, workers=1, progress=False)
     src = prep.test.src_raw[3]
     (rec,) = attention_records(model, prep.test, [src.replace(" ", "  ")],
