@@ -44,17 +44,25 @@ def family(arm: str) -> str:
     return arm.split(".", 1)[0]
 
 
-def differences(run, ref) -> str:
-    """The settings of ``run`` that differ from ``ref`` (its family's first arm)."""
-    from .budget import differences as diff
+def settings(run, family_runs: list) -> str:
+    """The settings in which the arms of a family differ, with ``run``'s values:
+    ``"model.layers=2, model.forget_bias=1.0, train.lr=0.0003"``."""
+    from .config import to_dict
 
-    return diff(run, ref).replace("(reference)", "")
+    mine, others = to_dict(run), [to_dict(r) for r in family_runs]
+    return ", ".join(
+        f"{sec}.{k}={v}"
+        for sec in ("model", "train", "search")
+        for k, v in mine[sec].items()
+        if any(o[sec][k] != v for o in others)
+    )
 
 
 def table(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
-    """One row per arm that finished, in the profile's order: its family, its settings, the whole
-    dev set's NLL per sentence and greedy BLEU (500 sentences), and whether it is chosen (the
-    lowest dev NLL of its family)."""
+    """One row per arm that finished, in the profile's order: its family, the settings in which
+    its family's arms differ, the whole dev set's NLL per sentence and greedy BLEU (500
+    sentences), and whether it is chosen (the lowest dev NLL of its family, once all of them
+    finished)."""
     prof = load_profile(profile)
     rows = []
     for name, run in prof.runs.items():
@@ -62,18 +70,19 @@ def table(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
         if not f.is_file():
             continue
         final, summary = read_json(f), read_json(f.parent / "train_summary.json")
-        first = next(r for n, r in prof.runs.items() if family(n) == family(name))
+        kin = [r for n, r in prof.runs.items() if family(n) == family(name)]
         rows.append({
             "model": family(name), "arm": name.split(".", 1)[1],
-            "settings": differences(run, first) or "(the family's first arm)",
+            "settings": settings(run, kin),
             "updates": summary["updates"], "dev NLL": round(final["dev_nll"], 2),
             "dev BLEU (greedy)": round(final["dev_bleu_greedy"], 2),
         })  # fmt: skip
     for fam in dict.fromkeys(r["model"] for r in rows):
-        best = min((r for r in rows if r["model"] == fam), key=lambda r: r["dev NLL"])
-        for r in rows:
-            if r["model"] == fam:
-                r["chosen"] = r is best
+        mine = [r for r in rows if r["model"] == fam]
+        done = len(mine) == sum(family(n) == fam for n in prof.runs)
+        best = min(mine, key=lambda r: r["dev NLL"])
+        for r in mine:  # None until every arm of the family has finished
+            r["chosen"] = (r is best) if done else None
     return rows
 
 

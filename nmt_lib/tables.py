@@ -113,7 +113,11 @@ BOOK_COLUMN_PX = 650
 
 
 def _cell(v) -> str:
-    return "" if v is None else (f"{v:,}" if isinstance(v, int) else str(v))
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else ""
+    return f"{v:,}" if isinstance(v, int) else str(v)
 
 
 def _min_px(col: str, rows: list[dict]) -> float:
