@@ -134,6 +134,23 @@ def arm_run(results_dir, arm: str, data_dir=None) -> RunConfig:
 SEARCH_OPTIONS = ({"normalize": False}, {"normalize": True})
 
 
+def dev_search(model, prep, idx: list[int], search, precision: str = "fp32") -> dict:
+    """``model`` decodes the dev sentences ``idx`` with ``search``: their tokenized BLEU, brevity
+    penalty and length ratio, and the seconds it took."""
+    from nmt_lib import bleu
+    from nmt_lib.evaluate import decode
+
+    t0 = time.perf_counter()
+    hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", precision)
+    seconds = time.perf_counter() - t0
+    refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
+    score = bleu.bleu_tok([" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps], refs)
+    return {"dev sentences": len(idx), "dev BLEU": round(score.score, 2),
+            "brevity penalty": round(score.bp, 3),
+            "length ratio": round(score.sys_len / score.ref_len, 3),
+            "seconds": round(seconds, 1)}  # fmt: skip
+
+
 def search_study(
     results_dir=RESULTS, arm: str | None = None, sentences: int = 1000, data_dir=None
 ) -> list[dict]:
@@ -143,10 +160,9 @@ def search_study(
     ``search.csv``."""
     import dataclasses
 
-    from nmt_lib import bleu
     from nmt_lib.checkpoint import located
     from nmt_lib.data import prepare
-    from nmt_lib.evaluate import decode, dev_subset, load_trained
+    from nmt_lib.evaluate import dev_subset, load_trained
     from nmt_lib.io import atomic_write
 
     out = Path(results_dir)
@@ -156,21 +172,12 @@ def search_study(
     summary = json.loads((out / "runs" / run_dir_name(arm) / "train_summary.json").read_text())
     model, _ = load_trained(located(summary["model_checkpoint"], run))
     idx = dev_subset(len(prep.dev), sentences)
-    refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
     rows = []
     for option in SEARCH_OPTIONS:
         search = dataclasses.replace(run.search, **option)
-        t0 = time.perf_counter()
-        hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", run.train.precision)
-        seconds = time.perf_counter() - t0
-        score = bleu.bleu_tok([" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps], refs)
-        rows.append({
-            "arm": arm, **{f"search.{k}": v for k, v in option.items()}, "beam": search.beam,
-            "dev sentences": len(idx), "dev BLEU": round(score.score, 2),
-            "brevity penalty": round(score.bp, 3),
-            "length ratio": round(score.sys_len / score.ref_len, 3),
-            "seconds": round(seconds, 1),
-        })  # fmt: skip
+        rows.append({"arm": arm, **{f"search.{k}": v for k, v in option.items()},
+                     "beam": search.beam,
+                     **dev_search(model, prep, idx, search, run.train.precision)})  # fmt: skip
     with atomic_write(out / "search.csv") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

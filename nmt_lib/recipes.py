@@ -21,7 +21,6 @@ import argparse
 import dataclasses
 import itertools
 import json
-import time
 from pathlib import Path
 
 from . import tables
@@ -95,10 +94,10 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
     """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
     setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
     setting is chosen (the highest BLEU of the model)."""
-    from . import bleu
+    from .budget import dev_search
     from .checkpoint import located
     from .data import prepare
-    from .evaluate import decode, dev_subset, load_trained
+    from .evaluate import dev_subset, load_trained
 
     prof = load_profile(profile)
     rows = []
@@ -110,22 +109,14 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
         summary = read_json(out / "runs" / run_dir_name(arm) / "train_summary.json")
         model, _ = load_trained(located(summary["model_checkpoint"], run))
         idx = dev_subset(len(prep.dev), SEARCH_SENTENCES)
-        refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
         mine = []
         for option in SEARCH_GRID:
             search = dataclasses.replace(run.search, **option)
-            t0 = time.perf_counter()
-            hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", "fp32")
-            hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
-            score = bleu.bleu_tok(hyp, refs)
-            mine.append({
-                "model": model_name, **{f"search.{k}": v for k, v in option.items()},
-                "dev sentences": len(idx), "dev BLEU": round(score.score, 2),
-                "brevity penalty": round(score.bp, 3),
-                "length ratio": round(score.sys_len / score.ref_len, 3),
-                "seconds": round(time.perf_counter() - t0, 1),
-            })  # fmt: skip
-            print(f"[recipes] {model_name} {option}: dev BLEU {score.score:.2f}", flush=True)
+            mine.append({"model": model_name, **{f"search.{k}": v for k, v in option.items()},
+                         **dev_search(model, prep, idx, search)})  # fmt: skip
+            print(
+                f"[recipes] {model_name} {option}: dev BLEU {mine[-1]['dev BLEU']:.2f}", flush=True
+            )
         best = max(mine, key=lambda r: r["dev BLEU"])
         rows += [{**r, "chosen": r is best} for r in mine]
     return rows
