@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 
 from . import tables
-from .config import PROFILE_DIR, home, load_profile, run_dir_name
+from .config import PROFILE_DIR, home, load_profile, run_dir_name, to_dict
 from .io import read_json, write_json
 
 PROFILE = PROFILE_DIR / "studies" / "recipes.toml"
@@ -46,8 +46,6 @@ def family(arm: str) -> str:
 def settings(run, family_runs: list) -> str:
     """The settings in which the arms of a family differ, with ``run``'s values:
     ``"model.layers=2, model.forget_bias=1.0, train.lr=0.0003"``."""
-    from .config import to_dict
-
     mine, others = to_dict(run), [to_dict(r) for r in family_runs]
     return ", ".join(
         f"{sec}.{k}={v}"
