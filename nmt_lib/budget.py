@@ -72,17 +72,25 @@ def recipe_differences(run: RunConfig, arm: RunConfig) -> str:
     return ", ".join(f"{k}={a[k]!r} (arm: {b[k]!r})" for k in a if a[k] != b[k])
 
 
+def arm_model(out_dir: Path, run: RunConfig):
+    """The model that the run in ``out_dir`` ended with (its ``train_summary.json`` names the
+    checkpoint), ready to evaluate."""
+    from nmt_lib.checkpoint import located
+    from nmt_lib.evaluate import load_trained
+
+    summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
+    return load_trained(located(summary["model_checkpoint"], run))[0]
+
+
 def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -> dict:
     """The whole dev set's NLL per sentence and the greedy BLEU of its first ``bleu_sentences``
     sentences, of the model an arm ended with; written to ``final.json``."""
     import dataclasses
 
-    from nmt_lib.checkpoint import located
-    from nmt_lib.evaluate import dev_metrics, load_trained
+    from nmt_lib.evaluate import dev_metrics
     from nmt_lib.io import write_json
 
-    summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
-    model, _ = load_trained(located(summary["model_checkpoint"], run))
+    model = arm_model(out_dir, run)
     cfg = dataclasses.replace(
         run, train=dataclasses.replace(run.train, dev_bleu_sentences=bleu_sentences)
     )
@@ -160,17 +168,15 @@ def search_study(
     ``search.csv``."""
     import dataclasses
 
-    from nmt_lib.checkpoint import located
     from nmt_lib.data import prepare
-    from nmt_lib.evaluate import dev_subset, load_trained
+    from nmt_lib.evaluate import dev_subset
     from nmt_lib.io import atomic_write
 
     out = Path(results_dir)
     arm = arm or findings(out)["chosen"]
     run = arm_run(out, arm, data_dir)
     prep = prepare(run.data)
-    summary = json.loads((out / "runs" / run_dir_name(arm) / "train_summary.json").read_text())
-    model, _ = load_trained(located(summary["model_checkpoint"], run))
+    model = arm_model(out / "runs" / run_dir_name(arm), run)
     idx = dev_subset(len(prep.dev), sentences)
     rows = []
     for option in SEARCH_OPTIONS:

@@ -92,10 +92,9 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
     """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
     setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
     setting is chosen (the highest BLEU of the model)."""
-    from .budget import dev_search
-    from .checkpoint import located
+    from .budget import arm_model, dev_search
     from .data import prepare
-    from .evaluate import dev_subset, load_trained
+    from .evaluate import dev_subset
 
     prof = load_profile(profile)
     rows = []
@@ -104,8 +103,7 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
         if data_dir is not None:
             run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=data_dir))
         prep = prepare(run.data)
-        summary = read_json(out / "runs" / run_dir_name(arm) / "train_summary.json")
-        model, _ = load_trained(located(summary["model_checkpoint"], run))
+        model = arm_model(out / "runs" / run_dir_name(arm), run)
         idx = dev_subset(len(prep.dev), SEARCH_SENTENCES)
         mine = []
         for option in SEARCH_GRID:
