@@ -1,10 +1,12 @@
-"""The `gpu` profile's RNNsearch-50 (or another of its runs), trained for a number of minutes from a
-pack (``python -m nmt_lib pack``) and evaluated, into a results directory with its manifest: the
-run committed as ``results/gpu/`` when a GPU machine is lent for a few minutes.
+"""Runs of a GPU profile (``gpu``, or ``studies/compare-gpu.toml``) trained from a pack (``python -m
+nmt_lib pack``) and evaluated, into a results directory with its manifest: what is committed as
+``results/gpu/`` when a GPU machine is lent for a few minutes.
 
     python -m nmt_lib pack --profile gpu --run RNNsearch-50 pack/        # where the data is
     python bench/gpu_reference.py --pack pack/ --minutes 4 --out results/gpu \\
         --commit "$(git rev-parse HEAD)"                                  # on the GPU machine
+    python bench/gpu_reference.py --pack pack/ --out results/gpu/compare \\
+        --profile nmt_lib/profiles/studies/compare-gpu.toml --run RNNsearch-50 Transformer-50
 """
 
 from __future__ import annotations
@@ -21,22 +23,20 @@ from nmt_lib import replicate  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pack", required=True, help="a directory written by `python -m nmt_lib pack`")
-    ap.add_argument(
-        "--minutes", type=float, required=True, help="training budget (train.max_hours)"
-    )
+    ap.add_argument("--minutes", type=float,
+                    help="training budget of each run (train.max_hours; default: the profile's)")  # fmt: skip
     ap.add_argument("--out", required=True, help="results directory to write")
-    ap.add_argument(
-        "--run", default="RNNsearch-50", help="the profile's run (default RNNsearch-50)"
-    )
-    ap.add_argument("--profile", default="gpu")
+    ap.add_argument("--run", nargs="+", default=["RNNsearch-50"],
+                    help="the profile's runs, one after the other (default RNNsearch-50)")  # fmt: skip
+    ap.add_argument("--profile", default="gpu", help="a profile name or TOML path (default gpu)")
     ap.add_argument("--commit", help="the commit of this tree, when it travels without .git")
     a = ap.parse_args(argv)
-    prof = replicate.load(
-        a.profile, runs=[a.run], data={"packed": a.pack}, train={"max_hours": a.minutes / 60}
-    )
+    train = {"max_hours": a.minutes / 60} if a.minutes else {}
+    prof = replicate.load(a.profile, runs=a.run, data={"packed": a.pack}, train=train)
     git = {"commit": a.commit, "dirty": None} if a.commit else None
     walls = replicate.replicate_profile(prof, a.out, jobs=1, git=git)
-    print(f"[gpu_reference] {a.run}: {walls[a.run]} -> {a.out}")
+    for name in a.run:
+        print(f"[gpu_reference] {name}: {walls[name]} -> {a.out}")
     return 0
 
 

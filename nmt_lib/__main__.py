@@ -144,15 +144,22 @@ def cmd_translate(a) -> int:
         a.checkpoint
         or default_checkpoint_dir(cfg, _out(a, profile) / "runs" / run_dir_name(cfg.name))
     )
-    if not ckpt.is_file():
+    published = _out(a, profile) / "published" / run_dir_name(cfg.name)
+    device = resolve_device(cfg.train.device)
+    if not ckpt.is_file() and not a.checkpoint and published.is_dir():
+        from . import publish
+
+        model, saved, src_vocab, trg_vocab = publish.load(published, device)
+    elif not ckpt.is_file():
         raise CheckpointError(
             f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
-            f"{shlex.quote(a.profile)} --run {shlex.quote(cfg.name)}; committed results hold no "
-            "checkpoints), or name one with --checkpoint"
+            f"{shlex.quote(a.profile)} --run {shlex.quote(cfg.name)}; the committed results publish "
+            "the weights of some runs only: results/<profile>/published/), or name one with "
+            "--checkpoint"
         )
-    device = resolve_device(cfg.train.device)
-    model, saved, trained_on = load_trained(ckpt, device, with_data=True)
-    src_vocab, trg_vocab = load_vocabs(ckpt, trained_on)
+    else:
+        model, saved, trained_on = load_trained(ckpt, device, with_data=True)
+        src_vocab, trg_vocab = load_vocabs(ckpt, trained_on)
     name = "standard input" if a.input in (None, "-") else a.input
     for k, line in enumerate(lines, 1):
         if (n := len(line.split())) > 2 * saved.data.max_len:
@@ -170,7 +177,7 @@ def cmd_translate(a) -> int:
         )
     out = translate_lines(
         model, lines, src_vocab, trg_vocab, search, saved.data.src_lang, saved.data.trg_lang,
-        device, cfg.train.precision, a.ignore_unk, a.alignment,
+        device, cfg.train.precision, a.ignore_unk, a.alignment, a.replace_unk,
     )  # fmt: skip
     text = "".join(line + "\n" for line in out)
     if a.output and a.output != "-":
@@ -260,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
     p.add_argument("--alignment", action="store_true",
                    help="under each translation, the source word each word attends to most")  # fmt: skip
+    p.add_argument("--replace-unk", action="store_true",
+                   help="replace each <unk> by the source word it attends to most (beyond the "
+                   "paper; models with attention)")  # fmt: skip
     p.set_defaults(func=cmd_translate)
     return ap
 

@@ -270,6 +270,29 @@ def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
     return rows
 
 
+#: The comparison's GPU view (``studies/compare-gpu.toml``, ``bench/gpu_compare.sh``).
+GPU_RESULTS = home() / "results" / "gpu" / "compare"
+
+
+def gpu_view(out: Path = GPU_RESULTS) -> list[dict]:
+    """The GPU view, one row per model: each trained for the same minutes of one GPU with its
+    family's recipe, at the `gpu` profile's sizes: test BLEU (All, No-UNK, short sentences), dev
+    NLL, parameters, updates, training tokens per second, minutes. Empty where no such run is
+    committed."""
+    if not (out / "manifest.json").is_file():
+        return []
+    rows = []
+    for r in tables.comparison_table(out):
+        stats, lengths = _stats(out, [r["model"]])
+        rows.append({
+            "model": r["model"], "All": r["All"], "No UNK": r["No UNK"],
+            f"All <{SHORT} words": round(short_bleu(stats, lengths), 2), "dev NLL": r["dev NLL"],
+            "parameters (M)": r["parameters (M)"], "updates": r["updates"],
+            "train tok/s": r["train tok/s"], "minutes": round(60 * r["hours"], 1),
+        })  # fmt: skip
+    return rows
+
+
 def budget(out: Path = RESULTS) -> str:
     """The comparison's budget in words: ``"3,000 updates"`` (the same for every model, on the
     same batches) or, for runs trained by time, ``"40 minutes of one core"``."""

@@ -273,6 +273,7 @@ class Profile:
     description: str
     runs: dict[str, RunConfig]
     path: str
+    publish: tuple[str, ...] = ()  # runs whose weights go into the results (nmt_lib.publish)
 
 
 _SECTIONS = {"model": ModelConfig, "data": DataConfig, "train": TrainConfig, "search": SearchConfig}
@@ -345,7 +346,7 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: {e}") from None
-    unknown = sorted(set(doc) - {"name", "description", "runs", *_SECTIONS})
+    unknown = sorted(set(doc) - {"name", "description", "runs", "publish", *_SECTIONS})
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {unknown}")
     for sec, values in section_overrides.items():  # blamed on the override, not on the file
@@ -365,7 +366,11 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
             raise ConfigError(f"{path}: {e}") from None
     if not runs:
         raise ConfigError(f'{path}: a profile needs at least one [runs."<name>"] table')
-    return Profile(doc.get("name", path.stem), doc.get("description", ""), runs, str(path))
+    publish = tuple(doc.get("publish", ()))
+    if missing := [n for n in publish if n not in runs]:
+        raise ConfigError(f"{path}: publish names no run of the profile: {missing}")
+    name = doc.get("name", path.stem)
+    return Profile(name, doc.get("description", ""), runs, str(path), publish)
 
 
 def to_dict(cfg) -> dict:

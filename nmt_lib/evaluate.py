@@ -6,8 +6,12 @@ results directory:
 * ``hyp.test.tok.txt`` / ``hyp.test.detok.txt``: the beam-search translations of the whole test set,
   Moses-tokenized (``<unk>`` kept: it counts as an error, PAPER.md §4) and detokenized;
   ``hyp.test.no_unk.tok.txt``: the No-UNK subset decoded with ``ignore_unk`` (Table 1 note ◦);
+  ``hyp.test.unk_replaced.tok.txt`` (a model with attention): the whole test set's translations
+  with each ``<unk>`` replaced by the source word it attends to most (:mod:`nmt_lib.unk`; beyond
+  the paper);
 * ``bleu.json``: BLEU All and No-UNK (Table 1), each as multi-bleu-style tokenized BLEU and as
-  sacrebleu's detokenized BLEU with its signature (:mod:`nmt_lib.bleu`);
+  sacrebleu's detokenized BLEU with its signature (:mod:`nmt_lib.bleu`), and All with ``<unk>``
+  replaced (``unk_replaced``, a model with attention);
 * ``bleu_by_length.json``: Figure 2. Buckets by **source** length in words (EOS not counted), width
   10 (``0-9, 10-19, ..., 50-59, >=60``; PAPER.md A11), corpus BLEU per bucket from summed n-gram
   statistics, on the full test set (UNK included, as the caption says). The per-sentence lengths and
@@ -65,6 +69,7 @@ from .models import build_model
 from .paper import FIG3_SOURCES
 from .runtime import autocast, resolve_device, resolve_precision
 from .search import Hypothesis, decode_corpus
+from .unk import replace_corpus
 from .vocab import EOS
 
 
@@ -232,19 +237,23 @@ def translate_lines(
     precision: str = "fp32",
     ignore_unk: bool = False,
     alignment: bool = False,
+    replace_unk: bool = False,
 ) -> list[str]:
     """Raw source sentences -> detokenized translations (Moses tokenization, shortlist, EOS, beam
     search, detokenization). Empty lines give empty translations. With ``alignment``, each
     translation is followed by a line that pairs every generated word with the source word it
-    attends to most (``chat←cat 0.82``; ``</s>``: the end of the sentence)."""
+    attends to most (``chat←cat 0.82``; ``</s>``: the end of the sentence). With ``replace_unk``,
+    each ``<unk>`` is replaced by the source word it attends to most (:mod:`nmt_lib.unk`)."""
     from .text import detokenize, tokenize
 
     toks = [tokenize(line, src_lang) if line.strip() else [] for line in lines]
     xs = [src_vocab.encode(t, eos=True) for t in toks]
     hyps = decode(model, xs, search, device, precision, ignore_unk, return_alpha=alignment)
+    replaced = replace_corpus(model, xs, hyps, toks, trg_vocab, 64, device, precision) if (
+        replace_unk) else None  # fmt: skip
     out = []
-    for t, h in zip(toks, hyps, strict=True):
-        words = trg_vocab.decode(h.tokens)
+    for k, (t, h) in enumerate(zip(toks, hyps, strict=True)):
+        words = trg_vocab.decode(h.tokens) if replaced is None else replaced[k]
         out.append(detokenize(words, trg_lang) if t else "")
         if alignment:
             src = [*t, "</s>"]
@@ -433,6 +442,10 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
               "precision": resolve_precision(prec, dev)}  # fmt: skip
     result["all"] = score(hyp_tok, test, everything, lang)
     result["unfinished"] = sum(not h.finished for h in hyps)
+    # beyond the paper: each <unk> replaced by the source word it attends to most (nmt_lib.unk)
+    replaced = replace_corpus(model, test.x, hyps, test.src_tok, vocab, 64, dev, prec)
+    if replaced is not None:
+        result["unk_replaced"] = score(replaced, test, everything, lang)
     # Table 1, No-UNK: no <unk> in source or reference; the model may not emit <unk>
     sub = [i for i in everything if test.no_unk[i]]
     hyps_nu = decode(model, [test.x[i] for i in sub], search, dev, prec, True, progress=progress,
@@ -446,6 +459,8 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     _write_lines(stage / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
     _write_lines(stage / "hyp.test.detok.txt", detok)
     _write_lines(stage / "hyp.test.no_unk.tok.txt", [" ".join(h) for h in nu_tok])
+    if replaced is not None:
+        _write_lines(stage / "hyp.test.unk_replaced.tok.txt", [" ".join(h) for h in replaced])
 
     # Figure 2: BLEU by source length (words, EOS not counted)
     src_len = [len(s) for s in test.src_tok]

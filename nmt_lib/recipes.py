@@ -261,6 +261,68 @@ machine. `python -m nmt_lib.replicate --train nmt_lib/profiles/studies/compare.t
 (resumable), then `python -m nmt_lib.comparison`."""
 
 
+# ------------------------------------------------------------- the same recipes on a GPU
+GPU_COMPARE = PROFILE_DIR / "studies" / "compare-gpu.toml"
+#: The second view, where compute is plentiful: ``{name: (family, model settings)}`` at the ``gpu``
+#: profile's sizes (RNNsearch at the paper's; the Transformer at its own paper's base sizes).
+GPU_MODELS = {
+    "RNNsearch-50": ("RNNsearch-50", {}),
+    "Transformer-50": ("Transformer-50", {"m": 512, "layers": 6, "heads": 8, "ff": 2048}),
+}
+#: Each model's training time on the GPU, evaluations included.
+GPU_MINUTES = 3.0
+
+
+def gpu_profile(out: Path = RESULTS) -> str:
+    """The text of ``studies/compare-gpu.toml``: the ``gpu`` profile's data, sizes, precision
+    and search beam, with each model of :data:`GPU_MODELS` trained for :data:`GPU_MINUTES` with
+    the recipe and search chosen for its family on the CPU sweep. The Transformer runs eagerly
+    (its step is a few large kernels; the CUDA graphs of ``train.cuda_graphs`` serve the recurrent
+    models)."""
+    import tomllib
+
+    gpu = tomllib.loads((PROFILE_DIR / "gpu.toml").read_text(encoding="utf-8"))
+    doc = tomllib.loads(PROFILE.read_text(encoding="utf-8"))
+    arms = chosen(out)
+    search = {r["model"]: r for r in _read_csv(out / "search.csv") if r["chosen"] == "True"}
+    lines = [
+        'name = "compare-gpu"',
+        'description = """' + GPU_DESCRIPTION.format(minutes=GPU_MINUTES) + '"""',
+        "# written by `python -m nmt_lib.recipes --write-profile` from the sweep's results",
+        "",
+    ]
+    for sec in ("data", "train", "search"):
+        common = dict(gpu[sec])
+        if sec == "train":
+            common["max_hours"] = round(GPU_MINUTES / 60, 6)
+        lines += [f"[{sec}]", *(f"{k} = {_toml(v)}" for k, v in common.items()), ""]
+    for model, (fam, sizes) in GPU_MODELS.items():
+        arm = doc["runs"][arms[fam]]
+        train = dict(arm.get("train", {}))
+        if arm.get("model", {}).get("arch", "RNNsearch") == "Transformer":
+            train["cuda_graphs"] = False
+        s = search[fam]
+        parts = {
+            "model": {**arm.get("model", {}), **sizes},
+            "train": train,
+            "search": {"normalize": s["search.normalize"] == "True",
+                       "max_len_ratio": float(s["search.max_len_ratio"])},
+        }  # fmt: skip
+        lines.append(f'[runs."{model}"]  # recipe: {arms[fam]}')
+        lines += [f"{sec} = {_inline(v)}" for sec, v in parts.items() if v]
+        lines.append("")
+    return "\n".join(lines)
+
+
+GPU_DESCRIPTION = """The comparison's second view, where compute is plentiful: RNNsearch-50 at
+the paper's sizes and a Transformer at its paper's base sizes (6 layers, d = 512, 8 heads, 2048 wide),
+each with the recipe and search chosen for its family on dev (results/compare/recipes/), trained for
+the same {minutes:g} minutes of one GPU (evaluations included) on the `gpu` profile's data, bf16.
+Equal time on a GPU measures architecture and implementation together. From a pack:
+`python bench/gpu_reference.py --profile nmt_lib/profiles/studies/compare-gpu.toml --pack pack/
+--out results/gpu/compare` (bench/gpu_compare.sh)."""
+
+
 def _read_csv(path: Path) -> list[dict]:
     import csv
 
@@ -290,8 +352,8 @@ def main(argv=None) -> int:
     ap.add_argument("--results-dir", type=Path, default=RESULTS)
     ap.add_argument("--profile", default=PROFILE, help="the study's profile (default: recipes)")
     ap.add_argument("--write-profile", nargs="?", const=COMPARE, type=Path, metavar="PATH",
-                    help="write the comparison's profile (default: studies/compare.toml) from the "
-                    "chosen recipes and searches")  # fmt: skip
+                    help="write the comparison's profile (default: studies/compare.toml) and its GPU "
+                    "view's (studies/compare-gpu.toml) from the chosen recipes and searches")  # fmt: skip
     a = ap.parse_args(argv)
     out, prof = a.results_dir, a.profile
     if a.train:
@@ -303,7 +365,8 @@ def main(argv=None) -> int:
         tables.write_table(out, "search", search_table(out, a.data_dir, prof), SEARCH_NOTE)
     if a.write_profile:
         a.write_profile.write_text(compare_profile(out), encoding="utf-8")
-        print(f"[recipes] wrote {a.write_profile}")
+        GPU_COMPARE.write_text(gpu_profile(out), encoding="utf-8")
+        print(f"[recipes] wrote {a.write_profile} and {GPU_COMPARE}")
     print(json.dumps(chosen(out, prof), indent=1) if rows else "[recipes] no arm finished yet")
     return 0
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from . import publish
 from .checkpoint import default_checkpoint_dir, portable
 from .config import ConfigError, DataConfig, home, load_profile, to_dict
 from .data import data_summary, input_sha256, prepare
@@ -135,17 +136,32 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     t1 = time.time()
     done = evaluated(run, run_dir(out, name))
     if done is not None:  # a replication resumed after this run's evaluation: its recorded times
+        if (
+            name in prof.publish
+            and not publish.published_dir(prof.name, name, results_dir).is_dir()
+        ):
+            _publish(prof, name, results_dir, prep)
         print(f"[replicate] {name}: evaluated already, test BLEU "
               f"{done['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
         return name, {"train_s": round(summary["hours"] * 3600, 1),
                       "evaluate_s": round(done["seconds"], 1)}  # fmt: skip
     result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
+    if name in prof.publish:  # the weights a reader translates with (nmt_lib.publish)
+        _publish(prof, name, results_dir, prep)
     print(
         f"[replicate] {name}: {summary['updates']} updates ({summary['stopped_by']}) in "
         f"{t1 - t0:.0f} s, test BLEU {result['all']['tok']['score']:.2f}",
         flush=True,
     )
     return name, {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
+
+
+def _publish(prof, name: str, results_dir, prep) -> None:
+    """Publish run ``name``'s weights beside its results (:func:`nmt_lib.publish.export`)."""
+    run, out = prof.runs[name], run_dir(results_path(prof.name, results_dir), name)
+    target = publish.published_dir(prof.name, name, results_dir)
+    publish.export(default_checkpoint_dir(run, out), target, run, out, prep.test)
+    print(f"[replicate] {name}: weights published -> {target}", flush=True)
 
 
 def evaluated(run, d: Path) -> dict | None:

@@ -360,6 +360,36 @@ Markdown(tables.markdown_table(summary))
 # The Transformer's weights are an average over heads and come from its last layer only, so they
 # are a weaker picture of what it aligns than $\alpha_{ij}$ is of RNNsearch.
 #
+# ## Where compute is plentiful: one GPU
+#
+# The same question asked where compute is cheap: RNNsearch-50 at the paper's sizes and a
+# Transformer at its own paper's base sizes, each with the recipe and search chosen for its family
+# on the sweep above, trained for the same minutes of one GPU on the `gpu` profile's data
+# (`nmt_lib/profiles/studies/compare-gpu.toml`, `bench/gpu_compare.sh`). Equal time measures the
+# architecture and its implementation together, and one short run per model gives no spread over
+# seeds: read it as where each stands, not as a verdict.
+
+# %% tags=["hide-input"]
+gpu_rows = comparison.gpu_view()
+if gpu_rows:
+    gm = read_json(comparison.GPU_RESULTS / "manifest.json")
+    device = next(iter(gm["hardware"]["device_per_run"].values()))
+    best = max(gpu_rows, key=lambda r: r["All"])
+    text = (
+        f"On one {device}, in {gpu_rows[0]['minutes']:g} minutes each: "
+        + "; ".join(f"{r['model']} made {r['updates']:,} updates ({r['train tok/s']:,} target "
+                    f"tokens/s) and scores {r['All']:.2f} BLEU" for r in gpu_rows)
+        + f". {best['model']} leads. ({commit_text(gm)}, {gm['created_utc'][:10]}.)"
+    )  # fmt: skip
+    note = (f"Profile `{gm['profile']}` (newstest2014, tokenized BLEU), one run per model, "
+            f"{', '.join(sorted(set(gm['hardware']['precision_per_run'].values())))}; minutes: "
+            "training, its evaluations on dev included.")  # fmt: skip
+    display_gpu = Markdown(f"{text}\n\n{tables.markdown_table(gpu_rows)}\n{note}")
+else:
+    display_gpu = Markdown("No GPU run of the comparison is committed (`results/gpu/compare/`).")
+display_gpu
+
+# %% [markdown]
 # ## What this comparison does not show
 #
 # Every model here is small and trained for {glue:text}`cmp_budget`, a sliver of what the papers'

@@ -139,8 +139,30 @@ def test_compare_profile_is_the_chosen_recipes(tmp_path):
     assert set(names) - set(runs) == {"Luong-general-50-s2", "Luong-general-50-s3"}
 
 
+def test_the_gpu_view_takes_the_chosen_recipes_at_the_gpu_sizes(tmp_path):
+    best = {"RNNsearch-50": "adam-3e-3", "RNNencdec-50": "adam-1e-3", "Seq2seq-50": "adam-3e-4",
+            "Luong-50": "adam-1e-3", "Transformer-50": "warmup-1e-3-dropout-0.1"}  # fmt: skip
+    out = tmp_path / "compare" / "recipes"
+    fake_sweep(out, best)
+    prof = tmp_path / "compare-gpu.toml"
+    prof.write_text(recipes.gpu_profile(out))
+    runs, gpu = load_profile(prof).runs, load_profile("gpu").runs["RNNsearch-50"]
+    assert list(runs) == list(recipes.GPU_MODELS)
+    search, tf = runs["RNNsearch-50"], runs["Transformer-50"]
+    assert search.model == gpu.model and search.data == gpu.data  # the paper's sizes, gpu's data
+    assert search.train.lr == 3e-3 and search.train.cuda_graphs and search.train.precision == "bf16"
+    assert search.train.max_hours == tf.train.max_hours == round(recipes.GPU_MINUTES / 60, 6)
+    assert (tf.model.arch, tf.model.m, tf.model.layers, tf.model.heads, tf.model.ff) == (
+        "Transformer", 512, 6, 8, 2048)  # fmt: skip
+    assert tf.model.dropout == 0.1 and tf.train.lr_schedule == "inverse_sqrt"
+    assert not tf.train.cuda_graphs and tf.model.trg_vocab == gpu.model.trg_vocab
+    for run in runs.values():
+        assert run.search.normalize and run.search.max_len_ratio == 1.5 and run.search.beam == 10
+
+
 @pytest.mark.skipif(not (recipes.RESULTS / "search.csv").is_file(), reason="sweep not committed")
 def test_the_comparisons_profile_is_written_from_the_committed_sweep():
-    """studies/compare.toml is what ``python -m nmt_lib.recipes --write-profile`` makes of the
+    """studies/compare.toml (and compare-gpu.toml) is what ``python -m nmt_lib.recipes --write-profile`` makes of the
     committed sweep and comparison: every model with its family's chosen recipe and search."""
     assert recipes.COMPARE.read_text(encoding="utf-8") == recipes.compare_profile()
+    assert recipes.GPU_COMPARE.read_text(encoding="utf-8") == recipes.gpu_profile()

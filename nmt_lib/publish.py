@@ -1,0 +1,218 @@
+"""A trained model published with the results: what a reader translates with, without training and
+without the WMT'14 files.
+
+A profile names the runs it publishes (``publish = ["RNNsearch-50*"]``); replicating it writes, after
+each such run's evaluation, ``results/<profile>/published/<run>/``:
+
+* ``model.safetensors``: the weights in float16, under the paper modules' names (safetensors: tensors
+  and a header, nothing that runs code when it is read);
+* ``config.json``: the run's settings (model, data, training, search);
+* ``src.vocab.txt``, ``trg.vocab.txt``: the shortlists (``word<TAB>count``, in row order);
+* ``MODEL_CARD.md``: what the model is, how it was trained, its test BLEU (the run's ``bleu.json``:
+  Table 1's row), how its 16-bit weights translate against the checkpoint, and the sha256 of
+  every file;
+* ``SHA256SUMS``: the sha256 of the four files above; :func:`load` refuses a file that differs.
+
+:func:`load` builds the model in float32 from these files. ``translate`` uses them when the run has no
+checkpoint of its own here (``python -m nmt_lib translate --profile lite --run 'RNNsearch-50*'``), and
+the book's translator runs them in the page (``book/_static/translator.js``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from .checkpoint import CheckpointError
+from .config import RunConfig, run_dir_name, run_from_dict, to_dict
+from .io import read_json, sha256_file, write_json
+from .results import results_path
+
+FILES = ("model.safetensors", "config.json", "src.vocab.txt", "trg.vocab.txt")
+SUMS = "SHA256SUMS"
+CARD = "MODEL_CARD.md"
+#: Test sentences decoded with the checkpoint and with the 16-bit weights at export (the card says
+#: how many translations are the same).
+AGREEMENT_SENTENCES = 200
+FP16_MAX = 65504.0
+
+
+def published_dir(profile: str, run: str, results_dir=None) -> Path:
+    """``results/<profile>/published/<run>/`` (``RNNsearch-50*`` -> ``RNNsearch-50star``)."""
+    return results_path(profile, results_dir) / "published" / run_dir_name(run)
+
+
+def half_weights(model) -> dict[str, torch.Tensor]:
+    """The model's weights in float16, contiguous; a weight beyond float16's range raises."""
+    out = {}
+    for name, w in model.state_dict().items():
+        if w.is_floating_point() and float(w.abs().max()) > FP16_MAX:
+            raise ValueError(f"{name}: a weight beyond float16's range ({FP16_MAX})")
+        out[name] = (w.to(torch.float16) if w.is_floating_point() else w).contiguous()
+    return out
+
+
+def export(ckpt, out: str | os.PathLike, run: RunConfig, run_results: Path, test=None) -> Path:
+    """Write the published files of the checkpoint ``ckpt`` (file or directory) into ``out``,
+    replacing what was there only once all of them are written. ``run_results``: the run's
+    results directory (its ``bleu.json`` and ``train_summary.json`` go into the card); ``test``:
+    the prepared test set, for the card's comparison of 16-bit and checkpoint translations."""
+    from safetensors.torch import save_file
+
+    from .evaluate import find_checkpoint, load_trained, load_vocabs
+
+    ckpt = find_checkpoint(ckpt)
+    model, saved, trained_on = load_trained(ckpt, "cpu", with_data=True)
+    src, trg = load_vocabs(ckpt, trained_on)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".publish.", dir=out.parent))
+    try:
+        save_file(half_weights(model), str(stage / FILES[0]), metadata={"dtype": "float16"})
+        write_json(stage / FILES[1], to_dict(saved))
+        src.save(stage / FILES[2])
+        trg.save(stage / FILES[3])
+        sums = {f: sha256_file(stage / f) for f in FILES}
+        (stage / SUMS).write_text("".join(f"{h}  {f}\n" for f, h in sums.items()), encoding="utf-8")
+        agreement = fp16_agreement(model, stage, test, run) if test is not None else None
+        if agreement is not None:
+            write_json(stage / "agreement.json", agreement)
+        (stage / CARD).write_text(card(run, run_results, sums, agreement), encoding="utf-8")
+        for f in stage.iterdir():  # readable by all, as git checks them out
+            f.chmod(0o644)
+        stage.chmod(0o755)
+        if out.exists():
+            shutil.rmtree(out)
+        os.rename(stage, out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return out
+
+
+def verify(path: str | os.PathLike) -> None:
+    """Raise :class:`~nmt_lib.checkpoint.CheckpointError`, in one line naming the file, if a file
+    of the published model ``path`` is missing or its sha256 is not the one ``SHA256SUMS`` records."""
+    path = Path(path)
+    sums = path / SUMS
+    if not sums.is_file():
+        raise CheckpointError(f"{sums}: missing: {path} is not a published model")
+    want = {}
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        want[name] = digest
+    for name in FILES:
+        f = path / name
+        if name not in want:
+            raise CheckpointError(f"{sums}: no sha256 for {name}")
+        if not f.is_file():
+            raise CheckpointError(f"{f}: missing from the published model")
+        got = sha256_file(f)
+        if got != want[name]:
+            raise CheckpointError(
+                f"{f}: sha256 {got[:16]}… is not the {want[name][:16]}… that {SUMS} records: the "
+                f"file was changed or damaged; restore it (git checkout -- {path})"
+            )
+
+
+def load(path: str | os.PathLike, device="cpu"):
+    """``(model, run_cfg, src_vocab, trg_vocab)`` of the published model ``path``, its files
+    checked first (:func:`verify`); the model in float32, in eval mode on ``device``."""
+    from safetensors.torch import load_file
+
+    from .fast import on_backend
+    from .models import build_model
+    from .vocab import Vocab
+
+    path = Path(path)
+    verify(path)
+    cfg = run_from_dict(read_json(path / FILES[1]))
+    model = on_backend(build_model(cfg.model), cfg.train.backend)
+    weights = {k: v.float() for k, v in load_file(str(path / FILES[0])).items()}
+    try:
+        model.load_state_dict(weights)
+    except (RuntimeError, KeyError) as e:
+        raise CheckpointError(
+            f"{path / FILES[0]}: the weights do not fit {cfg.name}: {e}"
+        ) from None
+    return model.to(device).eval(), cfg, Vocab.load(path / FILES[2]), Vocab.load(path / FILES[3])
+
+
+def fp16_agreement(model, published: Path, test, run: RunConfig) -> dict:
+    """The first :data:`AGREEMENT_SENTENCES` test sentences decoded (the run's search) with the
+    checkpoint's float32 weights and with the published float16 ones: how many translations are
+    the same, token for token."""
+    from .evaluate import decode
+
+    half, _, _, test_vocab = load(published)
+    n = min(AGREEMENT_SENTENCES, len(test))
+    xs = test.x[:n]
+    a = decode(model, xs, run.search)
+    b = decode(half, xs, run.search)
+    same = sum(h.tokens == g.tokens for h, g in zip(a, b, strict=True))
+    out = {"sentences": n, "same": same}
+    if same < 0.99 * n:  # then the card gives the 16-bit weights' own BLEU
+        from .evaluate import score
+
+        hyps = decode(half, test.x, run.search)
+        hyp_tok = [test_vocab.decode(h.tokens) for h in hyps]
+        out["bleu_tok"] = score(hyp_tok, test, range(len(test)), run.data.trg_lang)["tok"]["score"]
+    return out
+
+
+def card(run: RunConfig, run_results: Path, sums: dict, agreement: dict | None) -> str:
+    """The model card: the run's data, recipe, training, test BLEU and files."""
+    bleu, summary = (
+        read_json(run_results / "bleu.json"),
+        read_json(run_results / "train_summary.json"),
+    )
+    d, m, t, s = run.data, run.model, run.train, run.search
+    b = bleu["all"]["tok"]["score"]
+    replaced = bleu.get("unk_replaced", {}).get("tok", {}).get("score")
+    lines = [
+        f"# {run.name}: published weights",
+        "",
+        f"The model of the run `{run.name}` of this profile (Bahdanau et al. 2014, {m.arch}), "
+        "English to French, its weights in float16. A reduced replication: see the profile's "
+        "description and the book's deviations page.",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| architecture | {m.arch}: m = {m.m}, n = {m.n}, n' = {m.n_align}, l = {m.l}; "
+        f"shortlists of {m.src_vocab:,} / {m.trg_vocab:,} rows |",
+        f"| data | {', '.join(d.train)}; "
+        + (f"the first {d.max_train_pairs:,} pairs" if d.max_train_pairs else "every pair")
+        + f", sentences of up to {d.max_len} words; Moses tokenization (sacremoses) |",
+        f"| recipe | {t.optimizer}, lr {t.lr:g}, minibatches of {d.batch_size} sentences, "
+        f"loss `{t.loss}` |",
+        f"| training | {summary['updates']:,} updates ({summary['epochs']:.2f} epochs, "
+        f"{summary['hours']:.2f} h, {summary['precision']}), stopped by {summary['stopped_by']}"
+        + (f"; the checkpoint of the best dev NLL (update {summary['best_update']:,})"
+           if t.patience else "") + " |",
+        f"| search | beam {s.beam}, {'cost / length' if s.normalize else 'cost'}, at most "
+        f"{s.max_len_ratio:g} × the source length |",
+        f"| test BLEU (newstest2014, tokenized, all sentences) | {b:.2f} (Table 1's row)"
+        + (f"; {replaced:.2f} with each `<unk>` replaced by its aligned source word" if replaced
+           is not None else "") + " |",
+    ]  # fmt: skip
+    if agreement is not None:
+        own = agreement.get("bleu_tok")
+        lines.append(
+            f"| float16 weights | {agreement['same']} of the first {agreement['sentences']} test "
+            "sentences translate exactly as with the checkpoint's float32 weights"
+            + (f"; test BLEU with the float16 weights: {own:.2f}" if own is not None else "")
+            + " |"
+        )
+    lines += [
+        "| license | MIT (as the code); the training text is WMT'14's, under its own terms |",
+        "",
+        "Load it with `nmt_lib.publish.load(dir)`, or translate with `python -m nmt_lib translate "
+        f"--profile PROFILE --run '{run.name}'`. Files (sha256, as in `{SUMS}`):",
+        "",
+        *(f"- `{f}`: `{h}`" for f, h in sums.items()),
+        "",
+    ]
+    return "\n".join(lines)

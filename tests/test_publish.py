@@ -1,0 +1,104 @@
+"""Published weights (nmt_lib.publish): float16 safetensors, vocabularies, config, card and sha256s;
+loading checks every file; ``translate`` runs them with no checkpoint and no WMT'14 files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmt_lib import fixtures, publish
+from nmt_lib.__main__ import main
+from nmt_lib.checkpoint import CheckpointError
+from nmt_lib.config import ConfigError, load_profile
+from nmt_lib.evaluate import evaluate_run, load_trained
+from nmt_lib.train import train_run
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """The smoke profile's RNNsearch-50*, 4 updates on a toy corpus, evaluated and published
+    into ``<root>/results/published/RNNsearch-50star``: ``(root, checkpoint dir, published)``."""
+    root = tmp_path_factory.mktemp("pub")
+    cfg, prep = fixtures.toy_run(root, run="RNNsearch-50*", dev_bleu_sentences=0, eval_every=2)
+    cfg = replace(cfg, train=replace(cfg.train, max_updates=4))
+    run_out = root / "results" / "runs" / "RNNsearch-50star"
+    ckpt = Path(train_run(cfg, run_out, prep, progress=False)["checkpoint_dir"])
+    evaluate_run(cfg, run_out, prep, checkpoint=ckpt, nll_sentences=10, figure_sources=())
+    out = publish.export(ckpt, root / "results" / "published" / "RNNsearch-50star", cfg,
+                         run_out, prep.test)  # fmt: skip
+    return root, ckpt, out
+
+
+def test_the_published_files_and_their_card(published):
+    root, _, out = published
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted([*publish.FILES, publish.SUMS, publish.CARD, "agreement.json"])
+    card = (out / publish.CARD).read_text(encoding="utf-8")
+    bleu = json.loads((root / "results/runs/RNNsearch-50star/bleu.json").read_text())
+    assert f"{bleu['all']['tok']['score']:.2f} (Table 1's row)" in card
+    for line in (out / publish.SUMS).read_text().splitlines():
+        digest, name = line.split("  ")
+        assert f"`{name}`: `{digest}`" in card
+    agreement = json.loads((out / "agreement.json").read_text())
+    assert agreement["sentences"] == 20 and 0 <= agreement["same"] <= 20
+
+
+def test_loading_gives_the_checkpoints_weights_in_float16(published):
+    _, ckpt, out = published
+    model, cfg, src, trg = publish.load(out)
+    ref, ref_cfg = load_trained(ckpt)
+    assert cfg == ref_cfg and len(trg) == cfg.model.trg_vocab
+    for (name, w), (_, r) in zip(model.state_dict().items(), ref.state_dict().items(), strict=True):
+        assert w.dtype == torch.float32, name
+        assert torch.equal(w, r.half().float()), name
+    assert (out / "model.safetensors").stat().st_size < 0.6 * (ckpt / "last.pt").stat().st_size
+
+
+def test_a_changed_file_is_refused_in_one_line_naming_it(published, tmp_path):
+    import shutil
+
+    _, _, out = published
+    copy = tmp_path / "m"
+    shutil.copytree(out, copy)
+    with open(copy / "trg.vocab.txt", "a", encoding="utf-8") as f:
+        f.write("x\t1\n")
+    with pytest.raises(CheckpointError) as e:
+        publish.load(copy)
+    msg = str(e.value)
+    assert "\n" not in msg and str(copy / "trg.vocab.txt") in msg and "sha256" in msg
+    (copy / "trg.vocab.txt").unlink()
+    with pytest.raises(CheckpointError, match="trg.vocab.txt: missing"):
+        publish.load(copy)
+
+
+def test_translate_runs_the_published_model_without_checkpoint_or_data(
+    published, tmp_path, capsys, monkeypatch
+):
+    root, ckpt, out = published
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "empty-cache"))  # no checkpoint here
+    src = tmp_path / "in.txt"
+    src.write_text("the cat sleeps .\na house .\n", encoding="utf-8")
+    args = ["translate", "--profile", "smoke", "--run", "RNNsearch-50*", "--out",
+            str(root / "results"), "--data-dir", str(tmp_path / "no-data"), "-i", str(src)]  # fmt: skip
+    assert main(args) == 0
+    from_published = capsys.readouterr().out
+    assert main([*args, "--checkpoint", str(ckpt)]) == 0
+    from_checkpoint = capsys.readouterr().out
+    assert len(from_published.splitlines()) == 2
+    assert from_published == from_checkpoint or "unk" not in from_published  # fp16 rounding only
+    assert main([*args, "--replace-unk"]) == 0
+    assert "<unk>" not in capsys.readouterr().out.replace("&lt;unk&gt;", "<unk>")
+
+
+def test_a_profile_publishes_only_its_own_runs(tmp_path):
+    prof = tmp_path / "p.toml"
+    prof.write_text(
+        'publish = ["nope"]\n[runs."a"]\ntrain = { max_updates = 1 }\n', encoding="utf-8"
+    )
+    with pytest.raises(ConfigError, match="publish names no run"):
+        load_profile(prof)
+    assert load_profile("lite").publish == ("RNNsearch-50*",)

@@ -1,0 +1,42 @@
+"""``<unk>`` replaced through the alignment (nmt_lib.unk): the source word of largest attention
+weight, read by teacher forcing, is the one the search attended to most when it wrote the word."""
+
+from __future__ import annotations
+
+import torch
+
+from nmt_lib.config import ModelConfig
+from nmt_lib.models import build_model
+from nmt_lib.search import decode_corpus
+from nmt_lib.unk import alignments, replace
+from nmt_lib.vocab import EOS, UNK
+
+
+def test_each_unk_takes_the_source_word_it_attends_to_most():
+    src = ["Mr", "Schulz", "said", "."]
+    words = ["M.", "<unk>", "a", "<unk>", "."]
+    assert replace(words, src, [0, 1, 2, 4, 3]) == ["M.", "Schulz", "a", "<unk>", "."]
+    assert replace(["le", "chat"], src, [0, 1]) == ["le", "chat"]  # nothing to replace
+
+
+def _model(arch: str, seed: int = 3):
+    torch.manual_seed(seed)
+    cfg = ModelConfig(arch=arch, src_vocab=30, trg_vocab=30, m=8, n=10, n_align=10, l=6,
+                      output_rank=None, init="fanin")  # fmt: skip
+    return build_model(cfg).eval()
+
+
+def test_teacher_forced_alignments_are_the_searchs():
+    model = _model("RNNsearch")
+    g = torch.Generator().manual_seed(0)
+    xs = [[*torch.randint(3, 30, (n,), generator=g).tolist(), EOS] for n in (3, 7, 5, 9, 4)]
+    hyps = decode_corpus(model, xs, beam=4, batch_size=2, return_alpha=True)
+    align = alignments(model, xs, [h.tokens for h in hyps], batch_size=3)
+    for h, a in zip(hyps, align, strict=True):
+        assert a == h.alpha.argmax(-1).tolist()
+        assert len(a) == len(h.tokens)
+
+
+def test_a_model_without_attention_has_no_alignment():
+    model = _model("RNNencdec")
+    assert alignments(model, [[4, 5, EOS]], [[6, UNK, EOS]]) is None
