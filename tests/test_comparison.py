@@ -203,3 +203,17 @@ def test_commit_text_names_the_commit_its_state_and_the_runs_made_later():
         "1e49024a70 (Peeky-50: trained and evaluated from 2772cc4a61; "
         "Transformer-50: test set decoded from a0f14175bf)"
     )
+
+
+def test_the_gpu_view_reads_its_runs_and_is_empty_without_them(tmp_path, monkeypatch):
+    out = fake_dir(tmp_path / "gpu", {"RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 0.0),
+                                      "Transformer-50": ({"arch": "Transformer"}, 0.0, 1.0)})  # fmt: skip
+    runs = ["RNNsearch-50-s1", "Transformer-50-s1"]
+    base = [{"model": r, "All": 1.0, "No UNK": None, "dev NLL": 2.0, "parameters (M)": 3.0,
+             "updates": 4, "train tok/s": 5, "hours": 0.05} for r in runs]  # fmt: skip
+    monkeypatch.setattr(comparison.tables, "comparison_table", lambda d: base if d == out else [])
+    rows = comparison.gpu_view(out)
+    assert [r["model"] for r in rows] == runs and {r["minutes"] for r in rows} == {3.0}
+    short = f"All <{claims.SHORT} words"
+    assert rows[0][short] == 100.0 and rows[1][short] < 5  # each run's own sentences
+    assert comparison.gpu_view(tmp_path / "none") == []
