@@ -180,3 +180,44 @@ Markdown((out / "long_sentences.md").read_text(encoding="utf-8"))
 # 3. For example the expected position $\bar j_i = \sum_j j\,\alpha_{ij}$ and the share of $i$ with
 #    $\bar j_{i+1} \ge \bar j_i$, or the Kendall correlation between $i$ and $\bar j_i$.
 # :::
+
+# %% [markdown]
+# ## Translate a sentence yourself
+#
+# Type an English sentence and press *Translate*: this page runs the profile's published
+# RNNsearch-50* (`results/<profile>/published/`, its weights in float16) in your browser, with no
+# server. The page holds a second implementation of the model in plain JavaScript
+# (`book/_static/translator.js`): the same Moses tokenization, shortlist, encoder and decoder
+# steps, and the same beam search as `nmt_lib.search.beam_search` (beam size, cost or cost per
+# word, length limits), which `tests/test_translator.py` holds to the Python one word for word.
+# The model is loaded on the first click only. Under the translation, its alignment: one row per
+# generated word, one column per source word, the darker the cell, the larger $\alpha_{ij}$;
+# point at a cell for its number.
+#
+# A word outside the target shortlist comes out as `<unk>`. With *replace each `<unk>`* ticked,
+# each `<unk>` is replaced by the source word it attends to most, $x_{\arg\max_j \alpha_{ij}}$,
+# as `nmt_lib.unk` does (beyond the paper: Jean et al. and Luong et al., 2015): names, numbers
+# and rare words are often written the same in French. An `<unk>` whose heaviest weight is on
+# the source's end of sentence stays. RNNencdec could not do this: it reads the source into one
+# vector and has no alignment, nothing that points from a generated word back to a source word.
+
+# %% tags=["hide-input"]
+from IPython.display import HTML, display
+
+from nmt_lib import publish, translator
+from nmt_lib.config import home, load_profile
+
+ready = [(run, publish.published_dir(profile, run, results_dir))
+         for run in load_profile(profile).publish]  # fmt: skip
+ready = [(run, path) for run, path in ready if (path / publish.SUMS).is_file()]
+if ready:
+    # the bundle goes into the book's _static folder, which the build copies after it has run
+    # the chapters; the fragment loads it on its first click
+    run, path = ready[0]
+    display(HTML(translator.book_translator(
+        path, home() / "book" / "_static", f"nmt-translator-{profile}-{path.name}",
+        f"{run} of the {profile} profile",
+    )))  # fmt: skip
+else:
+    print(f"The {profile} profile has no published model yet (results/{profile}/published/), "
+          "so this page has no translator.")  # fmt: skip

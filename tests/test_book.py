@@ -15,7 +15,6 @@ Slow (minutes): deselect during development with ``-m "not book"``; it runs by d
 """
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -39,7 +38,6 @@ pytestmark = pytest.mark.book
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
-CHROMIUM = "/usr/bin/chromium"
 PNG = b"\x89PNG\r\n\x1a\n"
 TIMES: dict[str, float] = {}
 COMMITTED_SMOKE = ROOT / "results" / "smoke"
@@ -110,23 +108,6 @@ def html(tree) -> Path:
     log = r.stdout + r.stderr
     assert r.returncode == 0 and "WARNING" not in log, log[-6000:]
     return tree / "book" / "_build" / "html"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    """Debian's chromium, installed with apt-get if missing and we are root; else skip."""
-    if not Path(CHROMIUM).exists() and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update"], capture_output=True, timeout=300, env=env)
-        subprocess.run(
-            ["apt-get", "install", "-y", "chromium"], capture_output=True, timeout=600, env=env
-        )
-    if not Path(CHROMIUM).exists():
-        pytest.skip(
-            "the browser checks did not run: Debian's chromium is missing and could not be "
-            "installed (`apt-get install -y chromium` needs root and the Debian archive)"
-        )
-    return CHROMIUM
 
 
 def browse(exe: str, tmp: Path, *args: str, timeout: int = 180, console: bool = False):

@@ -8,6 +8,9 @@ Jupyter Book 1.x's defaults, nothing that changes what a page says.
 * **Scripts added twice.** sphinx-thebe adds its configuration script (``const THEBE_JS_URL =
   ...``) to the page a second time, and the second copy throws "Identifier 'THEBE_JS_URL' has
   already been declared" in the browser: every script is kept once.
+* **The translator's model.** The alignments chapter writes the model that its translator loads
+  (``nmt-translator-*.mjs``, :mod:`nmt_lib.translator`) into the repository's ``book/_static``;
+  a build of a copy of the book (``tests/test_book.py``) gets it in its ``_static`` too.
 """
 
 from __future__ import annotations
@@ -50,7 +53,19 @@ def _scripts_once(app, pagename, templatename, context, doctree) -> None:
     scripts[:] = kept
 
 
+def _translator_models(app, exception) -> None:
+    if exception or app.builder.format != "html":
+        return
+    from nmt_lib.config import home
+
+    out = Path(app.outdir) / "_static"
+    for f in (home() / "book" / "_static").glob("nmt-translator-*.mjs"):
+        if not (out / f.name).exists():
+            shutil.copy2(f, out / f.name)
+
+
 def setup(app):
     _quiet_kernel()
     app.connect("html-page-context", _scripts_once)
+    app.connect("build-finished", _translator_models)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
