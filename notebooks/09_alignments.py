@@ -28,7 +28,7 @@ data_dir = None
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from nmt_lib import claims, plots, replicate, tables
@@ -149,6 +149,46 @@ Markdown((out / "long_sentences.md").read_text(encoding="utf-8"))
 # its source. RNNencdec must reconstruct the end of a long sentence from its fixed-length vector;
 # RNNsearch can look back at it.
 #
+# ## `<unk>` replaced through the alignment
+#
+# A model with a shortlist writes `<unk>` for every word outside it, and Table 1 counts each as a
+# wrong word, as the paper does. The alignment points from each generated word to the source
+# words it was generated from, so an `<unk>` can be replaced by the source word of largest
+# weight, $x_{\arg\max_j \alpha_{ij}}$ (`nmt_lib.unk`): names, numbers and many rare words are
+# written the same in French. This is what the paper's group (Jean et al., 2015) and Luong et al.
+# (2015) did right after it; here it is beyond the paper, a column of its own in Table 1 beside the
+# paper's. RNNencdec has no alignment, nothing that points back at a source word, so its `<unk>`
+# stay. The table gives each model with attention's test BLEU before and after, and how much of
+# its output is `<unk>`; below it, translations that the replacement changed, the copied words in
+# bold.
+
+# %% tags=["hide-input"]
+import html as _html
+
+from IPython.display import HTML
+
+unk_rows, unk_examples = tables.unk_replacement(out)
+
+
+def _marked(before, after):
+    return " ".join(f"<b>{_html.escape(_html.unescape(w))}</b>" if w != v
+                    else _html.escape(_html.unescape(w)) for v, w in zip(before, after, strict=True))  # fmt: skip
+
+
+if unk_rows:
+    cells = "".join(f"<tr><td>{m}</td><td>{_marked(b, b)}</td><td>{_marked(b, a)}</td></tr>"
+                    for m, b, a in unk_examples)  # fmt: skip
+    display(Markdown(tables.markdown_table(unk_rows) + "\nnewstest2014, tokenized BLEU, all "
+                     "sentences; % of the output's tokens."))  # fmt: skip
+    display(HTML("<table><tr><th>model</th><th>translation</th><th>&lt;unk&gt; replaced</th></tr>"
+                 f"{cells}</table>") if cells else Markdown("No translation has an `<unk>` to "
+                 "replace."))  # fmt: skip
+else:
+    display(Markdown(f"The `{profile}` results hold no translations with `<unk>` replaced "
+                     "(`hyp.test.unk_replaced.tok.txt`): `python -m nmt_lib evaluate` of a run "
+                     "writes them."))  # fmt: skip
+
+# %% [markdown]
 # ## Summary
 #
 # - Figure 3 is redrawn from the attention weights that `nmt_lib.evaluate` stores for the paper's

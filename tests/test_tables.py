@@ -78,3 +78,27 @@ def test_the_readme_summary_is_what_the_committed_results_say():
     start, end = README_MARKS
     block = text.split(start + "\n", 1)[1].split(end, 1)[0]
     assert block == readme_results()
+
+
+def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
+    import json
+
+    from nmt_lib.results import run_dir
+    from nmt_lib.tables import unk_replacement
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"runs": ["RNNencdec-50", "RNNsearch-50"]}))
+    for name, score in (("RNNencdec-50", None), ("RNNsearch-50", 12.0)):
+        d = run_dir(tmp_path, name)
+        d.mkdir(parents=True)
+        bleu = {"all": {"tok": {"score": 10.0}}}
+        if score is not None:
+            bleu["unk_replaced"] = {"tok": {"score": score}}
+        (d / "bleu.json").write_text(json.dumps(bleu))
+        (d / "hyp.test.tok.txt").write_text("le <unk> dort .\n<unk> <unk>\nun chat\n")
+        (d / "hyp.test.unk_replaced.tok.txt").write_text("le Schulz dort .\nOslo <unk>\nun chat\n")
+    rows, examples = unk_replacement(tmp_path, examples=1)
+    assert rows == [{"model": "RNNsearch-50", "All": 10.0, "All, <unk> replaced": 12.0,
+                     "<unk> in the output (%)": 37.5, "<unk> left (%)": 12.5}]  # fmt: skip
+    assert examples == [
+        ("RNNsearch-50", ["le", "<unk>", "dort", "."], ["le", "Schulz", "dort", "."])
+    ]
