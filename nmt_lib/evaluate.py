@@ -69,7 +69,6 @@ from .models import build_model
 from .paper import FIG3_SOURCES
 from .runtime import autocast, resolve_device, resolve_precision
 from .search import Hypothesis, decode_corpus
-from .unk import replace_corpus
 from .vocab import EOS
 
 
@@ -164,22 +163,32 @@ def sentence_nll(
 ) -> list[float]:
     """Per-sentence NLL in nats of reference ``ys`` given ``xs`` (id lists with EOS); their mean is
     Table 2's "average per-sentence conditional log-probability" (sign flipped)."""
+    out = [0.0] * len(xs)
+    for idx, logp, _ in teacher_forced(model, xs, ys, batch_size, device, precision):
+        for i, v in zip(idx, (-logp.float().sum(1)).tolist(), strict=True):
+            out[i] = v
+    return out
+
+
+@torch.no_grad()
+def teacher_forced(model, xs, ys, batch_size: int = 64, device=None, precision: str = "fp32"):
+    """The model teacher-forced on the pairs ``(xs[i], ys[i])`` (id lists) in batches of similar
+    length, in eval mode: yields ``(indices, logp [B, Ty], alpha [B, Ty, Tx] or None)`` per batch."""
     was_training = model.training
     model.eval()
     device = device or next(model.parameters()).device
     order = sorted(range(len(xs)), key=lambda i: len(xs[i]) + len(ys[i]))
-    out = [0.0] * len(xs)
-    for k in range(0, len(order), batch_size):
-        idx = order[k : k + batch_size]
-        x, x_mask, y, y_mask = (
-            t.to(device) for t in (*pad([xs[i] for i in idx]), *pad([ys[i] for i in idx]))
-        )
-        with autocast(torch.device(device), precision):
-            logp, _ = model(x, x_mask, y, y_mask)
-        for i, v in zip(idx, (-logp.float().sum(1)).tolist(), strict=True):
-            out[i] = v
-    model.train(was_training)
-    return out
+    try:
+        for k in range(0, len(order), batch_size):
+            idx = order[k : k + batch_size]
+            x, x_mask, y, y_mask = (
+                t.to(device) for t in (*pad([xs[i] for i in idx]), *pad([ys[i] for i in idx]))
+            )
+            with autocast(torch.device(device), precision):
+                logp, alpha = model(x, x_mask, y, y_mask)
+            yield idx, logp, alpha
+    finally:
+        model.train(was_training)
 
 
 def dev_subset(n_dev: int, n: int) -> list[int]:
@@ -245,6 +254,7 @@ def translate_lines(
     attends to most (``chat←cat 0.82``; ``</s>``: the end of the sentence). With ``replace_unk``,
     each ``<unk>`` is replaced by the source word it attends to most (:mod:`nmt_lib.unk`)."""
     from .text import detokenize, tokenize
+    from .unk import replace_corpus
 
     toks = [tokenize(line, src_lang) if line.strip() else [] for line in lines]
     xs = [src_vocab.encode(t, eos=True) for t in toks]
@@ -443,6 +453,8 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     result["all"] = score(hyp_tok, test, everything, lang)
     result["unfinished"] = sum(not h.finished for h in hyps)
     # beyond the paper: each <unk> replaced by the source word it attends to most (nmt_lib.unk)
+    from .unk import replace_corpus
+
     replaced = replace_corpus(model, test.x, hyps, test.src_tok, vocab, 64, dev, prec)
     if replaced is not None:
         result["unk_replaced"] = score(replaced, test, everything, lang)

@@ -204,6 +204,12 @@ def _toml(value) -> str:
     return repr(value)
 
 
+def _search(row: dict) -> dict:
+    """The search settings of a row of ``search.csv``."""
+    return {"normalize": row["search.normalize"] == "True",
+            "max_len_ratio": float(row["search.max_len_ratio"])}  # fmt: skip
+
+
 def _inline(d: dict) -> str:
     return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in d.items()) + " }"
 
@@ -241,8 +247,7 @@ def compare_profile(out: Path = RESULTS, compare_out: Path | None = None) -> str
                 "model": {**arm.get("model", {}), **settings},
                 "data": {"seed": seed},
                 "train": {**arm.get("train", {}), "seed": seed},
-                "search": {"normalize": s["search.normalize"] == "True",
-                           "max_len_ratio": float(s["search.max_len_ratio"])},
+                "search": _search(s),
             }  # fmt: skip
             lines.append(f'[runs."{run_name(model, seed)}"]  # recipe: {arms[fam]}')
             lines += [f"{sec} = {_inline(v)}" for sec, v in parts.items() if v]
@@ -305,8 +310,7 @@ def gpu_profile(out: Path = RESULTS) -> str:
         parts = {
             "model": {**arm.get("model", {}), **sizes},
             "train": train,
-            "search": {"normalize": s["search.normalize"] == "True",
-                       "max_len_ratio": float(s["search.max_len_ratio"])},
+            "search": _search(s),
         }  # fmt: skip
         lines.append(f'[runs."{model}"]  # recipe: {arms[fam]}')
         lines += [f"{sec} = {_inline(v)}" for sec, v in parts.items() if v]

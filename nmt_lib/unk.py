@@ -17,16 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
-
-from .data import pad
-from .runtime import autocast
+from .evaluate import teacher_forced
 from .vocab import SPECIALS, UNK
 
 UNK_WORD = SPECIALS[UNK]
 
 
-@torch.no_grad()
 def alignments(
     model,
     xs: Sequence[Sequence[int]],
@@ -37,26 +33,16 @@ def alignments(
 ) -> list[list[int]] | None:
     """For each source ``x`` (ids, EOS included) and its translation ``y`` (ids, as decoded), the
     source position that each word of ``y`` attends to most; None for a model without attention."""
-    was_training = model.training
-    model.eval()
-    device = device or next(model.parameters()).device
     out: list[list[int]] = [[] for _ in xs]
-    order = [i for i in sorted(range(len(xs)), key=lambda i: len(xs[i])) if len(ys[i])]
-    try:
-        for k in range(0, len(order), batch_size):
-            idx = order[k : k + batch_size]
-            x, x_mask, y, y_mask = (
-                t.to(device) for t in (*pad([xs[i] for i in idx]), *pad([ys[i] for i in idx]))
-            )
-            with autocast(torch.device(device), precision):
-                _, alpha = model(x, x_mask, y, y_mask)
-            if alpha is None:
-                return None
-            best = alpha.float().argmax(-1).tolist()  # [B, Ty]
-            for i, row in zip(idx, best, strict=True):
-                out[i] = row[: len(ys[i])]
-    finally:
-        model.train(was_training)
+    todo = [i for i in range(len(xs)) if len(ys[i])]
+    pairs = teacher_forced(model, [xs[i] for i in todo], [ys[i] for i in todo], batch_size,
+                           device, precision)  # fmt: skip
+    for idx, _, alpha in pairs:
+        if alpha is None:
+            pairs.close()
+            return None
+        for k, row in zip(idx, alpha.float().argmax(-1).tolist(), strict=True):
+            out[todo[k]] = row[: len(ys[todo[k]])]
     return out
 
 
