@@ -180,8 +180,8 @@ if unk_rows:
                     for m, b, a in unk_examples)  # fmt: skip
     display(Markdown(tables.markdown_table(unk_rows) + "\nnewstest2014, tokenized BLEU, all "
                      "sentences; % of the output's tokens."))  # fmt: skip
-    display(HTML("<table><tr><th>model</th><th>translation</th><th>&lt;unk&gt; replaced</th></tr>"
-                 f"{cells}</table>") if cells else Markdown("No translation has an `<unk>` to "
+    head = f"<tr><th>model</th><th>translation</th><th>{_html.escape('<unk>')} replaced</th></tr>"
+    display(HTML(f"<table>{head}{cells}</table>") if cells else Markdown("No translation has an `<unk>` to "
                  "replace."))  # fmt: skip
 else:
     display(Markdown(f"The `{profile}` results hold no translations with `<unk>` replaced "

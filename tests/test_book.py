@@ -154,11 +154,15 @@ def test_replicate_mode_writes_the_results_layout(results):
     assert len(att) > 7  # (a)-(d), three by Figure 3's rule, and the alignment explorer's
 
 
+#: Results files that are not text: figures and published weights.
+BINARY = (".png", ".safetensors")
+
+
 def _local_paths(results: Path) -> dict[str, list[str]]:
     """Each file of ``results`` that names this clone, the results directory or a home."""
     local = {str(ROOT), str(results), str(results.parent), str(Path.home()), "/tmp/"}
     found = {}
-    for f in sorted(p for p in results.rglob("*") if p.is_file() and p.suffix != ".png"):
+    for f in sorted(p for p in results.rglob("*") if p.is_file() and p.suffix not in BINARY):
         text = f.read_text(encoding="utf-8")
         if hits := sorted(s for s in local if s in text):
             found[str(f.relative_to(results))] = hits
