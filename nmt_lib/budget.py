@@ -104,15 +104,24 @@ def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -
 
 
 def train_arm(profile: str, results_dir: str, data_dir: str | None, name: str) -> tuple[str, dict]:
-    """Train (resumably) one arm and score it on the whole dev set; returns ``(name, seconds)``."""
+    """Train (resumably) one arm and score it on the whole dev set; returns ``(name, seconds)``.
+    An arm that diverges is an outcome of the study, not an error: its ``final.json`` says so,
+    with no dev score."""
     from nmt_lib.data import prepare
-    from nmt_lib.train import train_run
+    from nmt_lib.io import write_json
+    from nmt_lib.train import Diverged, train_run
 
     run = _load(profile, data_dir).runs[name]
     out = Path(results_dir) / "runs" / run_dir_name(name)
     prep = prepare(run.data)
     t0 = time.time()
-    summary = train_run(run, out, prep=prep, progress=False)
+    try:
+        summary = train_run(run, out, prep=prep, progress=False)
+    except Diverged as e:
+        write_json(out / "final.json", {"diverged": str(e), "updates": e.update, "dev_nll": None,
+                                        "dev_bleu_greedy": None})  # fmt: skip
+        print(f"[budget] {name}: diverged at update {e.update}", flush=True)
+        return name, {"train_s": round(time.time() - t0, 1), "final_eval_s": 0.0}
     t1 = time.time()
     result = final_eval(run, out, prep)
     print(

@@ -58,28 +58,35 @@ def settings(run, family_runs: list) -> str:
 def table(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
     """One row per arm that finished, in the profile's order: its family, the settings in which
     its family's arms differ, the whole dev set's NLL per sentence and greedy BLEU (500
-    sentences), and whether it is chosen (the lowest dev NLL of its family, once all of them
-    finished)."""
+    sentences), whether it diverged (a column only where one did: no dev score, never chosen),
+    and whether it is chosen (the lowest dev NLL of its family, once all of them finished)."""
     prof = load_profile(profile)
     rows = []
     for name, run in prof.runs.items():
         f = out / "runs" / run_dir_name(name) / "final.json"
         if not f.is_file():
             continue
-        final, summary = read_json(f), read_json(f.parent / "train_summary.json")
+        final = read_json(f)
         kin = [r for n, r in prof.runs.items() if family(n) == family(name)]
+        diverged = final.get("diverged") is not None
         rows.append({
             "model": family(name), "arm": name.split(".", 1)[1],
             "settings": settings(run, kin),
-            "updates": summary["updates"], "dev NLL": round(final["dev_nll"], 2),
-            "dev BLEU (greedy)": round(final["dev_bleu_greedy"], 2),
+            "updates": final["updates"] if diverged
+            else read_json(f.parent / "train_summary.json")["updates"],
+            "dev NLL": None if diverged else round(final["dev_nll"], 2),
+            "dev BLEU (greedy)": None if diverged else round(final["dev_bleu_greedy"], 2),
+            "diverged": diverged,
         })  # fmt: skip
     for fam in dict.fromkeys(r["model"] for r in rows):
         mine = [r for r in rows if r["model"] == fam]
         done = len(mine) == sum(family(n) == fam for n in prof.runs)
-        best = min(mine, key=lambda r: r["dev NLL"])
+        best = min((r for r in mine if not r["diverged"]), key=lambda r: r["dev NLL"], default=None)
         for r in mine:  # None until every arm of the family has finished
             r["chosen"] = (r is best) if done else None
+    if not any(r["diverged"] for r in rows):
+        for r in rows:
+            del r["diverged"]
     return rows
 
 

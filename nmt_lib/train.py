@@ -619,6 +619,7 @@ class Diverged(RuntimeError):
     checkpoint, of finite weights, is kept."""
 
     def __init__(self, run: str, update: int, checkpoint: Path, why: str):
+        self.update = update
         kept = f"{checkpoint} is kept" if checkpoint.is_file() else "no checkpoint was written"
         super().__init__(
             f"run {run!r} diverged at update {update}: {why}; {kept}: start afresh "

@@ -166,3 +166,21 @@ def test_the_comparisons_profile_is_written_from_the_committed_sweep():
     committed sweep and comparison: every model with its family's chosen recipe and search."""
     assert recipes.COMPARE.read_text(encoding="utf-8") == recipes.compare_profile()
     assert recipes.GPU_COMPARE.read_text(encoding="utf-8") == recipes.gpu_profile()
+
+
+def test_a_diverged_arm_is_a_row_of_the_sweep_and_never_chosen(tmp_path):
+    from nmt_lib.io import write_json
+
+    best = {"RNNsearch-50": "adam-3e-3", "RNNencdec-50": "adam-1e-3", "Seq2seq-50": "adam-3e-4",
+            "Luong-50": "adam-1e-3", "Transformer-50": "warmup-1e-3"}  # fmt: skip
+    out = tmp_path / "recipes"
+    fake_sweep(out, best)
+    d = out / "runs" / "RNNsearch-50.adam-3e-3"  # the best arm of its family, had it not diverged
+    (d / "train_summary.json").unlink()
+    write_json(d / "final.json", {"diverged": "run diverged at update 7", "updates": 7,
+                                  "dev_nll": None, "dev_bleu_greedy": None})  # fmt: skip
+    rows = [r for r in recipes.table(out) if r["model"] == "RNNsearch-50"]
+    gone = next(r for r in rows if r["arm"] == "adam-3e-3")
+    assert gone["diverged"] and gone["dev NLL"] is None and gone["updates"] == 7
+    assert not gone["chosen"] and sum(bool(r["chosen"]) for r in rows) == 1
+    assert recipes.chosen(out)["RNNsearch-50"] != "RNNsearch-50.adam-3e-3"
