@@ -102,3 +102,26 @@ def test_a_profile_publishes_only_its_own_runs(tmp_path):
     with pytest.raises(ConfigError, match="publish names no run"):
         load_profile(prof)
     assert load_profile("lite").publish == ("RNNsearch-50*",)
+
+
+def test_each_committed_model_card_is_its_table_1_row():
+    """Every published model of the committed results: its files intact, its card's test BLEU the
+    profile's Table 1 row, and its float16 weights translating as the checkpoint on at least 99%
+    of the sample (else the card gives their own BLEU)."""
+    import csv
+
+    from nmt_lib.config import home
+
+    found = sorted((home() / "results").glob(f"*/published/*/{publish.SUMS}"))
+    assert found, "no published model in the committed results"
+    for sums in found:
+        path, profile = sums.parent, sums.parents[2]
+        publish.verify(path)
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        with open(profile / "table1.csv", encoding="utf-8") as f:
+            row = next(r for r in csv.DictReader(f) if r["model"] == cfg["name"])
+        card = (path / publish.CARD).read_text(encoding="utf-8")
+        assert f"| {float(row['All']):.2f} (Table 1's row)" in card, path
+        agreement = json.loads((path / "agreement.json").read_text(encoding="utf-8"))
+        if agreement["same"] < 0.99 * agreement["sentences"]:
+            assert "test BLEU with the float16 weights" in card, path
