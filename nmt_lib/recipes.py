@@ -227,38 +227,50 @@ def compare_profile(out: Path = RESULTS, compare_out: Path | None = None) -> str
     from the sweep's common ones) and its family's chosen search (``search.csv``), for
     :data:`UPDATES` updates, one run per seed (:func:`run_name`); the best of Luong's scores
     (:func:`best_luong`) gets every seed once its first is evaluated."""
-    import tomllib
-
-    doc = tomllib.loads(PROFILE.read_text(encoding="utf-8"))
-    arms = chosen(out)
-    search = {r["model"]: r for r in _read_csv(out / "search.csv") if r["chosen"] == "True"}
+    doc, arms, search = _chosen_recipes(out)
     luong = best_luong(compare_out or out.parent)
-    lines = [
-        'name = "compare"',
-        'description = """' + COMPARE_DESCRIPTION.format(updates=UPDATES) + '"""',
-        "# written by `python -m nmt_lib.recipes --write-profile` from the sweep's results",
-        "",
-    ]
-    for sec in ("data", "model", "train", "search"):
-        common = dict(doc[sec])
-        if sec == "train":
-            common["max_updates"] = UPDATES
-        lines += [f"[{sec}]", *(f"{k} = {_toml(v)}" for k, v in common.items()), ""]
+    common = {sec: dict(doc[sec]) for sec in ("data", "model", "train", "search")}
+    common["train"]["max_updates"] = UPDATES
+    runs = []
     for seed in SEEDS:
         for model, (fam, settings) in MODELS.items():
             if seed != SEEDS[0] and model not in SEEDED and model != luong:
                 continue
             arm = doc["runs"][arms[fam]]
-            s = search[fam]
-            parts = {
+            runs.append((run_name(model, seed), arms[fam], {
                 "model": {**arm.get("model", {}), **settings},
                 "data": {"seed": seed},
                 "train": {**arm.get("train", {}), "seed": seed},
-                "search": _search(s),
-            }  # fmt: skip
-            lines.append(f'[runs."{run_name(model, seed)}"]  # recipe: {arms[fam]}')
-            lines += [f"{sec} = {_inline(v)}" for sec, v in parts.items() if v]
-            lines.append("")
+                "search": _search(search[fam]),
+            }))  # fmt: skip
+    return _profile_text("compare", COMPARE_DESCRIPTION.format(updates=UPDATES), common, runs)
+
+
+def _chosen_recipes(out: Path) -> tuple[dict, dict[str, str], dict[str, dict]]:
+    """The sweep's profile (as TOML data), each family's chosen arm (:func:`chosen`) and its
+    chosen row of ``search.csv``."""
+    import tomllib
+
+    doc = tomllib.loads(PROFILE.read_text(encoding="utf-8"))
+    search = {r["model"]: r for r in _read_csv(out / "search.csv") if r["chosen"] == "True"}
+    return doc, chosen(out), search
+
+
+def _profile_text(name: str, description: str, common: dict, runs: list) -> str:
+    """A profile written by ``--write-profile``: its ``common`` sections, then each run of
+    ``runs`` (``(name, the arm whose recipe it takes, {section: settings})``)."""
+    lines = [
+        f'name = "{name}"',
+        'description = """' + description + '"""',
+        "# written by `python -m nmt_lib.recipes --write-profile` from the sweep's results",
+        "",
+    ]
+    for sec, values in common.items():
+        lines += [f"[{sec}]", *(f"{k} = {_toml(v)}" for k, v in values.items()), ""]
+    for run, arm, parts in runs:
+        lines.append(f'[runs."{run}"]  # recipe: {arm}')
+        lines += [f"{sec} = {_inline(v)}" for sec, v in parts.items() if v]
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -294,35 +306,18 @@ def gpu_profile(out: Path = RESULTS) -> str:
     import tomllib
 
     gpu = tomllib.loads((PROFILE_DIR / "gpu.toml").read_text(encoding="utf-8"))
-    doc = tomllib.loads(PROFILE.read_text(encoding="utf-8"))
-    arms = chosen(out)
-    search = {r["model"]: r for r in _read_csv(out / "search.csv") if r["chosen"] == "True"}
-    lines = [
-        'name = "compare-gpu"',
-        'description = """' + GPU_DESCRIPTION.format(minutes=GPU_MINUTES) + '"""',
-        "# written by `python -m nmt_lib.recipes --write-profile` from the sweep's results",
-        "",
-    ]
-    for sec in ("data", "train", "search"):
-        common = dict(gpu[sec])
-        if sec == "train":
-            common["max_hours"] = round(GPU_MINUTES / 60, 6)
-        lines += [f"[{sec}]", *(f"{k} = {_toml(v)}" for k, v in common.items()), ""]
+    doc, arms, search = _chosen_recipes(out)
+    common = {sec: dict(gpu[sec]) for sec in ("data", "train", "search")}
+    common["train"]["max_hours"] = round(GPU_MINUTES / 60, 6)
+    runs = []
     for model, (fam, sizes) in GPU_MODELS.items():
         arm = doc["runs"][arms[fam]]
         train = dict(arm.get("train", {}))
         if arm.get("model", {}).get("arch", "RNNsearch") == "Transformer":
             train["cuda_graphs"] = False
-        s = search[fam]
-        parts = {
-            "model": {**arm.get("model", {}), **sizes},
-            "train": train,
-            "search": _search(s),
-        }  # fmt: skip
-        lines.append(f'[runs."{model}"]  # recipe: {arms[fam]}')
-        lines += [f"{sec} = {_inline(v)}" for sec, v in parts.items() if v]
-        lines.append("")
-    return "\n".join(lines)
+        runs.append((model, arms[fam], {"model": {**arm.get("model", {}), **sizes},
+                                        "train": train, "search": _search(search[fam])}))  # fmt: skip
+    return _profile_text("compare-gpu", GPU_DESCRIPTION.format(minutes=GPU_MINUTES), common, runs)
 
 
 GPU_DESCRIPTION = """The comparison's second view, where compute is plentiful: RNNsearch-50 at

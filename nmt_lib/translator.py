@@ -24,7 +24,6 @@ import base64
 import html
 import json
 import os
-import struct
 from pathlib import Path
 
 from .io import atomic_write, read_json, sha256_file
@@ -37,22 +36,16 @@ GLOBAL = "NMT_TRANSLATOR"
 
 def _tensors(path: Path) -> dict[str, dict]:
     """The float16 tensors of a safetensors file as ``{name: {"shape", "data"}}``, ``data`` the
-    base64 of their little-endian bytes, read straight from the file (its layout: an 8-byte
-    header length, a JSON header of dtypes, shapes and byte offsets, then the data)."""
-    raw = path.read_bytes()
-    (size,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + size])
+    base64 of their little-endian bytes."""
+    import torch
+    from safetensors.torch import load_file
+
     out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        if t["dtype"] != "F16":
-            raise ValueError(
-                f"{path}: {name} is {t['dtype']}, not the float16 of a published model"
-            )
-        a, b = t["data_offsets"]
-        data = raw[8 + size + a : 8 + size + b]
-        out[name] = {"shape": t["shape"], "data": base64.b64encode(data).decode("ascii")}
+    for name, t in load_file(str(path)).items():
+        if t.dtype != torch.float16:
+            raise ValueError(f"{path}: {name} is {t.dtype}, not the float16 of a published model")
+        data = t.numpy().astype("<f2").tobytes()
+        out[name] = {"shape": list(t.shape), "data": base64.b64encode(data).decode("ascii")}
     return out
 
 
