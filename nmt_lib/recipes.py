@@ -95,6 +95,56 @@ def chosen(out: Path = RESULTS, profile=PROFILE) -> dict[str, str]:
     return {r["model"]: f"{r['model']}.{r['arm']}" for r in table(out, profile) if r["chosen"]}
 
 
+def bracketed(out: Path = RESULTS, profile=PROFILE) -> dict[str, dict]:
+    """Whether the sweep brackets each chosen learning rate: ``{model: {"lr", "lower", "higher"}}``
+    with the chosen arm's rate and, for each side, whether an arm that differs from it only in
+    the rate was trained there and scored worse on dev (a diverged arm counts as worse). A side
+    that is False means the best rate may lie beyond the grid."""
+    prof, rows = load_profile(profile), table(out, profile)
+    nll = {f"{r['model']}.{r['arm']}": r["dev NLL"] for r in rows}
+    found = {}
+    for model, arm in chosen(out, profile).items():
+        mine = to_dict(prof.runs[arm]) | {"name": None}
+        lr = mine["train"]["lr"]
+        sides = {"lower": False, "higher": False}
+        for name, run in prof.runs.items():
+            other = to_dict(run) | {"name": None}
+            other_lr = other["train"]["lr"]
+            same = other | {"train": other["train"] | {"lr": lr}} == mine
+            if family(name) != model or not same or other_lr == lr or name not in nll:
+                continue
+            worse = nll[name] is None or nll[name] > nll[arm]
+            sides["lower" if other_lr < lr else "higher"] |= worse
+        found[model] = {"lr": lr, **sides}
+    return found
+
+
+def _rate(lr: float) -> str:
+    """``0.003`` -> ``"3e-3"``."""
+    return f"{lr:.0e}".replace("e-0", "e-")
+
+
+def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
+    """:func:`bracketed` in a sentence: the families whose chosen rate has a worse one on both
+    sides, and those where the best rate may lie beyond the grid."""
+    found = bracketed(out, profile)
+    inside = [f"{m} {_rate(b['lr'])}" for m, b in found.items() if b["lower"] and b["higher"]]
+    side = {
+        (True, False): "has no worse rate above it",
+        (False, True): "has no worse rate below it",
+        (False, False): "was the only rate tried with its other settings",
+    }
+    edge = [f"{m}'s {_rate(b['lr'])} {side[b['lower'], b['higher']]}"
+            for m, b in found.items() if not (b["lower"] and b["higher"])]  # fmt: skip
+    text = []
+    if inside:
+        text.append("Chosen learning rates with a lower and a higher one beside them that score "
+                    f"worse on dev, the other settings equal: {', '.join(inside)}.")  # fmt: skip
+    if edge:
+        text.append(f"At the grid's edge: {'; '.join(edge)}, so a better rate may lie beyond it.")
+    return " ".join(text)
+
+
 def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[dict]:
     """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
     setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the

@@ -122,7 +122,8 @@ Markdown(tables.markdown_table(comparison.recipes(out)) + "\n" + comparison.reci
 
 # %% tags=["hide-input"]
 sweep = recipes.RESULTS / "recipes.md"
-Markdown(sweep.read_text(encoding="utf-8") if sweep.is_file() and by_updates else
+Markdown(sweep.read_text(encoding="utf-8") + "\n" + recipes.bracketed_text()
+         if sweep.is_file() and by_updates else
          "*The recipe sweep's table is shown here once the comparison's runs are trained with "
          "its recipes.*")  # fmt: skip
 

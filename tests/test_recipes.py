@@ -184,3 +184,23 @@ def test_a_diverged_arm_is_a_row_of_the_sweep_and_never_chosen(tmp_path):
     assert gone["diverged"] and gone["dev NLL"] is None and gone["updates"] == 7
     assert not gone["chosen"] and sum(bool(r["chosen"]) for r in rows) == 1
     assert recipes.chosen(out)["RNNsearch-50"] != "RNNsearch-50.adam-3e-3"
+
+
+def test_the_sweep_says_which_chosen_rates_it_brackets(tmp_path):
+    # RNNsearch-50 at 3e-3 has 1e-3 and 1e-2 beside it (other settings equal); Seq2seq-50 at 3e-4
+    # is the lowest rate tried; Luong's chosen arm differs from the others in layers and bias too
+    best = {"RNNsearch-50": "adam-3e-3", "RNNencdec-50": "adam-1e-2", "Seq2seq-50": "adam-3e-4",
+            "Luong-50": "adam-1e-3-1-layer-forget-bias-0", "Transformer-50": "warmup-1e-3"}  # fmt: skip
+    out = tmp_path / "recipes"
+    fake_sweep(out, best)
+    found = recipes.bracketed(out)
+    assert found["RNNsearch-50"] == {"lr": 0.003, "lower": True, "higher": True}
+    assert found["RNNencdec-50"] == {"lr": 0.01, "lower": True, "higher": False}
+    assert found["Seq2seq-50"] == {"lr": 0.0003, "lower": False, "higher": True}
+    assert found["Luong-50"] == {"lr": 0.001, "lower": False, "higher": False}
+    assert found["Transformer-50"] == {"lr": 0.001, "lower": True, "higher": True}
+    text = recipes.bracketed_text(out)
+    assert "RNNsearch-50 3e-3" in text and "Transformer-50 1e-3" in text
+    assert "RNNencdec-50's 1e-2 has no worse rate above it" in text
+    assert "Seq2seq-50's 3e-4 has no worse rate below it" in text
+    assert "Luong-50's 1e-3 was the only rate tried with its other settings" in text
