@@ -101,9 +101,9 @@ glue("cmp_how", (
 # 1e-3, 3e-3 and 1e-2; an arm that diverges is a row of the table, never chosen); for the
 # LSTMs the forget-gate bias of later practice; for Luong et al.'s model their stacked layers; for
 # the Transformer its paper's schedule (linear warm-up, then inverse-square-root decay, Adam's
-# β₂ = 0.98) against a constant rate, and its paper's dropout. Then each family's chosen model
-# decodes 500 dev sentences with and without length normalisation and with two length limits, and
-# keeps the setting of highest dev BLEU. Label smoothing is not tried. To regenerate everything
+# β₂ = 0.98) against a constant rate, and its paper's dropout. Then each family's chosen model,
+# as the sweep left it, decodes 500 dev sentences with and without length normalisation and with
+# two length limits, and keeps the setting of highest dev BLEU. Label smoothing is not tried. To regenerate everything
 # (about ten hours on 2 cores, resumable), then the tables of this page:
 #
 # ```bash
