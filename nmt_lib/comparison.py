@@ -31,7 +31,7 @@ from .claims import (
 )
 from .config import home
 from .io import read_json
-from .results import eval_curve, run_dir
+from .results import eval_curve, run_dir, tokens_per_update
 from .vocab import SPECIALS, UNK
 
 RESULTS = home() / "results" / "compare"
@@ -49,6 +49,10 @@ ATTENTION = {
 SUTSKEVER_REVERSAL = "test BLEU 25.9 → 30.6 and perplexity 5.8 → 4.7 (§3.3)"
 #: The architectures with attention.
 ATTENDING = ("RNNsearch", "Luong", "Transformer")
+#: Vaswani et al. (2017), the base model: 100,000 updates of about 25,000 target tokens (§5.1-5.2),
+#: 6 layers of width 512 with 8 heads and feed-forward 2048, label smoothing 0.1 (§3, §5.4).
+TRANSFORMER_BASE = {"updates": 100_000, "tokens": 25_000, "layers": 6, "m": 512, "heads": 8,
+                    "ff": 2048, "label_smoothing": 0.1}  # fmt: skip
 
 
 def models(out: Path = RESULTS) -> dict[str, list[str]]:
@@ -291,6 +295,26 @@ def gpu_view(out: Path = GPU_RESULTS) -> list[dict]:
             "train tok/s": r["train tok/s"], "minutes": round(60 * r["hours"], 1),
         })  # fmt: skip
     return rows
+
+
+def transformer_footing(out: Path = RESULTS) -> str:
+    """How far the comparison's Transformer is from its paper's base model, in a sentence: target
+    tokens seen (updates times the tokens of one update, :func:`nmt_lib.results.tokens_per_update`),
+    sizes and label smoothing. Empty where no Transformer was trained."""
+    runs = [r for rs in models(out).values() for r in rs[:1] if config(out, r)["model"]["arch"]
+            == "Transformer"]  # fmt: skip
+    if not runs:
+        return ""
+    m, base, d = config(out, runs[0])["model"], TRANSFORMER_BASE, run_dir(out, runs[0])
+    updates, tokens = read_json(d / "train_summary.json")["updates"], tokens_per_update(d)
+    fewer = base["updates"] * base["tokens"] / (updates * tokens)
+    return (
+        f"Their base model made {base['updates']:,} updates of about {base['tokens']:,} target "
+        f"tokens; ours made {updates:,} of about {round(tokens, -1):,.0f}, {fewer:,.0f} times fewer "
+        f"target tokens in all, with {m['layers']} layers of width {m['m']} ({m['heads']} heads, "
+        f"feed-forward {m['ff']}) against {base['layers']} of {base['m']} ({base['heads']} heads, "
+        f"{base['ff']}), and without their label smoothing of {base['label_smoothing']:g}."
+    )
 
 
 def budget(out: Path = RESULTS) -> str:

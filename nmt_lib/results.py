@@ -50,6 +50,19 @@ def commit_text(manifest: dict) -> str:
     return text + (f" ({later})" if later else "")
 
 
+def tokens_per_update(d: Path) -> float:
+    """The target tokens of one update of the run in ``d``, the median over its training log's
+    windows: a window's tokens per second times its seconds (the elapsed time since the record
+    before), over its updates. Logs written before windows were counted give none: ``ValueError``."""
+    recs = [json.loads(x) for x in (d / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
+            if '"window_updates"' in x]  # fmt: skip
+    per = sorted(b["tokens_per_s"] * (b["elapsed"] - a["elapsed"]) / b["window_updates"]
+                 for a, b in zip(recs, recs[1:], strict=False) if b["elapsed"] > a["elapsed"])  # fmt: skip
+    if not per:
+        raise ValueError(f"{d / 'train_log.jsonl'}: no training windows with their updates")
+    return per[len(per) // 2]
+
+
 def eval_curve(d: Path) -> list[dict]:
     """The evaluations during training of the run in ``d``, in order, from its ``train_log.jsonl``:
     ``[{"minutes", "update", "dev_nll", "dev_bleu"}]`` (the dev NLL of the fixed subset, the greedy

@@ -268,6 +268,7 @@ def claim_text(prefix: str) -> str:
 glue("cmp_table1", Markdown(claim_text("RNNsearch-50 beats")), display=False)
 glue("cmp_reversal", Markdown(claim_text("Reversing")), display=False)
 glue("cmp_transformer", Markdown(claim_text("The Transformer beats")), display=False)
+glue("cmp_tf_footing", comparison.transformer_footing(out), display=False)
 
 # %% [markdown]
 # Of the {glue:text}`cmp_claims_n` claims judged: {glue:text}`cmp_all_verdicts`.
@@ -285,8 +286,9 @@ glue("cmp_transformer", Markdown(claim_text("The Transformer beats")), display=F
 # does to it.
 #
 # **Where does the Transformer stand?** Vaswani et al.'s claim, that it beats the recurrent
-# attention models: {glue:md}`cmp_transformer`. Their base model made 100,000 updates of 25,000
-# target tokens each; a verdict here is about this budget, not about the architecture.
+# attention models: {glue:md}`cmp_transformer`. {glue:text}`cmp_tf_footing` A verdict here is
+# about this budget, not about the architecture; the deviations page lists the rest
+# ({ref}`deviations-other-models`).
 #
 # ## What the searches made of each model
 #

@@ -217,3 +217,25 @@ def test_the_gpu_view_reads_its_runs_and_is_empty_without_them(tmp_path, monkeyp
     short = f"All <{claims.SHORT} words"
     assert rows[0][short] == 100.0 and rows[1][short] < 5  # each run's own sentences
     assert comparison.gpu_view(tmp_path / "none") == []
+
+
+def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
+    from nmt_lib.results import tokens_per_update
+
+    out = fake_dir(tmp_path, {"RNNsearch-50": ({"arch": "RNNsearch"}, 0.9, 0.5)})
+    assert comparison.transformer_footing(out) == ""  # no Transformer trained
+    cfg = {"arch": "Transformer", "layers": 3, "m": 128, "heads": 4, "ff": 512}
+    out = fake_dir(tmp_path / "tf", {"Transformer-50": (cfg, 0.9, 0.5)})
+    d = run_dir(out, "Transformer-50-s1")
+    # windows of 25 updates of 2,000 target tokens, one of them slowed by an evaluation, and a
+    # resume (its elapsed time starts again from the checkpoint's): the median is 2,000
+    windows = [(25, 50.0, 1000.0), (25, 100.0, 1000.0), (25, 200.0, 250.0), (25, 250.0, 1000.0),
+               (10, 240.0, 5000.0), (25, 290.0, 1000.0), (25, 340.0, 1000.0)]  # fmt: skip
+    lines = [{"kind": "train", "window_updates": n, "elapsed": e, "tokens_per_s": t}
+             for n, e, t in windows]  # fmt: skip
+    (d / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert tokens_per_update(d) == 2000.0
+    (d / "train_summary.json").write_text(json.dumps({"updates": 3000}))
+    text = comparison.transformer_footing(out)
+    assert "ours made 3,000 of about 2,000, 417 times fewer target tokens" in text
+    assert "3 layers of width 128 (4 heads, feed-forward 512) against 6 of 512" in text
