@@ -63,6 +63,14 @@ def tokens_per_update(d: Path) -> float:
     return per[len(per) // 2]
 
 
+def eval_share(d: Path) -> float:
+    """The share of the run in ``d``'s training time that went to its evaluations on dev."""
+    recs = [json.loads(x) for x in (d / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
+            if x.strip()]  # fmt: skip
+    spent = sum(r.get("eval_seconds", 0.0) for r in recs if r.get("kind") == "eval")
+    return spent / max(r["elapsed"] for r in recs if "elapsed" in r)
+
+
 def eval_curve(d: Path) -> list[dict]:
     """The evaluations during training of the run in ``d``, in order, from its ``train_log.jsonl``:
     ``[{"minutes", "update", "dev_nll", "dev_bleu"}]`` (the dev NLL of the fixed subset, the greedy

@@ -38,7 +38,7 @@ from myst_nb import glue
 
 from nmt_lib import claims, comparison, plots, recipes, tables
 from nmt_lib.io import read_json
-from nmt_lib.results import commit_text, require_results, run_dir
+from nmt_lib.results import commit_text, eval_share, require_results, run_dir
 
 out = comparison.RESULTS
 require_results(out, "manifest.json", "runs")
@@ -179,6 +179,8 @@ plt.close(fig)
 per_update = [{"model": m, "seconds per update": round(3600 * by[m]["hours per run"]
                                                       / by[m]["updates"], 2) if by[m]["updates"]
                else None,
+               "dev evaluation (% of the time)": round(100 * sum(
+                   eval_share(run_dir(out, r)) for r in found[m]) / len(found[m]), 1),
                f"dev NLL at update {common:,}": round(nll_at[m], 1),
                "dev NLL at the end": round(dev[m][-1]["dev_nll"], 1)} for m in found]  # fmt: skip
 glue("cmp_common", f"{common:,}", display=False)
@@ -186,8 +188,9 @@ glue("cmp_nll_order", ", ".join(f"{m} ({nll_at[m]:.1f})" for m in sorted(nll_at,
      display=False)  # fmt: skip
 dev_n = comparison.config(out, manifest["runs"][0])["train"]["dev_nll_sentences"]
 Markdown(
-    tables.markdown_table(per_update) + "\nDev NLL: nats per sentence on the fixed dev "
-    f"subset of {dev_n} sentences that training evaluates, the mean over seeds."
+    tables.markdown_table(per_update) + "\nThe mean over seeds of: seconds per update, the "
+    "share of the training time that went to evaluating on dev, and dev NLL (nats per sentence on "
+    f"the fixed dev subset of {dev_n} sentences that training evaluates)."
 )
 
 # %% [markdown]

@@ -239,3 +239,12 @@ def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
     text = comparison.transformer_footing(out)
     assert "ours made 3,000 of about 2,000, 417 times fewer target tokens" in text
     assert "3 layers of width 128 (4 heads, feed-forward 512) against 6 of 512" in text
+
+
+def test_the_share_of_training_time_spent_on_dev(tmp_path):
+    from nmt_lib.results import eval_share
+
+    lines = [{"kind": "train", "elapsed": 50.0}, {"kind": "eval", "elapsed": 100.0, "eval_seconds": 5.0},
+             {"kind": "train", "elapsed": 150.0}, {"kind": "eval", "elapsed": 200.0, "eval_seconds": 15.0}]  # fmt: skip
+    (tmp_path / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert eval_share(tmp_path) == 0.1
