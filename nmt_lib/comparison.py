@@ -124,17 +124,21 @@ RECIPE_COLUMNS = {
     "length-normalised search": ("search", "normalize"),
     "search limit (× source)": ("search", "max_len_ratio"),
 }  # fmt: skip
+#: The settings that only some architectures have: the others' rows leave them blank.
+OWN_SETTINGS = {"dropout": ("Transformer",), "forget-gate bias": ("Seq2seq", "Peeky", "Luong")}
 
 
 def recipes(out: Path = RESULTS) -> list[dict]:
     """Each model's recipe and search settings (the first seed's config; the seeds differ only
     in ``seed``), as chosen on dev by the sweep (:mod:`nmt_lib.recipes`); blank where a run's
-    config predates the setting."""
+    config predates the setting or its architecture has no such setting (:data:`OWN_SETTINGS`)."""
     rows = []
     for model, runs in models(out).items():
         cfg = config(out, runs[0])
-        rows.append({"model": model, **{col: cfg[sec].get(key)
-                                        for col, (sec, key) in RECIPE_COLUMNS.items()}})  # fmt: skip
+        arch = cfg["model"]["arch"]
+        rows.append({"model": model, **{
+            col: cfg[sec].get(key) if arch in OWN_SETTINGS.get(col, (arch,)) else None
+            for col, (sec, key) in RECIPE_COLUMNS.items()}})  # fmt: skip
     return rows
 
 

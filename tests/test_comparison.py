@@ -248,3 +248,25 @@ def test_the_share_of_training_time_spent_on_dev(tmp_path):
              {"kind": "train", "elapsed": 150.0}, {"kind": "eval", "elapsed": 200.0, "eval_seconds": 15.0}]  # fmt: skip
     (tmp_path / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert eval_share(tmp_path) == 0.1
+
+
+def test_the_recipes_table_leaves_blank_what_an_architecture_does_not_have(tmp_path):
+    train = {"optimizer": "adam", "lr": 0.003, "lr_schedule": "constant", "warmup_updates": 0,
+             "adam_beta2": 0.999}  # fmt: skip
+    configs = {
+        f"{arch}-50-s1": {"model": {"arch": arch, "layers": 2, "dropout": 0.1, "forget_bias": 1.0},
+                          "train": train, "search": {"normalize": True, "max_len_ratio": 1.5}}
+        for arch in ("RNNsearch", "Luong", "Transformer")
+    }  # fmt: skip
+    (tmp_path / "manifest.json").write_text(json.dumps({"runs": list(configs), "configs": configs}))
+    rows = {r["model"]: r for r in comparison.recipes(tmp_path)}
+    assert (rows["RNNsearch-50"]["dropout"], rows["RNNsearch-50"]["forget-gate bias"]) == (
+        None,
+        None,
+    )
+    assert (rows["Luong-50"]["dropout"], rows["Luong-50"]["forget-gate bias"]) == (None, 1.0)
+    assert (rows["Transformer-50"]["dropout"], rows["Transformer-50"]["forget-gate bias"]) == (
+        0.1,
+        None,
+    )
+    assert all(r["lr"] == 0.003 and r["layers"] == 2 for r in rows.values())
