@@ -130,8 +130,8 @@ def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
     found = bracketed(out, profile)
     inside = [f"{m} {_rate(b['lr'])}" for m, b in found.items() if b["lower"] and b["higher"]]
     side = {
-        (True, False): "has no worse rate above it",
-        (False, True): "has no worse rate below it",
+        (True, False): "is the highest rate tried",
+        (False, True): "is the lowest rate tried",
         (False, False): "was the only rate tried with its other settings",
     }
     edge = [f"{m}'s {_rate(b['lr'])} {side[b['lower'], b['higher']]}"

@@ -201,6 +201,6 @@ def test_the_sweep_says_which_chosen_rates_it_brackets(tmp_path):
     assert found["Transformer-50"] == {"lr": 0.001, "lower": True, "higher": True}
     text = recipes.bracketed_text(out)
     assert "RNNsearch-50 3e-3" in text and "Transformer-50 1e-3" in text
-    assert "RNNencdec-50's 1e-2 has no worse rate above it" in text
-    assert "Seq2seq-50's 3e-4 has no worse rate below it" in text
+    assert "RNNencdec-50's 1e-2 is the highest rate tried" in text
+    assert "Seq2seq-50's 3e-4 is the lowest rate tried" in text
     assert "Luong-50's 1e-3 was the only rate tried with its other settings" in text
