@@ -305,11 +305,11 @@ def transformer_footing(out: Path = RESULTS) -> str:
     """How far the comparison's Transformer is from its paper's base model, in a sentence: target
     tokens seen (updates times the tokens of one update, :func:`nmt_lib.results.tokens_per_update`),
     sizes and label smoothing. Empty where no Transformer was trained."""
-    runs = [r for rs in models(out).values() for r in rs[:1] if config(out, r)["model"]["arch"]
-            == "Transformer"]  # fmt: skip
-    if not runs:
+    firsts = [runs[0] for runs in models(out).values()]
+    run = next((r for r in firsts if config(out, r)["model"]["arch"] == "Transformer"), None)
+    if run is None:
         return ""
-    m, base, d = config(out, runs[0])["model"], TRANSFORMER_BASE, run_dir(out, runs[0])
+    m, base, d = config(out, run)["model"], TRANSFORMER_BASE, run_dir(out, run)
     updates, tokens = read_json(d / "train_summary.json")["updates"], tokens_per_update(d)
     fewer = base["updates"] * base["tokens"] / (updates * tokens)
     return (

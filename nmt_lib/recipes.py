@@ -100,21 +100,20 @@ def bracketed(out: Path = RESULTS, profile=PROFILE) -> dict[str, dict]:
     with the chosen arm's rate and, for each side, whether an arm that differs from it only in
     the rate was trained there and scored worse on dev (a diverged arm counts as worse). A side
     that is False means the best rate may lie beyond the grid."""
-    prof, rows = load_profile(profile), table(out, profile)
-    nll = {f"{r['model']}.{r['arm']}": r["dev NLL"] for r in rows}
+    prof = load_profile(profile)
+    nll = {f"{r['model']}.{r['arm']}": r["dev NLL"] for r in table(out, profile)}
+
+    def but_rate(run):  # the arm's settings, its name and learning rate aside
+        return dataclasses.replace(run, name="", train=dataclasses.replace(run.train, lr=0.0))
+
     found = {}
     for model, arm in chosen(out, profile).items():
-        mine = to_dict(prof.runs[arm]) | {"name": None}
-        lr = mine["train"]["lr"]
+        lr, mine = prof.runs[arm].train.lr, but_rate(prof.runs[arm])
         sides = {"lower": False, "higher": False}
         for name, run in prof.runs.items():
-            other = to_dict(run) | {"name": None}
-            other_lr = other["train"]["lr"]
-            same = other | {"train": other["train"] | {"lr": lr}} == mine
-            if family(name) != model or not same or other_lr == lr or name not in nll:
-                continue
-            worse = nll[name] is None or nll[name] > nll[arm]
-            sides["lower" if other_lr < lr else "higher"] |= worse
+            if name in nll and run.train.lr != lr and but_rate(run) == mine:
+                worse = nll[name] is None or nll[name] > nll[arm]  # None: diverged
+                sides["lower" if run.train.lr < lr else "higher"] |= worse
         found[model] = {"lr": lr, **sides}
     return found
 

@@ -50,12 +50,17 @@ def commit_text(manifest: dict) -> str:
     return text + (f" ({later})" if later else "")
 
 
+def train_log(d: Path) -> list[dict]:
+    """The records of the run in ``d``'s ``train_log.jsonl``, in order."""
+    text = (d / "train_log.jsonl").read_text(encoding="utf-8")
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
 def tokens_per_update(d: Path) -> float:
     """The target tokens of one update of the run in ``d``, the median over its training log's
     windows: a window's tokens per second times its seconds (the elapsed time since the record
     before), over its updates. Logs written before windows were counted give none: ``ValueError``."""
-    recs = [json.loads(x) for x in (d / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
-            if '"window_updates"' in x]  # fmt: skip
+    recs = [r for r in train_log(d) if "window_updates" in r]
     per = sorted(b["tokens_per_s"] * (b["elapsed"] - a["elapsed"]) / b["window_updates"]
                  for a, b in zip(recs, recs[1:], strict=False) if b["elapsed"] > a["elapsed"])  # fmt: skip
     if not per:
@@ -65,8 +70,7 @@ def tokens_per_update(d: Path) -> float:
 
 def eval_share(d: Path) -> float:
     """The share of the run in ``d``'s training time that went to its evaluations on dev."""
-    recs = [json.loads(x) for x in (d / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
-            if x.strip()]  # fmt: skip
+    recs = train_log(d)
     spent = sum(r.get("eval_seconds", 0.0) for r in recs if r.get("kind") == "eval")
     return spent / max(r["elapsed"] for r in recs if "elapsed" in r)
 
@@ -76,7 +80,6 @@ def eval_curve(d: Path) -> list[dict]:
     ``[{"minutes", "update", "dev_nll", "dev_bleu"}]`` (the dev NLL of the fixed subset, the greedy
     BLEU of the first dev sentences). The untrained model is not evaluated: a curve starts at the
     first evaluation."""
-    recs = [json.loads(x) for x in (d / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
-            if x.strip()]  # fmt: skip
+    recs = train_log(d)
     return [{"minutes": r["elapsed"] / 60, "update": r["update"], "dev_nll": r["dev_nll"],
              "dev_bleu": r["dev_bleu"]} for r in recs if r.get("kind") == "eval"]  # fmt: skip

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from .io import atomic_write, read_json
 from .model import RNNencdec, RNNsearch, count_parameters, forward_macs
 from .models import build_model
 from .paper import APPENDIX_C_PREFIXES, MODELS, paper_table
-from .results import results_path, run_dir
+from .results import results_path, run_dir, train_log
 
 #: Table 1's column beyond the paper (tokenized BLEU, all sentences).
 UNK_REPLACED = "All, <unk> replaced (beyond the paper)"
@@ -97,8 +96,7 @@ def comparison_table(*outs: Path) -> list[dict]:
             cfg = make(ModelConfig, manifest["configs"][name]["model"], "model")
             with torch.device("meta"):  # shapes only
                 params = count_parameters(build_model(cfg))
-            log = [json.loads(line) for line in (d / "train_log.jsonl").open(encoding="utf-8")]
-            tok_s = [r["tokens_per_s"] for r in log if r.get("kind") == "train"]
+            tok_s = [r["tokens_per_s"] for r in train_log(d) if r.get("kind") == "train"]
             rows.append(
                 {
                     "model": name,
