@@ -37,6 +37,7 @@ from torch.testing import assert_close
 from nmt_lib.config import PROFILE_DIR, ModelConfig, load_profile
 from nmt_lib.model import count_parameters
 from nmt_lib.models import build_model
+from nmt_lib.recipes import SEEDS, run_name
 from nmt_lib.seq2seq import reverse_words
 from nmt_lib.tables import markdown_table
 
@@ -111,7 +112,8 @@ torch.set_default_dtype(torch.float64)
 # beside the `lite` profile's RNNencdec-50:
 
 # %%
-peeky_cfg = load_profile(PROFILE_DIR / "studies" / "compare.toml").runs["Peeky-50"].model
+compare = load_profile(PROFILE_DIR / "studies" / "compare.toml")
+peeky_cfg = compare.runs[run_name("Peeky-50", SEEDS[0])].model
 encdec_cfg = load_profile("lite").runs["RNNencdec-50"].model
 with torch.device("meta"):  # counted without allocating
     n_peeky = count_parameters(build_model(peeky_cfg))
