@@ -155,13 +155,15 @@ def curves(out: Path = RESULTS) -> tuple[dict, list[int]]:
 
 def dev_curves(out: Path = RESULTS) -> dict[str, list[dict]]:
     """Each model's evaluations during training (:func:`nmt_lib.results.eval_curve`), the dev NLL
-    on the fixed dev subset averaged over its seeds at each update, minutes those of its first
-    seed: ``{model: [{"minutes", "update", "dev_nll"}]}``."""
+    on the fixed dev subset averaged over its seeds at each update, minutes those of its fastest
+    seed (the fewest minutes per update: the run least slowed by other work on the machine):
+    ``{model: [{"minutes", "update", "dev_nll"}]}``."""
     found = {}
     for model, runs in models(out).items():
         per = [eval_curve(run_dir(out, r)) for r in runs]
         common = sorted(set.intersection(*({e["update"] for e in c} for c in per)))
-        first = {e["update"]: e for e in per[0]}
+        fastest = min(per, key=lambda c: c[-1]["minutes"] / c[-1]["update"])
+        first = {e["update"]: e for e in fastest}
         found[model] = [{
             "update": u, "minutes": first[u]["minutes"],
             "dev_nll": float(np.mean([next(e["dev_nll"] for e in c if e["update"] == u)

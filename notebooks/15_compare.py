@@ -197,7 +197,8 @@ Markdown(
 # ```{glue:figure} cmp_dev_fig
 # :name: fig-compare-nll
 #
-# Dev NLL during training, against minutes of one core (left) and against updates (right);
+# Dev NLL during training, against minutes of one core (left; each model's fastest seed, the run
+# least slowed by other work on the machine) and against updates (right; the mean over seeds);
 # models with attention solid, models without dashed (the colours of
 # {numref}`fig-compare-length`).
 # ```
