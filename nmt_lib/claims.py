@@ -22,7 +22,7 @@ import numpy as np
 from . import bleu
 from .io import read_json
 from .paper import MODELS, paper_table
-from .results import run_dir
+from .results import run_dir, seed_groups
 
 #: Table 1's claims in numbers: a model "beats" another when their BLEU difference is at least
 #: MARGIN points (the paper's differences are 4-9 points; below one point a difference is too small
@@ -196,34 +196,41 @@ def ratio_claim(
 
 
 def claims(out: Path, n_samples: int = 1000) -> list[dict]:
-    """The paper's four claims about its results, with our numbers, 95% intervals (one seed for
-    every model: the paired test-set bootstrap) and a verdict by :func:`verdict`'s rules, with the
+    """The paper's four claims about its results, with our numbers (a model trained with several
+    seeds: the mean over them), 95% intervals over test sentences and seeds (:func:`seeded_scores`;
+    one seed: the paired test-set bootstrap) and a verdict by :func:`verdict`'s rules, with the
     reason. Reads only ``out``."""
-    stats, lengths = {}, None
+    stats, lengths, groups = {}, None, seed_groups(out)
     for m in MODELS[:4]:
-        d = read_json(run_dir(out, m) / "bleu_by_length.json")
-        stats[m], lengths = [np.array(d["stats_tok"])], np.array(d["src_len"])
-    score = {m: bleu.bleu_from_stats(s[0], True) for m, s in stats.items()}
+        ds = [read_json(run_dir(out, r) / "bleu_by_length.json") for r in groups[m]]
+        stats[m], lengths = [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
+    score = {m: float(np.mean([bleu.bleu_from_stats(s, True) for s in stats[m]])) for m in stats}
+    samples = {m: seeded_scores(stats[m], n_samples, draw=m) for m in stats}
     low = {m: b for m in stats if (b := short_bleu(stats[m], lengths)) < FLOOR}
     paper = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
     rows = []
 
     def diff(a, b):
-        return bleu.paired_difference(stats[a][0], stats[b][0], True, n_samples)
+        return score[a] - score[b], bleu.interval(samples[a] - samples[b])
+
+    def named(m):  # "RNNsearch-50 10.90 (3 seeds)"
+        return f"{m} {score[m]:.2f}" + (f" ({len(stats[m])} seeds)" if len(stats[m]) > 1 else "")
+
+    def ours(a, b, d):
+        return f"{named(a)} vs {named(b)}, difference {_fmt(*d)}"
 
     def judged(better: list[str], others: list[str], ds) -> dict:
         pick = lambda ms: {m: low[m] for m in ms if m in low} or None  # noqa: E731
         v, why = verdict([iv for _, iv in ds], MARGIN, pick(better), pick(others))
         return {"verdict": v, "reason": why}
 
-    # 1-2: Table 1, BLEU All, paired differences
+    # 1-2: Table 1, BLEU All, differences paired on the test sentences
     pairs = [("RNNsearch-30", "RNNencdec-30"), ("RNNsearch-50", "RNNencdec-50")]
     ds = [diff(a, b) for a, b in pairs]
     rows.append({
         "claim": "RNNsearch beats RNNencdec at both training lengths (Table 1)",
         "paper": "; ".join(f"{a} {paper[a]:.2f} vs {b} {paper[b]:.2f}" for a, b in pairs),
-        "ours": "; ".join(f"{a} {score[a]:.2f} vs {b} {score[b]:.2f}, difference "
-                          f"{_fmt(*d)}" for (a, b), d in zip(pairs, ds, strict=True)),
+        "ours": "; ".join(ours(a, b, d) for (a, b), d in zip(pairs, ds, strict=True)),
         **judged(["RNNsearch-30", "RNNsearch-50"], ["RNNencdec-30", "RNNencdec-50"], ds),
     })  # fmt: skip
     d = diff("RNNsearch-30", "RNNencdec-50")
@@ -231,8 +238,7 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
         "claim": "RNNsearch-30 beats RNNencdec-50, which saw longer sentences (Table 1)",
         "paper": f"RNNsearch-30 {paper['RNNsearch-30']:.2f} vs RNNencdec-50 "
                  f"{paper['RNNencdec-50']:.2f}",
-        "ours": f"RNNsearch-30 {score['RNNsearch-30']:.2f} vs RNNencdec-50 "
-                f"{score['RNNencdec-50']:.2f}, difference {_fmt(*d)}",
+        "ours": ours("RNNsearch-30", "RNNencdec-50", d),
         **judged(["RNNsearch-30"], ["RNNencdec-50"], [d]),
     })  # fmt: skip
 

@@ -12,7 +12,6 @@ are named ``<model>-s<seed>`` (:func:`nmt_lib.recipes.run_name`).
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ from .claims import (
 )
 from .config import home
 from .io import read_json
-from .results import eval_curve, run_dir, tokens_per_update
+from .results import eval_curve, run_dir, seed_groups, tokens_per_update
 from .vocab import SPECIALS, UNK
 
 RESULTS = home() / "results" / "compare"
@@ -57,11 +56,8 @@ TRANSFORMER_BASE = {"updates": 100_000, "tokens": 25_000, "layers": 6, "m": 512,
 
 def models(out: Path = RESULTS) -> dict[str, list[str]]:
     """``{model: its runs, one per seed}`` in the manifest's order (``RNNsearch-50-s2`` is
-    RNNsearch-50's run with seed 2)."""
-    found: dict[str, list[str]] = {}
-    for run in read_json(out / "manifest.json")["runs"]:
-        found.setdefault(re.sub(r"-s\d+$", "", run), []).append(run)
-    return found
+    RNNsearch-50's run with seed 2: :func:`nmt_lib.results.seed_groups`)."""
+    return seed_groups(out)
 
 
 def config(out: Path, run: str) -> dict:
@@ -144,13 +140,8 @@ def recipes(out: Path = RESULTS) -> list[dict]:
 
 def curves(out: Path = RESULTS) -> tuple[dict, list[int]]:
     """Figure 2 for every model: ``{model: (bucket centres, BLEU: the mean over its seeds)}`` and
-    the bucket edges."""
-    found, edges = {}, []
-    for model, runs in models(out).items():
-        c, edges = tables.fig2_curves(out, runs)
-        xs = c[runs[0]][0]
-        found[model] = (xs, [float(np.mean([c[r][1][k] for r in runs])) for k in range(len(xs))])
-    return found, edges
+    the bucket edges (:func:`nmt_lib.tables.fig2_curves`)."""
+    return tables.fig2_curves(out, list(models(out)))
 
 
 def dev_curves(out: Path = RESULTS) -> dict[str, list[dict]]:

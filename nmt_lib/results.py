@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from .config import home, run_dir_name
+from .io import read_json
 
 
 class ResultsMissing(FileNotFoundError):
@@ -36,6 +38,16 @@ def require_results(path: Path, *names: str) -> Path:
 def run_dir(out: Path, name: str) -> Path:
     """The directory of model ``name`` in the results directory ``out``."""
     return out / "runs" / run_dir_name(name)
+
+
+def seed_groups(out: Path) -> dict[str, list[str]]:
+    """The runs of the results directory ``out`` by model, in the manifest's order: ``{model: its
+    runs}``, where a run named ``<model>-s<k>`` is ``model`` trained with seed ``k`` (another
+    initialisation and order of the batches) and any other run is a model of its own."""
+    found: dict[str, list[str]] = {}
+    for run in read_json(out / "manifest.json")["runs"]:
+        found.setdefault(re.sub(r"-s\d+$", "", run), []).append(run)
+    return found
 
 
 def commit_text(manifest: dict) -> str:

@@ -20,32 +20,64 @@ from .io import atomic_write, read_json
 from .model import RNNencdec, RNNsearch, count_parameters, forward_macs
 from .models import build_model
 from .paper import APPENDIX_C_PREFIXES, MODELS, paper_table
-from .results import results_path, run_dir, train_log
+from .results import results_path, run_dir, seed_groups, train_log
 
 #: Table 1's column beyond the paper (tokenized BLEU, all sentences).
 UNK_REPLACED = "All, <unk> replaced (beyond the paper)"
+
+
+def over_seeds(rows: list[dict], digits: dict[str, int] | None = None) -> dict:
+    """One row for a model from the rows of its seeds (unrounded): each number the mean over the
+    seeds that have it, rounded to ``digits[column]`` places (2 by default; a count stays a whole
+    number), any other value the first seed's. One seed: its row, rounded."""
+    found = {}
+    for k, first in rows[0].items():
+        vals = [r[k] for r in rows if r.get(k) is not None]
+        if not vals or isinstance(first, (str, bool)):
+            found[k] = first
+            continue
+        mean, places = float(np.mean(vals)), (digits or {}).get(k, 2)
+        whole = isinstance(vals[0], int) or places == 0
+        found[k] = int(round(mean)) if whole else round(mean, places)
+    return found
+
+
+def _seeds(out: Path) -> tuple[dict[str, list[str]], bool]:
+    """The runs of ``out`` by model (:func:`nmt_lib.results.seed_groups`) and whether any model
+    has several seeds (then the tables say how many, and Table 1 their spread)."""
+    groups = seed_groups(out)
+    return groups, any(len(r) > 1 for r in groups.values())
 
 
 def table1(out: Path) -> list[dict]:
     """Table 1: test BLEU, All and No-UNK, ours (tokenized multi-bleu style, and sacreBLEU on
     detokenized text) beside the paper's; once the results hold it, a column beyond the paper:
     All with each ``<unk>`` replaced by its aligned source word (:mod:`nmt_lib.unk`; empty for a
-    model without attention)."""
+    model without attention). A model trained with several seeds: the mean over them, with their
+    number and the standard deviation of All."""
     paper, rows = paper_table("table1"), []
-    runs = read_json(out / "manifest.json")["runs"]
-    bleus = {name: read_json(run_dir(out, name) / "bleu.json") for name in runs}
+    groups, seeded = _seeds(out)
+    bleus = {n: read_json(run_dir(out, n) / "bleu.json") for runs in groups.values() for n in runs}
     replaced = any("unk_replaced" in b for b in bleus.values())
-    for name, b in bleus.items():
-        row = {
-            "model": name,
-            "All": round(b["all"]["tok"]["score"], 2),
-            "No UNK": round(b["no_unk"]["tok"]["score"], 2) if b["no_unk"]["n"] else None,
-            "All (sacreBLEU)": round(b["all"]["detok"]["score"], 2),
-            "No-UNK sentences": b["no_unk"]["n"],
-        }
-        if replaced:
-            r = b.get("unk_replaced")
-            row[UNK_REPLACED] = round(r["tok"]["score"], 2) if r else None
+    for name, runs in groups.items():
+        per = []
+        for b in (bleus[r] for r in runs):
+            row = {
+                "model": name,
+                "All": b["all"]["tok"]["score"],
+                "No UNK": b["no_unk"]["tok"]["score"] if b["no_unk"]["n"] else None,
+                "All (sacreBLEU)": b["all"]["detok"]["score"],
+                "No-UNK sentences": b["no_unk"]["n"],
+            }
+            if replaced:
+                r = b.get("unk_replaced")
+                row[UNK_REPLACED] = r["tok"]["score"] if r else None
+            per.append(row)
+        row = over_seeds(per)
+        if seeded:
+            all_ = [r["All"] for r in per]
+            row["seeds"] = len(runs)
+            row["All sd"] = round(float(np.std(all_, ddof=1)), 2) if len(runs) > 1 else None
         row["paper All"] = float(paper[name]["bleu_all"])
         row["paper No UNK"] = float(paper[name]["bleu_no_unk"])
         rows.append(row)
@@ -56,29 +88,35 @@ def table1(out: Path) -> list[dict]:
 
 
 def table2(out: Path) -> list[dict]:
-    """Table 2: learning statistics, ours beside the paper's (NLL: nats per sentence)."""
+    """Table 2: learning statistics, ours beside the paper's (NLL: nats per sentence); a model
+    trained with several seeds: the mean over them."""
     paper, rows = paper_table("table2"), []
-    for name in read_json(out / "manifest.json")["runs"]:
-        s = read_json(run_dir(out, name) / "train_summary.json")
-        nll = read_json(run_dir(out, name) / "nll.json")
-        p = paper[name]
-        rows.append(
-            {
+    groups, seeded = _seeds(out)
+    for name, runs in groups.items():
+        per = []
+        for run in runs:
+            s = read_json(run_dir(out, run) / "train_summary.json")
+            nll = read_json(run_dir(out, run) / "nll.json")
+            per.append({
                 "model": name,
+                **({"seeds": len(runs)} if seeded else {}),
                 "updates": s["updates"],
-                "epochs": round(s["epochs"], 2),
-                "hours": round(s["hours"], 3),
+                "epochs": s["epochs"],
+                "hours": s["hours"],
                 "device": s["device"],
-                "train NLL": round(nll["train"]["mean"], 2),
-                "dev NLL": round(nll["dev"]["mean"], 2),
-                "paper updates": int(float(p["updates_1e5"]) * 1e5),
-                "paper epochs": float(p["epochs"]),
-                "paper hours": float(p["hours"]),
-                "paper GPU": p["gpu"],
-                "paper train NLL": float(p["train_nll"]),
-                "paper dev NLL": float(p["dev_nll"]),
-            }
-        )
+                "train NLL": nll["train"]["mean"],
+                "dev NLL": nll["dev"]["mean"],
+            })  # fmt: skip
+        p = paper[name]
+        rows.append({
+            **over_seeds(per, {"hours": 3}),
+            "paper updates": int(float(p["updates_1e5"]) * 1e5),
+            "paper epochs": float(p["epochs"]),
+            "paper hours": float(p["hours"]),
+            "paper GPU": p["gpu"],
+            "paper train NLL": float(p["train_nll"]),
+            "paper dev NLL": float(p["dev_nll"]),
+        })  # fmt: skip
     return rows
 
 
@@ -183,10 +221,13 @@ def readme_results(profile: str = "lite") -> str:
     )
     rows = [{"model": r["model"], f"BLEU, `{profile}`": r["All"], "BLEU, the paper": r["paper All"]}
             for r in t1]  # fmt: skip
+    seeded = {m: len(runs) for m, runs in seed_groups(out).items() if len(runs) > 1}
+    seeds = (f" ({' and '.join(seeded)} with {'/'.join(map(str, sorted(set(seeded.values()))))} "
+             "seeds each: the table gives their mean)" if seeded else "")  # fmt: skip
     text = [
         f"What the committed `{profile}` results show (newstest2014, tokenized BLEU as the paper's "
-        f"Table 1). The five models, smaller than the paper's and trained with the recipe of the "
-        f"book's budget study, took {hours:.1f} CPU-core hours to train and evaluate "
+        f"Table 1). The five models{seeds}, smaller than the paper's and trained with the recipe "
+        f"of the book's budget study, took {hours:.1f} CPU-core hours to train and evaluate "
         f"({manifest['hardware']['cpu_model'] or manifest['hardware']['cpu']}):",
         "",
         markdown_table(rows, fit=None).rstrip("\n"),
@@ -250,16 +291,21 @@ def show_table(out: Path, name: str, rows: list[dict], note: str, write: bool) -
 
 def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:
     """Figure 2's curves from the per-sentence BLEU statistics of each run: ``{model: (bucket
-    centres, BLEU)}`` and the bucket edges. Buckets by source length, width 10 as the paper's
-    axis suggests; width 2 when the test set has no sentence of 40 words or more (toy data)."""
-    curves, edges = {}, []
+    centres, BLEU: the mean over its seeds)}`` and the bucket edges. Buckets by source length,
+    width 10 as the paper's axis suggests; width 2 when the test set has no sentence of 40 words or
+    more (toy data)."""
+    curves, edges, groups = {}, [], seed_groups(out)
     for name in models:
-        d = read_json(run_dir(out, name) / "bleu_by_length.json")
-        width = 10 if max(d["src_len"]) >= 40 else 2
-        edges = list(range(0, max(d["src_len"]) + width + 1, width))
-        buckets = bleu.bleu_by_length(np.array(d["stats_tok"]), d["src_len"], True, edges)
-        pts = [((b["lo"] + b["hi"] + 1) / 2, b["bleu"]) for b in buckets if b["n"] and b["hi"]]
-        curves[name] = ([x for x, _ in pts], [y for _, y in pts])
+        per = []
+        for run in groups[name]:
+            d = read_json(run_dir(out, run) / "bleu_by_length.json")
+            width = 10 if max(d["src_len"]) >= 40 else 2
+            edges = list(range(0, max(d["src_len"]) + width + 1, width))
+            buckets = bleu.bleu_by_length(np.array(d["stats_tok"]), d["src_len"], True, edges)
+            per.append([((b["lo"] + b["hi"] + 1) / 2, b["bleu"]) for b in buckets
+                        if b["n"] and b["hi"]])  # fmt: skip
+        curves[name] = ([x for x, _ in per[0]],
+                        [float(np.mean([p[k][1] for p in per])) for k in range(len(per[0]))])  # fmt: skip
     return curves, edges
 
 
@@ -338,49 +384,54 @@ def long_sentences(out: Path, test, models=("RNNencdec-50", "RNNsearch-50")) -> 
 
 
 def gap_to_paper(out: Path) -> list[dict]:
-    """Why our BLEU is far from the paper's, in numbers, per model: training pairs available and
-    seen, target words seen, updates, parameters, hours and device, and model FLOPs of training
-    (:func:`nmt_lib.model.forward_macs` × 6 at the mean training sentence lengths, ours for both:
-    the paper does not give its lengths after the length filter)."""
+    """Why our BLEU is far from the paper's, in numbers, per model (the mean over its seeds):
+    training pairs available and seen, target words seen, updates, parameters, hours and device,
+    and model FLOPs of training (:func:`nmt_lib.model.forward_macs` × 6 at the mean training
+    sentence lengths, ours for both: the paper does not give its lengths after the length filter)."""
     manifest = read_json(out / "manifest.json")
     summ = read_json(out / "data_summary.json")
     corpus = {k: float(v["value"]) for k, v in paper_table("corpus").items()}
     t2, paper_cfg = paper_table("table2"), load_profile("paper").runs
     rows = []
-    for name in manifest["runs"]:
-        cfg = run_from_manifest(manifest, name)
-        s = read_json(run_dir(out, name) / "train_summary.json")
-        train = summ[f"max_len={cfg.data.max_len}"]["train"]
-        src = train["src"]["words"] / train["pairs"] + 1  # + EOS
-        trg = train["trg"]["words"] / train["pairs"] + 1
-        p_updates = float(t2[name]["updates_1e5"]) * 1e5
-        with torch.device("meta"):
-            arch = {"RNNsearch": RNNsearch, "RNNencdec": RNNencdec}
-            ours_n = count_parameters(arch[cfg.model.arch](cfg.model))
-            pc = paper_cfg[name].model
-            paper_n = count_parameters(arch[pc.arch](pc))
-        seen = s["updates"] * cfg.data.batch_size * s.get("world_size", 1)
-        p_seen = p_updates * corpus["batch_size"]
-        flops = 6 * forward_macs(cfg.model, src, trg) * seen
-        p_flops = 6 * forward_macs(pc, src, trg) * p_seen
-        rows.append({
-            "model": name,
-            "training pairs (≤ max_len)": train["pairs"],
-            "paper training pairs (all lengths)": int(corpus["training_pairs"]),
-            "pairs seen": seen,
-            "paper pairs seen": int(p_seen),
-            "target words seen (M)": round(seen * (trg - 1) / 1e6, 1),
-            "paper target words seen (M)": round(p_seen * (trg - 1) / 1e6, 1),
-            "parameters (M)": round(ours_n / 1e6, 2),
-            "paper parameters (M)": round(paper_n / 1e6, 2),
-            "hours": round(s["hours"], 2),
-            "device": s["device"],
-            "paper hours": float(t2[name]["hours"]),
-            "paper GPU": t2[name]["gpu"],
-            "training PFLOP": round(flops / 1e15, 3),
-            "paper training PFLOP": round(p_flops / 1e15, 1),
-            "paper / ours compute": round(p_flops / flops) if flops else None,
-        })  # fmt: skip
+    for name, runs in seed_groups(out).items():
+        per = []
+        for run in runs:
+            cfg = run_from_manifest(manifest, run)
+            s = read_json(run_dir(out, run) / "train_summary.json")
+            train = summ[f"max_len={cfg.data.max_len}"]["train"]
+            src = train["src"]["words"] / train["pairs"] + 1  # + EOS
+            trg = train["trg"]["words"] / train["pairs"] + 1
+            p_updates = float(t2[name]["updates_1e5"]) * 1e5
+            with torch.device("meta"):
+                arch = {"RNNsearch": RNNsearch, "RNNencdec": RNNencdec}
+                ours_n = count_parameters(arch[cfg.model.arch](cfg.model))
+                pc = paper_cfg[name].model
+                paper_n = count_parameters(arch[pc.arch](pc))
+            seen = s["updates"] * cfg.data.batch_size * s.get("world_size", 1)
+            p_seen = p_updates * corpus["batch_size"]
+            flops = 6 * forward_macs(cfg.model, src, trg) * seen
+            p_flops = 6 * forward_macs(pc, src, trg) * p_seen
+            per.append({
+                "model": name,
+                "training pairs (≤ max_len)": train["pairs"],
+                "paper training pairs (all lengths)": int(corpus["training_pairs"]),
+                "pairs seen": seen,
+                "paper pairs seen": int(p_seen),
+                "target words seen (M)": seen * (trg - 1) / 1e6,
+                "paper target words seen (M)": p_seen * (trg - 1) / 1e6,
+                "parameters (M)": ours_n / 1e6,
+                "paper parameters (M)": paper_n / 1e6,
+                "hours": s["hours"],
+                "device": s["device"],
+                "paper hours": float(t2[name]["hours"]),
+                "paper GPU": t2[name]["gpu"],
+                "training PFLOP": flops / 1e15,
+                "paper training PFLOP": p_flops / 1e15,
+                "paper / ours compute": p_flops / flops if flops else None,
+            })  # fmt: skip
+        rows.append(over_seeds(per, {
+            "target words seen (M)": 1, "paper target words seen (M)": 1, "training PFLOP": 3,
+            "paper training PFLOP": 1, "paper / ours compute": 0}))  # fmt: skip
     return rows
 
 

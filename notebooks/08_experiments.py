@@ -36,7 +36,7 @@ from nmt_lib.config import run_from_dict
 from nmt_lib.io import read_json
 from nmt_lib.paper import MODELS, paper_table
 from nmt_lib.replicate import replicate_profile
-from nmt_lib.results import commit_text, require_results, results_path, run_dir
+from nmt_lib.results import commit_text, require_results, results_path, run_dir, seed_groups
 
 out = results_path(profile, results_dir)
 if train:
@@ -101,9 +101,11 @@ glue("exp_recipe", recipe, display=False)
 # %% tags=["hide-input"]
 t1 = tables.table1(out)
 sig = manifest["sacrebleu_signatures"]
+seeds1 = " A model with several seeds: the mean over them; All sd: their standard deviation."
 note1 = (
     f"Profile `{profile}`. All / No UNK: tokenized BLEU (`{sig['tok']}`); "
     f"All (sacreBLEU): `{sig['detok']}`. Paper columns: results/paper/table1.csv."
+    + (seeds1 if "seeds" in t1[0] else "")
 )
 Markdown(tables.show_table(out, "table1", t1, note1, write=train))
 
@@ -120,8 +122,23 @@ glue("claims_ratio_margin", f"{claims.RATIO_MARGIN:g}", display=False)
 glue("claims_floor", f"{claims.FLOOR:g} BLEU", display=False)
 glue("claims_short", claims.SHORT, display=False)
 glue("claims_long", claims.LONG, display=False)
-stats = {m: [np.array(read_json(run_dir(out, m) / "bleu_by_length.json")["stats_tok"])]
-         for m in MODELS[:4]}  # fmt: skip
+groups = seed_groups(out)
+stats = {m: [np.array(read_json(run_dir(out, r) / "bleu_by_length.json")["stats_tok"])
+             for r in groups[m]] for m in MODELS[:4]}  # fmt: skip
+seeded = {m: len(runs) for m, runs in groups.items() if len(runs) > 1}
+if seeded:
+    n_seeds = "/".join(map(str, sorted(set(seeded.values()))))
+    noise = (f"In this build {' and '.join(seeded)} were trained with {n_seeds} seeds each "
+             "(another initialisation and another order of the batches; Table 1 gives their mean "
+             "and standard deviation), so the intervals of the claims about them cover training "
+             f"noise as well. {' and '.join(m for m in MODELS[:4] if m not in seeded)} have one "
+             "run each: for them, an interval measures only which test sentences were drawn.")  # fmt: skip
+else:
+    noise = ("The models of this build have one run each, so these intervals measure how much "
+             "the scores depend on *which test sentences* were drawn, not on the training run's "
+             "randomness; the comparison's three seeds of RNNsearch-50 and RNNencdec-50 measure "
+             "that spread at equal updates.")  # fmt: skip
+glue("claims_noise", Markdown(noise), display=False)
 src_len = read_json(run_dir(out, MODELS[0]) / "bleu_by_length.json")["src_len"]
 below = [f"{m} ({b:.1f} BLEU on those sentences)" for m in MODELS[:4]
          if (b := claims.short_bleu(stats[m], src_len)) < claims.FLOOR]  # fmt: skip
@@ -146,6 +163,7 @@ t2 = tables.table2(out)
 note2 = (
     f"Profile `{profile}`. NLL: nats per sentence (sum over target words incl. EOS), averaged "
     "over a fixed sample of training pairs and over the dev set. Paper: results/paper/table2.csv."
+    + (" A model with several seeds: the mean over them." if "seeds" in t2[0] else "")
 )
 Markdown(tables.show_table(out, "table2", t2, note2, write=train))
 
@@ -230,11 +248,9 @@ plt.close(fig)
 #   an interval lies below 0. *Not reproduced*: an interval lies below the margin (too small).
 #   *Not testable here*: a model the claim needs is below the floor, or an interval contains the
 #   margin (these runs cannot decide).
-# - **Training noise.** Where a model has several seeds (the comparison's), its interval resamples
-#   the seeds as well as the test sentences (`nmt_lib.claims.seeded_scores`). The `lite` models
-#   have one run each, so these intervals measure how much the scores depend on *which test
-#   sentences* were drawn, not on the training run's randomness; the comparison's three seeds of
-#   RNNsearch-50 and RNNencdec-50 measure that spread at equal updates.
+# - **Training noise.** Where a model has several seeds, its score is their mean and its interval
+#   resamples the seeds as well as the test sentences (`nmt_lib.claims.seeded_scores`).
+#   {glue:md}`claims_noise`
 #
 # In this build, {glue:text}`claims_below` below the floor. The rules are in the code, fixed
 # before the runs they judge:
@@ -249,7 +265,8 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 note_c = (
-    f"Profile `{profile}`. 95% intervals: paired bootstrap, 1000 resamples of the test set, "
+    f"Profile `{profile}`. 95% intervals: paired bootstrap, 1000 resamples of the test set"
+    f"{' and of the seeds of a model that has several' if seeded else ''}, "
     f"tokenized BLEU. Learning floor: {claims.FLOOR:g} BLEU on sentences of fewer than "
     f"{claims.SHORT} words. Paper: results/paper/table1.csv and Figures 2-3."
 )
@@ -270,6 +287,7 @@ gap = tables.gap_to_paper(out)
 note_g = (
     f"Profile `{profile}`. Paper: Table 2 (results/paper/table2.csv) and the corpus size "
     "(results/paper/corpus.csv); parameters: the paper profile's models, counted."
+    + (" A model with several seeds: the mean over them." if seeded else "")
 )
 gm = {r["model"]: r for r in gap}
 ratios = [r["paper / ours compute"] for r in gap if r["paper / ours compute"]]  # None: no update

@@ -31,6 +31,7 @@ def fake_results(root, long_ok: dict, alpha, encdec_learned: bool = True):
         (d / "bleu_by_length.json").write_text(
             json.dumps({"src_len": lengths, "stats_tok": stats.tolist()})
         )
+    (root / "manifest.json").write_text(json.dumps({"runs": list(MODELS[:4])}))
     att = [{"alpha": alpha, "hyp_tokens": ["w"] * (len(alpha) - 1) + ["</s>"]}, {"found": False}]
     (run_dir(root, "RNNsearch-50") / "attention.json").write_text(json.dumps(att))
 
@@ -70,6 +71,34 @@ def test_models_below_the_learning_floor(tmp_path):
                                             "reproduced"]  # fmt: skip
     assert "not learned yet" in rows[0]["reason"] and "RNNencdec-50 (BLEU" in rows[1]["reason"]
     assert "no model to compare with above the learning floor" in rows[2]["reason"]
+
+
+def test_a_models_seeds_enter_its_score_and_interval(tmp_path):
+    """RNNsearch-50 with a second seed as weak as RNNencdec-50: its score is the mean of the two
+    seeds, and the interval of its difference, which now resamples the seeds, widens to cover
+    both."""
+    ok = {"RNNencdec-30": False, "RNNsearch-30": True, "RNNencdec-50": False, "RNNsearch-50": True}
+    fake_results(tmp_path, ok, np.eye(9).tolist())
+    one = claims(tmp_path, n_samples=200)[0]["ours"]
+    d = run_dir(tmp_path, "RNNsearch-50-s2")
+    d.mkdir(parents=True)
+    weak = run_dir(tmp_path, "RNNencdec-50") / "bleu_by_length.json"
+    (d / "bleu_by_length.json").write_text(weak.read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps({"runs": [*MODELS[:4], d.name]}))
+    two = claims(tmp_path, n_samples=200)[0]["ours"]
+
+    def parse(text):  # "RNNsearch-50 S (2 seeds) vs RNNencdec-50 T, difference +D [+LO, +HI]"
+        part = text.split("; ")[1]
+        lo, hi = (float(x) for x in part.split("[")[1].rstrip("]").split(", "))
+        return float(part.split()[1]), lo, hi
+
+    s1, lo1, hi1 = parse(one)
+    s2, lo2, hi2 = parse(two)
+    per = [bleu.bleu_from_stats(np.array(json.loads(f.read_text())["stats_tok"]), True)
+           for f in (run_dir(tmp_path, "RNNsearch-50") / "bleu_by_length.json", weak)]  # fmt: skip
+    assert s1 == round(per[0], 2) and s2 == round(np.mean(per), 2)
+    assert "RNNsearch-50 " + f"{s2:.2f} (2 seeds) vs" in two and "seeds" not in one
+    assert lo2 < lo1 - 5 and hi2 - lo2 > 2 * (hi1 - lo1)
 
 
 def test_alignment_stats_counts_moves_left():

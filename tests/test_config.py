@@ -28,10 +28,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("path", sorted(PROFILE_DIR.glob("*.toml")), ids=lambda p: p.stem)
 def test_every_profile_has_the_five_paper_models(path):
+    """The paper's five models, then any more seeds of them: a run ``<model>-s<k>`` is ``model``
+    with seed ``k`` for the initialisation and the order of the batches, and nothing else changed."""
     prof = load_profile(path)
-    assert list(prof.runs) == list(MODELS)
+    assert list(prof.runs)[: len(MODELS)] == list(MODELS)
     for name, run in prof.runs.items():
         assert run.model.arch == name.split("-")[0]
+    for name in list(prof.runs)[len(MODELS) :]:
+        model, k = name.rsplit("-s", 1)
+        seeded = to_dict(prof.runs[name])
+        assert seeded["data"]["seed"] == seeded["train"]["seed"] == int(k)
+        base = {**to_dict(prof.runs[model]), "name": name}
+        for sec in ("data", "train"):
+            base[sec]["seed"] = int(k)
+        assert seeded == base, name
     short, long = prof.runs["RNNsearch-30"].data.max_len, prof.runs["RNNsearch-50"].data.max_len
     assert short < long
     assert prof.runs["RNNencdec-30"].data.max_len == short

@@ -102,3 +102,31 @@ def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
     assert examples == [
         ("RNNsearch-50", ["le", "<unk>", "dort", "."], ["le", "Schulz", "dort", "."])
     ]
+
+
+def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
+    import json
+
+    from nmt_lib.results import run_dir
+
+    runs = {"RNNencdec-50": (2.0, 1000, 40.0), "RNNsearch-50": (10.0, 1000, 30.0),
+            "RNNsearch-50-s2": (12.5, 1201, 29.0)}  # fmt: skip
+    (tmp_path / "manifest.json").write_text(json.dumps({"runs": list(runs)}))
+    for name, (score, updates, dev) in runs.items():
+        d = run_dir(tmp_path, name)
+        d.mkdir(parents=True)
+        tok = {"tok": {"score": score}, "detok": {"score": score - 1}}
+        (d / "bleu.json").write_text(json.dumps({"all": tok, "no_unk": {"n": 0}}))
+        (d / "train_summary.json").write_text(json.dumps(
+            {"updates": updates, "epochs": 0.5, "hours": 0.6667, "device": "cpu"}))  # fmt: skip
+        (d / "nll.json").write_text(json.dumps({"train": {"mean": dev - 5}, "dev": {"mean": dev}}))
+    t1 = {r["model"]: r for r in table1(tmp_path)}
+    assert list(t1) == ["RNNencdec-50", "RNNsearch-50", "Moses"]
+    assert t1["RNNsearch-50"]["All"] == 11.25 and t1["RNNsearch-50"]["All (sacreBLEU)"] == 10.25
+    assert (t1["RNNsearch-50"]["seeds"], t1["RNNsearch-50"]["All sd"]) == (2, 1.77)
+    assert (t1["RNNencdec-50"]["seeds"], t1["RNNencdec-50"]["All sd"]) == (1, None)
+    assert t1["RNNencdec-50"]["No UNK"] is None and t1["RNNsearch-50"]["paper All"] == 26.75
+    t2 = {r["model"]: r for r in table2(tmp_path)}
+    assert t2["RNNsearch-50"]["updates"] == 1100 and isinstance(t2["RNNsearch-50"]["updates"], int)
+    assert (t2["RNNsearch-50"]["dev NLL"], t2["RNNsearch-50"]["hours"]) == (29.5, 0.667)
+    assert t2["RNNsearch-50"]["seeds"] == 2 and t2["RNNencdec-50"]["train NLL"] == 35.0
