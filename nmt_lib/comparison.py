@@ -12,6 +12,7 @@ are named ``<model>-s<seed>`` (:func:`nmt_lib.recipes.run_name`).
 from __future__ import annotations
 
 import argparse
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -320,6 +321,25 @@ def budget(out: Path = RESULTS) -> str:
     t = config(out, read_json(out / "manifest.json")["runs"][0])["train"]
     return f"{t['max_updates']:,} updates" if t["max_updates"] else f"{60 * t['max_hours']:.0f} " \
         "minutes of one core"  # fmt: skip
+
+
+def compute(out: Path = RESULTS) -> dict[str, float]:
+    """What the study cost, in hours of one core (every run trains and decodes on one core): the
+    recipe sweep's training and scoring on dev (``out/recipes``), its search settings' decoding of
+    dev, and the comparison's training and evaluation; ``cores``: those of the machine, which ran
+    as many runs at a time."""
+
+    def hours(manifest: Path) -> float:
+        walls = read_json(manifest)["wall_seconds"].values() if manifest.is_file() else []
+        return sum(sum(w.values()) for w in walls) / 3600
+
+    search = out / "recipes" / "search.csv"
+    text = search.read_text(encoding="utf-8") if search.is_file() else ""
+    rows = csv.DictReader(text.splitlines())
+    return {"sweep": hours(out / "recipes" / "manifest.json"),
+            "search": sum(float(r["seconds"]) for r in rows) / 3600,
+            "comparison": hours(out / "manifest.json"),
+            "cores": read_json(out / "manifest.json")["hardware"]["cpu_count"]}  # fmt: skip
 
 
 def note(out: Path = RESULTS) -> str:

@@ -48,7 +48,17 @@ first = {m: runs[0] for m, runs in found.items()}
 by_updates = bool(comparison.config(out, manifest["runs"][0])["train"]["max_updates"])
 glue("cmp_budget", comparison.budget(out), display=False)
 glue("cmp_cpu", manifest["hardware"]["cpu_model"] or manifest["hardware"]["cpu"], display=False)
-glue("cmp_commit", commit_text(manifest), display=False)
+diff = (" (its uncommitted changes, with which the runs were trained: results/compare/code.diff)"
+        if (out / "code.diff").is_file() else "")  # fmt: skip
+glue("cmp_commit", commit_text(manifest) + diff, display=False)
+cost = comparison.compute(out)
+total = cost["sweep"] + cost["search"] + cost["comparison"]
+glue("cmp_compute", (
+    f"The whole study took {total:.1f} hours of one core: {cost['sweep']:.1f} for the recipe "
+    f"sweep, {cost['search']:.1f} for choosing the search settings and {cost['comparison']:.1f} "
+    f"for the comparison's runs; with {cost['cores']} runs at a time, about "
+    f"{total / cost['cores']:.1f} hours of the machine's {cost['cores']} cores."
+), display=False)  # fmt: skip
 glue("cmp_created", manifest["created_utc"], display=False)
 glue("cmp_n", len(found), display=False)
 glue("cmp_runs", len(manifest["runs"]), display=False)
@@ -86,7 +96,7 @@ glue("cmp_how", (
 # {glue:text}`cmp_cpu`, by the same `train_and_evaluate` as the paper's models
 # ({doc}`08_experiments`); they were produced on {glue:text}`cmp_created` from commit
 # {glue:text}`cmp_commit`, and `results/compare/manifest.json` records the resolved configs, the
-# data's sha256, the hardware and the versions.
+# data's sha256, the hardware, the versions and each run's wall time. {glue:text}`cmp_compute`
 #
 # **Why equal updates.** The GRU models run on this library's fast backend ({doc}`11_fast`), the
 # others as plain PyTorch modules, so an update of RNNsearch costs a fraction of an update of

@@ -270,3 +270,19 @@ def test_the_recipes_table_leaves_blank_what_an_architecture_does_not_have(tmp_p
         None,
     )
     assert all(r["lr"] == 0.003 and r["layers"] == 2 for r in rows.values())
+
+
+def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "hardware": {"cpu_count": 2},
+        "wall_seconds": {"A-s1": {"train_s": 3600.0, "evaluate_s": 360.0},
+                         "A-s2": {"train_s": 7200.0, "evaluate_s": 0.0}}}))  # fmt: skip
+    (tmp_path / "recipes" / "manifest.json").write_text(json.dumps(
+        {"wall_seconds": {"A.adam-1e-3": {"train_s": 1800.0, "final_eval_s": 1800.0}}}))  # fmt: skip
+    (tmp_path / "recipes" / "search.csv").write_text("model,seconds\nA,720\nA,1080\n")
+    assert comparison.compute(tmp_path) == {"sweep": 1.0, "search": 0.5, "comparison": 3.1,
+                                            "cores": 2}  # fmt: skip
+    for f in ("manifest.json", "search.csv"):  # a comparison without its sweep
+        (tmp_path / "recipes" / f).unlink()
+    assert comparison.compute(tmp_path)["sweep"] == comparison.compute(tmp_path)["search"] == 0
