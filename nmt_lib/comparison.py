@@ -155,9 +155,9 @@ def dev_curves(out: Path = RESULTS) -> dict[str, list[dict]]:
         per = [eval_curve(run_dir(out, r)) for r in runs]
         common = sorted(set.intersection(*({e["update"] for e in c} for c in per)))
         fastest = min(per, key=lambda c: c[-1]["minutes"] / c[-1]["update"])
-        first = {e["update"]: e for e in fastest}
+        minutes = {e["update"]: e["minutes"] for e in fastest}
         found[model] = [{
-            "update": u, "minutes": first[u]["minutes"],
+            "update": u, "minutes": minutes[u],
             "dev_nll": float(np.mean([next(e["dev_nll"] for e in c if e["update"] == u)
                                       for c in per])),
         } for u in common]  # fmt: skip

@@ -74,10 +74,10 @@ def table1(out: Path) -> list[dict]:
                 row[UNK_REPLACED] = r["tok"]["score"] if r else None
             per.append(row)
         row = over_seeds(per)
-        if seeded:
-            all_ = [r["All"] for r in per]
-            row["seeds"] = len(runs)
-            row["All sd"] = round(float(np.std(all_, ddof=1)), 2) if len(runs) > 1 else None
+        if seeded:  # the seeds and their spread beside the mean
+            sd = float(np.std([r["All"] for r in per], ddof=1)) if len(runs) > 1 else None
+            row = {"model": name, "seeds": len(runs), "All": row.pop("All"),
+                   "All sd": None if sd is None else round(sd, 2), **row}  # fmt: skip
         row["paper All"] = float(paper[name]["bleu_all"])
         row["paper No UNK"] = float(paper[name]["bleu_no_unk"])
         rows.append(row)

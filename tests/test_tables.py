@@ -124,6 +124,7 @@ def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
     assert list(t1) == ["RNNencdec-50", "RNNsearch-50", "Moses"]
     assert t1["RNNsearch-50"]["All"] == 11.25 and t1["RNNsearch-50"]["All (sacreBLEU)"] == 10.25
     assert (t1["RNNsearch-50"]["seeds"], t1["RNNsearch-50"]["All sd"]) == (2, 1.77)
+    assert list(t1["RNNsearch-50"])[:5] == ["model", "seeds", "All", "All sd", "No UNK"]
     assert (t1["RNNencdec-50"]["seeds"], t1["RNNencdec-50"]["All sd"]) == (1, None)
     assert t1["RNNencdec-50"]["No UNK"] is None and t1["RNNsearch-50"]["paper All"] == 26.75
     t2 = {r["model"]: r for r in table2(tmp_path)}
