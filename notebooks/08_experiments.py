@@ -208,9 +208,9 @@ plt.close(fig)
 #
 # BLEU of the test translations against the length of the source sentence, for the four models
 # of the paper's Figure 2 (RNNsearch-50 solid, RNNsearch-30 dotted, RNNencdec-50 dashed,
-# RNNencdec-30 dash-dot), on the full test set including sentences with unknown words. The thin
-# grey lines, in the same styles, mark each model's BLEU over all sentences in the paper's
-# Table 1, for scale.
+# RNNencdec-30 dash-dot; a model with several seeds: the mean of their BLEU in each bucket), on the
+# full test set including sentences with unknown words. The thin grey lines, in the same styles,
+# mark each model's BLEU over all sentences in the paper's Table 1, for scale.
 # ```
 #
 # The paper does not say how it binned sentences. Here a sentence's length is its number of
