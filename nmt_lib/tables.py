@@ -335,28 +335,34 @@ def attention_panel(record: dict) -> dict:
 
 def unk_replacement(out: Path, examples: int = 4, max_words: int = 25) -> tuple[list[dict], list]:
     """``<unk>`` replaced through the alignment (:mod:`nmt_lib.unk`), from each run's
-    ``hyp.test.tok.txt`` and ``hyp.test.unk_replaced.tok.txt``: one row per run that has both
-    (test BLEU before and after, the share of output tokens that are ``<unk>`` before and after),
-    and ``examples`` translations (``(model, before, after)``, tokens) of at most ``max_words``
-    words that the replacement changed, the first in test order, from the last such run."""
+    ``hyp.test.tok.txt`` and ``hyp.test.unk_replaced.tok.txt``: one row per model whose runs have
+    both (test BLEU before and after, the share of output tokens that are ``<unk>`` before and
+    after; a model with several seeds: the mean over them), and ``examples`` translations
+    (``(model, before, after)``, tokens) of at most ``max_words`` words that the replacement
+    changed, the first in test order, from the first run of the last such model."""
     rows, changed = [], []
-    for name in read_json(out / "manifest.json")["runs"]:
-        d = run_dir(out, name)
-        b = read_json(d / "bleu.json")
-        if "unk_replaced" not in b:
-            continue
-        before = (d / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()
-        after = (d / "hyp.test.unk_replaced.tok.txt").read_text(encoding="utf-8").splitlines()
-        n = sum(len(h.split()) for h in before) or 1
-        rows.append({
-            "model": name,
-            "All": round(b["all"]["tok"]["score"], 2),
-            "All, <unk> replaced": round(b["unk_replaced"]["tok"]["score"], 2),
-            "<unk> in the output (%)": round(100 * sum(h.split().count("<unk>") for h in before) / n, 1),
-            "<unk> left (%)": round(100 * sum(h.split().count("<unk>") for h in after) / n, 1),
-        })  # fmt: skip
-        changed = [(name, x.split(), y.split()) for x, y in zip(before, after, strict=True)
-                   if x != y and len(x.split()) <= max_words][:examples]  # fmt: skip
+    for model, runs in seed_groups(out).items():
+        per = []
+        for name in runs:
+            d = run_dir(out, name)
+            b = read_json(d / "bleu.json")
+            if "unk_replaced" not in b:
+                continue
+            before = (d / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()
+            after = (d / "hyp.test.unk_replaced.tok.txt").read_text(encoding="utf-8").splitlines()
+            n = sum(len(h.split()) for h in before) or 1
+            per.append({
+                "model": model,
+                "All": b["all"]["tok"]["score"],
+                "All, <unk> replaced": b["unk_replaced"]["tok"]["score"],
+                "<unk> in the output (%)": 100 * sum(h.split().count("<unk>") for h in before) / n,
+                "<unk> left (%)": 100 * sum(h.split().count("<unk>") for h in after) / n,
+            })  # fmt: skip
+            if len(per) == 1:
+                changed = [(model, x.split(), y.split()) for x, y in zip(before, after, strict=True)
+                           if x != y and len(x.split()) <= max_words][:examples]  # fmt: skip
+        if per:
+            rows.append(over_seeds(per, {"<unk> in the output (%)": 1, "<unk> left (%)": 1}))
     return rows, changed
 
 

@@ -159,8 +159,8 @@ Markdown((out / "long_sentences.md").read_text(encoding="utf-8"))
 # (2015) did right after it; here it is beyond the paper, a column of its own in Table 1 beside the
 # paper's. RNNencdec has no alignment, nothing that points back at a source word, so its `<unk>`
 # stay. The table gives each model with attention's test BLEU before and after, and how much of
-# its output is `<unk>`; below it, translations that the replacement changed, the copied words in
-# bold.
+# its output is `<unk>` (a model with several seeds: the mean over them); below it, translations
+# that the replacement changed, the copied words in bold.
 
 # %% tags=["hide-input"]
 import html as _html

@@ -86,8 +86,9 @@ def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
     from nmt_lib.results import run_dir
     from nmt_lib.tables import unk_replacement
 
-    (tmp_path / "manifest.json").write_text(json.dumps({"runs": ["RNNencdec-50", "RNNsearch-50"]}))
-    for name, score in (("RNNencdec-50", None), ("RNNsearch-50", 12.0)):
+    runs = {"RNNencdec-50": None, "RNNsearch-50": 12.0, "RNNsearch-50-s2": 13.0}
+    (tmp_path / "manifest.json").write_text(json.dumps({"runs": list(runs)}))
+    for name, score in runs.items():
         d = run_dir(tmp_path, name)
         d.mkdir(parents=True)
         bleu = {"all": {"tok": {"score": 10.0}}}
@@ -95,10 +96,12 @@ def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
             bleu["unk_replaced"] = {"tok": {"score": score}}
         (d / "bleu.json").write_text(json.dumps(bleu))
         (d / "hyp.test.tok.txt").write_text("le <unk> dort .\n<unk> <unk>\nun chat\n")
-        (d / "hyp.test.unk_replaced.tok.txt").write_text("le Schulz dort .\nOslo <unk>\nun chat\n")
+        second = "Oslo Berlin" if name.endswith("-s2") else "Oslo <unk>"
+        (d / "hyp.test.unk_replaced.tok.txt").write_text(f"le Schulz dort .\n{second}\nun chat\n")
     rows, examples = unk_replacement(tmp_path, examples=1)
-    assert rows == [{"model": "RNNsearch-50", "All": 10.0, "All, <unk> replaced": 12.0,
-                     "<unk> in the output (%)": 37.5, "<unk> left (%)": 12.5}]  # fmt: skip
+    # a model's seeds make one row: the mean of their scores and shares (seed 2 replaced all three)
+    assert rows == [{"model": "RNNsearch-50", "All": 10.0, "All, <unk> replaced": 12.5,
+                     "<unk> in the output (%)": 37.5, "<unk> left (%)": 6.2}]  # fmt: skip
     assert examples == [
         ("RNNsearch-50", ["le", "<unk>", "dort", "."], ["le", "Schulz", "dort", "."])
     ]
