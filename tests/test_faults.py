@@ -50,13 +50,15 @@ def weights(summary) -> dict:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_at_an_update_and_the_rerun_resumes_exactly(toy, tmp_path, monkeypatch, sig):
     cfg, prep, _ = toy
+    # the handlers before: Python's own, or "ignore" where a shell started pytest in the background
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     signal_during_update(monkeypatch, sig, at=3)
     with pytest.raises(Interrupted) as e:
         train_run(updates(cfg, 6), tmp_path / "a", prep, progress=False)
     assert e.value.signum == sig and "at update 3" in str(e.value) and "rerun" in str(e.value)
     assert "last.pt" in str(e.value)
     monkeypatch.undo()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    assert {s: signal.getsignal(s) for s in before} == before  # the handlers restored
     resumed = train_run(updates(cfg, 6), tmp_path / "a", prep, progress=False)
     assert resumed["resumed_from_update"] == 3
     straight = train_run(updates(cfg, 6), tmp_path / "b", prep, progress=False)
