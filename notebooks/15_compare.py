@@ -113,8 +113,9 @@ glue("cmp_how", (
 # the Transformer its paper's schedule (linear warm-up, then inverse-square-root decay, Adam's
 # β₂ = 0.98) against a constant rate, and its paper's dropout. Then each family's chosen model,
 # as the sweep left it, decodes 500 dev sentences with and without length normalisation and with
-# two length limits, and keeps the setting of highest dev BLEU. Label smoothing is not tried. To regenerate everything
-# (about ten hours on 2 cores, resumable), then the tables of this page:
+# two length limits, and keeps the setting of highest dev BLEU. Label smoothing is not tried. To
+# regenerate everything (the cost is given above; every stage resumes where it stopped), then the
+# tables of this page:
 #
 # ```bash
 # python -m nmt_lib.recipes --train --jobs 2 && python -m nmt_lib.recipes --search
