@@ -326,19 +326,23 @@ def budget(out: Path = RESULTS) -> str:
 def compute(out: Path = RESULTS) -> dict[str, float]:
     """What the study cost, in hours of one core (every run trains and decodes on one core): the
     recipe sweep's training and scoring on dev (``out/recipes``), its search settings' decoding of
-    dev, and the comparison's training and evaluation; ``cores``: those of the machine, which ran
-    as many runs at a time."""
+    dev, and the comparison's training and evaluation. A run's training time is its own record,
+    summed over the sessions it resumed in (``train_summary.json``). ``cores``: those of the
+    machine, which ran as many runs at a time."""
 
-    def hours(manifest: Path) -> float:
-        walls = read_json(manifest)["wall_seconds"].values() if manifest.is_file() else []
-        return sum(sum(w.values()) for w in walls) / 3600
+    def hours(d: Path) -> float:
+        if not (d / "manifest.json").is_file():
+            return 0.0
+        return sum(read_json(run_dir(d, run) / "train_summary.json")["hours"]
+                   + sum(v for k, v in wall.items() if k != "train_s") / 3600
+                   for run, wall in read_json(d / "manifest.json")["wall_seconds"].items())  # fmt: skip
 
     search = out / "recipes" / "search.csv"
     text = search.read_text(encoding="utf-8") if search.is_file() else ""
     rows = csv.DictReader(text.splitlines())
-    return {"sweep": hours(out / "recipes" / "manifest.json"),
+    return {"sweep": hours(out / "recipes"),
             "search": sum(float(r["seconds"]) for r in rows) / 3600,
-            "comparison": hours(out / "manifest.json"),
+            "comparison": hours(out),
             "cores": read_json(out / "manifest.json")["hardware"]["cpu_count"]}  # fmt: skip
 
 

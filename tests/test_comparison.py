@@ -273,13 +273,20 @@ def test_the_recipes_table_leaves_blank_what_an_architecture_does_not_have(tmp_p
 
 
 def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
-    (tmp_path / "recipes").mkdir()
-    (tmp_path / "manifest.json").write_text(json.dumps({
-        "hardware": {"cpu_count": 2},
-        "wall_seconds": {"A-s1": {"train_s": 3600.0, "evaluate_s": 360.0},
-                         "A-s2": {"train_s": 7200.0, "evaluate_s": 0.0}}}))  # fmt: skip
-    (tmp_path / "recipes" / "manifest.json").write_text(json.dumps(
-        {"wall_seconds": {"A.adam-1e-3": {"train_s": 1800.0, "final_eval_s": 1800.0}}}))  # fmt: skip
+    """A run's training hours are its own record over every session it resumed in, not the wall
+    time of the last command that finished it."""
+    runs = {tmp_path: {"A-s1": (1.0, {"train_s": 600.0, "evaluate_s": 360.0}),
+                       "A-s2": (2.0, {"train_s": 7200.0, "evaluate_s": 0.0})},
+            tmp_path / "recipes": {"A.adam-1e-3": (0.5, {"train_s": 1800.0, "final_eval_s": 1800.0})}}  # fmt: skip
+    for d, found in runs.items():
+        for run, (hours, _) in found.items():
+            run_dir(d, run).mkdir(parents=True)
+            (run_dir(d, run) / "train_summary.json").write_text(json.dumps({"hours": hours}))
+        manifest = {
+            "wall_seconds": {r: w for r, (_, w) in found.items()},
+            "hardware": {"cpu_count": 2},
+        }
+        (d / "manifest.json").write_text(json.dumps(manifest))
     (tmp_path / "recipes" / "search.csv").write_text("model,seconds\nA,720\nA,1080\n")
     assert comparison.compute(tmp_path) == {"sweep": 1.0, "search": 0.5, "comparison": 3.1,
                                             "cores": 2}  # fmt: skip
