@@ -199,7 +199,8 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
     """The paper's four claims about its results, with our numbers (a model trained with several
     seeds: the mean over them), 95% intervals over test sentences and seeds (:func:`seeded_scores`;
     one seed: the paired test-set bootstrap) and a verdict by :func:`verdict`'s rules, with the
-    reason. Reads only ``out``."""
+    reason; the alignment claim reads the attention of RNNsearch-50's first run, the one Figure 3
+    draws. Reads only ``out``."""
     stats, lengths, groups = {}, None, seed_groups(out)
     for m in MODELS[:4]:
         ds = [read_json(run_dir(out, r) / "bleu_by_length.json") for r in groups[m]]

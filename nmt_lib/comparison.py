@@ -145,17 +145,28 @@ def curves(out: Path = RESULTS) -> tuple[dict, list[int]]:
     return tables.fig2_curves(out, list(models(out)))
 
 
+def timing_run(out: Path, runs: list[str]) -> str:
+    """The seed whose time stands for its model's: the median of ``runs`` by training hours per
+    update (the faster of the middle two for an even number), so that one run slowed by other work
+    on the machine does not set it, and a model with more seeds is not favoured as by the fastest."""
+
+    def per_update(run: str) -> float:
+        s = read_json(run_dir(out, run) / "train_summary.json")
+        return s["hours"] / max(s["updates"], 1)
+
+    return sorted(runs, key=per_update)[(len(runs) - 1) // 2]
+
+
 def dev_curves(out: Path = RESULTS) -> dict[str, list[dict]]:
     """Each model's evaluations during training (:func:`nmt_lib.results.eval_curve`), the dev NLL
-    on the fixed dev subset averaged over its seeds at each update, minutes those of its fastest
-    seed (the fewest minutes per update: the run least slowed by other work on the machine):
-    ``{model: [{"minutes", "update", "dev_nll"}]}``."""
+    on the fixed dev subset averaged over its seeds at each update, minutes those of its
+    :func:`timing_run`: ``{model: [{"minutes", "update", "dev_nll"}]}``."""
     found = {}
     for model, runs in models(out).items():
         per = [eval_curve(run_dir(out, r)) for r in runs]
         common = sorted(set.intersection(*({e["update"] for e in c} for c in per)))
-        fastest = min(per, key=lambda c: c[-1]["minutes"] / c[-1]["update"])
-        minutes = {e["update"]: e["minutes"] for e in fastest}
+        timed = eval_curve(run_dir(out, timing_run(out, runs)))
+        minutes = {e["update"]: e["minutes"] for e in timed}
         found[model] = [{
             "update": u, "minutes": minutes[u],
             "dev_nll": float(np.mean([next(e["dev_nll"] for e in c if e["update"] == u)
@@ -326,16 +337,18 @@ def budget(out: Path = RESULTS) -> str:
 def compute(out: Path = RESULTS) -> dict[str, float]:
     """What the study cost, in hours of one core (every run trains and decodes on one core): the
     recipe sweep's training and scoring on dev (``out/recipes``), its search settings' decoding of
-    dev, and the comparison's training and evaluation. A run's training time is its own record,
-    summed over the sessions it resumed in (``train_summary.json``). ``cores``: those of the
-    machine, which ran as many runs at a time."""
+    dev, and the comparison's training and evaluation. A run's training time is its checkpointed
+    clock, summed over the sessions it resumed in (``train_summary.json``; the work an interruption
+    lost after the last checkpoint is not counted). ``cores``: the machine's, one run on each."""
 
     def hours(d: Path) -> float:
         if not (d / "manifest.json").is_file():
             return 0.0
+        manifest = read_json(d / "manifest.json")
+        walls = {run: manifest["wall_seconds"].get(run, {}) for run in manifest["runs"]}
         return sum(read_json(run_dir(d, run) / "train_summary.json")["hours"]
                    + sum(v for k, v in wall.items() if k != "train_s") / 3600
-                   for run, wall in read_json(d / "manifest.json")["wall_seconds"].items())  # fmt: skip
+                   for run, wall in walls.items())  # fmt: skip
 
     search = out / "recipes" / "search.csv"
     text = search.read_text(encoding="utf-8") if search.is_file() else ""

@@ -28,18 +28,28 @@ UNK_REPLACED = "All, <unk> replaced (beyond the paper)"
 
 def over_seeds(rows: list[dict], digits: dict[str, int] | None = None) -> dict:
     """One row for a model from the rows of its seeds (unrounded): each number the mean over the
-    seeds that have it, rounded to ``digits[column]`` places (2 by default; a count stays a whole
-    number), any other value the first seed's. One seed: its row, rounded."""
+    seeds, rounded to ``digits[column]`` places (2 by default; a count stays a whole number), or
+    None where a seed lacks it; any other value the first seed's. One seed: its row, rounded."""
     found = {}
     for k, first in rows[0].items():
-        vals = [r[k] for r in rows if r.get(k) is not None]
-        if not vals or isinstance(first, (str, bool)):
-            found[k] = first
+        vals = [r.get(k) for r in rows]
+        if None in vals or isinstance(first, (str, bool)):
+            found[k] = None if None in vals else first
             continue
         mean, places = float(np.mean(vals)), (digits or {}).get(k, 2)
         whole = isinstance(vals[0], int) or places == 0
         found[k] = int(round(mean)) if whole else round(mean, places)
     return found
+
+
+def seeds_text(out: Path) -> str:
+    """``"RNNencdec-50 and RNNsearch-50 with 3 seeds each"``: the models of ``out`` trained with
+    several seeds; empty where none is."""
+    seeded = {m: len(runs) for m, runs in seed_groups(out).items() if len(runs) > 1}
+    if not seeded:
+        return ""
+    counts = "/".join(map(str, sorted(set(seeded.values()))))
+    return f"{' and '.join(seeded)} with {counts} seeds each"
 
 
 def _seeds(out: Path) -> tuple[dict[str, list[str]], bool]:
@@ -221,9 +231,7 @@ def readme_results(profile: str = "lite") -> str:
     )
     rows = [{"model": r["model"], f"BLEU, `{profile}`": r["All"], "BLEU, the paper": r["paper All"]}
             for r in t1]  # fmt: skip
-    seeded = {m: len(runs) for m, runs in seed_groups(out).items() if len(runs) > 1}
-    seeds = (f" ({' and '.join(seeded)} with {'/'.join(map(str, sorted(set(seeded.values()))))} "
-             "seeds each: the table gives their mean)" if seeded else "")  # fmt: skip
+    seeds = f" ({seeded}: the table gives their mean)" if (seeded := seeds_text(out)) else ""
     text = [
         f"What the committed `{profile}` results show (newstest2014, tokenized BLEU as the paper's "
         f"Table 1). The five models{seeds}, smaller than the paper's and trained with the recipe "
@@ -335,8 +343,8 @@ def attention_panel(record: dict) -> dict:
 
 def unk_replacement(out: Path, examples: int = 4, max_words: int = 25) -> tuple[list[dict], list]:
     """``<unk>`` replaced through the alignment (:mod:`nmt_lib.unk`), from each run's
-    ``hyp.test.tok.txt`` and ``hyp.test.unk_replaced.tok.txt``: one row per model whose runs have
-    both (test BLEU before and after, the share of output tokens that are ``<unk>`` before and
+    ``hyp.test.tok.txt`` and ``hyp.test.unk_replaced.tok.txt``: one row per model whose runs all
+    have both (test BLEU before and after, the share of output tokens that are ``<unk>`` before and
     after; a model with several seeds: the mean over them), and ``examples`` translations
     (``(model, before, after)``, tokens) of at most ``max_words`` words that the replacement
     changed, the first in test order, from the first run of the last such model."""
@@ -359,10 +367,11 @@ def unk_replacement(out: Path, examples: int = 4, max_words: int = 25) -> tuple[
                 "<unk> left (%)": 100 * sum(h.split().count("<unk>") for h in after) / n,
             })  # fmt: skip
             if len(per) == 1:
-                changed = [(model, x.split(), y.split()) for x, y in zip(before, after, strict=True)
-                           if x != y and len(x.split()) <= max_words][:examples]  # fmt: skip
-        if per:
+                first = [(model, x.split(), y.split()) for x, y in zip(before, after, strict=True)
+                         if x != y and len(x.split()) <= max_words][:examples]  # fmt: skip
+        if per and len(per) == len(runs):  # a model whose every seed has both
             rows.append(over_seeds(per, {"<unk> in the output (%)": 1, "<unk> left (%)": 1}))
+            changed = first
     return rows, changed
 
 
@@ -399,7 +408,12 @@ def gap_to_paper(out: Path) -> list[dict]:
     corpus = {k: float(v["value"]) for k, v in paper_table("corpus").items()}
     t2, paper_cfg = paper_table("table2"), load_profile("paper").runs
     rows = []
+    arch = {"RNNsearch": RNNsearch, "RNNencdec": RNNencdec}
     for name, runs in seed_groups(out).items():
+        pc = paper_cfg[name].model
+        p_seen = float(t2[name]["updates_1e5"]) * 1e5 * corpus["batch_size"]
+        with torch.device("meta"):
+            paper_n = count_parameters(arch[pc.arch](pc))
         per = []
         for run in runs:
             cfg = run_from_manifest(manifest, run)
@@ -407,14 +421,9 @@ def gap_to_paper(out: Path) -> list[dict]:
             train = summ[f"max_len={cfg.data.max_len}"]["train"]
             src = train["src"]["words"] / train["pairs"] + 1  # + EOS
             trg = train["trg"]["words"] / train["pairs"] + 1
-            p_updates = float(t2[name]["updates_1e5"]) * 1e5
             with torch.device("meta"):
-                arch = {"RNNsearch": RNNsearch, "RNNencdec": RNNencdec}
                 ours_n = count_parameters(arch[cfg.model.arch](cfg.model))
-                pc = paper_cfg[name].model
-                paper_n = count_parameters(arch[pc.arch](pc))
             seen = s["updates"] * cfg.data.batch_size * s.get("world_size", 1)
-            p_seen = p_updates * corpus["batch_size"]
             flops = 6 * forward_macs(cfg.model, src, trg) * seen
             p_flops = 6 * forward_macs(pc, src, trg) * p_seen
             per.append({

@@ -5,8 +5,8 @@
 # runs, each next to the paper's own number: Table 1 (BLEU on the test set, on all sentences and
 # on those without unknown words), Table 2 (the learning statistics of Appendix B), and Figure 2
 # (BLEU against sentence length). In *replicate* mode this notebook trains, decodes and evaluates
-# all five models of the profile and rewrites `results/<profile>/`; in *report* mode it reads the
-# committed results and only redraws.
+# every run of the profile (the paper's five models, and more seeds of some) and rewrites
+# `results/<profile>/`; in *report* mode it reads the committed results and only redraws.
 #
 # **What you need.** The models ({doc}`03_encdec`, {doc}`05_decoder`), training
 # ({doc}`06_training`) and beam search ({doc}`07_beam_search`).
@@ -125,14 +125,15 @@ glue("claims_long", claims.LONG, display=False)
 groups = seed_groups(out)
 stats = {m: [np.array(read_json(run_dir(out, r) / "bleu_by_length.json")["stats_tok"])
              for r in groups[m]] for m in MODELS[:4]}  # fmt: skip
-seeded = {m: len(runs) for m, runs in groups.items() if len(runs) > 1}
+seeded = tables.seeds_text(out)
+single = [m for m in MODELS[:4] if len(groups[m]) == 1]
 if seeded:
-    n_seeds = "/".join(map(str, sorted(set(seeded.values()))))
-    noise = (f"In this build {' and '.join(seeded)} were trained with {n_seeds} seeds each "
-             "(another initialisation and another order of the batches; Table 1 gives their mean "
-             "and standard deviation), so the intervals of the claims about them cover training "
-             f"noise as well. {' and '.join(m for m in MODELS[:4] if m not in seeded)} have one "
-             "run each: for them, an interval measures only which test sentences were drawn.")  # fmt: skip
+    one = "has one run" if len(single) == 1 else "have one run each"
+    noise = (f"This build trained {seeded} (another initialisation and another order of the "
+             "batches; Table 1 gives their mean and standard deviation), so the intervals of the "
+             "claims about them cover training noise as well."
+             + (f" {' and '.join(single)} {one}: for them, an interval measures only which test "
+                "sentences were drawn." if single else ""))  # fmt: skip
 else:
     noise = ("The models of this build have one run each, so these intervals measure how much "
              "the scores depend on *which test sentences* were drawn, not on the training run's "
@@ -151,10 +152,11 @@ glue("claims_below", (", ".join(below) + (" is" if len(below) == 1 else " are"))
 # ({glue:text}`exp_profile` profile) they score {glue:text}`t1_RNNsearch_50_all` and
 # {glue:text}`t1_RNNencdec_50_all`, and RNNsearch-30 / RNNencdec-30
 # {glue:text}`t1_RNNsearch_30_all` / {glue:text}`t1_RNNencdec_30_all` (paper:
-# {glue:text}`t1_RNNsearch_30_paper` / {glue:text}`t1_RNNencdec_30_paper`). The paper's first
-# claim, that RNNsearch beats RNNencdec at both training lengths, is
-# **{glue:text}`t1_claim`** in this build, with the uncertainty of a 3003-sentence test set taken
-# into account ({ref}`claims`).
+# {glue:text}`t1_RNNsearch_30_paper` / {glue:text}`t1_RNNencdec_30_paper`); a model with several
+# seeds, here and below, is the mean over them. The paper's first claim, that RNNsearch beats
+# RNNencdec at both training lengths, is **{glue:text}`t1_claim`** in this build, with the
+# uncertainty of a 3003-sentence test set (and, for a model with several seeds, of its training)
+# taken into account ({ref}`claims`).
 #
 # ## Table 2: learning statistics
 
@@ -177,8 +179,8 @@ glue("t2_search50_paper_dev", t2m["RNNsearch-50"]["paper dev NLL"], display=Fals
 glue("t2_encdec50_paper_dev", t2m["RNNencdec-50"]["paper dev NLL"], display=False)
 
 # %% [markdown]
-# RNNsearch-50 trained for {glue:text}`t2_search50_updates` updates here, against
-# {glue:text}`t2_search50_paper_updates` in the paper. Its dev NLL is
+# RNNsearch-50 trained for {glue:text}`t2_search50_updates` updates here (with several seeds: their
+# mean), against {glue:text}`t2_search50_paper_updates` in the paper. Its dev NLL is
 # {glue:text}`t2_search50_dev` nats per sentence against RNNencdec-50's
 # {glue:text}`t2_encdec50_dev` (paper: {glue:text}`t2_search50_paper_dev` and
 # {glue:text}`t2_encdec50_paper_dev`). The NLL of the -30 and -50 models is not comparable across

@@ -56,8 +56,8 @@ total = cost["sweep"] + cost["search"] + cost["comparison"]
 glue("cmp_compute", (
     f"The whole study took {total:.1f} hours of one core: {cost['sweep']:.1f} for the recipe "
     f"sweep, {cost['search']:.1f} for choosing the search settings and {cost['comparison']:.1f} "
-    f"for the comparison's runs; with {cost['cores']} runs at a time, about "
-    f"{total / cost['cores']:.1f} hours of the machine's {cost['cores']} cores."
+    f"for the comparison's runs: about {total / cost['cores']:.1f} hours of the machine's "
+    f"{cost['cores']} cores, one run on each."
 ), display=False)  # fmt: skip
 glue("cmp_created", manifest["created_utc"], display=False)
 glue("cmp_n", len(found), display=False)
@@ -187,9 +187,10 @@ common, nll_at = comparison.at_updates(dev)
 fig = plots.nll_by_time_and_updates(dev, styles)
 glue("cmp_dev_fig", fig, display=False)
 plt.close(fig)
-per_update = [{"model": m, "seconds per update": round(3600 * by[m]["hours per run"]
-                                                      / by[m]["updates"], 2) if by[m]["updates"]
-               else None,
+timed = {m: read_json(run_dir(out, comparison.timing_run(out, found[m])) / "train_summary.json")
+         for m in found}  # fmt: skip
+per_update = [{"model": m, "seconds per update": round(3600 * timed[m]["hours"]
+                                                      / timed[m]["updates"], 2),
                "dev evaluation (% of the time)": round(100 * sum(
                    eval_share(run_dir(out, r)) for r in found[m]) / len(found[m]), 1),
                f"dev NLL at update {common:,}": round(nll_at[m], 1),
@@ -199,17 +200,19 @@ glue("cmp_nll_order", ", ".join(f"{m} ({nll_at[m]:.1f})" for m in sorted(nll_at,
      display=False)  # fmt: skip
 dev_n = comparison.config(out, manifest["runs"][0])["train"]["dev_nll_sentences"]
 Markdown(
-    tables.markdown_table(per_update) + "\nThe mean over seeds of: seconds per update, the "
-    "share of the training time that went to evaluating on dev, and dev NLL (nats per sentence on "
-    f"the fixed dev subset of {dev_n} sentences that training evaluates)."
+    tables.markdown_table(per_update) + "\nSeconds per update: those of the model's median "
+    "seed by that measure (one run slowed by other work on the machine does not set it). The "
+    "mean over seeds of: the share of the training time that went to evaluating on dev, and dev "
+    f"NLL (nats per sentence on the fixed dev subset of {dev_n} sentences that training "
+    "evaluates)."
 )
 
 # %% [markdown]
 # ```{glue:figure} cmp_dev_fig
 # :name: fig-compare-nll
 #
-# Dev NLL during training, against minutes of one core (left; each model's fastest seed, the run
-# least slowed by other work on the machine) and against updates (right; the mean over seeds);
+# Dev NLL during training, against minutes of one core (left; each model's median seed by seconds
+# per update, as in the table above) and against updates (right; the mean over seeds);
 # models with attention solid, models without dashed (the colours of
 # {numref}`fig-compare-length`).
 # ```

@@ -113,11 +113,17 @@ def test_seeded_scores():
 
 def test_models_group_the_seeds(tmp_path):
     out = fake_dir(tmp_path / "g", {"RNNsearch-50": ({"arch": "RNNsearch"}, 1, 1),
-                                    "Luong-dot-50": ({"arch": "Luong"}, 1, 1)}, seeds=2)  # fmt: skip
+                                    "Luong-dot-50": ({"arch": "Luong"}, 0.5, 0.5)}, seeds=2)  # fmt: skip
     assert comparison.models(out) == {"RNNsearch-50": ["RNNsearch-50-s1", "RNNsearch-50-s2"],
                                       "Luong-dot-50": ["Luong-dot-50-s1", "Luong-dot-50-s2"]}  # fmt: skip
     curves, edges = comparison.curves(out)
     assert list(curves) == ["RNNsearch-50", "Luong-dot-50"] and edges[1] == 10
+    per = []  # each seed's Figure 2 points: the curve is their mean
+    for run in comparison.models(out)["Luong-dot-50"]:
+        d = json.loads((run_dir(out, run) / "bleu_by_length.json").read_text())
+        found = bleu.bleu_by_length(np.array(d["stats_tok"]), d["src_len"], True, edges)
+        per.append([b["bleu"] for b in found if b["n"] and b["hi"]])
+    assert per[0] != per[1] and curves["Luong-dot-50"][1] == pytest.approx(np.mean(per, 0))
 
 
 def test_loops_and_outputs(tmp_path):
@@ -169,24 +175,35 @@ def test_dev_nll_at_the_updates_every_model_reached(tmp_path):
     }  # fmt: skip
     assert comparison.at_updates(curves) == (500, {"RNNencdec-50": 8.0, "RNNsearch-50": 7.0,
                                                    "Luong-dot-50": 7.2})  # fmt: skip
-    # dev_curves reads them back from the training logs, averaged over the seeds (here Luong's
-    # second seed is 1 nat better at every update and twice as fast: the minutes are its own)
+    # dev_curves reads them back from the training logs, averaged over the seeds. Luong's three
+    # seeds are 0, 1 and 2 nats better at every update; seed 1 took three times as long per update
+    # (slowed by other work), seed 2 half as long, seed 3 as long as the others: the minutes are
+    # those of the median seed, seed 3, neither the first nor the fastest
+    speed = {1: 3.0, 2: 0.5, 3: 1.0}
     runs = []
     for name, recs in curves.items():
-        for k, shift in ((1, 0.0), (2, 1.0)) if "Luong" in name else ((1, 0.0),):
+        for k in (1, 2, 3) if "Luong" in name else (1,):
+            slow, shift = (speed[k], k - 1.0) if "Luong" in name else (1.0, 0.0)
             d = run_dir(tmp_path, f"{name}-s{k}")
             d.mkdir(parents=True)
             lines = [{"kind": "train", "update": 1}] + [
-                {"kind": "eval", "elapsed": 60.0 * r["update"] / k, "dev_bleu": 1.0, **r,
+                {"kind": "eval", "elapsed": 60.0 * r["update"] * slow, "dev_bleu": 1.0, **r,
                  "dev_nll": r["dev_nll"] - shift} for r in recs]  # fmt: skip
             (d / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+            last = recs[-1]["update"]
+            summary = {"hours": last * slow / 60, "updates": last}
+            (d / "train_summary.json").write_text(json.dumps(summary))
             runs.append(f"{name}-s{k}")
     (tmp_path / "manifest.json").write_text(json.dumps({"runs": runs}))
     got = comparison.dev_curves(tmp_path)
     want = {m: [{**r, "minutes": float(r["update"])} for r in recs] for m, recs in curves.items()}
-    want["Luong-dot-50"] = [{**r, "minutes": r["update"] / 2, "dev_nll": r["dev_nll"] - 0.5}
+    want["Luong-dot-50"] = [{**r, "minutes": float(r["update"]), "dev_nll": r["dev_nll"] - 1.0}
                             for r in curves["Luong-dot-50"]]  # fmt: skip
     assert got == want
+    luong = [f"Luong-dot-50-s{k}" for k in (1, 2, 3)]
+    assert comparison.timing_run(tmp_path, luong) == "Luong-dot-50-s3"
+    # an even number of seeds: the faster of the middle two
+    assert comparison.timing_run(tmp_path, luong[:2]) == "Luong-dot-50-s2"
 
 
 def test_commit_text_names_the_commit_its_state_and_the_runs_made_later():
@@ -274,7 +291,8 @@ def test_the_recipes_table_leaves_blank_what_an_architecture_does_not_have(tmp_p
 
 def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
     """A run's training hours are its own record over every session it resumed in, not the wall
-    time of the last command that finished it."""
+    time of the last command that finished it; a run no longer in the manifest's runs (an arm
+    dropped from the sweep, its wall time left behind) is not counted."""
     runs = {tmp_path: {"A-s1": (1.0, {"train_s": 600.0, "evaluate_s": 360.0}),
                        "A-s2": (2.0, {"train_s": 7200.0, "evaluate_s": 0.0})},
             tmp_path / "recipes": {"A.adam-1e-3": (0.5, {"train_s": 1800.0, "final_eval_s": 1800.0})}}  # fmt: skip
@@ -283,7 +301,8 @@ def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
             run_dir(d, run).mkdir(parents=True)
             (run_dir(d, run) / "train_summary.json").write_text(json.dumps({"hours": hours}))
         manifest = {
-            "wall_seconds": {r: w for r, (_, w) in found.items()},
+            "runs": list(found),
+            "wall_seconds": {"dropped": {"train_s": 9e9}} | {r: w for r, (_, w) in found.items()},
             "hardware": {"cpu_count": 2},
         }
         (d / "manifest.json").write_text(json.dumps(manifest))

@@ -98,13 +98,19 @@ def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
         (d / "hyp.test.tok.txt").write_text("le <unk> dort .\n<unk> <unk>\nun chat\n")
         second = "Oslo Berlin" if name.endswith("-s2") else "Oslo <unk>"
         (d / "hyp.test.unk_replaced.tok.txt").write_text(f"le Schulz dort .\n{second}\nun chat\n")
-    rows, examples = unk_replacement(tmp_path, examples=1)
+    rows, examples = unk_replacement(tmp_path, examples=2)
     # a model's seeds make one row: the mean of their scores and shares (seed 2 replaced all three)
     assert rows == [{"model": "RNNsearch-50", "All": 10.0, "All, <unk> replaced": 12.5,
                      "<unk> in the output (%)": 37.5, "<unk> left (%)": 6.2}]  # fmt: skip
-    assert examples == [
-        ("RNNsearch-50", ["le", "<unk>", "dort", "."], ["le", "Schulz", "dort", "."])
+    assert examples == [  # from the model's first run
+        ("RNNsearch-50", ["le", "<unk>", "dort", "."], ["le", "Schulz", "dort", "."]),
+        ("RNNsearch-50", ["<unk>", "<unk>"], ["Oslo", "<unk>"]),
     ]
+    # a model whose seeds are not all replaced has no row: its mean would not be Table 1's
+    bleu = json.loads((run_dir(tmp_path, "RNNsearch-50-s2") / "bleu.json").read_text())
+    del bleu["unk_replaced"]
+    (run_dir(tmp_path, "RNNsearch-50-s2") / "bleu.json").write_text(json.dumps(bleu))
+    assert unk_replacement(tmp_path) == ([], [])
 
 
 def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
@@ -112,16 +118,16 @@ def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
 
     from nmt_lib.results import run_dir
 
-    runs = {"RNNencdec-50": (2.0, 1000, 40.0), "RNNsearch-50": (10.0, 1000, 30.0),
-            "RNNsearch-50-s2": (12.5, 1201, 29.0)}  # fmt: skip
+    runs = {"RNNencdec-50": (2.0, 1000, 40.0, 0.6667), "RNNsearch-50": (10.0, 1000, 30.0, 0.6),
+            "RNNsearch-50-s2": (12.5, 1202, 29.0, 0.7)}  # fmt: skip
     (tmp_path / "manifest.json").write_text(json.dumps({"runs": list(runs)}))
-    for name, (score, updates, dev) in runs.items():
+    for name, (score, updates, dev, hours) in runs.items():
         d = run_dir(tmp_path, name)
         d.mkdir(parents=True)
         tok = {"tok": {"score": score}, "detok": {"score": score - 1}}
         (d / "bleu.json").write_text(json.dumps({"all": tok, "no_unk": {"n": 0}}))
         (d / "train_summary.json").write_text(json.dumps(
-            {"updates": updates, "epochs": 0.5, "hours": 0.6667, "device": "cpu"}))  # fmt: skip
+            {"updates": updates, "epochs": 0.5, "hours": hours, "device": "cpu"}))  # fmt: skip
         (d / "nll.json").write_text(json.dumps({"train": {"mean": dev - 5}, "dev": {"mean": dev}}))
     t1 = {r["model"]: r for r in table1(tmp_path)}
     assert list(t1) == ["RNNencdec-50", "RNNsearch-50", "Moses"]
@@ -131,6 +137,17 @@ def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
     assert (t1["RNNencdec-50"]["seeds"], t1["RNNencdec-50"]["All sd"]) == (1, None)
     assert t1["RNNencdec-50"]["No UNK"] is None and t1["RNNsearch-50"]["paper All"] == 26.75
     t2 = {r["model"]: r for r in table2(tmp_path)}
-    assert t2["RNNsearch-50"]["updates"] == 1100 and isinstance(t2["RNNsearch-50"]["updates"], int)
-    assert (t2["RNNsearch-50"]["dev NLL"], t2["RNNsearch-50"]["hours"]) == (29.5, 0.667)
+    assert t2["RNNsearch-50"]["updates"] == 1101 and isinstance(t2["RNNsearch-50"]["updates"], int)
+    assert (t2["RNNsearch-50"]["dev NLL"], t2["RNNsearch-50"]["hours"]) == (29.5, 0.65)
+    assert t2["RNNencdec-50"]["hours"] == 0.667
     assert t2["RNNsearch-50"]["seeds"] == 2 and t2["RNNencdec-50"]["train NLL"] == 35.0
+
+
+def test_over_seeds_means_numbers_and_keeps_text_and_gaps():
+    from nmt_lib.tables import over_seeds
+
+    rows = [{"model": "M", "n": 3, "x": 1.004, "unk": 2.0, "device": "cpu"},
+            {"model": "M", "n": 4, "x": 2.0, "unk": None, "device": "cpu"}]  # fmt: skip
+    assert over_seeds(rows, {"x": 1}) == {"model": "M", "n": 4, "x": 1.5, "unk": None,
+                                          "device": "cpu"}  # fmt: skip
+    assert over_seeds(rows[:1]) == {"model": "M", "n": 3, "x": 1.0, "unk": 2.0, "device": "cpu"}
