@@ -77,10 +77,6 @@ def _stats(out: Path, runs: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
     return [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
 
 
-def _mean_sd(values: list[float]) -> tuple[float, float | None]:
-    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else None
-
-
 def table(out: Path = RESULTS) -> list[dict]:
     """One row per model: its seeds, test BLEU (All, No-UNK: the mean over seeds, the standard
     deviation and each seed's), BLEU on sentences of fewer than SHORT words (the learning floor's
@@ -91,7 +87,7 @@ def table(out: Path = RESULTS) -> list[dict]:
     for model, runs in models(out).items():
         per = [base[r] for r in runs]
         stats, lengths = _stats(out, runs)
-        all_, sd = _mean_sd([r["All"] for r in per])
+        all_, sd = tables.mean_sd([r["All"] for r in per])
         no_unk = [r["No UNK"] for r in per if r["No UNK"] is not None]
         cfg = config(out, runs[0])["model"]
         rows.append({

@@ -42,6 +42,11 @@ def over_seeds(rows: list[dict], digits: dict[str, int] | None = None) -> dict:
     return found
 
 
+def mean_sd(values: list[float]) -> tuple[float, float | None]:
+    """The mean of a model's per-seed ``values`` and their standard deviation (None for one seed)."""
+    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else None
+
+
 def seeds_text(out: Path) -> str:
     """``"RNNencdec-50 and RNNsearch-50 with 3 seeds each"``: the models of ``out`` trained with
     several seeds; empty where none is."""
@@ -85,7 +90,7 @@ def table1(out: Path) -> list[dict]:
             per.append(row)
         row = over_seeds(per)
         if seeded:  # the seeds and their spread beside the mean
-            sd = float(np.std([r["All"] for r in per], ddof=1)) if len(runs) > 1 else None
+            sd = mean_sd([r["All"] for r in per])[1]
             row = {"model": name, "seeds": len(runs), "All": row.pop("All"),
                    "All sd": None if sd is None else round(sd, 2), **row}  # fmt: skip
         row["paper All"] = float(paper[name]["bleu_all"])
