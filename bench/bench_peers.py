@@ -1,7 +1,7 @@
-"""nmt_lib on the peers' benchmark (../shared/peers/README.md), in their naive script's log format, so
+"""nmt_lib on the peers' benchmark (``bench/README.md``, "Definitions"), in their naive script's log format, so
 that their ``summarize.py`` puts it in the same table as JoeyNMT, OpenNMT-py and the naive script.
 
-    P=../peers-work   # $PEERS of the peers' scripts: data/ from gen_corpus.py, runs/
+    P=$PEERS/peers-work   # $PEERS: the peers' scripts; data/ from gen_corpus.py, runs/
     python bench/bench_peers.py train  --data $P/data --ckpt $P/nmt_lib/model.pt   # 250 updates
     python bench/bench_peers.py decode --data $P/data --ckpt $P/nmt_lib/model.pt --beam 10 --out X.hyp
 

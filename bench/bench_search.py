@@ -4,7 +4,7 @@ straightforward batched beam search of bench/naive.py, in the same process.
     python bench/bench_search.py                       # bench-small RNNsearch, 500 sentences
     python bench/bench_search.py --precision bf16      # under bf16 autocast
 
-The workload is the peers' (../shared/peers/README.md): 500 source sentences of 15-30 words (+ EOS),
+The workload is the peers' (``bench/README.md``, "Definitions"): 500 source sentences of 15-30 words (+ EOS),
 batches of 64 sentences, beam 10, and exactly 30 target words per sentence (EOS forbidden before
 step 30, stop at 30: ``nmt_lib.search.length_limits`` is replaced by (30, 30) here), so that every
 implementation does the same work whatever the weights (random here). Sentences/s = 500 / the time

@@ -37,7 +37,7 @@ from nmt_lib.train import clip_gradients  # noqa: E402
 
 tune_process()  # before the first oneDNN primitive of the process, as in training
 
-#: The peers' "bench-small" (../shared/peers/README.md): embeddings 256, encoder GRU 256 per direction,
+#: The peers' "bench-small" (bench/README.md, "Definitions"): embeddings 256, encoder GRU 256 per direction,
 #: decoder 512, alignment 512, maxout 256 (2l = 512), 10,000 words + 3 specials on each side; the
 #: paper's full W_o (output_rank=None). Batch 64, 15-30 words (+ EOS) uniform on both sides.
 #: "paper": App. A.2.3 sizes with GroundHog's rank-620 W_o (ModelConfig defaults), batch 80,

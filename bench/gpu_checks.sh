@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU check of issue 7 in one go, for a machine with a CUDA GPU (run from the repository root;
+# Every GPU check in one go, for a machine with a CUDA GPU (run from the repository root;
 # nmt_lib's dependencies installed): the CUDA tests, torchrun (NCCL) training with CUDA graphs and
 # evaluation on the toy corpus, the training benchmark at paper sizes (eager, CUDA graphs, naive)
 # and the decoding benchmark. Logs and JSON go to $OUT (default gpu-out/); about 6 minutes on an H100.

@@ -70,7 +70,7 @@ _WMT13 = "http://www.statmt.org/wmt13"
 _DEV = f"{_WMT14}/dev.tgz"
 _LIUM = "http://www-lium.univ-lemans.fr/~schwenk/cslm_joint_paper/data/bitexts.tgz"
 _LIUM_PARTS = ("ccb2_pc30", "crawl", "dev08_11", "ep7_pc45", "nc9", "un2000_pc34")
-_OFFLINE = "an excerpt in the offline material only (../shared/data/README.md); not downloadable"
+_OFFLINE = "an excerpt that exists only in offline copies of the data; not downloadable"
 
 
 def _registry() -> dict[str, Corpus]:

@@ -91,7 +91,7 @@ def test_missing_files_say_what_where_and_how(tmp_path):
     assert f"python -m nmt_lib.download --data-dir {tmp_path} newstest2014" in msg
     assert str(tmp_path / "train/europarl-v7.fr-en.fr") + "[.gz|.xz]" in msg
     assert "training-parallel-europarl-v7.tgz" in msg
-    assert "giga-fren.head30000 is an excerpt in the offline material only" in msg
+    assert "giga-fren.head30000 is an excerpt that exists only in offline copies" in msg
 
 
 def test_unknown_corpus_lists_known_names(tmp_path):

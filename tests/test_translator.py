@@ -114,12 +114,11 @@ def run_page(exe: str, tmp: Path, scripts, to_tokenize=(), to_detokenize=(), to_
 
 
 def wmt14() -> Path | None:
-    """The WMT'14 files with newstest2014, if here: ``NMT_DATA``, the repository's ``data/wmt14``
-    or the offline material beside it (``../shared/data/wmt14``)."""
+    """The WMT'14 files with newstest2014, if here: ``NMT_DATA`` or the repository's ``data/wmt14``
+    (where ``nmt_lib`` looks for them)."""
     for d in (
         os.environ.get("NMT_DATA"),
         home() / "data/wmt14",
-        home().parent / "shared/data/wmt14",
     ):
         if d and (Path(d) / NEWSTEST.format("src.en")).is_file():
             return Path(d)
@@ -239,7 +238,7 @@ def test_the_pages_tokenizer_is_sacremoses(page):
 def test_the_pages_tokenizer_is_sacremoses_on_newstest2014(page):
     sentences, tokens = page["newstest_tokens"]
     if not sentences:
-        pytest.skip("the WMT'14 files are not here (NMT_DATA, data/wmt14, ../shared/data/wmt14)")
+        pytest.skip("the WMT'14 files are not here (NMT_DATA, data/wmt14)")
     diff = [s for s, t in zip(sentences, tokens, strict=True) if t != tokenize(s, "en")]
     print(f"\ntokenizer: {len(diff)} of {len(sentences)} newstest2014 sources differ")
     assert not diff, diff[:5]  # none differs: the page tokenizes the test set as Python does
@@ -261,7 +260,7 @@ def test_the_lite_models_translations_are_pythons(chromium, tmp_path):
     if not (published / publish.SUMS).is_file():
         pytest.skip(f"{published} is not committed yet")
     if wmt14() is None:
-        pytest.skip("the WMT'14 files are not here (NMT_DATA, data/wmt14, ../shared/data/wmt14)")
+        pytest.skip("the WMT'14 files are not here (NMT_DATA, data/wmt14)")
     # 20 test sentences of 5-10 words: in the page, a beam of 10 over a 10,000-word shortlist
     # takes 60-150 ms a step on a busy 2-core machine (a 20-word sentence: 2-4 s)
     sentences = [s for s in newstest("en") if 5 <= len(tokenize(s, "en")) <= 10][:20]

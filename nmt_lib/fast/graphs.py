@@ -1,4 +1,4 @@
-"""A training step's forward and backward as CUDA graphs (``train.cuda_graphs``; issue 7).
+"""A training step's forward and backward as CUDA graphs (``train.cuda_graphs``).
 
 On a GPU a recurrent step is a hundred small kernels, each shorter than the time Python and PyTorch
 take to launch it: the GPU waits on the CPU. A CUDA graph records the kernels of a whole forward and
