@@ -11,9 +11,9 @@ model that overrides them (``arch``, ``max_len``, a longer budget for RNNsearch-
     model = { arch = "RNNsearch" }
     data = { max_len = 50 }
 
-Defaults live here, in one place, and are the paper's (App. A-B; GroundHog's where the paper is silent,
-each such choice a row of ``book/deviations.md``). Unknown keys and wrong types are errors that name
-the file and the key. The resolved config of every run is saved next to its results (:func:`to_dict`).
+Defaults live here, in one place, and are the paper's (``PAPER.md`` §6, §9; each departure a row of
+``book/deviations.md``). Unknown keys and wrong types are errors that name the file and the key. The
+resolved config of every run is saved next to its results (:func:`to_dict`).
 """
 
 from __future__ import annotations
