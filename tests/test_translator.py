@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import shutil
 import time
@@ -27,7 +26,7 @@ import torch
 
 from nmt_lib import fixtures, publish, translator
 from nmt_lib.checkpoint import CheckpointError
-from nmt_lib.config import home
+from nmt_lib.config import DataConfig
 from nmt_lib.corpus import read_lines, read_sgml
 from nmt_lib.evaluate import decode, evaluate_run, translate_lines
 from nmt_lib.text import tokenize
@@ -114,15 +113,10 @@ def run_page(exe: str, tmp: Path, scripts, to_tokenize=(), to_detokenize=(), to_
 
 
 def wmt14() -> Path | None:
-    """The WMT'14 files with newstest2014, if here: ``NMT_DATA`` or the repository's ``data/wmt14``
-    (where ``nmt_lib`` looks for them)."""
-    for d in (
-        os.environ.get("NMT_DATA"),
-        home() / "data/wmt14",
-    ):
-        if d and (Path(d) / NEWSTEST.format("src.en")).is_file():
-            return Path(d)
-    return None
+    """The WMT'14 files with newstest2014, if they are where ``nmt_lib`` looks for them
+    (``NMT_DATA``, else the repository's ``data/wmt14``: ``DataConfig.resolved_data_dir``)."""
+    d = DataConfig().resolved_data_dir()
+    return d if (d / NEWSTEST.format("src.en")).is_file() else None
 
 
 def newstest(lang: str) -> list[str]:
