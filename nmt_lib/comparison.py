@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -300,6 +301,15 @@ def gpu_view(out: Path = GPU_RESULTS) -> list[dict]:
             "train tok/s": r["train tok/s"], "minutes": round(60 * r["hours"], 1),
         })  # fmt: skip
     return rows
+
+
+def commonest_opening(run: Path, words: int = 3) -> tuple[str, int, int]:
+    """The commonest first ``words`` tokens of a run's test translations, how many translations
+    begin with them, and how many there are: a model still at the language-model stage writes the
+    same opening whatever the source."""
+    hyps = (run / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()
+    opening, n = Counter(" ".join(h.split()[:words]) for h in hyps).most_common(1)[0]
+    return opening, n, len(hyps)
 
 
 def transformer_footing(out: Path = RESULTS) -> str:

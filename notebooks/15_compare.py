@@ -396,13 +396,34 @@ gpu_rows = comparison.gpu_view()
 if gpu_rows:
     gm = read_json(comparison.GPU_RESULTS / "manifest.json")
     device = next(iter(gm["hardware"]["device_per_run"].values()))
-    best = max(gpu_rows, key=lambda r: r["All"])
+    short = f"All <{claims.SHORT} words"
+    below = {r["model"]: r[short] for r in gpu_rows if r[short] < claims.FLOOR}
+    above = [r for r in gpu_rows if r["model"] not in below]
     text = (
         f"On one {device}, in {gpu_rows[0]['minutes']:g} minutes each: "
         + "; ".join(f"{r['model']} made {r['updates']:,} updates ({r['train tok/s']:,} target "
                     f"tokens/s) and scores {r['All']:.2f} BLEU" for r in gpu_rows)
-        + f". {best['model']} leads. ({commit_text(gm)}, {gm['created_utc'][:10]}.)"
+        + f". ({commit_text(gm)}, {gm['created_utc'][:10]}.)"
     )  # fmt: skip
+    if below:
+        text += (
+            f" Below the learning floor of {claims.FLOOR:g} BLEU, and so *not testable at this "
+            f"budget*: {claims.floor_text(below)}. "
+            + (f"Of the models above it, {max(above, key=lambda r: r['All'])['model']} leads. "
+               if len(above) > 1 else "")
+        )  # fmt: skip
+    elif len(gpu_rows) > 1:
+        text += f" {max(gpu_rows, key=lambda r: r['All'])['model']} leads."
+    for model in below:
+        opening, n, total = comparison.commonest_opening(run_dir(comparison.GPU_RESULTS, model))
+        text += (
+            f"{n:,} of {model}'s {total:,} test translations begin with “{opening}”: "
+            "it writes what Europarl's speeches open with, whatever the source. "
+        )
+    if any(m.startswith("Transformer") for m in below):
+        text += "How far that is from the Transformer paper: " + comparison.transformer_footing(
+            comparison.GPU_RESULTS
+        )
     note = (f"Profile `{gm['profile']}` (newstest2014, tokenized BLEU), one run per model, "
             f"{', '.join(sorted(set(gm['hardware']['precision_per_run'].values())))}; minutes: "
             "training, its evaluations on dev included.")  # fmt: skip

@@ -236,6 +236,14 @@ def test_the_gpu_view_reads_its_runs_and_is_empty_without_them(tmp_path, monkeyp
     assert comparison.gpu_view(tmp_path / "none") == []
 
 
+def test_the_commonest_opening_counts_the_translations_that_begin_with_it(tmp_path):
+    (tmp_path / "hyp.test.tok.txt").write_text(
+        "Monsieur le Président , merci .\nMonsieur le Président .\nLe chat dort .\nMonsieur le\n",
+        encoding="utf-8")  # fmt: skip
+    assert comparison.commonest_opening(tmp_path) == ("Monsieur le Président", 2, 4)
+    assert comparison.commonest_opening(tmp_path, words=1) == ("Monsieur", 3, 4)
+
+
 def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
     from nmt_lib.results import tokens_per_update
 
