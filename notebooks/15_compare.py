@@ -421,7 +421,7 @@ if gpu_rows:
             "it writes what Europarl's speeches open with, whatever the source. "
         )
     if any(m.startswith("Transformer") for m in below):
-        text += "How far that is from the Transformer paper: " + comparison.transformer_footing(
+        text += "Vaswani et al. trained far longer. " + comparison.transformer_footing(
             comparison.GPU_RESULTS
         )
     note = (f"Profile `{gm['profile']}` (newstest2014, tokenized BLEU), one run per model, "
