@@ -416,10 +416,8 @@ if gpu_rows:
         text += f" {max(gpu_rows, key=lambda r: r['All'])['model']} leads."
     for model in below:
         opening, n, total = comparison.commonest_opening(run_dir(comparison.GPU_RESULTS, model))
-        text += (
-            f"{n:,} of {model}'s {total:,} test translations begin with “{opening}”: "
-            "it writes what Europarl's speeches open with, whatever the source. "
-        )
+        same = ": the same opening whatever the source" if 2 * n > total else ""
+        text += f"{n:,} of {model}'s {total:,} test translations begin with “{opening}”{same}. "
     if any(m.startswith("Transformer") for m in below):
         text += "Vaswani et al. trained far longer. " + comparison.transformer_footing(
             comparison.GPU_RESULTS
