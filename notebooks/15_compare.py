@@ -405,15 +405,11 @@ if gpu_rows:
                     f"tokens/s) and scores {r['All']:.2f} BLEU" for r in gpu_rows)
         + f". ({commit_text(gm)}, {gm['created_utc'][:10]}.)"
     )  # fmt: skip
+    if len(above) > 1:
+        text += f" Of the models above the learning floor, {max(above, key=lambda r: r['All'])['model']} leads."
     if below:
-        text += (
-            f" Below the learning floor of {claims.FLOOR:g} BLEU, and so *not testable at this "
-            f"budget*: {claims.floor_text(below)}. "
-            + (f"Of the models above it, {max(above, key=lambda r: r['All'])['model']} leads. "
-               if len(above) > 1 else "")
-        )  # fmt: skip
-    elif len(gpu_rows) > 1:
-        text += f" {max(gpu_rows, key=lambda r: r['All'])['model']} leads."
+        text += (f" Below the learning floor of {claims.FLOOR:g} BLEU, and so *not testable at this "
+                 f"budget*: {claims.floor_text(below)}. ")  # fmt: skip
     for model in below:
         opening, n, total = comparison.commonest_opening(run_dir(comparison.GPU_RESULTS, model))
         same = ": the same opening whatever the source" if 2 * n > total else ""
