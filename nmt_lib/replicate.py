@@ -129,6 +129,14 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     prep = prepare(run.data)
     # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
     sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
+    kept = recorded(run, run_dir(out, name))
+    # results made on a machine that had the checkpoint (weights to publish need it here)
+    if kept is not None and name not in prof.publish:
+        print(f"[replicate] {name}: recorded already (no checkpoint here to train on), test BLEU "
+              f"{kept['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
+        summary = read_json(run_dir(out, name) / "train_summary.json")
+        return name, {"train_s": round(summary["hours"] * 3600, 1),
+                      "evaluate_s": round(kept["seconds"], 1)}  # fmt: skip
     t0 = time.time()
     print(f"[replicate] {name}: training (at most {_budget(run.train, t0)}), then decoding the "
           "test set", flush=True)  # fmt: skip
@@ -176,6 +184,22 @@ def evaluated(run, d: Path) -> dict | None:
             and bleu.get("search") == to_dict(run.search)
             and ckpt.is_file() and ckpt.stat().st_mtime <= f.stat().st_mtime)  # fmt: skip
     return bleu if same else None
+
+
+def recorded(run, d: Path) -> dict | None:
+    """Run directory ``d``'s ``bleu.json`` where the run's checkpoint is not at hand (a fresh clone
+    of the committed results: checkpoints are never committed) and ``d`` records the run whole: its
+    ``config.json`` is the run's config, its training ended by its budget (not interrupted) and its
+    evaluation used the run's search settings; else None. Such a run is not trained again."""
+    if find_checkpoint(default_checkpoint_dir(run, d)).is_file():
+        return None  # the checkpoint decides (:func:`evaluated`)
+    files = [d / f for f in ("config.json", "train_summary.json", "bleu.json")]
+    if not all(f.is_file() for f in files):
+        return None
+    config, summary, bleu = map(read_json, files)
+    whole = (config == to_dict(run) and summary.get("stopped_by") not in (None, "interrupted")
+             and bleu.get("search") == to_dict(run.search))  # fmt: skip
+    return bleu if whole else None
 
 
 def replicate_profile(

@@ -116,3 +116,20 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     assert kept["evaluate_s"] == round(json.loads((replicate.run_dir(out, "Luong-dot-s1")
                                                    / "bleu.json").read_text())["seconds"], 1)  # fmt: skip
     assert kept["train_s"] > 0 and again["configs"] == manifest["configs"]
+
+    # a fresh clone of these results (no checkpoint at hand): nothing is trained or decoded again,
+    # but a run whose record is not whole (here, an evaluation with other search settings) is
+    toy = str(replicate.toy_data_dir())  # the data where it was
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "fresh-cache"))
+    logs = {
+        n: (replicate.run_dir(out, n) / "train_log.jsonl").read_text() for n in manifest["runs"]
+    }
+    bleu = replicate.run_dir(out, "Luong-dot-s2") / "bleu.json"
+    b = json.loads(bleu.read_text())
+    bleu.write_text(json.dumps({**b, "search": {**b["search"], "beam": 1}}))
+    assert replicate.main(["--train", str(profile), "--results-dir", str(out),
+                           "--data-dir", toy]) == 0  # fmt: skip
+    assert calls == ["Transformer-s1", "Luong-dot-s2"]
+    for n in ("Luong-dot-s1", "Transformer-s1"):
+        assert (replicate.run_dir(out, n) / "train_log.jsonl").read_text() == logs[n]
+    assert json.loads((out / "manifest.json").read_text())["wall_seconds"]["Luong-dot-s1"] == kept
