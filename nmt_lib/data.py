@@ -420,56 +420,72 @@ def _finish_side(side: _Side, flags: np.ndarray, n_words: int, out: Path, name: 
     }
 
 
+def _pairs(train: list, dev_test: tuple[set, set], cfg: DataConfig, per_corpus: dict):
+    """Step 3 (module docstring): ``(source words, target words, in_window, keep)`` for each
+    non-empty training pair, not in dev or test, that counts towards the vocabularies (``in_window``:
+    among the first ``max_train_pairs``) or is kept (``keep``: no side over ``max_len``), corpus by
+    corpus, until ``max_train_pairs`` are kept; what it reads and drops counted in ``per_corpus``."""
+    cap, max_len = cfg.max_train_pairs, cfg.max_len
+    n_window = n_kept = 0
+    for name, parts in train:
+        st = per_corpus[name] = {"lines": 0, "read": 0, **dict.fromkeys(REASONS, 0), "kept": 0}
+        for (sp, tp), (s_lines, t_lines), n_lines in parts:
+            st["lines"] += n_lines
+            if cap is not None and n_kept >= cap:
+                continue
+            for xs, ys in _aligned(s_lines, t_lines, sp, tp):
+                st["read"] += 1
+                if not xs or not ys:
+                    st["empty"] += 1
+                    continue
+                if xs in dev_test[0] or ys in dev_test[1]:
+                    st["in_dev_test"] += 1
+                    continue
+                xw, yw = xs.split(), ys.split()
+                in_window = cap is None or n_window < cap
+                keep = len(xw) <= max_len and len(yw) <= max_len
+                n_window += in_window
+                if not keep:
+                    st["too_long"] += 1
+                    if not in_window:
+                        continue
+                yield xw, yw, in_window, keep
+                if keep:
+                    st["kept"] += 1
+                    n_kept += 1
+                    if cap is not None and n_kept >= cap:
+                        break
+
+
+def _close(train: list) -> None:
+    """Stop the tokenizers of the training parts left unread (cap reached, or an error)."""
+    for _, parts in train:
+        for _, lines, _ in parts:
+            for it in lines:
+                it.close()
+
+
 def _build_train(out: Path, train: list, dev_test: tuple[set, set], cfg: DataConfig) -> dict:
     """Filter and numericalize the training pairs into ``out`` (see the module docstring)."""
-    cap, max_len = cfg.max_train_pairs, cfg.max_len
     src, trg = _Side(out, "src"), _Side(out, "trg")
     flags = array("B")
-    n_window = n_kept = 0
     per_corpus: dict[str, dict] = {}
     try:
-        for name, parts in train:
-            st = per_corpus[name] = {"lines": 0, "read": 0, **dict.fromkeys(REASONS, 0), "kept": 0}
-            for (sp, tp), (s_lines, t_lines), n_lines in parts:
-                st["lines"] += n_lines
-                if cap is not None and n_kept >= cap:
-                    continue
-                for xs, ys in _aligned(s_lines, t_lines, sp, tp):
-                    st["read"] += 1
-                    if not xs or not ys:
-                        st["empty"] += 1
-                        continue
-                    if xs in dev_test[0] or ys in dev_test[1]:
-                        st["in_dev_test"] += 1
-                        continue
-                    xw, yw = xs.split(), ys.split()
-                    in_window = cap is None or n_window < cap
-                    keep = len(xw) <= max_len and len(yw) <= max_len
-                    n_window += in_window
-                    if not keep:
-                        st["too_long"] += 1
-                        if not in_window:
-                            continue
-                    src.add(xw)
-                    trg.add(yw)
-                    flags.append(in_window | (keep << 1))
-                    if keep:
-                        st["kept"] += 1
-                        n_kept += 1
-                        if cap is not None and n_kept >= cap:
-                            break
+        for xw, yw, in_window, keep in _pairs(train, dev_test, cfg, per_corpus):
+            src.add(xw)
+            trg.add(yw)
+            flags.append(in_window | (keep << 1))
     finally:
         src.close()
         trg.close()
-        for _, parts in train:  # stop tokenizers of parts left unread (cap reached, or an error)
-            for _, lines, _ in parts:
-                for it in lines:
-                    it.close()
+        _close(train)
+    n_kept = sum(c["kept"] for c in per_corpus.values())
     if n_kept == 0:
         raise corpus.DataError(
-            f"no training pair left after filtering (max_len={max_len}): {per_corpus}"
+            f"no training pair left after filtering (max_len={cfg.max_len}): {per_corpus}"
         )
     f = np.frombuffer(flags, dtype=np.uint8)
+    n_window = int((f & 1).sum())
     sides = {
         "src": _finish_side(src, f, cfg.src_words, out, "src"),
         "trg": _finish_side(trg, f, cfg.trg_words, out, "trg"),
@@ -507,6 +523,32 @@ def _key(train_keys: list, dev: dict, test: dict, settings: dict) -> str:
     """The prepared data's key: its training files' keys, dev and test's, and the settings."""
     obj = {"format": FORMAT, "train": train_keys, "eval": dev["keys"] + test["keys"], **settings}
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def _dev_test(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers, progress):
+    """Dev and test as read (tokenized), and the sets of their sources and references that no
+    training pair may share (step 3)."""
+    dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
+    test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
+    return dev, test, (set(dev["src_tok"] + test["src_tok"]), set(dev["ref_tok"] + test["ref_tok"]))
+
+
+def train_pairs(cfg: DataConfig) -> Iterator[tuple[list[str], list[str]]]:
+    """The training pairs that :func:`prepare` keeps, as words (tokenized), in order: for a study of
+    the words themselves, which the prepared ids (shortlists) no longer hold (:mod:`nmt_lib.unk`'s
+    dictionary). Needs the data files (not a pack)."""
+    if cfg.packed:
+        raise ValueError("train_pairs reads the data files; a pack holds ids only")
+    tok_dir = cfg.resolved_cache_dir() / "tok"
+    found = corpus.locate(cfg, cfg.resolved_data_dir())
+    _, _, dev_test = _dev_test(found, cfg, tok_dir, None, False)
+    train, _ = _train_inputs(found, cfg, tok_dir, None, False)
+    try:
+        for xw, yw, _, keep in _pairs(train, dev_test, cfg, {}):
+            if keep:
+                yield xw, yw
+    finally:
+        _close(train)
 
 
 def _train_inputs(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers, progress):
@@ -553,10 +595,7 @@ def prepare(
     if cfg.packed:
         return _prepare_packed(cfg, tok_dir, workers, progress, verify)
     found = corpus.locate(cfg, data_dir)
-    dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
-    test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
-    dev_test = (set(dev["src_tok"] + test["src_tok"]), set(dev["ref_tok"] + test["ref_tok"]))
-
+    dev, test, dev_test = _dev_test(found, cfg, tok_dir, workers, progress)
     train, train_keys = _train_inputs(found, cfg, tok_dir, workers, progress)
     t_eval = time.perf_counter() - t0
 

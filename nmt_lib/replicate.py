@@ -231,6 +231,76 @@ def replicate_profile(
     return walls
 
 
+# ------------------------------------------------------------------ <unk> through a dictionary
+#: What :func:`unk_dictionary` writes into a results directory.
+UNK_DICTIONARY = "unk_dictionary.json"
+
+
+def _lines(path: Path) -> list[list[str]]:
+    return [x.split() for x in path.read_text(encoding="utf-8").split("\n")[:-1]]
+
+
+def unk_dictionary(
+    profile, results_dir=None, data_dir=None, min_pairs=2, min_dice=0.3
+) -> dict | None:
+    """Whether a dictionary helps the ``<unk>`` replacement (:func:`nmt_lib.unk.dictionary`),
+    measured on the runs of ``profile`` whose test translations have their ``<unk>`` replaced
+    (``hyp.test.unk_replaced.tok.txt``): the dictionary is counted on the training pairs of the
+    first such run's data for the source words that any of them copied, and each run's test BLEU
+    with its copied words looked up in it is set beside the plain replacement's. Writes
+    ``unk_dictionary.json`` into the results directory and returns it (None, writing nothing, where
+    no run has its ``<unk>`` replaced). The runs share their target shortlist (a profile's runs
+    share one: :mod:`nmt_lib.data`, step 4)."""
+    from .data import train_pairs
+    from .evaluate import score
+    from .unk import UNK_WORD, dictionary, through
+
+    prof = load(profile, data_dir) if isinstance(profile, str) else profile
+    out = results_path(prof.name, results_dir)
+    runs = {}
+    for name in read_json(out / "manifest.json")["runs"]:
+        d = run_dir(out, name)
+        if (d / "hyp.test.unk_replaced.tok.txt").is_file():
+            runs[name] = (
+                _lines(d / "hyp.test.tok.txt"),
+                _lines(d / "hyp.test.unk_replaced.tok.txt"),
+            )
+    if not runs:
+        return None
+    cfg = prof.runs[next(iter(runs))].data
+    prep = prepare(cfg)
+    copied = {a for before, after in runs.values() for hb, ha in zip(before, after, strict=True)
+              for b, a in zip(hb, ha, strict=True) if b == UNK_WORD != a}  # fmt: skip
+    table = dictionary(train_pairs(cfg), copied, prep.trg_vocab, min_pairs, min_dice)
+    idx, lang = range(len(prep.test)), cfg.trg_lang
+    scores = {}
+    for name, (before, after) in runs.items():
+        looked = [through(b, a, table) for b, a in zip(before, after, strict=True)]
+        n = [(b, a, x) for hb, ha, hx in zip(before, after, looked, strict=True)
+             for b, a, x in zip(hb, ha, hx, strict=True) if b == UNK_WORD != a]  # fmt: skip
+        scores[name] = {
+            "copied": len(n),
+            "looked_up": sum(a != x for _, a, x in n),
+            "unk_replaced": score(after, prep.test, idx, lang),
+            "dictionary": score(looked, prep.test, idx, lang),
+        }
+    result = {
+        "counted_on": {
+            "train": list(cfg.train),
+            "max_len": cfg.max_len,
+            "max_train_pairs": cfg.max_train_pairs,
+            "trg_words": cfg.trg_words,
+        },
+        "min_pairs": min_pairs,
+        "min_dice": min_dice,
+        "copied_words": len(copied),
+        "entries": table,
+        "runs": scores,
+    }
+    write_json(out / UNK_DICTIONARY, result)
+    return result
+
+
 # -------------------------------------------------------------------------------- provenance
 def _git() -> dict:
     """The commit of :func:`nmt_lib.config.home` (the repository) and whether its tracked files
@@ -318,7 +388,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results-dir", help="default: results/<the profile's name>")
     ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
     ap.add_argument("--jobs", type=int, help="models trained at a time (default: NMT_JOBS, else 1)")
+    ap.add_argument("--unk-dictionary", metavar="PROFILE",
+                    help="measure <unk> replaced through a dictionary counted on the training data, "
+                    "on the profile's committed translations (unk_dictionary.json)")  # fmt: skip
     a = ap.parse_args(argv)
+    if a.unk_dictionary:
+        r = unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
+        if r is None:
+            print(f"[replicate] no run of {a.unk_dictionary} has its <unk> replaced "
+                  "(hyp.test.unk_replaced.tok.txt): nothing to measure", file=sys.stderr)  # fmt: skip
+            return 1
+        for name, x in r["runs"].items():
+            print(f"[replicate] {name}: <unk> replaced {x['unk_replaced']['tok']['score']:.2f}, "
+                  f"through the dictionary {x['dictionary']['tok']['score']:.2f} "
+                  f"({x['looked_up']} of {x['copied']} copied words looked up)")  # fmt: skip
+        return 0
     if not (a.readme or a.train):
         ap.error(
             "nothing to do without --readme or --train; the notebooks, and a profile's replication "

@@ -352,8 +352,12 @@ def unk_replacement(out: Path, examples: int = 4, max_words: int = 25) -> tuple[
     have both (test BLEU before and after, the share of output tokens that are ``<unk>`` before and
     after; a model with several seeds: the mean over them), and ``examples`` translations
     (``(model, before, after)``, tokens) of at most ``max_words`` words that the replacement
-    changed, the first in test order, from the first run of the last such model."""
+    changed, the first in test order, from the first run of the last such model. Where the results
+    hold ``unk_dictionary.json`` (``python -m nmt_lib.replicate --unk-dictionary``), each row also
+    gives the BLEU with the copied words looked up in that dictionary."""
     rows, changed = [], []
+    f = out / "unk_dictionary.json"
+    looked_up = read_json(f)["runs"] if f.is_file() else {}
     for model, runs in seed_groups(out).items():
         per = []
         for name in runs:
@@ -371,6 +375,8 @@ def unk_replacement(out: Path, examples: int = 4, max_words: int = 25) -> tuple[
                 "<unk> in the output (%)": 100 * sum(h.split().count("<unk>") for h in before) / n,
                 "<unk> left (%)": 100 * sum(h.split().count("<unk>") for h in after) / n,
             })  # fmt: skip
+            if name in looked_up:
+                per[-1]["All, through a dictionary"] = looked_up[name]["dictionary"]["tok"]["score"]
             if len(per) == 1:
                 first = [(model, x.split(), y.split()) for x, y in zip(before, after, strict=True)
                          if x != y and len(x.split()) <= max_words][:examples]  # fmt: skip

@@ -37,6 +37,8 @@ from nmt_lib.results import require_results, results_path, run_dir
 
 out = results_path(profile, results_dir)
 require_results(out, "manifest.json", "runs")
+if train:  # beyond the paper: whether a dictionary helps the <unk> replacement (below)
+    replicate.unk_dictionary(profile, results_dir, data_dir)
 glue("al_profile", profile, display=False)
 
 # %% [markdown]
@@ -161,6 +163,14 @@ Markdown((out / "long_sentences.md").read_text(encoding="utf-8"))
 # stay. The table gives each model with attention's test BLEU before and after, and how much of
 # its output is `<unk>` (a model with several seeds: the mean over them); below it, translations
 # that the replacement changed, the copied words in bold.
+#
+# Luong et al. take one step more: a copied word is looked up in a dictionary of word pairs
+# aligned on the training data, so that *Mubarak* becomes *Moubarak*. `nmt_lib.unk.dictionary`
+# counts one without an aligner: for each copied source word, the target word outside the
+# shortlist (an `<unk>` stands for such a word) that shares the most training pairs with it, by
+# Dice's coefficient, if at least 2 pairs and 0.3. Where the results hold it
+# (`python -m nmt_lib.replicate --unk-dictionary PROFILE`), the column *All, through a
+# dictionary* measures whether it helps, and a sample of its entries follows the table.
 
 # %% tags=["hide-input"]
 import html as _html
@@ -183,6 +193,15 @@ if unk_rows:
     head = f"<tr><th>model</th><th>translation</th><th>{_html.escape('<unk>')} replaced</th></tr>"
     display(HTML(f"<table>{head}{cells}</table>") if cells else Markdown("No translation has an `<unk>` to "
                  "replace."))  # fmt: skip
+    if (out / "unk_dictionary.json").is_file():
+        lexicon = read_json(out / "unk_dictionary.json")
+        entries = lexicon["entries"]
+        step = max(1, len(entries) // 12)
+        sample = ", ".join(f"{w} → {t}" for w, t in list(entries.items())[::step][:12])
+        which = "twelve of them, evenly spaced in code-point order" if step > 1 else "they are"
+        display(Markdown(f"The dictionary has {len(entries):,} entries for the "
+                         f"{lexicon['copied_words']:,} distinct source words copied; {which}: "
+                         f"{sample or 'none'}."))  # fmt: skip
 else:
     display(Markdown(f"The `{profile}` results hold no translations with `<unk>` replaced "
                      "(`hyp.test.unk_replaced.tok.txt`): `python -m nmt_lib evaluate` of a run "

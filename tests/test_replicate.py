@@ -3,6 +3,7 @@ mode's check, one toy training run of the GPU reference script with its provenan
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,34 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     for n in ("Luong-dot-s1", "Transformer-s1"):
         assert (replicate.run_dir(out, n) / "train_log.jsonl").read_text() == logs[n]
     assert json.loads((out / "manifest.json").read_text())["wall_seconds"]["Luong-dot-s1"] == kept
+
+
+def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
+    tmp_path, monkeypatch
+):
+    """``python -m nmt_lib.replicate --unk-dictionary smoke`` on the smoke results: every entry
+    counted on the toy corpus is its generator's translation of the word, the plain replacement's
+    BLEU is the one the evaluation recorded, and the translations through the dictionary are
+    scored for every run with ``<unk>`` replaced."""
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "smoke"
+    shutil.copytree(ROOT / "results" / "smoke", out)
+    assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 0
+    r = json.loads((out / replicate.UNK_DICTIONARY).read_text())
+    assert r["entries"] and all(fixtures.DICTIONARY[s] == t for s, t in r["entries"].items())
+    replaced = [
+        n
+        for n in r["runs"]
+        if (replicate.run_dir(out, n) / "hyp.test.unk_replaced.tok.txt").is_file()
+    ]
+    assert replaced and sorted(r["runs"]) == sorted(replaced)
+    for name, x in r["runs"].items():
+        bleu = json.loads((replicate.run_dir(out, name) / "bleu.json").read_text())
+        assert x["unk_replaced"]["tok"]["score"] == bleu["unk_replaced"]["tok"]["score"]
+        assert 0 < x["looked_up"] <= x["copied"]
+        assert x["dictionary"]["tok"]["score"] > x["unk_replaced"]["tok"]["score"]
+    for name in replaced:  # nothing to measure: a clear line and no file
+        (replicate.run_dir(out, name) / "hyp.test.unk_replaced.tok.txt").unlink()
+    (out / replicate.UNK_DICTIONARY).unlink()
+    assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 1
+    assert not (out / replicate.UNK_DICTIONARY).exists()

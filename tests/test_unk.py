@@ -8,7 +8,7 @@ import torch
 from nmt_lib.config import ModelConfig
 from nmt_lib.models import build_model
 from nmt_lib.search import decode_corpus
-from nmt_lib.unk import alignments, replace
+from nmt_lib.unk import alignments, dictionary, replace, through
 from nmt_lib.vocab import EOS, UNK
 
 
@@ -17,6 +17,38 @@ def test_each_unk_takes_the_source_word_it_attends_to_most():
     words = ["M.", "<unk>", "a", "<unk>", "."]
     assert replace(words, src, [0, 1, 2, 4, 3]) == ["M.", "Schulz", "a", "<unk>", "."]
     assert replace(["le", "chat"], src, [0, 1]) == ["le", "chat"]  # nothing to replace
+
+
+def test_the_dictionary_maps_a_copied_word_to_its_likeliest_translation_outside_the_shortlist():
+    """Dice's coefficient over training pairs; a word of the shortlist is never the answer (the
+    model would have written it), nor a pair seen fewer than ``min_pairs`` times or below
+    ``min_dice``; equal coefficients: more pairs first, then code-point order."""
+    pairs = [
+        ("Mubarak said .".split(), "Moubarak a dit .".split()),
+        ("Mubarak left".split(), "Moubarak est parti".split()),
+        ("Mubarak and Vilvoorde".split(), "Moubarak et Vilvoorde".split()),
+        ("Vilvoorde".split(), "Vilvoorde".split()),
+        ("pony".split(), "poney".split()),
+        ("candy .".split(), "bonbon Voldemort .".split()),
+        ("candy".split(), "bonbon".split()),
+        ("Kim".split(), "Kim Zed".split()),
+        ("Kim".split(), "Kim Zed".split()),
+    ]
+    shortlist = {"a", "dit", ".", "est", "parti", "et"}
+    table = dictionary(pairs, ["Mubarak", "pony", "candy", "Kim", "absent"], shortlist)
+    assert table == {"Mubarak": "Moubarak", "candy": "bonbon", "Kim": "Kim"}  # pony: one pair
+    assert dictionary(pairs, ["pony"], shortlist, min_pairs=1) == {"pony": "poney"}
+    without = shortlist | {"Moubarak"}  # then Vilvoorde: one pair in common, Dice 2 * 1 / (3 + 2)
+    assert dictionary(pairs, ["Mubarak"], without) == {}
+    assert dictionary(pairs, ["Mubarak"], without, min_pairs=1) == {"Mubarak": "Vilvoorde"}
+    assert dictionary(pairs, ["Mubarak"], without, min_pairs=1, min_dice=0.41) == {}
+
+
+def test_through_the_dictionary_only_words_that_replaced_an_unk():
+    before = ["<unk>", "a", "dit", "<unk>", "<unk>"]
+    after = ["Mubarak", "a", "dit", "Kim", "<unk>"]  # the last attended to the end of sentence
+    table = {"Mubarak": "Moubarak", "a": "à"}
+    assert through(before, after, table) == ["Moubarak", "a", "dit", "Kim", "<unk>"]
 
 
 def _model(arch: str, seed: int = 3):
