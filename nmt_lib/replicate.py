@@ -237,7 +237,7 @@ UNK_DICTIONARY = "unk_dictionary.json"
 
 
 def _lines(path: Path) -> list[list[str]]:
-    return [x.split() for x in path.read_text(encoding="utf-8").split("\n")[:-1]]
+    return [x.split() for x in path.read_text(encoding="utf-8").splitlines()]
 
 
 def unk_dictionary(
@@ -270,14 +270,14 @@ def unk_dictionary(
     cfg = prof.runs[next(iter(runs))].data
     prep = prepare(cfg)
     copied = {a for before, after in runs.values() for hb, ha in zip(before, after, strict=True)
-              for b, a in zip(hb, ha, strict=True) if b == UNK_WORD != a}  # fmt: skip
+              for b, a in zip(hb, ha, strict=True) if b == UNK_WORD and a != UNK_WORD}  # fmt: skip
     table = dictionary(train_pairs(cfg), copied, prep.trg_vocab, min_pairs, min_dice)
     idx, lang = range(len(prep.test)), cfg.trg_lang
     scores = {}
     for name, (before, after) in runs.items():
         looked = [through(b, a, table) for b, a in zip(before, after, strict=True)]
         n = [(b, a, x) for hb, ha, hx in zip(before, after, looked, strict=True)
-             for b, a, x in zip(hb, ha, hx, strict=True) if b == UNK_WORD != a]  # fmt: skip
+             for b, a, x in zip(hb, ha, hx, strict=True) if b == UNK_WORD and a != UNK_WORD]  # fmt: skip
         scores[name] = {
             "copied": len(n),
             "looked_up": sum(a != x for _, a, x in n),
