@@ -165,6 +165,20 @@ glue("cmp_slowest", f"{slowest['model']} ({slowest['train tok/s']:,})", display=
 floor_col = f"All <{claims.SHORT} words"
 below = [r["model"] for r in rows if r[floor_col] < claims.FLOOR]
 glue("cmp_below", ", ".join(below) if below else "none", display=False)
+plain_above = [m for m in plain if by[m][floor_col] >= claims.FLOOR]
+best_plain = max(plain, key=lambda m: by[m][floor_col]) if plain else None
+if plain_above:
+    long_question = (f"of the models without attention, {', '.join(plain_above)} "
+                     f"translate{'s' if len(plain_above) == 1 else ''} short sentences at this "
+                     "budget, so the question can be put to them")  # fmt: skip
+elif best_plain:
+    long_question = (f"no model without attention translates short sentences at this budget (the "
+                     f"best, {best_plain}, scores {by[best_plain][floor_col]:.1f} BLEU on sentences "
+                     f"of fewer than {claims.SHORT} words, below the floor of {claims.FLOOR:g}), so "
+                     "the question stays open until they train longer")  # fmt: skip
+else:
+    long_question = "no model without attention was trained"
+glue("cmp_long_question", long_question, display=False)
 
 # %% [markdown]
 # Ranked by BLEU on all test sentences (the mean over seeds): {glue:text}`cmp_order`. The
@@ -321,20 +335,24 @@ Markdown(tables.markdown_table(shapes) + "\n" + comparison.OUTPUTS_NOTE)
 loopiest = max(shapes, key=lambda r: r["looping (%)"])
 least = min(shapes, key=lambda r: r["looping (%)"])
 longest = max(shapes, key=lambda r: r["length / reference"])
+open_most = max(shapes, key=lambda r: r["unfinished"])
 glue("cmp_loop_model", loopiest["model"], display=False)
 glue("cmp_loop_pct", loopiest["looping (%)"], display=False)
 glue("cmp_loop_least", f"{least['looping (%)']}% for {least['model']}", display=False)
 glue("cmp_long_model", longest["model"], display=False)
 glue("cmp_long_ratio", longest["length / reference"], display=False)
-glue("cmp_long_unfinished", longest["unfinished"], display=False)
+glue("cmp_open_model", open_most["model"], display=False)
+glue("cmp_open_n", f"{open_most['unfinished']:,g}", display=False)
 
 # %% [markdown]
 # {glue:text}`cmp_loop_model` repeats itself most: a 3-word sequence (without `<unk>`) comes back
 # at least three times in {glue:text}`cmp_loop_pct`% of its translations, against
-# {glue:text}`cmp_loop_least`. The longest output is {glue:text}`cmp_long_model`'s,
-# {glue:text}`cmp_long_ratio` times as long as the references, with
-# {glue:text}`cmp_long_unfinished` hypotheses still open at the length limit. Both cost BLEU
-# through its n-gram precisions, as a short output costs it through the brevity penalty. A search
+# {glue:text}`cmp_loop_least`. {glue:text}`cmp_open_model` leaves the most translations
+# unfinished: {glue:text}`cmp_open_n` of them (the mean over its seeds) were still open at the
+# length limit, and the search cut them off there. The longest output is
+# {glue:text}`cmp_long_model`'s, {glue:text}`cmp_long_ratio` times as long as the references.
+# Loops cost BLEU through its n-gram precisions, as a short output costs it through the brevity
+# penalty. A search
 # that divides a hypothesis's cost by its length (`search.normalize`) lets a model that gives a
 # repeated phrase a high probability prefer a long loop to ending the sentence; a tighter length
 # limit (`search.max_len_ratio`) caps the loop. Which of the two each model searches with is in the
@@ -433,6 +451,6 @@ display_gpu
 # models saw, so the table ranks what each architecture learns *early*, from the same batches.
 # Whether the ranking holds when every model has converged is not something this budget can
 # say; the verdicts marked *not testable here* name the models that have not learned enough for a
-# claim about them to mean anything. The long-sentence question is the one this budget answers
-# best, because it is about the shape of each curve in {numref}`fig-compare-length`, not its
-# height.
+# claim about them to mean anything. The long-sentence question is about the shape of each curve
+# in {numref}`fig-compare-length`, not its height, but a curve that stays near zero has no shape:
+# {glue:text}`cmp_long_question`.
