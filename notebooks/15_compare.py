@@ -352,11 +352,10 @@ glue("cmp_open_n", f"{open_most['unfinished']:,g}", display=False)
 # length limit, and the search cut them off there. The longest output is
 # {glue:text}`cmp_long_model`'s, {glue:text}`cmp_long_ratio` times as long as the references.
 # Loops cost BLEU through its n-gram precisions, as a short output costs it through the brevity
-# penalty. A search
-# that divides a hypothesis's cost by its length (`search.normalize`) lets a model that gives a
-# repeated phrase a high probability prefer a long loop to ending the sentence; a tighter length
-# limit (`search.max_len_ratio`) caps the loop. Which of the two each model searches with is in the
-# recipes table above, chosen on dev.
+# penalty. A search that divides a hypothesis's cost by its length (`search.normalize`) lets a
+# model that gives a repeated phrase a high probability prefer a long loop to ending the sentence;
+# a tighter length limit (`search.max_len_ratio`) caps the loop. Which of the two each model
+# searches with is in the recipes table above, chosen on dev.
 #
 # ## Attention on a sentence of Figure 3
 
