@@ -32,6 +32,8 @@ results_dir = None
 data_dir = None
 
 # %% tags=["hide-input"]
+import csv
+
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
@@ -132,9 +134,12 @@ glue("cmp_how", (
 Markdown(tables.markdown_table(comparison.recipes(out)) + "\n" + comparison.recipes_note(out))
 
 # %% tags=["hide-input"]
-sweep = recipes.RESULTS / "recipes.md"
-Markdown(sweep.read_text(encoding="utf-8") + "\n" + recipes.bracketed_text()
-         if sweep.is_file() and by_updates else
+sweep = recipes.RESULTS / "recipes.csv"
+swept = (
+    list(csv.DictReader(sweep.read_text(encoding="utf-8").splitlines())) if sweep.is_file() else []
+)
+Markdown(tables.markdown_table(swept) + "\n" + recipes.NOTE + "\n\n" + recipes.bracketed_text()
+         if swept and by_updates else
          "*The recipe sweep's table is shown here once the comparison's runs are trained with "
          "its recipes.*")  # fmt: skip
 
