@@ -34,10 +34,10 @@ from common import Trainee, autocast, fixed_length, model_config
 
 from nmt_lib import search
 from nmt_lib.data import TrainIterator, TrainSet, pad
+from nmt_lib.data.vocab import Vocab
 from nmt_lib.fast import accelerate
-from nmt_lib.model import build_model
+from nmt_lib.paper.model import build_model
 from nmt_lib.runtime import resolve_precision
-from nmt_lib.vocab import Vocab
 
 
 def read(path: Path) -> list[list[str]]:

@@ -36,7 +36,7 @@ from naive import naive_decode
 from nmt_lib import search
 from nmt_lib.data import pad
 from nmt_lib.fast import accelerate
-from nmt_lib.model import build_model
+from nmt_lib.paper.model import build_model
 
 
 def sources(cfg, count: int, lengths=(15, 30), seed=7) -> list[list[int]]:

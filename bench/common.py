@@ -31,7 +31,7 @@ from nmt_lib.fast import accelerate, kernels  # noqa: E402
 from nmt_lib.fast.graphs import GraphedLoss  # noqa: E402
 from nmt_lib.fast.optim import Adadelta  # noqa: E402
 from nmt_lib.fast.process import tune_process  # noqa: E402
-from nmt_lib.model import build_model, forward_macs  # noqa: E402
+from nmt_lib.paper.model import build_model, forward_macs  # noqa: E402
 from nmt_lib.runtime import cpu_flags, cpu_info, native_bf16  # noqa: E402
 from nmt_lib.train import clip_gradients  # noqa: E402
 

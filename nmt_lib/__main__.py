@@ -54,7 +54,7 @@ def _runs(a) -> tuple[object, list]:
     if a.data_dir:
         sets.setdefault("data", {})["data_dir"] = str(a.data_dir)
     elif a.profile == "smoke":  # its declared data: the generated toy corpus
-        from .replicate import toy_data_dir
+        from .data.fixtures import toy_data_dir
 
         sets.setdefault("data", {}).setdefault("data_dir", str(toy_data_dir()))
     profile = load_profile(a.profile, **sets)

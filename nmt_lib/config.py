@@ -45,7 +45,7 @@ class ConfigError(ValueError):
     """A configuration file or value is invalid; the message names the file and key."""
 
 
-#: The architectures: the paper's two (:mod:`nmt_lib.model`) and those before and after it
+#: The architectures: the paper's two (:mod:`nmt_lib.paper.model`) and those before and after it
 #: (:mod:`nmt_lib.models`).
 ARCHS = ("RNNsearch", "RNNencdec", "Seq2seq", "Peeky", "Luong", "Transformer")
 

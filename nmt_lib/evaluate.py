@@ -63,13 +63,14 @@ from .checkpoint import (
 )
 from .config import RunConfig, SearchConfig, run_from_dict, to_dict
 from .data import pad
+from .data.vocab import EOS, UNK
 from .fast import on_backend
 from .io import NO_SPACE, atomic_write, locked, naming, signals_deferred, write_json
 from .models import build_model
 from .paper import FIG3_SOURCES
 from .runtime import autocast, resolve_device, resolve_precision
 from .search import Hypothesis, decode_corpus
-from .vocab import EOS
+from .unk import replace
 
 
 # ---------------------------------------------------------------------------- loading a model
@@ -107,7 +108,7 @@ def load_vocabs(ckpt: str | os.PathLike, trained_on: dict | None):
     """The source and target vocabularies beside the checkpoint file ``ckpt``, checked against the
     fingerprint it records (``trained_on``): a file that is not the model's raises
     :class:`~nmt_lib.checkpoint.CheckpointError` naming it."""
-    from .vocab import Vocab
+    from .data.vocab import Vocab
 
     out = []
     for side in ("src", "trg"):
@@ -191,6 +192,44 @@ def teacher_forced(model, xs, ys, batch_size: int = 64, device=None, precision: 
         model.train(was_training)
 
 
+def alignments(
+    model,
+    xs: Sequence[Sequence[int]],
+    ys: Sequence[Sequence[int]],
+    batch_size: int = 64,
+    device=None,
+    precision: str = "fp32",
+) -> list[list[int]] | None:
+    """For each source ``x`` (ids, EOS included) and its translation ``y`` (ids, as decoded), the
+    source position that each word of ``y`` attends to most; None for a model without attention."""
+    out: list[list[int]] = [[] for _ in xs]
+    todo = [i for i in range(len(xs)) if len(ys[i])]
+    pairs = teacher_forced(model, [xs[i] for i in todo], [ys[i] for i in todo], batch_size,
+                           device, precision)  # fmt: skip
+    for idx, _, alpha in pairs:
+        if alpha is None:
+            pairs.close()
+            return None
+        for k, row in zip(idx, alpha.float().argmax(-1).tolist(), strict=True):
+            out[todo[k]] = row[: len(ys[todo[k]])]
+    return out
+
+
+def replace_corpus(model, xs, hyps, src_tokens, trg_vocab, batch_size=64, device=None,
+                   precision="fp32") -> list[list[str]] | None:  # fmt: skip
+    """The decoded ``hyps`` (:class:`~nmt_lib.search.Hypothesis`, EOS dropped) as tokens with
+    their ``<unk>`` replaced (:func:`nmt_lib.unk.replace`); None for a model without attention."""
+    ys = [h.tokens for h in hyps]
+    align = alignments(model, xs, ys, batch_size, device, precision)
+    if align is None:
+        return None
+    out = []
+    for h, src, a in zip(hyps, src_tokens, align, strict=True):
+        words = trg_vocab.decode(h.tokens)  # EOS dropped
+        out.append(replace(words, src, a) if UNK in h.tokens else words)
+    return out
+
+
 def dev_subset(n_dev: int, n: int) -> list[int]:
     """``n`` dev sentence indices spread evenly over the dev set (both of its years), the same at
     every evaluation; all of them when ``n`` is 0 or not smaller than the dev set."""
@@ -253,8 +292,7 @@ def translate_lines(
     translation is followed by a line that pairs every generated word with the source word it
     attends to most (``chat←cat 0.82``; ``</s>``: the end of the sentence). With ``replace_unk``,
     each ``<unk>`` is replaced by the source word it attends to most (:mod:`nmt_lib.unk`)."""
-    from .text import detokenize, tokenize
-    from .unk import replace_corpus
+    from .data.text import detokenize, tokenize
 
     toks = [tokenize(line, src_lang) if line.strip() else [] for line in lines]
     xs = [src_vocab.encode(t, eos=True) for t in toks]
@@ -279,7 +317,7 @@ def translate_lines(
 def score(hyp_tok: Sequence[Sequence[str]], evalset, idx: Sequence[int], trg_lang: str) -> dict:
     """Tokenized (multi-bleu) and detokenized (sacrebleu) BLEU of ``hyp_tok`` against the
     references ``idx`` of ``evalset``."""
-    from .text import detokenize
+    from .data.text import detokenize
 
     ref_tok = [" ".join(evalset.ref_tok[i]) for i in idx]
     ref_raw = [evalset.ref_raw[i] for i in idx]
@@ -453,8 +491,6 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     result["all"] = score(hyp_tok, test, everything, lang)
     result["unfinished"] = sum(not h.finished for h in hyps)
     # beyond the paper: each <unk> replaced by the source word it attends to most (nmt_lib.unk)
-    from .unk import replace_corpus
-
     replaced = replace_corpus(model, test.x, hyps, test.src_tok, vocab, 64, dev, prec)
     if replaced is not None:
         result["unk_replaced"] = score(replaced, test, everything, lang)
@@ -465,7 +501,7 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     nu_tok = [vocab.decode(h.tokens) for h in hyps_nu]
     result["no_unk"] = score(nu_tok, test, sub, lang) if sub else {"n": 0}
 
-    from .text import detokenize
+    from .data.text import detokenize
 
     detok = [detokenize(h, lang) for h in hyp_tok]
     _write_lines(stage / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])

@@ -28,9 +28,8 @@ from pathlib import Path
 import torch
 
 from .checkpoint import CheckpointError
-from .config import RunConfig, run_dir_name, run_from_dict, to_dict
+from .config import RunConfig, run_from_dict, to_dict
 from .io import read_json, sha256_file, write_json
-from .results import results_path
 
 FILES = ("model.safetensors", "config.json", "src.vocab.txt", "trg.vocab.txt")
 SUMS = "SHA256SUMS"
@@ -39,11 +38,6 @@ CARD = "MODEL_CARD.md"
 #: how many translations are the same).
 AGREEMENT_SENTENCES = 200
 FP16_MAX = 65504.0
-
-
-def published_dir(profile: str, run: str, results_dir=None) -> Path:
-    """``results/<profile>/published/<run>/`` (``RNNsearch-50*`` -> ``RNNsearch-50star``)."""
-    return results_path(profile, results_dir) / "published" / run_dir_name(run)
 
 
 def half_weights(model) -> dict[str, torch.Tensor]:
@@ -123,9 +117,9 @@ def load(path: str | os.PathLike, device="cpu"):
     checked first (:func:`verify`); the model in float32, in eval mode on ``device``."""
     from safetensors.torch import load_file
 
+    from .data.vocab import Vocab
     from .fast import on_backend
     from .models import build_model
-    from .vocab import Vocab
 
     path = Path(path)
     verify(path)

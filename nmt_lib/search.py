@@ -22,7 +22,7 @@ index, against the ``B`` encoded sentences (each once, not once per hypothesis).
 the first step (one empty hypothesis per sentence), then the most live hypotheses any sentence
 has (``beam`` until hypotheses end; finished ones are not carried, as in GroundHog); sentences
 that are done are dropped from the tensors. The model is used only through ``encode``,
-``Encoded.select`` and its step (``model.steps()``, :mod:`nmt_lib.steps`).
+``Encoded.select`` and its step (``model.steps()``, :mod:`nmt_lib.paper.steps`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import torch
 from torch import Tensor
 
 from .data import pad
-from .vocab import EOS, PAD
+from .data.vocab import EOS, PAD
 
 
 @dataclass

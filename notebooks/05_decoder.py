@@ -30,7 +30,7 @@ from myst_nb import glue
 from torch.testing import assert_close
 
 from nmt_lib.config import ModelConfig
-from nmt_lib.model import RNNsearch, build_model, count_parameters
+from nmt_lib.paper.model import RNNsearch, build_model, count_parameters
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -120,17 +120,17 @@ torch.set_default_dtype(torch.float64)
 # The deep output {eq}`dec-maxout`–{eq}`dec-softmax`, for any number of leading dimensions (one
 # step in beam search, all steps at once in training):
 #
-# ```{literalinclude} ../../nmt_lib/decoder.py
+# ```{literalinclude} ../../nmt_lib/paper/decoder.py
 # :pyobject: Decoder.deep_output
 # ```
 #
-# ```{literalinclude} ../../nmt_lib/decoder.py
+# ```{literalinclude} ../../nmt_lib/paper/decoder.py
 # :pyobject: Decoder.logits
 # ```
 #
 # The state update {eq}`dec-state`:
 #
-# ```{literalinclude} ../../nmt_lib/decoder.py
+# ```{literalinclude} ../../nmt_lib/paper/decoder.py
 # :pyobject: Decoder.step_state
 # ```
 #
@@ -138,13 +138,13 @@ torch.set_default_dtype(torch.float64)
 # {eq}`dec-maxout`–{eq}`dec-state`: attention from $s_{i-1}$, the readout, then the state update
 # with the word just emitted:
 #
-# ```{literalinclude} ../../nmt_lib/decoder.py
+# ```{literalinclude} ../../nmt_lib/paper/decoder.py
 # :pyobject: Decoder.forward
 # ```
 #
 # This is what the reference backend (`train.backend = "reference"`) trains. The fast backend
 # computes the same function faster, for instance the deep output and the softmax of *all* steps
-# in one product after the loop, since they do not feed back into the recurrence ({doc}`11_fast`).
+# in one product after the loop, since they do not feed back into the recurrence ({doc}`08_fast`).
 #
 # ## The numeric check
 #

@@ -34,11 +34,11 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_lib import replicate
+from nmt_experiments import replicate
 from nmt_lib.config import ModelConfig, TrainConfig
 from nmt_lib.data import TrainIterator, prepare
 from nmt_lib.evaluate import sentence_nll
-from nmt_lib.model import RNNsearch, build_model, count_parameters
+from nmt_lib.paper.model import RNNsearch, build_model, count_parameters
 from nmt_lib.train import clip_gradients
 
 _ = torch.manual_seed(0)
@@ -212,7 +212,7 @@ glue("train_step_mean", sum(m["step"]) / len(m["step"]), display=False)
 glue("train_dev_sum", s["dev_nll"], display=False)
 glue("train_dev_mean", m["dev_nll"], display=False)
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6.6, 3.2))  # the text column (nmt_lib.plots)
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6.6, 3.2))  # the text column (nmt_experiments.plots)
 for (name, r), style in zip(runs.items(), ["-", "--"], strict=True):
     ax1.plot(r["nll"], style, color="k", label=name)
     ax2.semilogy(r["step"], style, color="k", label=name)
@@ -248,7 +248,7 @@ plt.close(fig)
 #   clipped update is a step of norm about 1, {eq}`train-step`; a mean loss makes the steps about
 #   2000 times smaller. Use the sum.
 # - This recipe was made for the paper's 300,000 updates. In a budget of minutes it barely starts
-#   learning: {doc}`10_budget` measures named alternatives (`train.optimizer`, `train.loss`, ...)
+#   learning: {doc}`09_budget` measures named alternatives (`train.optimizer`, `train.loss`, ...)
 #   per CPU-minute, and the reduced `lite` profile trains with the one that learned fastest.
 # - `nmt_lib.train` computes exactly these (checked above, and in `tests/`), and records the
 #   gradient norm and clip rate of every run in its training log.

@@ -5,7 +5,7 @@
 # 2017): no recurrence, attention everywhere. You will derive scaled dot-product attention,
 # multi-head attention, the sinusoidal position encodings, the encoder and decoder layers with the
 # decoder's encoder–decoder attention (the paper's alignment, in a new form), and check that
-# `nmt_lib.transformer` computes exactly them.
+# `nmt_lib.models.transformer` computes exactly them.
 #
 # **What you need.** The paper's alignment model ({doc}`04_alignment`) and Luong et al.'s scores
 # ({doc}`13_luong`). Notation: {doc}`../notation`.
@@ -35,7 +35,7 @@ from torch.testing import assert_close
 
 from nmt_lib.config import ModelConfig
 from nmt_lib.models import build_model
-from nmt_lib.transformer import positions
+from nmt_lib.models.transformer import positions
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -106,14 +106,14 @@ torch.set_default_dtype(torch.float64)
 # Multi-head attention {eq}`tf-attention`–{eq}`tf-multihead`, the heads side by side in one
 # $[d, d]$ matrix each:
 #
-# ```{literalinclude} ../../nmt_lib/transformer.py
+# ```{literalinclude} ../../nmt_lib/models/transformer.py
 # :pyobject: MultiHead.forward
 # ```
 #
 # The decoder over a target sentence, all positions at once under the causal mask (training calls
 # it once per batch; a search computes one position at a time, below):
 #
-# ```{literalinclude} ../../nmt_lib/transformer.py
+# ```{literalinclude} ../../nmt_lib/models/transformer.py
 # :pyobject: Transformer.decode
 # ```
 #
@@ -210,7 +210,7 @@ print("nmt_lib Transformer == (tf-attention)-(tf-layers), float64, per sentence 
 # encoder–decoder keys and values depend on the source only and are computed once per sentence,
 # in `Encoded.Uh`, as RNNsearch's $U_a h_j$ ({doc}`04_alignment`):
 #
-# ```{literalinclude} ../../nmt_lib/transformer.py
+# ```{literalinclude} ../../nmt_lib/models/transformer.py
 # :pyobject: DecoderLayer.step
 # ```
 #
@@ -298,7 +298,7 @@ plt.close(fig)  # shown once, where the glue:figure places it
 #   current representation attends to every source position, in every layer and head.
 # - No recurrence: in training every position is computed at once; in a search, each step computes
 #   one new position from a cache of the earlier positions' keys and values.
-# - `nmt_lib.transformer` computes exactly these equations (checked above in float64).
+# - `nmt_lib.models.transformer` computes exactly these equations (checked above in float64).
 #
 # ## Exercises
 #

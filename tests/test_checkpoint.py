@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from nmt_lib import data, fixtures
+from nmt_lib import data
 from nmt_lib.checkpoint import (
     CheckpointError,
     check_compatible,
@@ -26,7 +26,8 @@ from nmt_lib.checkpoint import (
     set_rng_state,
 )
 from nmt_lib.config import to_dict
-from nmt_lib.model import build_model
+from nmt_lib.data import fixtures
+from nmt_lib.paper.model import build_model
 from nmt_lib.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ from nmt_lib.fast import kernels
 from nmt_lib.fast.graphs import GraphedLoss
 from nmt_lib.fast.optim import Adadelta
 from nmt_lib.fast.steps import best_words
-from nmt_lib.model import build_model
+from nmt_lib.paper.model import build_model
 from nmt_lib.search import decode_corpus
 from nmt_lib.train import Trainer, train_run
 

@@ -7,8 +7,8 @@ import torch
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from nmt_lib.decoder import Decoder
 from nmt_lib.fast import on_backend
+from nmt_lib.paper.decoder import Decoder
 
 B, Tx, Ty, K_y, m, n, n_align, l = 3, 5, 4, 11, 5, 4, 3, 3
 X_LENGTHS, Y_LENGTHS = [5, 3, 1], [4, 2, 3]
@@ -139,7 +139,7 @@ def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
     the batches of that thread (what they precompute, e.g. concatenated weights, is reused)."""
     from nmt_lib import search
     from nmt_lib.config import ModelConfig
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)).eval()
     on_backend(model, backend)

@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from nmt_lib.encoder import Encoder
 from nmt_lib.fast import on_backend
+from nmt_lib.paper.encoder import Encoder
 
 B, Tx, K_x, m, n = 3, 6, 13, 5, 4
 LENGTHS = [6, 4, 1]

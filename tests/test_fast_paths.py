@@ -19,18 +19,18 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from nmt_lib.attention import alignment_scores
 from nmt_lib.config import ConfigError, ModelConfig
-from nmt_lib.decoder import Decoder
 from nmt_lib.fast import accelerate, kernels, scan
 from nmt_lib.fast import attention as fast_attention
 from nmt_lib.fast import decoder as fast_decoder
 from nmt_lib.fast.attention import energies_in_pieces
 from nmt_lib.fast.decoder import target_log_prob
 from nmt_lib.fast.scan import active_rows, fast_gru_scan
-from nmt_lib.gru import gru_scan
-from nmt_lib.model import build_model
-from nmt_lib.steps import teacher_forced
+from nmt_lib.paper.attention import alignment_scores
+from nmt_lib.paper.decoder import Decoder
+from nmt_lib.paper.gru import gru_scan
+from nmt_lib.paper.model import build_model
+from nmt_lib.paper.steps import teacher_forced
 
 F64 = dict(rtol=1e-10, atol=1e-10)
 
@@ -120,7 +120,7 @@ def test_acceleration_raises_onednn_kernel_cache_unless_set():
 
 @pytest.mark.skipif(sys.platform != "linux", reason="glibc's mallopt")
 def test_acceleration_keeps_freed_memory_unless_opted_out():
-    code = ("import nmt_lib.fast as f, nmt_lib.model as m, nmt_lib.config as c; "
+    code = ("import nmt_lib.fast as f, nmt_lib.paper.model as m, nmt_lib.config as c; "
             "f.accelerate(m.build_model(c.ModelConfig(src_vocab=5, trg_vocab=5, m=2, n=2, "
             "n_align=2, l=2))); print(f.tune_process()['malloc'])")  # fmt: skip
     assert run_python(code, dict(os.environ)) == "True"
@@ -280,7 +280,7 @@ def test_forward_equals_step_interface_values_and_gradients(arch, overrides, bac
 
 def search_steps(model, x, x_mask, y, y_mask):
     """``logp [B, Ty]`` and ``alpha [B, Ty, Tx]`` (or None) of the reference words through the
-    step of a search (``model.steps()``, :mod:`nmt_lib.steps`), without autograd: each word's
+    step of a search (``model.steps()``, :mod:`nmt_lib.paper.steps`), without autograd: each word's
     log-probability among the ``K`` best words of its row."""
     K = model.decoder.E.shape[0]
     with torch.no_grad():

@@ -1,4 +1,4 @@
-"""Luong et al.'s global attention (``nmt_lib.luong``) against its literal equations, one sentence
+"""Luong et al.'s global attention (``nmt_lib.models.luong``) against its literal equations, one sentence
 at a time, in float64, for the three scores, with and without input feeding; invariants of the
 alignment; searches through the step protocol."""
 

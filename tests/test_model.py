@@ -11,7 +11,7 @@ from torch.func import functional_call
 
 from nmt_lib.config import ModelConfig
 from nmt_lib.fast import accelerate, on_backend
-from nmt_lib.model import Encoded, build_model, count_parameters, forward_macs
+from nmt_lib.paper.model import Encoded, build_model, count_parameters, forward_macs
 
 CFG = ModelConfig(src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, output_rank=2)
 B, Tx, Ty, n, l = 3, 6, 5, 4, 3
@@ -173,7 +173,7 @@ def test_readout_with_several_states_per_sentence(arch):
 @pytest.mark.parametrize("table", [False, True])
 def test_fast_steps_equal_the_reference_steps(arch, dtype, table):
     """The fast backend's steps (:class:`nmt_lib.fast.steps.DecodeSteps`) give the
-    log-probabilities, weights and states of the reference's (:class:`nmt_lib.steps.Steps`), with
+    log-probabilities, weights and states of the reference's (:class:`nmt_lib.paper.steps.Steps`), with
     the beam's reordering of rows between steps: to rounding in float64 and float32 (the compiled
     kernels), to bf16's in autocast (products merged, so rounded in another order); also with the
     word products read from ``word_projections()`` and a full-rank output layer (``table``)."""
@@ -339,7 +339,7 @@ def test_initialisation_statistics(arch):
 def test_output_matrix_stored_column_major_with_row_major_draws(rank):
     """W_o (W2) is [K, l] column-major, the layout the output matmul wants; every initial value is
     what a row-major (contiguous) parameter gets from the same seed."""
-    from nmt_lib.model import init_parameters
+    from nmt_lib.paper.model import init_parameters
 
     cfg = ModelConfig(src_vocab=30, trg_vocab=25, m=8, n=6, n_align=5, l=4, output_rank=rank)
     name = "W_o" if rank is None else "W2"

@@ -16,9 +16,9 @@ import torch
 from torch import Tensor, nn
 
 from nmt_lib.data import pad
+from nmt_lib.data.vocab import EOS, PAD, UNK
+from nmt_lib.paper.steps import Steps
 from nmt_lib.search import beam_search, decode_corpus, greedy_search, in_threads
-from nmt_lib.steps import Steps
-from nmt_lib.vocab import EOS, PAD, UNK
 
 
 class TinyEncoded(NamedTuple):
@@ -30,7 +30,7 @@ class TinyEncoded(NamedTuple):
 
 
 class TinyModel(nn.Module):
-    """A random attention model with the interface of nmt_lib.model (K target rows)."""
+    """A random attention model with the interface of nmt_lib.paper.model (K target rows)."""
 
     def __init__(self, K: int = 5, V: int = 9, d: int = 6, sharp: float = 3.0, seed: int = 0):
         super().__init__()
@@ -295,7 +295,7 @@ def test_decode_corpus_in_threads_is_the_same(backend):
     """``workers=3``: the same hypotheses as one batch at a time, under the caller's autocast."""
     from nmt_lib.config import ModelConfig
     from nmt_lib.fast import on_backend
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
@@ -321,7 +321,7 @@ def test_decode_corpus_in_threads_is_the_same(backend):
 def test_real_model(arch, backend):
     from nmt_lib.config import ModelConfig
     from nmt_lib.fast import on_backend
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(
@@ -389,7 +389,7 @@ def test_beam_with_a_large_vocabulary_equals_plain_topk(fused, monkeypatch):
     from nmt_lib.config import ModelConfig
     from nmt_lib.fast import accelerate
     from nmt_lib.fast import steps as fast_steps
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(src_vocab=50, trg_vocab=5000, m=8, n=8, n_align=8, l=4, output_rank=4,
@@ -410,8 +410,8 @@ def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype, fused):
     give pieces of 4 rows, 4 + 4 + 2) equals the log-softmax over all words, then the masks, then
     ``topk``; and on log-probabilities (``normalized``) only the masks and ``topk``. The
     reference's ``best_words`` on the log-softmax gives the same."""
-    from nmt_lib import steps
     from nmt_lib.fast.steps import best_words
+    from nmt_lib.paper import steps
 
     g = torch.Generator().manual_seed(k)
     R, K = 10, 1 << 17

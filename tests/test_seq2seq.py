@@ -1,5 +1,5 @@
-"""Sutskever et al.'s LSTM encoder–decoder (``nmt_lib.seq2seq``) and the peeky one
-(``nmt_lib.peeky``) against their literal equations, one sentence at a time, in float64; the step
+"""Sutskever et al.'s LSTM encoder–decoder (``nmt_lib.models.seq2seq``) and the peeky one
+(``nmt_lib.models.peeky``) against their literal equations, one sentence at a time, in float64; the step
 interface against the teacher-forced forward; searches through the step protocol."""
 
 import math
@@ -9,11 +9,11 @@ import torch
 from torch.func import functional_call
 
 from nmt_lib.config import ModelConfig
+from nmt_lib.data.vocab import EOS
 from nmt_lib.models import build_model
+from nmt_lib.models.seq2seq import reverse_words
+from nmt_lib.paper.steps import teacher_forced
 from nmt_lib.search import beam_search, greedy_search
-from nmt_lib.seq2seq import reverse_words
-from nmt_lib.steps import teacher_forced
-from nmt_lib.vocab import EOS
 
 B, Tx, Ty = 3, 6, 5
 X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]

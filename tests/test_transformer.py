@@ -1,4 +1,4 @@
-"""The Transformer (``nmt_lib.transformer``) against its literal equations, one sentence, one
+"""The Transformer (``nmt_lib.models.transformer``) against its literal equations, one sentence, one
 position and one head at a time, in float64; the cached step against the parallel forward;
 searches through the step protocol."""
 
@@ -10,7 +10,7 @@ from test_seq2seq import check_searches, gradcheck_model
 
 from nmt_lib.config import ModelConfig
 from nmt_lib.models import build_model
-from nmt_lib.transformer import positions
+from nmt_lib.models.transformer import positions
 
 B, Tx, Ty = 3, 6, 5
 X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]

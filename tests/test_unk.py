@@ -6,10 +6,11 @@ from __future__ import annotations
 import torch
 
 from nmt_lib.config import ModelConfig
+from nmt_lib.data.vocab import EOS, UNK
+from nmt_lib.evaluate import alignments
 from nmt_lib.models import build_model
 from nmt_lib.search import decode_corpus
-from nmt_lib.unk import alignments, dictionary, replace, through
-from nmt_lib.vocab import EOS, UNK
+from nmt_lib.unk import dictionary, replace, through
 
 
 def test_each_unk_takes_the_source_word_it_attends_to_most():

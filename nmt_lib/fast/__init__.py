@@ -28,7 +28,7 @@ __all__ = ["accelerate", "keep_freed_memory", "kernels", "on_backend", "tune_pro
 
 
 def accelerate(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
-    """``model`` (an :class:`~nmt_lib.model.RNNsearch` or :class:`~nmt_lib.model.RNNencdec`), its
+    """``model`` (an :class:`~nmt_lib.paper.model.RNNsearch` or :class:`~nmt_lib.paper.model.RNNencdec`), its
     modules turned into their fast classes (:data:`nmt_lib.fast.model.FAST`), in place: the same
     parameters and functions. ``compiled``: use the compiled kernels where they apply;
     ``tile``: the row multiple of the recurrences. Tunes the process once (:func:`tune_process`).

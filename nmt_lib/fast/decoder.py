@@ -1,5 +1,5 @@
-"""The decoder of :mod:`nmt_lib.decoder` over a reference (teacher forcing), computed faster:
-:func:`teacher_forced` is :meth:`Decoder.forward <nmt_lib.decoder.Decoder.forward>` (the same
+"""The decoder of :mod:`nmt_lib.paper.decoder` over a reference (teacher forcing), computed faster:
+:func:`teacher_forced` is :meth:`Decoder.forward <nmt_lib.paper.decoder.Decoder.forward>` (the same
 function; the tests compare values and gradients on both backends).
 
 * the input projections of all steps in one matmul;
@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from ..decoder import Decoder
+from ..paper.decoder import Decoder
 from .attention import attend, attend_backward
 from .scan import (
     ROW_TILE,

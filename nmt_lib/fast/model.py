@@ -1,4 +1,4 @@
-"""RNNsearch and RNNencdec (:mod:`nmt_lib.model`) computing the same functions faster.
+"""RNNsearch and RNNencdec (:mod:`nmt_lib.paper.model`) computing the same functions faster.
 
 Each fast class overrides what training and decoding call, and nothing else: the encoder's and
 the decoder's ``forward`` (:func:`encode`, :func:`nmt_lib.fast.decoder.teacher_forced`), the model's
@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..decoder import Decoder
-from ..encoder import Encoder
-from ..model import EncoderDecoder, RNNencdec, RNNsearch
+from ..paper.decoder import Decoder
+from ..paper.encoder import Encoder
+from ..paper.model import EncoderDecoder, RNNencdec, RNNsearch
 from . import kernels
 from .decoder import teacher_forced
 from .scan import ROW_TILE, embedding, fast_gru_scan

@@ -1,5 +1,5 @@
-"""The decoding step of :mod:`nmt_lib.steps`, computed faster: :class:`DecodeSteps` (the same
-function as :class:`nmt_lib.steps.Steps`; the tests compare logits, weights and states),
+"""The decoding step of :mod:`nmt_lib.paper.steps`, computed faster: :class:`DecodeSteps` (the same
+function as :class:`nmt_lib.paper.steps.Steps`; the tests compare logits, weights and states),
 :func:`word_projections` (its word products tabulated once for many searches) and
 :func:`best_words` (the best words of the logits without storing a log-softmax).
 """
@@ -9,16 +9,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..attention import groups
-from ..model import Encoded, EncoderDecoder
-from ..steps import exclude
+from ..paper.attention import groups
+from ..paper.model import Encoded, EncoderDecoder
+from ..paper.steps import exclude
 from .attention import attend
 from .decoder import next_gru_state
 from .scan import compute_dtype
 
 
 class DecodeSteps:
-    """The decoding step of :class:`nmt_lib.steps.Steps` (its protocol), the same function computed
+    """The decoding step of :class:`nmt_lib.paper.steps.Steps` (its protocol), the same function computed
     faster: the products that share an input in one matmul each, their weights concatenated and
     cast to the compute dtype once per search (a beam-10 step of 64 sentences at bench-small: 1.09x
     as fast; bench/README.md, "Decoding step"), without autograd:
@@ -143,7 +143,7 @@ def best_words(
     time in cache (on a CPU), then the best words of the logits; the log-softmax is never stored.
     On a CPU with the compiled kernel (``fused``: :mod:`nmt_lib.fast.kernels`) all of it in one
     pass instead; on a GPU, where each operation's launch costs more than its work, in as few
-    operations as can be. The same words as :func:`nmt_lib.steps.best_words` of the
+    operations as can be. The same words as :func:`nmt_lib.paper.steps.best_words` of the
     log-softmax."""
     fast = None if fused is None else fused.best_words(x, k, no_eos, ignore_unk, bias, normalized)
     if fast is not None:

@@ -1,6 +1,6 @@
 """The paper's four claims about its results, judged on ours (:func:`claims`): each with our numbers,
 95% intervals and a verdict by the rules below, which the comparison of the models before and after
-the paper (:mod:`nmt_lib.comparison`) shares. Reads only a results directory (``results/<profile>/``).
+the paper (:mod:`nmt_experiments.comparison`) shares. Reads only a results directory (``results/<profile>/``).
 
 The rules. An interval covers the test set (sentences resampled, the same resamples for every
 model: *paired*) and, where a model has several seeds, training noise (its seeds resampled too:
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bleu
-from .io import read_json
-from .paper import MODELS, paper_table
-from .results import run_dir, seed_groups
+from nmt_lib import bleu
+from nmt_lib.io import read_json
+from nmt_lib.paper import MODELS
+
+from .results import paper_table, run_dir, seed_groups
 
 #: Table 1's claims in numbers: a model "beats" another when their BLEU difference is at least
 #: MARGIN points (the paper's differences are 4-9 points; below one point a difference is too small

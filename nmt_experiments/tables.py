@@ -13,14 +13,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import bleu
+from nmt_lib import bleu
+from nmt_lib.config import ModelConfig, load_profile, make, run_from_dict
+from nmt_lib.io import atomic_write, read_json
+from nmt_lib.models import build_model
+from nmt_lib.paper import APPENDIX_C_PREFIXES, MODELS
+from nmt_lib.paper.model import RNNencdec, RNNsearch, count_parameters, forward_macs
+
 from .claims import NOT_REPRODUCED, NOT_TESTABLE, OPPOSITE, REPRODUCED
-from .config import ModelConfig, load_profile, make, run_from_dict
-from .io import atomic_write, read_json
-from .model import RNNencdec, RNNsearch, count_parameters, forward_macs
-from .models import build_model
-from .paper import APPENDIX_C_PREFIXES, MODELS, paper_table
-from .results import results_path, run_dir, seed_groups, train_log
+from .results import paper_table, results_path, run_dir, seed_groups, train_log
 
 #: Table 1's column beyond the paper (tokenized BLEU, all sentences).
 UNK_REPLACED = "All, <unk> replaced (beyond the paper)"
@@ -58,7 +59,7 @@ def seeds_text(out: Path) -> str:
 
 
 def _seeds(out: Path) -> tuple[dict[str, list[str]], bool]:
-    """The runs of ``out`` by model (:func:`nmt_lib.results.seed_groups`) and whether any model
+    """The runs of ``out`` by model (:func:`nmt_experiments.results.seed_groups`) and whether any model
     has several seeds (then the tables say how many, and Table 1 their spread)."""
     groups = seed_groups(out)
     return groups, any(len(r) > 1 for r in groups.values())
@@ -210,12 +211,15 @@ def markdown_table(rows: list[dict], fit: float | None = BOOK_COLUMN_PX) -> str:
 
 
 #: The lines around the README's results summary (:func:`readme_results`).
-README_MARKS = ("<!-- results: python -m nmt_lib.replicate --readme -->", "<!-- /results -->")
+README_MARKS = (
+    "<!-- results: python -m nmt_experiments.replicate --readme -->",
+    "<!-- /results -->",
+)
 
 
 def verdict_counts(verdicts: list[str]) -> str:
     """``"3 reproduced, 1 not testable here"``: how many claims got each verdict, in the order of
-    :mod:`nmt_lib.claims`'s verdicts."""
+    :mod:`nmt_experiments.claims`'s verdicts."""
     order = (REPRODUCED, NOT_REPRODUCED, OPPOSITE, NOT_TESTABLE)
     return ", ".join(f"{verdicts.count(v)} {v}" for v in order if verdicts.count(v))
 
@@ -223,7 +227,7 @@ def verdict_counts(verdicts: list[str]) -> str:
 def readme_results(profile: str = "lite") -> str:
     """The README's first-screen summary of the committed results: ``profile``'s Table 1 beside the
     paper's, its claims' verdicts, and the `gpu` run where there is one. Written into README.md by
-    ``python -m nmt_lib.replicate --readme``; a test checks that the README holds exactly this."""
+    ``python -m nmt_experiments.replicate --readme``; a test checks that the README holds exactly this."""
     out = results_path(profile)
     manifest = read_json(out / "manifest.json")
     with open(out / "table1.csv", encoding="utf-8") as f:
@@ -353,7 +357,7 @@ def unk_replacement(out: Path, examples: int = 4, max_words: int = 25) -> tuple[
     after; a model with several seeds: the mean over them), and ``examples`` translations
     (``(model, before, after)``, tokens) of at most ``max_words`` words that the replacement
     changed, the first in test order, from the first run of the last such model. Where the results
-    hold ``unk_dictionary.json`` (``python -m nmt_lib.replicate --unk-dictionary``), each row also
+    hold ``unk_dictionary.json`` (``python -m nmt_experiments.replicate --unk-dictionary``), each row also
     gives the BLEU with the copied words looked up in that dictionary."""
     rows, changed = [], []
     f = out / "unk_dictionary.json"
@@ -412,7 +416,7 @@ def long_sentences(out: Path, test, models=("RNNencdec-50", "RNNsearch-50")) -> 
 def gap_to_paper(out: Path) -> list[dict]:
     """Why our BLEU is far from the paper's, in numbers, per model (the mean over its seeds):
     training pairs available and seen, target words seen, updates, parameters, hours and device,
-    and model FLOPs of training (:func:`nmt_lib.model.forward_macs` × 6 at the mean training
+    and model FLOPs of training (:func:`nmt_lib.paper.model.forward_macs` × 6 at the mean training
     sentence lengths, ours for both: the paper does not give its lengths after the length filter)."""
     manifest = read_json(out / "manifest.json")
     summ = read_json(out / "data_summary.json")

@@ -2,11 +2,11 @@
 updates (the book's chapter "Before and after the paper: the results"): each model's recipe, the
 table with the mean and spread over seeds, dev NLL by updates and by time, Figure 2 for every model,
 what the searches made of each, and the claims the comparison tests, judged by the rules of
-:mod:`nmt_lib.claims` (intervals over seeds and test sentences, the learning floor). Reads only the
+:mod:`nmt_experiments.claims` (intervals over seeds and test sentences, the learning floor). Reads only the
 results directory of the study profile ``studies/compare.toml`` (``results/compare/``), whose runs
-are named ``<model>-s<seed>`` (:func:`nmt_lib.recipes.run_name`).
+are named ``<model>-s<seed>`` (:func:`nmt_experiments.recipes.run_name`).
 
-``python -m nmt_lib.comparison`` writes ``comparison``, ``recipes``, ``claims`` and ``outputs``
+``python -m nmt_experiments.comparison`` writes ``comparison``, ``recipes``, ``claims`` and ``outputs``
 (``.csv`` and ``.md``) into ``results/compare/``."""
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bleu, tables
+from nmt_lib import bleu
+from nmt_lib.config import home
+from nmt_lib.data.vocab import SPECIALS, UNK
+from nmt_lib.io import read_json
+
+from . import tables
 from .claims import (
     FLOOR,
     LONG,
@@ -30,10 +35,7 @@ from .claims import (
     short_bleu,
     verdict,  # fmt: skip
 )
-from .config import home
-from .io import read_json
 from .results import eval_curve, run_dir, seed_groups, tokens_per_update
-from .vocab import SPECIALS, UNK
 
 RESULTS = home() / "results" / "compare"
 #: What each architecture attends with (the table's "attention" column; a format string).
@@ -58,7 +60,7 @@ TRANSFORMER_BASE = {"updates": 100_000, "tokens": 25_000, "layers": 6, "m": 512,
 
 def models(out: Path = RESULTS) -> dict[str, list[str]]:
     """``{model: its runs, one per seed}`` in the manifest's order (``RNNsearch-50-s2`` is
-    RNNsearch-50's run with seed 2: :func:`nmt_lib.results.seed_groups`)."""
+    RNNsearch-50's run with seed 2: :func:`nmt_experiments.results.seed_groups`)."""
     return seed_groups(out)
 
 
@@ -124,7 +126,7 @@ OWN_SETTINGS = {"dropout": ("Transformer",), "forget-gate bias": ("Seq2seq", "Pe
 
 def recipes(out: Path = RESULTS) -> list[dict]:
     """Each model's recipe and search settings (the first seed's config; the seeds differ only
-    in ``seed``), as chosen on dev by the sweep (:mod:`nmt_lib.recipes`); blank where a run's
+    in ``seed``), as chosen on dev by the sweep (:mod:`nmt_experiments.recipes`); blank where a run's
     config predates the setting or its architecture has no such setting (:data:`OWN_SETTINGS`)."""
     rows = []
     for model, runs in models(out).items():
@@ -138,7 +140,7 @@ def recipes(out: Path = RESULTS) -> list[dict]:
 
 def curves(out: Path = RESULTS) -> tuple[dict, list[int]]:
     """Figure 2 for every model: ``{model: (bucket centres, BLEU: the mean over its seeds)}`` and
-    the bucket edges (:func:`nmt_lib.tables.fig2_curves`)."""
+    the bucket edges (:func:`nmt_experiments.tables.fig2_curves`)."""
     return tables.fig2_curves(out, list(models(out)))
 
 
@@ -155,7 +157,7 @@ def timing_run(out: Path, runs: list[str]) -> str:
 
 
 def dev_curves(out: Path = RESULTS) -> dict[str, list[dict]]:
-    """Each model's evaluations during training (:func:`nmt_lib.results.eval_curve`), the dev NLL
+    """Each model's evaluations during training (:func:`nmt_experiments.results.eval_curve`), the dev NLL
     on the fixed dev subset averaged over its seeds at each update, minutes those of its
     :func:`timing_run`: ``{model: [{"minutes", "update", "dev_nll"}]}``."""
     found = {}
@@ -217,14 +219,14 @@ def outputs(out: Path = RESULTS) -> list[dict]:
 
 def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
     """The claims the comparison tests, at equal updates, with our numbers, 95% intervals over
-    seeds and test sentences (:func:`nmt_lib.claims.seeded_scores`) and a verdict by the rules of
-    :func:`nmt_lib.claims.verdict`:
+    seeds and test sentences (:func:`nmt_experiments.claims.seeded_scores`) and a verdict by the rules of
+    :func:`nmt_experiments.claims.verdict`:
 
     1. Bahdanau et al.'s Table 1: RNNsearch-50 beats RNNencdec-50 (by ``MARGIN`` BLEU);
     2. per attention model, Bahdanau et al.'s Figure 2: attention removes the fixed vector's
        bottleneck, so BLEU on sentences of ``LONG`` words or more, relative to BLEU on sentences of
        fewer than ``SHORT``, is higher than that of the models without attention
-       (:func:`nmt_lib.claims.ratio_claim`, between models above the learning floor);
+       (:func:`nmt_experiments.claims.ratio_claim`, between models above the learning floor);
     3. Sutskever et al.'s: reversing the source helps an LSTM encoder-decoder (by ``MARGIN``);
     4. Vaswani et al.'s: the Transformer beats the recurrent attention models (by ``MARGIN``)."""
     found = models(out)
@@ -314,7 +316,7 @@ def commonest_opening(run: Path, words: int = 3) -> tuple[str, int, int]:
 
 def transformer_footing(out: Path = RESULTS) -> str:
     """How far the comparison's Transformer is from its paper's base model, in a sentence: target
-    tokens seen (updates times the tokens of one update, :func:`nmt_lib.results.tokens_per_update`),
+    tokens seen (updates times the tokens of one update, :func:`nmt_experiments.results.tokens_per_update`),
     sizes and label smoothing. Empty where no Transformer was trained."""
     firsts = [runs[0] for runs in models(out).values()]
     run = next((r for r in firsts if config(out, r)["model"]["arch"] == "Transformer"), None)
@@ -395,7 +397,7 @@ OUTPUTS_NOTE = (
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nmt_lib.comparison", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m nmt_experiments.comparison", description=__doc__)
     ap.add_argument("--results-dir", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
     out = a.results_dir

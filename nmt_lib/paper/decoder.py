@@ -35,7 +35,7 @@ class Decoder(nn.Module):
         n_align: ``n'`` of the alignment model, or None for no attention (RNNencdec).
         output_rank: rank of ``W_o = W2 W1`` (GroundHog 620), or None for the paper's full ``W_o``.
         init_size: size of the input of ``W_s`` (n: ``h←_1`` or ``c``).
-        embedding_bias, gate_bias: see :class:`~nmt_lib.encoder.Encoder` and :class:`GRU`.
+        embedding_bias, gate_bias: see :class:`~nmt_lib.paper.encoder.Encoder` and :class:`GRU`.
     """
 
     def __init__(
@@ -137,7 +137,7 @@ class Decoder(nn.Module):
 
     def step_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i`` from ``s_{i-1} [B, n]``, the emitted word ``y_i [B]`` and ``c_i [B, ctx]``: the
-        GRU step (:func:`~nmt_lib.gru.gru_step`) with ``[C; C_z; C_r] c_i`` added to its input
+        GRU step (:func:`~nmt_lib.paper.gru.gru_step`) with ``[C; C_z; C_r] c_i`` added to its input
         pre-activations ``[W; W_z; W_r] ē(y_i) + b``."""
         a = self.gru.project(self.embed(y)) + F.linear(c, self.context_weight())  # [B, 3n]
         return gru_step(a, s_prev, *self.gru.recurrent_weights())

@@ -15,7 +15,7 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 
-from .text import detokenize
+from nmt_lib.data.text import detokenize
 
 _STYLE = """
 .nmt-explorer { font-family: sans-serif; margin: 1em 0; }
@@ -90,7 +90,7 @@ def explorer_html(
     panels: Sequence[Mapping], element_id: str = "nmt-explorer", src_lang: str = "en"
 ) -> str:
     """The explorer for ``panels`` (each with ``title``, ``src``, ``trg`` and ``alpha [len(trg),
-    len(src)]``, as :func:`nmt_lib.tables.attention_panel` makes them), as an HTML fragment.
+    len(src)]``, as :func:`nmt_experiments.tables.attention_panel` makes them), as an HTML fragment.
     ``title`` may hold source tokens (in ``src_lang``): it is shown detokenized."""
     if not panels:
         raise ValueError("the alignment explorer needs at least one sentence")

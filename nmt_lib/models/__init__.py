@@ -1,17 +1,17 @@
 """Every architecture by name (``model.arch``): the paper's RNNsearch and RNNencdec
-(:mod:`nmt_lib.model`), and the models before and after it that the book compares with them on the
-same data and budget: Sutskever et al.'s LSTM (:mod:`nmt_lib.seq2seq`), the "peeky" encoder–decoder
-(:mod:`nmt_lib.peeky`), Luong et al.'s global attention (:mod:`nmt_lib.luong`) and the Transformer
-(:mod:`nmt_lib.transformer`). All have the
-interface of :mod:`nmt_lib.model`, so that training, search and evaluation run them unchanged."""
+(:mod:`nmt_lib.paper.model`), and the models before and after it that the book compares with them on the
+same data and budget: Sutskever et al.'s LSTM (:mod:`nmt_lib.models.seq2seq`), the "peeky" encoder–decoder
+(:mod:`nmt_lib.models.peeky`), Luong et al.'s global attention (:mod:`nmt_lib.models.luong`) and the Transformer
+(:mod:`nmt_lib.models.transformer`). All have the
+interface of :mod:`nmt_lib.paper.model`, so that training, search and evaluation run them unchanged."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from . import model
-from .config import ModelConfig
+from ..config import ModelConfig
+from ..paper import model
 from .luong import Luong
 from .peeky import Peeky
 from .seq2seq import Seq2seq
@@ -24,8 +24,8 @@ CLASSES = {"RNNsearch": model.RNNsearch, "RNNencdec": model.RNNencdec, "Seq2seq"
 
 def build_model(cfg: ModelConfig) -> nn.Module:
     """The model of ``cfg.arch``, initialised: the paper's models per App. B.1
-    (:func:`nmt_lib.model.build_model`); the others by the same rules of ``model.init``
-    (:func:`nmt_lib.model.init_parameters`), their LSTMs' recurrent matrices orthogonal (each
+    (:func:`nmt_lib.paper.model.build_model`); the others by the same rules of ``model.init``
+    (:func:`nmt_lib.paper.model.init_parameters`), their LSTMs' recurrent matrices orthogonal (each
     gate's block) and biases zero but the forget gates' (``model.forget_bias``), layer norms the identity, and the Transformer's embeddings
     N(0, 1/d) (so that ``√d E w`` is of the size of the position encodings)."""
     if cfg.arch in ("RNNsearch", "RNNencdec"):

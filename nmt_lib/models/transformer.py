@@ -17,7 +17,7 @@ from its last layer. ``model.dropout`` (Vaswani et al.: 0.1; default 0) drops, w
 sums ``√d E w + PE`` and each sub-layer's output before it is added and normalised; no label
 smoothing.
 
-The interface is the paper models' (:mod:`nmt_lib.steps`). What a search carries from one word to
+The interface is the paper models' (:mod:`nmt_lib.paper.steps`). What a search carries from one word to
 the next is what the positions before ``i`` offer to position ``i``: each decoder layer's
 self-attention keys ``z W_K`` and values ``z W_V`` of those positions (``z``: the layer's input),
 a *key/value cache*, the state ``[G * B, layers, 2, i - 1, d]``; a step computes position ``i``
@@ -35,10 +35,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from .config import ModelConfig
-from .decoder import Decoder
-from .model import Encoded
-from .steps import Searchable, Steps
+from ..config import ModelConfig
+from ..paper.decoder import Decoder
+from ..paper.model import Encoded
+from ..paper.steps import Searchable, Steps
 
 
 def positions(T: int, d: int, like: Tensor, start: int = 0) -> Tensor:
@@ -224,7 +224,7 @@ class Transformer(Searchable, Dropped):
 
 
 class CacheSteps(Steps):
-    """:class:`~nmt_lib.steps.Steps` whose carry is the cache a readout returns: the previous one
+    """:class:`~nmt_lib.paper.steps.Steps` whose carry is the cache a readout returns: the previous one
     is not needed again (``next_state`` ignores it), so a beam does not reorder it."""
 
     def readout(self, enc, state: tuple) -> tuple:

@@ -8,10 +8,10 @@
 # page trains one model, RNNsearch-50 at the `lite` profile's sizes, for the same wall-clock time
 # in several *arms* that each change one thing — the optimizer, its learning rate, how the loss
 # is normalised, the model size, the batch size, the shortlist — and compares what each arm has
-# learned at equal time. The `lite` profile of {doc}`08_experiments` trains with the winner.
+# learned at equal time. The `lite` profile of {doc}`10_experiments` trains with the winner.
 #
 # **What you need.** The training recipe of {doc}`06_training`. The study is run by
-# `python -m nmt_lib.budget --train --jobs 2` (two arms at a time, one core each) and read here
+# `python -m nmt_experiments.budget --train --jobs 2` (two arms at a time, one core each) and read here
 # from the committed `results/budget/`; this page never trains.
 
 # %% tags=["parameters", "hide-input"]
@@ -25,12 +25,12 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_lib import bleu, budget, plots, tables
-from nmt_lib.claims import MARGIN, alignment_stats
+from nmt_experiments import budget, plots, tables
+from nmt_experiments.claims import MARGIN, alignment_stats
+from nmt_experiments.results import commit_text, paper_table, require_results, results_path, run_dir
+from nmt_lib import bleu
 from nmt_lib.config import load_profile, run_from_dict
 from nmt_lib.io import read_json
-from nmt_lib.paper import paper_table
-from nmt_lib.results import commit_text, require_results, results_path, run_dir
 
 out = budget.RESULTS
 require_results(out, "manifest.json", "arms.csv")
@@ -374,7 +374,7 @@ Markdown(tables.markdown_table([{k: v for k, v in r.items() if k not in ("arm", 
 # ## The recipe at a `lite` model's budget
 #
 # Fifteen minutes rank the recipes; what do they give at the budget of a `lite` model? The chosen
-# arm trained on to that budget (`python -m nmt_lib.budget --extend`), and RNNencdec-50 with the
+# arm trained on to that budget (`python -m nmt_experiments.budget --extend`), and RNNencdec-50 with the
 # same recipe and budget from scratch, both scored on the test set (newstest2014, beam 10, the
 # search settings chosen on dev, tokenized BLEU as Table 1), with Figure 3's sentences:
 
@@ -423,7 +423,7 @@ for key, value in values.items():
 # RNNsearch-50 with the chosen recipe scores {glue:text}`bu_long_bleu:.2f` BLEU after
 # {glue:text}`bu_long_min:.0f` minutes of one core. RNNsearch minus RNNencdec, same recipe and
 # budget: {glue:text}`bu_pair`, {glue:text}`bu_pair_verdict` the +1 BLEU that the claims of
-# {doc}`08_experiments` require. On Figure 3's four sentences its generated words put on average
+# {doc}`10_experiments` require. On Figure 3's four sentences its generated words put on average
 # {glue:text}`bu_att_peak:.2f` of their attention on one source word, and
 # {glue:text}`bu_att_mono:.0f` % of the steps from one word to the next keep or advance the
 # heaviest source word. A line through the two test scores of the chosen recipe (after the study's
@@ -435,11 +435,11 @@ for key, value in values.items():
 #
 # How far does a CPU-hour get, measured against the paper's five days? The training cost of one
 # update is about three forward passes (the backward pass costs two), and a forward pass's
-# multiply-adds follow from the sizes (`nmt_lib.model.forward_macs`, at the mean length of a
+# multiply-adds follow from the sizes (`nmt_lib.paper.model.forward_macs`, at the mean length of a
 # training pair of the `lite` data, for both models: the paper gives no lengths).
 
 # %% tags=["hide-input"]
-from nmt_lib.model import forward_macs
+from nmt_lib.paper.model import forward_macs
 
 paper_run = load_profile("paper").runs["RNNsearch-50"]
 paper_updates = float(paper_table("table2")["RNNsearch-50"]["updates_1e5"]) * 1e5
@@ -496,7 +496,7 @@ glue(
 # 30,000-word shortlists. A straight line in $\ln u$ cannot be followed far: learning curves bend
 # towards a floor that a quarter of an hour does not reveal, so these numbers say what a few times
 # more budget buys, not what the paper's would. What the gap means for BLEU is what
-# {doc}`08_experiments` measures.
+# {doc}`10_experiments` measures.
 #
 # ## The paper's recipe at the `lite` budget
 #
@@ -523,7 +523,7 @@ Markdown(tables.markdown_table(old_rows))
 # %% [markdown]
 # Trained with {glue:text}`bu_old_recipe` (commit {glue:text}`bu_old_commit`), for
 # {glue:text}`bu_old_minutes:.0f` minutes per model (RNNsearch-50\* twice that), no model passed
-# {glue:text}`bu_old_best:.2f` BLEU. {doc}`08_experiments` shows the same five models trained with
+# {glue:text}`bu_old_best:.2f` BLEU. {doc}`10_experiments` shows the same five models trained with
 # the recipe chosen here.
 #
 # ## The same recipe at the paper's sizes, on a GPU

@@ -12,14 +12,14 @@ the decoder, a stacked LSTM. At target step ``t``::
     h̃_t = tanh(W_c [c_t; h_t])                     the attentional hidden state
     p(y_t | y_<t, x) = softmax(W_y h̃_t + b_y)
 
-Against Bahdanau et al. (:mod:`nmt_lib.attention`, :mod:`nmt_lib.decoder`): the alignment is
+Against Bahdanau et al. (:mod:`nmt_lib.paper.attention`, :mod:`nmt_lib.paper.decoder`): the alignment is
 computed from the *current* state ``h_t``, after the recurrent step, not from ``s_{i-1}`` before
 it; the context does not enter the recurrence (only ``h̃_t`` does, through input feeding) but the
 output layer; ``concat`` is Bahdanau's additive score, ``dot`` and ``general`` are bilinear.
 ``h̃_0 = 0``, and at ``t = 1`` the previous word is a zero embedding, as in the paper's models.
 
 A decoder state is one row per sentence: ``[h; c]`` of every LSTM layer, then ``h̃``. The encoder is
-:mod:`nmt_lib.seq2seq`'s (``reverse_source`` applies). The interface is the paper models'.
+:mod:`nmt_lib.models.seq2seq`'s (``reverse_source`` applies). The interface is the paper models'.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from .config import ModelConfig
-from .decoder import Decoder
-from .model import Encoded
+from ..config import ModelConfig
+from ..paper.decoder import Decoder
+from ..paper.model import Encoded
+from ..paper.steps import Searchable, teacher_forced
 from .seq2seq import flat_state, lstm_state, reverse_words, run_lstm
-from .steps import Searchable, teacher_forced
 
 
 class Luong(Searchable, nn.Module):

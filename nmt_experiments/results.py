@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
 from pathlib import Path
 
-from .config import home, run_dir_name
-from .io import read_json
+from nmt_lib.config import home, run_dir_name
+from nmt_lib.io import read_json
 
 
 class ResultsMissing(FileNotFoundError):
@@ -95,3 +96,16 @@ def eval_curve(d: Path) -> list[dict]:
     recs = train_log(d)
     return [{"minutes": r["elapsed"] / 60, "update": r["update"], "dev_nll": r["dev_nll"],
              "dev_bleu": r["dev_bleu"]} for r in recs if r.get("kind") == "eval"]  # fmt: skip
+
+
+def published_dir(profile: str, run: str, results_dir=None) -> Path:
+    """``results/<profile>/published/<run>/`` (``RNNsearch-50*`` -> ``RNNsearch-50star``)."""
+    return results_path(profile, results_dir) / "published" / run_dir_name(run)
+
+
+def paper_table(name: str) -> dict[str, dict]:
+    """``results/paper/<name>.csv`` (typed from the paper: Tables 1 and 2, Figure 3, the corpus)
+    as ``{first column: row}``."""
+    with open(home() / "results" / "paper" / f"{name}.csv", encoding="utf-8") as f:
+        rows = csv.DictReader(f)
+        return {row[rows.fieldnames[0]]: row for row in rows}

@@ -31,12 +31,19 @@ import numpy as np
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_lib import claims, plots, tables
+from nmt_experiments import claims, plots, tables
+from nmt_experiments.replicate import replicate_profile
+from nmt_experiments.results import (
+    commit_text,
+    paper_table,
+    require_results,
+    results_path,
+    run_dir,
+    seed_groups,
+)
 from nmt_lib.config import run_from_dict
 from nmt_lib.io import read_json
-from nmt_lib.paper import MODELS, paper_table
-from nmt_lib.replicate import replicate_profile
-from nmt_lib.results import commit_text, require_results, results_path, run_dir, seed_groups
+from nmt_lib.paper import MODELS
 
 out = results_path(profile, results_dir)
 if train:
@@ -67,7 +74,7 @@ glue("exp_recipe", recipe, display=False)
 # sha256 of every data file, the hardware, the library versions and the wall times. A reduced
 # profile trains smaller models on less data for less time than the paper: compare its numbers
 # with each other and with the paper's *pattern*, not with the paper's values. Its models were
-# trained with {glue:text}`exp_recipe` (see {doc}`10_budget` for why a budget of minutes needs
+# trained with {glue:text}`exp_recipe` (see {doc}`09_budget` for why a budget of minutes needs
 # another recipe than the paper's).
 #
 # ## How the numbers are computed
@@ -79,13 +86,13 @@ glue("exp_recipe", recipe, display=False)
 # ::::{admonition} The code: `train_and_evaluate` and `replicate_profile`
 # :class: dropdown
 #
-# ```{literalinclude} ../../nmt_lib/replicate.py
+# ```{literalinclude} ../../nmt_experiments/replicate.py
 # :pyobject: train_and_evaluate
 # ```
 #
 # `replicate_profile` runs it for every model of the profile, several at a time with `--jobs`:
 #
-# ```{literalinclude} ../../nmt_lib/replicate.py
+# ```{literalinclude} ../../nmt_experiments/replicate.py
 # :pyobject: replicate_profile
 # ```
 # ::::
@@ -234,7 +241,7 @@ plt.close(fig)
 # words or more with BLEU on sentences of fewer than {glue:text}`claims_short` (the same
 # resamples): RNNsearch-50 "holds up better" than a model whose ratio is lower by at least
 # {glue:text}`claims_ratio_margin`. The alignment claim reads the attention weights of Figure 3
-# ({doc}`09_alignments`).
+# ({doc}`11_alignments`).
 #
 # The same rules judge these claims and those of the comparison with the models before and after
 # the paper ({doc}`15_compare`):
@@ -251,7 +258,7 @@ plt.close(fig)
 #   *Not testable here*: a model the claim needs is below the floor, or an interval contains the
 #   margin (these runs cannot decide).
 # - **Training noise.** Where a model has several seeds, its score is their mean and its interval
-#   resamples the seeds as well as the test sentences (`nmt_lib.claims.seeded_scores`).
+#   resamples the seeds as well as the test sentences (`nmt_experiments.claims.seeded_scores`).
 #   {glue:md}`claims_noise`
 #
 # In this build, {glue:text}`claims_below` below the floor. The rules are in the code, fixed
@@ -260,7 +267,7 @@ plt.close(fig)
 # ::::{admonition} The code: `claims`
 # :class: dropdown
 #
-# ```{literalinclude} ../../nmt_lib/claims.py
+# ```{literalinclude} ../../nmt_experiments/claims.py
 # :pyobject: claims
 # ```
 # ::::
@@ -282,7 +289,7 @@ Markdown(tables.show_table(out, "claims", judged, note_c, write=train))
 # paper's pairs seen are its updates times 80; its words seen and its compute assume its
 # sentences, after the length filter, are as long on average as ours (the paper does not give
 # their lengths). Compute is model FLOPs of training: six times the multiply-adds of one forward
-# pass (`nmt_lib.model.forward_macs`) per sentence pair, times the pairs seen.
+# pass (`nmt_lib.paper.model.forward_macs`) per sentence pair, times the pairs seen.
 
 # %% tags=["hide-input"]
 gap = tables.gap_to_paper(out)

@@ -2,9 +2,9 @@
 
 :func:`prepare` runs the whole pipeline once and caches the result under ``<cache_dir>/prep/<key>/``:
 
-1. locate the files (:mod:`nmt_lib.corpus`); dev = newstest2012 + newstest2013 (6003 sentences),
+1. locate the files (:mod:`nmt_lib.data.corpus`); dev = newstest2012 + newstest2013 (6003 sentences),
    test = newstest2014 full (3003);
-2. Moses-tokenize every file (:mod:`nmt_lib.text`, cached per file in shards; a training file is
+2. Moses-tokenize every file (:mod:`nmt_lib.data.text`, cached per file in shards; a training file is
    tokenized only as far as step 3 reads it);
 3. stream the training pairs, corpus after corpus in the configured order, and drop (never truncate)
    a pair when a side is empty, when its source or its target also occurs in dev or test, or when a
@@ -25,7 +25,7 @@ tokenizer settings and every setting above, so nothing stale is ever reused. The
 under a temporary name and renamed when complete; its ``meta.json`` records the size and sha256 of
 every file in it. Loading checks the sizes and the vocabularies' sha256 (and with ``verify`` the
 id arrays' sha256 too), so a damaged or edited cache is refused with the file's name, never used.
-An input's sha256 is remembered per (path, size, mtime) (:func:`nmt_lib.text.file_info`);
+An input's sha256 is remembered per (path, size, mtime) (:func:`nmt_lib.data.text.file_info`);
 :func:`verify_inputs` hashes the inputs again, for a file edited behind an unchanged size and time
 (training does whenever it prepares the data itself or resumes: 0.7 s for the lite profile's
 137 MiB of inputs).
@@ -56,8 +56,8 @@ import numpy as np
 import torch
 
 from . import corpus, text
-from .config import DataConfig
-from .io import NO_SPACE, naming, sha256_file, write_json
+from ..config import DataConfig
+from ..io import NO_SPACE, naming, sha256_file, write_json
 from .vocab import EOS, PAD, UNK, Vocab
 
 FORMAT = 1  # bump when the prepared layout or the pipeline's output changes
@@ -639,7 +639,7 @@ def check_prepared(out: str | os.PathLike, full: bool = False) -> dict:
     """``meta.json`` of the prepared-data directory ``out``, once its files are checked against it:
     their sizes, the vocabularies' sha256 and, with ``full``, every file's sha256 (the id arrays of
     a large corpus take seconds). A missing, damaged or edited file raises
-    :class:`~nmt_lib.corpus.DataError` naming it. Directories prepared before the sizes and sums
+    :class:`~nmt_lib.data.corpus.DataError` naming it. Directories prepared before the sizes and sums
     were recorded are checked as far as :class:`TrainSet` can."""
     out = Path(out)
     redo = f"delete {out} to prepare the data again"
@@ -743,7 +743,7 @@ def input_sha256(cfg: DataConfig) -> dict[str, str]:
 
 def verify_inputs(cfg: DataConfig) -> list[Path]:
     """Hash every input file of ``cfg`` again and compare with the sha256 remembered for its path,
-    size and mtime (:func:`nmt_lib.text.file_info`). A file whose contents changed behind an
+    size and mtime (:func:`nmt_lib.data.text.file_info`). A file whose contents changed behind an
     unchanged size and mtime is forgotten (it is hashed afresh when next used, and so gets new
     prepared data) and returned; the prepared data and checkpoints made from it are stale. A pack
     (``data.packed``) has no input files here: nothing to check (its prepared files are checked

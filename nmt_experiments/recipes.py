@@ -1,13 +1,13 @@
 """Each model's own recipe and search settings, chosen on dev, for the comparison study
 (``results/compare/recipes/``).
 
-    python -m nmt_lib.recipes --train --jobs 2   # every arm (resumable), scored on the whole dev set
-    python -m nmt_lib.recipes --search           # beam search settings of each family's chosen arm
-    python -m nmt_lib.recipes                    # rewrite the tables from the runs
+    python -m nmt_experiments.recipes --train --jobs 2   # every arm (resumable), scored on the whole dev set
+    python -m nmt_experiments.recipes --search           # beam search settings of each family's chosen arm
+    python -m nmt_experiments.recipes                    # rewrite the tables from the runs
 
 The arms are the runs of ``nmt_lib/profiles/studies/recipes.toml``, named ``<model>.<setting>``:
 the arms of one model form its *family*. Every arm trains for the same number of updates on the
-same batches (the budget study's :func:`~nmt_lib.budget.train_arm`, which ends with the whole dev
+same batches (the budget study's :func:`~nmt_experiments.budget.train_arm`, which ends with the whole dev
 set's NLL); the arm of lowest dev NLL is the family's recipe (:func:`table`), which
 ``studies/compare.toml`` copies. Its model then decodes a fixed dev subset with every setting of
 :data:`SEARCH_GRID`, and the setting of highest dev BLEU becomes the family's search
@@ -23,9 +23,10 @@ import itertools
 import json
 from pathlib import Path
 
+from nmt_lib.config import PROFILE_DIR, home, load_profile, run_dir_name, to_dict
+from nmt_lib.io import read_json, write_json
+
 from . import tables
-from .config import PROFILE_DIR, home, load_profile, run_dir_name, to_dict
-from .io import read_json, write_json
 
 PROFILE = PROFILE_DIR / "studies" / "recipes.toml"
 RESULTS = home() / "results" / "compare" / "recipes"
@@ -148,9 +149,10 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
     """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
     setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
     setting is chosen (the highest BLEU of the model)."""
+    from nmt_lib.data import prepare
+    from nmt_lib.evaluate import dev_subset
+
     from .budget import arm_model, dev_search
-    from .data import prepare
-    from .evaluate import dev_subset
 
     prof = load_profile(profile)
     rows = []
@@ -181,8 +183,9 @@ def train(jobs: int = 1, data_dir=None, out: Path = RESULTS, arms=None, profile=
     from functools import partial
     from multiprocessing import get_context
 
+    from nmt_lib.data import prepare
+
     from .budget import train_arm
-    from .data import prepare
     from .replicate import _git, provenance
 
     overrides = {"data": {"data_dir": str(data_dir)}} if data_dir else {}
@@ -311,7 +314,7 @@ def _profile_text(name: str, description: str, common: dict, runs: list) -> str:
     lines = [
         f'name = "{name}"',
         'description = """' + description + '"""',
-        "# written by `python -m nmt_lib.recipes --write-profile` from the sweep's results",
+        "# written by `python -m nmt_experiments.recipes --write-profile` from the sweep's results",
         "",
     ]
     for sec, values in common.items():
@@ -330,8 +333,8 @@ RNNencdec-50 and RNNsearch-50, on lite's data and sizes. Every model trains for 
 updates on the same batches (seed k orders the batches and initialises the model), each with the
 recipe and search settings chosen on dev for its family (results/compare/recipes/, the profile
 studies/recipes.toml); three seeds for the models of the claims, one for the others. fp32 on every
-machine. `python -m nmt_lib.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2`
-(resumable), then `python -m nmt_lib.comparison`."""
+machine. `python -m nmt_experiments.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2`
+(resumable), then `python -m nmt_experiments.comparison`."""
 
 
 # ------------------------------------------------------------- the same recipes on a GPU
@@ -397,7 +400,7 @@ SEARCH_NOTE = (
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nmt_lib.recipes", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m nmt_experiments.recipes", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     ap.add_argument("--train", action="store_true", help="train the arms not finished yet")
     ap.add_argument("--search", action="store_true", help="search settings on dev")

@@ -1,16 +1,16 @@
 """Fetch the official WMT'14 archives into the data-directory layout (PAPER.md §1, DESIGN.md "Data").
 
-    python -m nmt_lib.download --data-dir data/wmt14                  # the paper's data: test, dev,
+    python -m nmt_lib.data.download --data-dir data/wmt14                  # the paper's data: test, dev,
                                                                       # and the LIUM selection
-    python -m nmt_lib.download --data-dir D newstest2014 europarl-v7.fr-en
-    python -m nmt_lib.download --data-dir D --profile lite            # what a profile needs
-    python -m nmt_lib.download --list                                 # the registry
+    python -m nmt_lib.data.download --data-dir D newstest2014 europarl-v7.fr-en
+    python -m nmt_lib.data.download --data-dir D --profile lite            # what a profile needs
+    python -m nmt_lib.data.download --list                                 # the registry
 
 Each archive (statmt.org's WMT'14 test-full, dev and training archives; the LIUM selected bitexts of
 §4.1 footnote 5) is downloaded once to ``<data dir>/downloads/``, written atomically, and checked
 against its published checksum where one is known. Where none is, its sha256 is recorded in
 ``downloads/SHA256SUMS`` on first download and checked against that afterwards. Only the members the
-corpora need are extracted, each atomically, to the paths :mod:`nmt_lib.corpus` reads.
+corpora need are extracted, each atomically, to the paths :mod:`nmt_lib.data.corpus` reads.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .corpus import CORPORA, Archive, Corpus, DataError, get_corpus
-from .io import atomic_write, sha256_file
+from ..io import atomic_write, sha256_file
 
 PAPER_DATA = ("newstest2014", "newstest2012", "newstest2013", "bitexts.selected")
 
@@ -110,7 +110,7 @@ def extract(archive: Path, members: Sequence[tuple[str, str]], data_dir: Path) -
     if wanted:
         raise DataError(
             f"{archive} lacks {sorted(wanted)}; it holds e.g. {names[:20]} — the registry in "
-            "nmt_lib/corpus.py may need updating"
+            "nmt_lib/data/corpus.py may need updating"
         )
     return written
 
@@ -168,7 +168,7 @@ def _md5(path: Path) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: see the module docstring."""
     ap = argparse.ArgumentParser(
-        prog="python -m nmt_lib.download", description=__doc__.split("\n")[0]
+        prog="python -m nmt_lib.data.download", description=__doc__.split("\n")[0]
     )
     ap.add_argument("names", nargs="*", help=f"corpora (default: {' '.join(PAPER_DATA)})")
     ap.add_argument("--data-dir", help="target directory (default: $NMT_DATA or data/wmt14)")
@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the known corpora and exit")
     ap.add_argument("--force", action="store_true", help="download and extract again")
     args = ap.parse_args(argv)
-    from .config import DataConfig, load_profile
+    from ..config import DataConfig, load_profile
 
     if args.list:
         for c in CORPORA.values():

@@ -14,7 +14,8 @@ import html
 import random
 from pathlib import Path
 
-from .io import atomic_write
+from ..config import DataConfig
+from ..io import atomic_write
 
 NOUNS = {
     "cat": "chat", "dog": "chien", "bird": "oiseau", "man": "homme", "woman": "femme",
@@ -169,8 +170,8 @@ def toy_run(root: str | Path, run: str = "RNNsearch-50", **train):
     """For tests: a small toy corpus (400 training pairs, 20 dev and 20 test sentences) written under
     ``root``, and the smoke profile's ``run`` on it, trained in float32 on one CPU thread with
     ``train`` settings on top. Returns ``(run config, prepared data)``."""
-    from .config import load_profile
-    from .data import prepare
+    from ..config import load_profile
+    from . import prepare
 
     root = Path(root)
     write_toy_wmt(root / "wmt", n_train=400, n_dev=20, n_test=20)
@@ -181,3 +182,12 @@ def toy_run(root: str | Path, run: str = "RNNsearch-50", **train):
     )
     cfg = prof.runs[run]
     return cfg, prepare(cfg.data, workers=1, progress=False)
+
+
+def toy_data_dir() -> Path:
+    """The smoke profile's declared data: the toy corpus of :mod:`nmt_lib.data.fixtures`, written
+    (deterministically, same bytes every time) into the cache directory."""
+    root = DataConfig().resolved_cache_dir() / "toy-wmt14"  # relative, as every default path
+    if not (root / "train" / "toy.en").is_file():
+        write_toy_wmt(root)
+    return root

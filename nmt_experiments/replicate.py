@@ -4,11 +4,11 @@ What the experiment notebooks call in replicate mode (``python tools/notebooks.p
 --train``): a profile with its data (the smoke profile's toy corpus: :func:`load`), one model
 trained and evaluated (:func:`train_and_evaluate`), every model of a profile, several at a time
 (:func:`replicate_profile`), and ``manifest.json``, the provenance of it all (:func:`provenance`,
-:func:`write_manifest`). Where the results live is :mod:`nmt_lib.results`; the tables and figures
-built from them are :mod:`nmt_lib.tables`, the paper's claims judged on them :mod:`nmt_lib.claims`.
+:func:`write_manifest`). Where the results live is :mod:`nmt_experiments.results`; the tables and figures
+built from them are :mod:`nmt_experiments.tables`, the paper's claims judged on them :mod:`nmt_experiments.claims`.
 
-``python -m nmt_lib.replicate --readme`` rewrites README.md's summary of the committed results
-(:func:`nmt_lib.tables.readme_results`).
+``python -m nmt_experiments.replicate --readme`` rewrites README.md's summary of the committed results
+(:func:`nmt_experiments.tables.readme_results`).
 """
 
 from __future__ import annotations
@@ -30,27 +30,19 @@ from pathlib import Path
 
 import torch
 
-from . import publish
-from .checkpoint import default_checkpoint_dir, portable
-from .config import ConfigError, DataConfig, home, load_profile, to_dict
-from .data import data_summary, input_sha256, prepare
-from .evaluate import evaluate_run, find_checkpoint
-from .fixtures import write_toy_wmt
-from .io import read_json, write_json
-from .paper import FIG3_SOURCES
-from .results import results_path, run_dir
-from .runtime import cpu_flags, cpu_info
+from nmt_lib import publish
+from nmt_lib.checkpoint import default_checkpoint_dir, portable
+from nmt_lib.config import ConfigError, home, load_profile, to_dict
+from nmt_lib.data import data_summary, input_sha256, prepare
+from nmt_lib.data.fixtures import toy_data_dir
+from nmt_lib.evaluate import evaluate_run, find_checkpoint
+from nmt_lib.io import read_json, write_json
+from nmt_lib.paper import FIG3_SOURCES
+from nmt_lib.runtime import cpu_flags, cpu_info
+from nmt_lib.train import train_run
+
+from .results import published_dir, results_path, run_dir
 from .tables import README_MARKS, readme_results
-from .train import train_run
-
-
-def toy_data_dir() -> Path:
-    """The smoke profile's declared data: the toy corpus of :mod:`nmt_lib.fixtures`, written
-    (deterministically, same bytes every time) into the cache directory."""
-    root = DataConfig().resolved_cache_dir() / "toy-wmt14"  # relative, as every default path
-    if not (root / "train" / "toy.en").is_file():
-        write_toy_wmt(root)
-    return root
 
 
 def load(profile: str, data_dir: str | os.PathLike | None = None, runs=None, **overrides):
@@ -144,10 +136,7 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     t1 = time.time()
     done = evaluated(run, run_dir(out, name))
     if done is not None:  # a replication resumed after this run's evaluation: its recorded times
-        if (
-            name in prof.publish
-            and not publish.published_dir(prof.name, name, results_dir).is_dir()
-        ):
+        if name in prof.publish and not published_dir(prof.name, name, results_dir).is_dir():
             _publish(prof, name, results_dir, prep)
         print(f"[replicate] {name}: evaluated already, test BLEU "
               f"{done['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
@@ -167,7 +156,7 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
 def _publish(prof, name: str, results_dir, prep) -> None:
     """Publish run ``name``'s weights beside its results (:func:`nmt_lib.publish.export`)."""
     run, out = prof.runs[name], run_dir(results_path(prof.name, results_dir), name)
-    target = publish.published_dir(prof.name, name, results_dir)
+    target = published_dir(prof.name, name, results_dir)
     publish.export(default_checkpoint_dir(run, out), target, run, out, prep.test)
     print(f"[replicate] {name}: weights published -> {target}", flush=True)
 
@@ -251,9 +240,9 @@ def unk_dictionary(
     ``unk_dictionary.json`` into the results directory and returns it (None, writing nothing, where
     no run has its ``<unk>`` replaced). The runs share their target shortlist (a profile's runs
     share one: :mod:`nmt_lib.data`, step 4)."""
-    from .data import train_pairs
-    from .evaluate import score
-    from .unk import UNK_WORD, dictionary, through
+    from nmt_lib.data import train_pairs
+    from nmt_lib.evaluate import score
+    from nmt_lib.unk import UNK_WORD, dictionary, through
 
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     out = results_path(prof.name, results_dir)
@@ -378,7 +367,7 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m nmt_lib.replicate",
+        prog="python -m nmt_experiments.replicate",
         description="Train and evaluate every run of a profile into its results directory, with "
         "its manifest (--train); rewrite README.md's summary of the committed results (--readme).",
     )

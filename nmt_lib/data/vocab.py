@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .io import atomic_write
+from ..io import atomic_write
 
 PAD, UNK, EOS = 0, 1, 2
 SPECIALS = ("<pad>", "<unk>", "</s>")

@@ -9,7 +9,7 @@
 # figure from the committed `attention.json` and shows the committed sentences.
 #
 # **What you need.** The alignment model ({doc}`04_alignment`) and the experiments
-# ({doc}`08_experiments`), whose runs this page reads.
+# ({doc}`10_experiments`), whose runs this page reads.
 #
 # ## The paper's claims
 #
@@ -31,9 +31,9 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from nmt_lib import claims, plots, replicate, tables
+from nmt_experiments import claims, plots, replicate, tables
+from nmt_experiments.results import published_dir, require_results, results_path, run_dir
 from nmt_lib.io import atomic_write, read_json
-from nmt_lib.results import require_results, results_path, run_dir
 
 out = results_path(profile, results_dir)
 require_results(out, "manifest.json", "runs")
@@ -108,7 +108,7 @@ glue("al_monotonic_rule", 100 * claims.MONOTONIC, display=False)
 # %% tags=["hide-input"]
 from IPython.display import HTML
 
-from nmt_lib.explorer import explorer_html
+from nmt_experiments.explorer import explorer_html
 
 records = read_json(run_dir(out, "RNNsearch-50") / "attention.json")
 figure3 = {id(r): f"Figure 3 ({c})" for c, r in zip("abcd", records[:4], strict=True)}
@@ -169,7 +169,7 @@ Markdown((out / "long_sentences.md").read_text(encoding="utf-8"))
 # counts one without an aligner: for each copied source word, the target word outside the
 # shortlist (an `<unk>` stands for such a word) that shares the most training pairs with it, by
 # Dice's coefficient, if at least 2 pairs and 0.3. Where the results hold it
-# (`python -m nmt_lib.replicate --unk-dictionary PROFILE`), the column *All, through a
+# (`python -m nmt_experiments.replicate --unk-dictionary PROFILE`), the column *All, through a
 # dictionary* measures whether it helps, and a sample of its entries follows the table.
 
 # %% tags=["hide-input"]
@@ -263,10 +263,11 @@ else:
 # %% tags=["hide-input"]
 from IPython.display import HTML, display
 
-from nmt_lib import publish, translator
+from nmt_experiments import translator
+from nmt_lib import publish
 from nmt_lib.config import home, load_profile
 
-ready = [(run, publish.published_dir(profile, run, results_dir))
+ready = [(run, published_dir(profile, run, results_dir))
          for run in load_profile(profile).publish]  # fmt: skip
 ready = [(run, path) for run, path in ready if (path / publish.SUMS).is_file()]
 if ready:

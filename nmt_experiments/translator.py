@@ -26,9 +26,9 @@ import json
 import os
 from pathlib import Path
 
-from .io import atomic_write, read_json, sha256_file
-from .publish import FILES, verify
-from .vocab import Vocab
+from nmt_lib.data.vocab import Vocab
+from nmt_lib.io import atomic_write, read_json, sha256_file
+from nmt_lib.publish import FILES, verify
 
 #: The global that the bundle sets.
 GLOBAL = "NMT_TRANSLATOR"

@@ -175,7 +175,7 @@ def _registry() -> dict[str, Corpus]:
                 "news-commentary-v8.first5000",
             )
         ),
-        Corpus("toy", "train", ("train/toy",), note="written by nmt_lib.fixtures.write_toy_wmt"),
+        Corpus("toy", "train", ("train/toy",), note="written by nmt_lib.data.fixtures.write_toy_wmt"),
     ]
     return {x.name: x for x in c}
 
@@ -204,7 +204,7 @@ def how_to_get(c: Corpus, data_dir: Path) -> str:
         return f"{c.name} is {c.note}"
     return (
         f"it comes from {c.archive.url}; fetch it with: "
-        f"python -m nmt_lib.download --data-dir {data_dir} {c.name}"
+        f"python -m nmt_lib.data.download --data-dir {data_dir} {c.name}"
     )
 
 
@@ -289,7 +289,7 @@ def locate(cfg, data_dir: Path | None = None) -> Located:
         fetch = [n for n, (c, _) in missing.items() if c.archive is not None]
         if len(fetch) > 1:
             lines.append(
-                f"fetch all: python -m nmt_lib.download --data-dir {data_dir} {' '.join(fetch)}"
+                f"fetch all: python -m nmt_lib.data.download --data-dir {data_dir} {' '.join(fetch)}"
             )
         raise DataError("\n".join(lines))
     return Located(test, dev, train)

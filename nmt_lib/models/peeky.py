@@ -1,4 +1,4 @@
-"""The "peeky" encoder–decoder: :mod:`nmt_lib.seq2seq` whose decoder sees the source summary at
+"""The "peeky" encoder–decoder: :mod:`nmt_lib.models.seq2seq` whose decoder sees the source summary at
 every step, not only in its first state.
 
 Cho et al. (2014a) let the summary ``c`` of the source (here the encoder's top-layer ``h`` after
@@ -7,7 +7,7 @@ the last source token) enter every step of the decoder and its output layer::
     h_i = LSTM([E y_{i-1}; c], h_{i-1})             (the decoder reads c at every step)
     p(y_i | y_<i, x) = softmax(W_y [h_i; c] + b_y)  (and so does the output layer)
 
-instead of only through ``h_0`` (Sutskever et al.). The paper's RNNencdec (:mod:`nmt_lib.model`)
+instead of only through ``h_0`` (Sutskever et al.). The paper's RNNencdec (:mod:`nmt_lib.paper.model`)
 is wired this way with GRUs: ``c`` enters every gate of its decoder (``C``, ``C_z``, ``C_r``) and
 its deep output (``C_o``), and ``s_0 = tanh(W_s c)``. The summary is still one fixed-size vector.
 """
@@ -17,12 +17,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .model import Encoded
+from ..paper.model import Encoded
 from .seq2seq import Seq2seq, lstm_state
 
 
 class Peeky(Seq2seq):
-    """:class:`~nmt_lib.seq2seq.Seq2seq` with ``c`` in every decoder input and in the output
+    """:class:`~nmt_lib.models.seq2seq.Seq2seq` with ``c`` in every decoder input and in the output
     layer: the decoder LSTM reads ``m + n`` inputs, ``W_y`` is ``[K_y, 2n]``."""
 
     def decoder_input_size(self) -> int:

@@ -18,7 +18,7 @@ as the encoder's final ``(h, c)`` of every layer; at step ``i`` it reads the pre
 fixed-size state is the "bottleneck" the paper removes.
 
 The model has the paper models' interface (``forward``, ``encode``, ``init_state``,
-``readout_step``, ``next_state``, ``steps``; :mod:`nmt_lib.steps`), so that training, search and
+``readout_step``, ``next_state``, ``steps``; :mod:`nmt_lib.paper.steps`), so that training, search and
 evaluation run it unchanged. A decoder state is one row per sentence, ``[h; c]`` of all layers.
 """
 
@@ -28,10 +28,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from .config import ModelConfig
-from .decoder import Decoder
-from .model import Encoded
-from .steps import Searchable
+from ..config import ModelConfig
+from ..paper.decoder import Decoder
+from ..paper.model import Encoded
+from ..paper.steps import Searchable
 
 
 def reverse_words(x: Tensor, x_mask: Tensor) -> Tensor:

@@ -1,11 +1,8 @@
-"""The paper's facts that the code uses: its five models, the sentences of its Figure 3 and of its
-Appendix C, and its tables as typed from it into ``results/paper/`` (PAPER.md §5)."""
-
-from __future__ import annotations
-
-import csv
-
-from .config import home
+"""The paper: its model (Figure 1, Appendix A) as its equations in plain PyTorch, one module for
+each part (``gru``, ``encoder``, ``attention``, ``decoder``, ``model``, and ``steps``, the decoding
+step that a search drives), and the facts of the paper that the code uses: its five models and the
+sentences of its Figure 3 and of its Appendix C. Its tables, as typed from it, are
+``results/paper/`` (:func:`nmt_experiments.results.paper_table`)."""
 
 #: The paper's models in its order (Tables 1 and 2); Figure 2 draws the first four.
 MODELS = ("RNNencdec-30", "RNNsearch-30", "RNNencdec-50", "RNNsearch-50", "RNNsearch-50*")
@@ -25,11 +22,3 @@ APPENDIX_C_PREFIXES = (
     "This kind of experience is part of Disney's efforts",
     "In a press conference on Thursday, Mr Blair stated",
 )
-
-
-def paper_table(name: str) -> dict[str, dict]:
-    """``results/paper/<name>.csv`` (typed from the paper: Tables 1 and 2, Figure 3, the corpus)
-    as ``{first column: row}``."""
-    with open(home() / "results" / "paper" / f"{name}.csv", encoding="utf-8") as f:
-        rows = csv.DictReader(f)
-        return {row[rows.fieldnames[0]]: row for row in rows}

@@ -1,11 +1,11 @@
 """The budget study: dev NLL and dev BLEU against wall-clock time for training recipes, model sizes,
 batch sizes and shortlists, at equal time on one CPU core (``results/budget/``).
 
-    python -m nmt_lib.budget --train --jobs 2   # train every arm (resumable), then write the tables
-    python -m nmt_lib.budget --search           # beam search settings on dev, with the chosen arm
-    python -m nmt_lib.budget --extend 40        # the chosen arm on to 40 minutes, test BLEU
-    python -m nmt_lib.budget --sharing          # what two arms side by side cost each
-    python -m nmt_lib.budget                    # rewrite the tables and the figure from the runs
+    python -m nmt_experiments.budget --train --jobs 2   # train every arm (resumable), then write the tables
+    python -m nmt_experiments.budget --search           # beam search settings on dev, with the chosen arm
+    python -m nmt_experiments.budget --extend 40        # the chosen arm on to 40 minutes, test BLEU
+    python -m nmt_experiments.budget --sharing          # what two arms side by side cost each
+    python -m nmt_experiments.budget                    # rewrite the tables and the figure from the runs
 
 The arms are the runs of a study profile (default ``nmt_lib/profiles/studies/budget.toml``): one model each,
 the same time budget, each differing from the reference arm (the first) in the settings that
@@ -27,8 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from nmt_experiments.results import eval_curve, run_dir
 from nmt_lib.config import PROFILE_DIR, RunConfig, load_profile, run_dir_name, to_dict
-from nmt_lib.results import eval_curve, run_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = PROFILE_DIR / "studies" / "budget.toml"
@@ -372,8 +372,8 @@ def train_study(
     from functools import partial
     from multiprocessing import get_context
 
+    from nmt_experiments.replicate import _git
     from nmt_lib.data import prepare
-    from nmt_lib.replicate import _git
 
     prof = _load(profile, data_dir)
     names = arms or list(prof.runs)
@@ -395,7 +395,7 @@ def train_study(
 # ------------------------------------------------------------------------------------ report
 def curves(out: Path) -> dict[str, list[dict]]:
     """Every arm's evaluations in order: ``{arm: [{"minutes", "update", "dev_nll", "dev_bleu"}]}``
-    (:func:`nmt_lib.results.eval_curve`)."""
+    (:func:`nmt_experiments.results.eval_curve`)."""
     arms = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["runs"]
     return {name: eval_curve(run_dir(out, name)) for name in arms}
 
@@ -565,11 +565,11 @@ def write_study(
 ) -> dict:
     """``manifest.json`` (when ``walls`` is given: after training), ``arms.csv|md``, ``curves.csv``
     and ``budget_curves.png`` from the arms' runs under ``results_dir``."""
-    from nmt_lib import plots
+    from nmt_experiments import plots
+    from nmt_experiments.replicate import provenance
+    from nmt_experiments.tables import markdown_table
     from nmt_lib.io import atomic_write, write_json
     from nmt_lib.models import build_model
-    from nmt_lib.replicate import provenance
-    from nmt_lib.tables import markdown_table
 
     out = Path(results_dir)
     if walls is not None:  # the arms done so far, in the profile's order, with their wall times
@@ -608,7 +608,7 @@ def write_study(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m nmt_lib.budget", description=__doc__.split("\n")[0]
+        prog="python -m nmt_experiments.budget", description=__doc__.split("\n")[0]
     )
     ap.add_argument("--profile", default=str(PROFILE), help="the study profile (its runs are arms)")
     ap.add_argument("--results-dir", default=str(RESULTS), help="default: results/budget")

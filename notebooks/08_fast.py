@@ -2,7 +2,7 @@
 # # Making it fast
 #
 # **What you will derive.** Nothing new about the model. The chapters so far checked each paper
-# module (`nmt_lib.gru`, `attention`, `decoder`, `model`, `steps`) against the paper's equations:
+# module (`nmt_lib.paper.gru`, `attention`, `decoder`, `model`, `steps`) against the paper's equations:
 # those modules are the *specification*. This chapter is about `nmt_lib.fast`, which computes the
 # same functions faster. Each fast path is an identity with the slow one: linearity for the
 # precomputed and merged products, teacher forcing for the output layer outside the loop, the
@@ -39,18 +39,18 @@ from myst_nb import glue
 from torch.nn import functional as F
 from torch.testing import assert_close
 
+from nmt_experiments.results import paper_table
+from nmt_experiments.tables import markdown_table
 from nmt_lib.config import ModelConfig, TrainConfig, home
 from nmt_lib.data import pad
-from nmt_lib.decoder import Decoder, maxout
 from nmt_lib.fast import accelerate, on_backend
 from nmt_lib.fast.decoder import padded_rows, target_log_prob
 from nmt_lib.fast.scan import active_rows, fast_gru_scan
-from nmt_lib.gru import gru_scan
 from nmt_lib.io import read_json
-from nmt_lib.model import build_model, forward_macs
-from nmt_lib.paper import paper_table
+from nmt_lib.paper.decoder import Decoder, maxout
+from nmt_lib.paper.gru import gru_scan
+from nmt_lib.paper.model import build_model, forward_macs
 from nmt_lib.search import beam_search
-from nmt_lib.tables import markdown_table
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -462,7 +462,7 @@ glue("fast_rows_tile_frac", 100 * sum(rows_16) / batch_mask.numel(), display=Fal
 # c_{(b,\cdot)} = \alpha_{(b,\cdot)}\, H_b .
 # $$ (fast-beam)
 #
-# The paper module (`nmt_lib.attention`) already takes $G$ states per sentence; the fast step
+# The paper module (`nmt_lib.paper.attention`) already takes $G$ states per sentence; the fast step
 # computes the $\tanh$ a few sentences at a time, so that the temporary stays in cache, and merges
 # the step's products ({ref}`fast-projections`).
 #
@@ -490,7 +490,7 @@ glue("fast_rows_tile_frac", 100 * sum(rows_16) / batch_mask.numel(), display=Fal
 # :pyobject: best_words
 # ```
 #
-# **The check.** Both backends' steps (`model.steps()`, the protocol of `nmt_lib.steps`) driven
+# **The check.** Both backends' steps (`model.steps()`, the protocol of `nmt_lib.paper.steps`) driven
 # side by side for three steps over three sentences, keeping $G = 3$ hypotheses per sentence after
 # the first: at every step the full next-word distribution (the fast step's logits normalised),
 # the attention weights, the chosen words and their log-probabilities, and the next states agree.

@@ -9,7 +9,7 @@ The interface (``CONTRIBUTING.md``)::
     s = model.init_state(enc)                        # s_0 [B, n]
     logp_next, c, alpha_i = model.readout_step(enc, s_prev, y_prev)   # y_prev None at step 1
     s = model.next_state(s_prev, y, c)
-    steps = model.steps()                            # the step as a search drives it (nmt_lib.steps)
+    steps = model.steps()                            # the step as a search drives it (nmt_lib.paper.steps)
 
 ``s_prev`` may hold ``G`` consecutive states per encoded sentence (``[G * B, n]``: a beam). These
 are the paper's equations in plain PyTorch, what the reference backend runs;
@@ -23,8 +23,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from ..config import ModelConfig
 from .attention import groups
-from .config import ModelConfig
 from .decoder import Decoder
 from .encoder import Encoder
 from .steps import Searchable

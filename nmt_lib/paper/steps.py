@@ -29,7 +29,7 @@ import math
 import torch
 from torch import Tensor
 
-from .vocab import EOS, PAD, UNK
+from ..data.vocab import EOS, PAD, UNK
 
 
 class Searchable:
@@ -55,7 +55,7 @@ class Searchable:
 
 class Steps:
     """The step of a model with ``init_state``, ``readout_step`` and ``next_state``
-    (:class:`~nmt_lib.model.EncoderDecoder`'s): a state is ``(s, y_prev)``, ``scores`` are the
+    (:class:`~nmt_lib.paper.model.EncoderDecoder`'s): a state is ``(s, y_prev)``, ``scores`` are the
     float32 log-probabilities ``[G * B, K]`` and ``carry`` is ``(s_{i-1}, c_i)``."""
 
     def __init__(self, model):
