@@ -264,16 +264,18 @@ def _seconds_per_step(profile: str, arm: str, steps: int, data_dir=None) -> floa
     import torch
 
     from nmt_lib.data import TrainIterator, prepare
-    from nmt_lib.fast import on_backend
+    from nmt_lib.fast import backend
     from nmt_lib.models import build_model
     from nmt_lib.train import Trainer
 
     run = _load(profile, data_dir).runs[arm]
     torch.set_num_threads(run.train.threads or 1)
     prep = prepare(run.data)
+    on = backend(run.train.backend)
+    on.tune_process()
     torch.manual_seed(run.train.seed)
-    model = on_backend(build_model(run.model), run.train.backend)
-    trainer = Trainer(run, model, TrainIterator.from_config(prep.train, run.data))
+    model = on.model(build_model(run.model))
+    trainer = Trainer(run, model, TrainIterator.from_config(prep.train, run.data), on=on)
     for _ in range(3):
         trainer.step()
     t0 = time.perf_counter()

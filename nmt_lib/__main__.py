@@ -129,6 +129,7 @@ def cmd_translate(a) -> int:
 
     from .checkpoint import CheckpointError, default_checkpoint_dir
     from .evaluate import find_checkpoint, load_trained, load_vocabs, translate_lines
+    from .fast import backend
     from .runtime import resolve_device
 
     profile, runs = _runs(a)
@@ -178,6 +179,7 @@ def cmd_translate(a) -> int:
     out = translate_lines(
         model, lines, src_vocab, trg_vocab, search, saved.data.src_lang, saved.data.trg_lang,
         device, cfg.train.precision, a.ignore_unk, a.alignment, a.replace_unk,
+        backend(saved.train.backend),
     )  # fmt: skip
     text = "".join(line + "\n" for line in out)
     if a.output and a.output != "-":

@@ -182,7 +182,7 @@ class TrainConfig:
     checkpoint_minutes: float = 10.0
     precision: str = "auto"  # "bf16" autocast, "fp32" (the paper), "auto": bf16 where native
     device: str = "auto"  # "auto", "cpu", "cuda"
-    # "fast": the same functions computed faster (nmt_lib.fast.accelerate), or "reference": the
+    # "fast": the same functions computed faster (nmt_lib.fast.backend), or "reference": the
     # paper modules' plain PyTorch
     backend: str = "fast"
     cuda_graphs: bool = False  # on a GPU: forward + backward as CUDA graphs (nmt_lib.fast.graphs)

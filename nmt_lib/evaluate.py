@@ -64,7 +64,7 @@ from .checkpoint import (
 from .config import RunConfig, SearchConfig, run_from_dict, to_dict
 from .data import pad
 from .data.vocab import EOS, UNK
-from .fast import on_backend
+from .fast import backend
 from .io import NO_SPACE, atomic_write, locked, naming, signals_deferred, write_json
 from .models import build_model
 from .paper import FIG3_SOURCES
@@ -90,7 +90,8 @@ def find_checkpoint(path: str | os.PathLike) -> Path:
 
 def load_trained(path: str | os.PathLike, device="cpu", with_data: bool = False):
     """``(model, run_cfg)`` from a checkpoint file or directory (:func:`find_checkpoint`), in eval
-    mode on ``device``, on the run's backend (``train.backend``); with ``with_data``, also the
+    mode on ``device``, on the run's backend (``train.backend``, :func:`nmt_lib.fast.backend`, which
+    tunes the process for itself); with ``with_data``, also the
     fingerprint of the data it was trained on (:func:`nmt_lib.data.fingerprint`; None for old
     checkpoints). Weights that are not all finite (a diverged run) raise
     :class:`~nmt_lib.checkpoint.CheckpointError`."""
@@ -98,7 +99,9 @@ def load_trained(path: str | os.PathLike, device="cpu", with_data: bool = False)
     state = load_checkpoint(path)
     check_finite(state["model"], path)
     cfg = run_from_dict(state["config"])
-    model = on_backend(build_model(cfg.model), cfg.train.backend)
+    on = backend(cfg.train.backend)
+    on.tune_process()
+    model = on.model(build_model(cfg.model))
     load_model_state(model, state, path)
     model = model.to(device).eval()
     return (model, cfg, state.get("data")) if with_data else (model, cfg)
@@ -133,16 +136,18 @@ def decode(
     return_alpha: bool = False,
     progress: bool | None = False,
     journal: str | os.PathLike | None = None,
+    on=None,
 ) -> list[Hypothesis]:
     """Beam search (``search``) over source id lists (EOS included), in input order; ``journal``:
-    see :func:`nmt_lib.search.decode_corpus`."""
+    see :func:`nmt_lib.search.decode_corpus`; ``on``: the model's backend (its steps;
+    :func:`nmt_lib.fast.backend`), or None for the model's own ``steps()``."""
     device = device or next(model.parameters()).device
     with autocast(torch.device(device), precision):
         return decode_corpus(
             model, xs, beam=search.beam, batch_size=search.batch_size, normalize=search.normalize,
             min_len_ratio=search.min_len_ratio, max_len_ratio=search.max_len_ratio,
             ignore_unk=ignore_unk, return_alpha=return_alpha, device=device, progress=progress,
-            journal=journal,
+            journal=journal, backend=on,
         )  # fmt: skip
 
 
@@ -256,7 +261,7 @@ def dev_metrics(model, prep, cfg: RunConfig, device, full: bool = False) -> dict
             hyps = decode_corpus(
                 model, prep.dev.x[:n], beam=0, batch_size=cfg.search.batch_size,
                 min_len_ratio=cfg.search.min_len_ratio, max_len_ratio=cfg.search.max_len_ratio,
-                device=device,
+                device=device, backend=backend(t.backend),
             )  # fmt: skip
         hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
         ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
@@ -286,17 +291,19 @@ def translate_lines(
     ignore_unk: bool = False,
     alignment: bool = False,
     replace_unk: bool = False,
+    on=None,
 ) -> list[str]:
     """Raw source sentences -> detokenized translations (Moses tokenization, shortlist, EOS, beam
     search, detokenization). Empty lines give empty translations. With ``alignment``, each
     translation is followed by a line that pairs every generated word with the source word it
     attends to most (``chat←cat 0.82``; ``</s>``: the end of the sentence). With ``replace_unk``,
-    each ``<unk>`` is replaced by the source word it attends to most (:mod:`nmt_lib.unk`)."""
+    each ``<unk>`` is replaced by the source word it attends to most (:mod:`nmt_lib.unk`). ``on``:
+    the model's backend (:func:`decode`)."""
     from .data.text import detokenize, tokenize
 
     toks = [tokenize(line, src_lang) if line.strip() else [] for line in lines]
     xs = [src_vocab.encode(t, eos=True) for t in toks]
-    hyps = decode(model, xs, search, device, precision, ignore_unk, return_alpha=alignment)
+    hyps = decode(model, xs, search, device, precision, ignore_unk, return_alpha=alignment, on=on)
     replaced = replace_corpus(model, xs, hyps, toks, trg_vocab, 64, device, precision) if (
         replace_unk) else None  # fmt: skip
     out = []
@@ -349,7 +356,7 @@ def find_sentences(evalset, sources: Sequence[str], prefix: bool = False) -> lis
 
 def attention_records(
     model, evalset, sources: Sequence[str], trg_vocab, search: SearchConfig, device=None,
-    precision: str = "fp32", src_vocab=None,
+    precision: str = "fp32", src_vocab=None, on=None,
 ) -> list[dict]:  # fmt: skip
     """Figure 3: the best hypothesis and its attention for each of ``sources`` (``alpha[i][j]``:
     output token i over source token j, EOS included on both axes). A source found in ``evalset``
@@ -361,7 +368,8 @@ def attention_records(
     if src_vocab is not None:
         todo += [(k, src_vocab.encode(sources[k].split(), eos=True), sources[k].split())
                  for k, i in enumerate(found) if i is None]  # fmt: skip
-    hyps = decode(model, [x for _, x, _ in todo], search, device, precision, return_alpha=True)
+    hyps = decode(model, [x for _, x, _ in todo], search, device, precision, return_alpha=True,
+                  on=on)  # fmt: skip
     by_k = {k: (tok, h) for (k, _, tok), h in zip(todo, hyps, strict=True)}
     out = []
     for k, (src, i) in enumerate(zip(sources, found, strict=True)):
@@ -483,7 +491,10 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     def journal(*what):  # an interrupted evaluation decodes only what it had not
         return _journal(out_dir, ckpt, to_dict(search), prec, test.name, len(test), *what)
 
-    hyps = decode(model, test.x, search, dev, prec, progress=progress, journal=journal("all"))
+    on = backend(saved_cfg.train.backend)
+    hyps = decode(
+        model, test.x, search, dev, prec, progress=progress, journal=journal("all"), on=on
+    )
     hyp_tok = [vocab.decode(h.tokens) for h in hyps]
     everything = list(range(len(test)))
     result = {"run": run_cfg.name, "checkpoint": portable(ckpt, run_cfg), "search": to_dict(search),
@@ -497,7 +508,7 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     # Table 1, No-UNK: no <unk> in source or reference; the model may not emit <unk>
     sub = [i for i in everything if test.no_unk[i]]
     hyps_nu = decode(model, [test.x[i] for i in sub], search, dev, prec, True, progress=progress,
-                     journal=journal("no_unk"))  # fmt: skip
+                     journal=journal("no_unk"), on=on)  # fmt: skip
     nu_tok = [vocab.decode(h.tokens) for h in hyps_nu]
     result["no_unk"] = score(nu_tok, test, sub, lang) if sub else {"n": 0}
 
@@ -551,7 +562,8 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     write_json(stage / "nll.json", nll)
 
     # Figure 3: attention of the chosen sentences
-    att = attention_records(model, test, figure_sources, vocab, search, dev, prec, prep.src_vocab)
+    att = attention_records(model, test, figure_sources, vocab, search, dev, prec, prep.src_vocab,
+                            on)  # fmt: skip
     _write_compact(stage / "attention.json", att)
     result["nll"] = nll
     result["seconds"] = time.perf_counter() - t0

@@ -118,13 +118,15 @@ def load(path: str | os.PathLike, device="cpu"):
     from safetensors.torch import load_file
 
     from .data.vocab import Vocab
-    from .fast import on_backend
+    from .fast import backend
     from .models import build_model
 
     path = Path(path)
     verify(path)
     cfg = run_from_dict(read_json(path / FILES[1]))
-    model = on_backend(build_model(cfg.model), cfg.train.backend)
+    on = backend(cfg.train.backend)
+    on.tune_process()
+    model = on.model(build_model(cfg.model))
     weights = {k: v.float() for k, v in load_file(str(path / FILES[0])).items()}
     try:
         model.load_state_dict(weights)
@@ -140,18 +142,20 @@ def fp16_agreement(model, published: Path, test, run: RunConfig) -> dict:
     checkpoint's float32 weights and with the published float16 ones: how many translations are
     the same, token for token."""
     from .evaluate import decode
+    from .fast import backend
 
     half, _, _, test_vocab = load(published)
+    on = backend(run.train.backend)
     n = min(AGREEMENT_SENTENCES, len(test))
     xs = test.x[:n]
-    a = decode(model, xs, run.search)
-    b = decode(half, xs, run.search)
+    a = decode(model, xs, run.search, on=on)
+    b = decode(half, xs, run.search, on=on)
     same = sum(h.tokens == g.tokens for h, g in zip(a, b, strict=True))
     out = {"sentences": n, "same": same}
     if same < 0.99 * n:  # then the card gives the 16-bit weights' own BLEU
         from .evaluate import score
 
-        hyps = decode(half, test.x, run.search)
+        hyps = decode(half, test.x, run.search, on=on)
         hyp_tok = [test_vocab.decode(h.tokens) for h in hyps]
         out["bleu_tok"] = score(hyp_tok, test, range(len(test)), run.data.trg_lang)["tok"]["score"]
     return out

@@ -323,6 +323,7 @@ def decode_corpus(
     progress: bool | None = False,
     workers: int | None = None,
     journal: str | os.PathLike | None = None,
+    backend=None,
 ) -> list[Hypothesis]:
     """Decode source id lists (EOS included) in batches of similar length; results in input order.
 
@@ -336,8 +337,9 @@ def decode_corpus(
     ``workers`` batches are decoded at once, each in its own thread with one intra-op thread
     (:func:`in_threads`; default: ``torch.get_num_threads()`` on a CPU, else 1): a beam step's
     operations are small, and a core that waits for the other at each of them is idle. The model's
-    ``word_projections`` are computed once for all the batches (for searches expected to advance
-    ``rows`` hypotheses in all), and each thread makes the model's steps (``model.steps(words)``)
+    steps are made by ``backend`` (:func:`nmt_lib.fast.backend`; None: the model's own
+    ``model.steps()``), which may prepare them once for all the batches (for searches expected to
+    advance ``rows`` hypotheses in all: the fast backend's word table); each thread makes its steps
     once for all its batches. A beam beyond the vocabulary or the memory available is refused
     before anything is decoded (:func:`check_beam`).
     """
@@ -353,14 +355,14 @@ def decode_corpus(
                    len(batches[0]), len(xs[batches[0][0]]), max_len_ratio, return_alpha,
                    min(workers, len(batches)), device)  # fmt: skip
     rows = max(beam, 1) * sum(map(len, xs))  # hypotheses advanced, targets as long as sources
-    words = model.word_projections(rows)
+    make_steps = model.steps if backend is None else backend.steps(model, rows)
     rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
                  ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
     local = threading.local()  # each thread's steps: their products may keep scratch buffers
 
     def decode(idx: list[int]) -> list[Hypothesis]:
         if getattr(local, "steps", None) is None:
-            local.steps = model.steps(words)
+            local.steps = make_steps()
         x, x_mask = (t.to(device) for t in pad([xs[i] for i in idx]))
         if beam == 0:
             return greedy_search(model, x, x_mask, steps=local.steps, **rules)

@@ -2,7 +2,8 @@
 
 * Adadelta with ``rho = 0.95``, ``eps = 1e-6`` and learning rate 1 (``torch.optim.Adadelta`` is
   GroundHog's ``SGD_adadelta``; on the fast backend :class:`nmt_lib.fast.optim.Adadelta` computes
-  its update faster on a CPU);
+  its update faster on a CPU); the model, the optimizer, the backward pass and the update come from
+  the run's backend (:func:`nmt_lib.fast.backend`);
 * loss = the **sum** of the token negative log-likelihoods of the minibatch, EOS included, never the
   mean (PAPER.md §3 engineering note, A6);
 * the global L2 norm of the gradient is rescaled to 1 when it is ``>= 1``; a NaN/Inf gradient is
@@ -50,8 +51,6 @@ import math
 import os
 import signal
 import time
-import warnings
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -72,81 +71,11 @@ from .checkpoint import (
 )
 from .config import RunConfig, to_dict
 from .evaluate import dev_metrics
-from .fast import kernels, on_backend
-from .fast.graphs import GraphedLoss
-from .fast.optim import Adadelta, flat_alike
+from .fast import backend, kernels
+from .gradients import sum_gradients
 from .io import atomic_write, locked, naming, remove_debris, write_json
 from .models import build_model
-from .runtime import autocast, resolve_device, resolve_precision, warn_emulated_bf16
-
-
-def clip_gradients(
-    params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str, defer: bool = False
-):
-    """GroundHog's ``SGD_adadelta`` gradient treatment, in place.
-
-    Returns ``(norm, action)``: the global L2 norm before any change and one of ``"none"``,
-    ``"clip"`` (``norm >= clip_norm``: ``g <- g * clip_norm / norm``), ``"shrink"`` (non-finite
-    norm: ``g <- 0.1 * θ``) or ``"skip"`` (non-finite norm: the caller must not step).
-    ``defer``: leave the ``"clip"`` scaling to the update, ``Adadelta.step(grad_scale=clip_norm /
-    norm)``, which does it in its own pass over the gradients.
-    """
-    grads = [p.grad for p in params if p.grad is not None]
-    norm = float(torch.stack([_squared_norm(g) for g in grads]).sum().sqrt())
-    if not math.isfinite(norm):
-        if nonfinite == "skip":
-            return norm, "skip"
-        with torch.no_grad():
-            for p in params:
-                if p.grad is not None:
-                    p.grad.copy_(0.1 * p)
-        return norm, "shrink"
-    if norm >= clip_norm:
-        if not defer:
-            with torch.no_grad():
-                for g in grads:
-                    g.mul_(clip_norm / norm)
-        return norm, "clip"
-    return norm, "none"
-
-
-def _squared_norm(g: torch.Tensor) -> torch.Tensor:
-    """``Σ g²`` as float32 dot products of chunks of 2^18 entries, summed in float64 (on a GPU: one
-    dot): on CPUs
-    faster than ``vector_norm`` and closer to the exact sum, and the chunks keep it so where one
-    long float32 dot is not (``[3000, 620]`` of N(0, 1) on an AVX-512 EPYC: the squared norm's
-    relative error 7e-6 in one dot, 3e-7 in chunks, for 1.2x the time of one dot).
-    Column-major matrices (``W_o``'s gradient) are read as they lie."""
-    g = g.float()
-    flat = (flat_alike(g) or [g.reshape(-1)])[0]
-    if flat.device.type != "cpu":  # one launch; a GPU's reduction is a tree
-        return torch.dot(flat, flat)
-    return torch.stack([torch.dot(c, c) for c in flat.split(1 << 18)]).sum(dtype=torch.float64)
-
-
-def sum_gradients(params: Sequence[torch.nn.Parameter]) -> None:
-    """All-reduce (sum) the gradients over the ranks, in one flat buffer (data parallelism)."""
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
-    dist.all_reduce(flat)  # SUM
-    i = 0
-    for p in params:
-        n = p.grad.numel()
-        p.grad.copy_(flat[i : i + n].view_as(p.grad))
-        i += n
-
-
-def make_optimizer(t, params: Sequence[torch.nn.Parameter]) -> torch.optim.Optimizer:
-    """``train.optimizer``: the paper's Adadelta (``rho``, ``eps``, ``lr``: GroundHog's 0.95, 1e-6,
-    1; on the fast backend :class:`nmt_lib.fast.optim.Adadelta`, the same numbers), or Adam
-    (Kingma & Ba 2015; torch's defaults ``betas = (0.9, 0.999)``, ``eps = 1e-8``, at
-    ``train.lr``)."""
-    if t.optimizer == "adam":
-        return torch.optim.Adam(params, lr=t.lr, betas=(0.9, t.adam_beta2))
-    adadelta = Adadelta if t.backend == "fast" else torch.optim.Adadelta
-    return adadelta(params, lr=t.lr, rho=t.rho, eps=t.eps)
+from .runtime import resolve_device, resolve_precision, warn_emulated_bf16
 
 
 class Trainer:
@@ -154,19 +83,23 @@ class Trainer:
     rank of ``world``).
 
     Args:
-        cfg: the run's config; model: on ``device``; iterator: a :class:`~nmt_lib.data.TrainIterator`
-        (the same seed and position on every rank).
+        cfg: the run's config; model: on ``device``, made by ``on`` (:func:`nmt_lib.fast.backend`
+        of ``train.backend`` when None), which also gives the optimizer, the backward pass and the
+        update; iterator: a :class:`~nmt_lib.data.TrainIterator` (the same seed and position on
+        every rank).
     """
 
-    def __init__(self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1):
+    def __init__(self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1,
+                 on=None):  # fmt: skip
         self.cfg, self.model, self.iterator = cfg, model, iterator
+        self.on = on if on is not None else backend(cfg.train.backend)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.rank, self.world = rank, world
         t = cfg.train
         warn_emulated_bf16(t.precision, self.device)
         self.precision = resolve_precision(t.precision, self.device)  # "bf16" or "fp32"
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.opt = make_optimizer(t, self.params)
+        self.opt = self.on.optimizer(t, self.params)
         if world > 1:  # every rank starts from rank 0's weights
             with torch.no_grad():
                 for p in self.params:
@@ -174,12 +107,9 @@ class Trainer:
                     dist.broadcast(buf, 0)
                     if buf.data_ptr() != p.data_ptr():
                         p.copy_(buf)
-        self.graphs = None  # forward + backward as CUDA graphs (train.cuda_graphs, on a GPU)
-        if t.cuda_graphs and self.device.type == "cuda":
-            self.graphs = GraphedLoss(model, self.params, self.precision)
-        elif t.cuda_graphs:
-            msg = f"train.cuda_graphs applies on a GPU only: ignored on {self.device}"
-            warnings.warn(msg, stacklevel=2)
+        # the loss and its gradients: eager, or replayed as CUDA graphs (train.cuda_graphs)
+        self.backward = self.on.backward(model, self.params, self.precision, self.device,
+                                         t.cuda_graphs)  # fmt: skip
         self.update = 0
         self.elapsed = 0.0  # seconds of training, summed over resumes
         self.best_dev_nll = math.inf
@@ -231,25 +161,13 @@ class Trainer:
         denom = {"sum": 1, "sentence": sentences, "token": tokens}[t.loss]
         self.model.train()
         self.opt.zero_grad(set_to_none=True)
-        if self.graphs is not None:  # the same loss and gradients, replayed
-            loss = self.graphs.backward(batch.x, batch.x_mask, batch.y, batch.y_mask)
-            if denom != 1:
-                torch._foreach_div_([p.grad for p in self.params if p.grad is not None], denom)
-        else:
-            with autocast(self.device, self.precision):
-                logp, _ = self.model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty]
-            loss = -logp.float().sum()
-            (loss / denom if denom != 1 else loss).backward()
+        loss = self.backward(batch.x, batch.x_mask, batch.y, batch.y_mask, denom)
         if self.world > 1:
             sum_gradients(self.params)
         for group in self.opt.param_groups:
             group["lr"] = self.lr()
-        deferred = isinstance(self.opt, Adadelta)  # Adadelta scales the gradients in its own pass
-        norm, action = clip_gradients(self.params, t.clip_norm, t.nonfinite, defer=deferred)
-        if action != "skip" and deferred:
-            self.opt.step(grad_scale=t.clip_norm / norm if action == "clip" else 1.0)
-        elif action != "skip":
-            self.opt.step()
+        # GroundHog's gradient treatment (nmt_lib.gradients), then the optimizer's step
+        norm, action = self.on.update(self.opt, self.params, t.clip_norm, t.nonfinite)
         if action in ("skip", "shrink"):
             self.n_nonfinite += 1
             self.nonfinite_streak += 1
@@ -464,10 +382,12 @@ def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress
         if len(v) > rows:
             raise ValueError(f"{side} vocabulary has {len(v)} rows, the model only {rows}")
 
+    on = backend(t.backend)
+    on.tune_process()
     torch.manual_seed(t.seed)  # the initialisation (App. B.1), identical on every rank
-    model = on_backend(build_model(cfg.model), t.backend).to(device)
+    model = on.model(build_model(cfg.model)).to(device)
     iterator = data.TrainIterator.from_config(prep.train, cfg.data)
-    trainer = Trainer(cfg, model, iterator, device, rank, world)
+    trainer = Trainer(cfg, model, iterator, device, rank, world, on)
     trainer.data_fingerprint = data.fingerprint(prep)
     resumed_from = None
     if resuming:

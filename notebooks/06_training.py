@@ -38,8 +38,8 @@ from nmt_experiments import replicate
 from nmt_lib.config import ModelConfig, TrainConfig
 from nmt_lib.data import TrainIterator, prepare
 from nmt_lib.evaluate import sentence_nll
+from nmt_lib.gradients import clip_gradients
 from nmt_lib.paper.model import RNNsearch, build_model, count_parameters
-from nmt_lib.train import clip_gradients
 
 _ = torch.manual_seed(0)
 

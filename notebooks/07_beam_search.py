@@ -127,11 +127,8 @@ logP = (P / P.sum(1, keepdim=True)).log()
 class MarkovToy:
     """The model interface of CONTRIBUTING.md; the state s is the last word (0 at the start)."""
 
-    def steps(self, words=None):
+    def steps(self):
         return Steps(self)  # the search's step through init_state, readout_step, next_state
-
-    def word_projections(self, rows=None):
-        return None
 
     def __init__(self, logP):
         self.logP = logP  # [prev word, next word]

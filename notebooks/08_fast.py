@@ -43,7 +43,7 @@ from nmt_experiments.results import paper_table
 from nmt_experiments.tables import markdown_table
 from nmt_lib.config import ModelConfig, TrainConfig, home
 from nmt_lib.data import pad
-from nmt_lib.fast import accelerate, on_backend
+from nmt_lib.fast import accelerate, backend
 from nmt_lib.fast.decoder import padded_rows, target_log_prob
 from nmt_lib.fast.scan import active_rows, fast_gru_scan
 from nmt_lib.io import read_json
@@ -65,8 +65,8 @@ defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
 glue("fast_default_backend", defaults["backend"], display=False)
 
 # %% [markdown]
-# **Two backends, the same weights.** `nmt_lib.fast.on_backend(model, "fast")` turns the modules
-# of a paper model into their fast classes in place: the same parameters under the same names, so a
+# **Two backends, the same weights.** `nmt_lib.fast.backend("fast").model(model)` makes a model of
+# the fast classes out of a paper model's parameters: the same parameters under the same names, so a
 # checkpoint loads on either backend. Below, one tiny RNNsearch in float64 with large random weights
 # (so that every term matters), a copy of it on the fast backend, and a padded batch of three
 # sentence pairs whose lengths are in no particular order.
@@ -77,7 +77,7 @@ ref = build_model(cfg)  # the paper modules: the specification
 with torch.no_grad():
     for p in ref.parameters():
         p.normal_(0, 0.5)
-fast = on_backend(copy.deepcopy(ref), "fast")  # the same weights, computed faster
+fast = backend("fast").model(copy.deepcopy(ref))  # the same weights, computed faster
 x_mask = torch.tensor([[j < L for j in range(6)] for L in (6, 3, 2)])
 y_mask = torch.tensor([[i < L for i in range(5)] for L in (2, 5, 4)])
 x = torch.randint(3, cfg.src_vocab, x_mask.shape).masked_fill(~x_mask, 0)
@@ -528,7 +528,7 @@ beam_ref = build_model(ModelConfig(src_vocab=13, trg_vocab=11, m=8, n=10, n_alig
 with torch.no_grad():
     for p in beam_ref.parameters():
         p.mul_(30 if p.dim() > 1 else 1)
-beam_fast = on_backend(copy.deepcopy(beam_ref), "fast")
+beam_fast = backend("fast").model(copy.deepcopy(beam_ref))
 hyps_r, hyps_f = beam_search(beam_ref, xb, mb, beam=5), beam_search(beam_fast, xb, mb, beam=5)
 for hr, hf in zip(hyps_r, hyps_f, strict=True):
     assert (hf.tokens, hf.finished) == (hr.tokens, hr.finished) and abs(hf.cost - hr.cost) < 1e-5
@@ -567,8 +567,11 @@ for hr, hf in zip(hyps_r, hyps_f, strict=True):
 # {glue:text}`fast_default_backend` backend). The reference backend runs the paper modules as they
 # are: slower, and the definition to fall back on when a result looks wrong. Nothing else selects
 # an algorithm: no environment variable read at import, no grad mode, no global flag. Importing
-# `nmt_lib` changes nothing in the process; choosing the fast backend raises oneDNN's kernel cache
-# and keeps freed memory in the process (`nmt_lib.fast.tune_process`), which it runs faster with.
+# `nmt_lib` changes nothing in the process; training and evaluation on the fast backend ask it to
+# raise oneDNN's kernel cache and keep freed memory in the process (`backend.tune_process()`),
+# which it runs faster with. Everything here is reached through that one object,
+# `nmt_lib.fast.backend(train.backend)`: the model, the optimizer, the backward pass, the update,
+# the decoding steps.
 
 # %% [markdown]
 # ## What it buys: the benchmarks

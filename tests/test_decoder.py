@@ -7,7 +7,7 @@ import torch
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from nmt_lib.fast import on_backend
+from nmt_lib.fast import backend as backend_named
 from nmt_lib.paper.decoder import Decoder
 
 B, Tx, Ty, K_y, m, n, n_align, l = 3, 5, 4, 11, 5, 4, 3, 3
@@ -26,10 +26,10 @@ def setup(
     dec = Decoder(
         K_y, m, n, ctx, l, n_align if attention else None, output_rank, n, embedding_bias, gate_bias
     ).double()
-    on_backend(dec, backend)
     with torch.no_grad():
         for p in dec.parameters():
             p.normal_(0, 0.5)
+    dec = backend_named(backend).model(dec)
     g = torch.Generator().manual_seed(seed + 1)
     s0 = torch.randn(B, n, generator=g, dtype=torch.float64)
     h = torch.randn(B, Tx, ctx, generator=g, dtype=torch.float64)  # annotations, garbage at pads
@@ -142,7 +142,7 @@ def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
     from nmt_lib.paper.model import build_model
 
     model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)).eval()
-    on_backend(model, backend)
+    model = backend_named(backend).model(model)
     calls, orig = [], model.steps
     monkeypatch.setattr(model, "steps", lambda *a: calls.append(1) or orig(*a))
     search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=1, workers=1)

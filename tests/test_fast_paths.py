@@ -120,9 +120,8 @@ def test_acceleration_raises_onednn_kernel_cache_unless_set():
 
 @pytest.mark.skipif(sys.platform != "linux", reason="glibc's mallopt")
 def test_acceleration_keeps_freed_memory_unless_opted_out():
-    code = ("import nmt_lib.fast as f, nmt_lib.paper.model as m, nmt_lib.config as c; "
-            "f.accelerate(m.build_model(c.ModelConfig(src_vocab=5, trg_vocab=5, m=2, n=2, "
-            "n_align=2, l=2))); print(f.tune_process()['malloc'])")  # fmt: skip
+    code = ("import nmt_lib.fast as f; assert f.backend('reference').tune_process() == {}; "
+            "print(f.backend('fast').tune_process()['malloc'])")  # fmt: skip
     assert run_python(code, dict(os.environ)) == "True"
     assert run_python(code, {**os.environ, "NMT_LIB_MALLOPT": "0"}) == "False"
 
@@ -222,11 +221,11 @@ def setup(arch, seed=0, dtype=torch.float64, scale=0.5, backend="reference", **o
     running (tile 1, not 16)."""
     torch.manual_seed(seed)
     model = build_model(dataclasses.replace(CFG, arch=arch, **overrides)).to(dtype)
-    if backend == "fast":
-        accelerate(model, tile=1)
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, scale)
+    if backend == "fast":
+        model = accelerate(model, tile=1)
     x_mask = torch.tensor([[j < L for j in range(Tx)] for L in X_LENGTHS])
     y_mask = torch.tensor([[i < L for i in range(Ty)] for L in Y_LENGTHS])
     x = torch.randint(3, CFG.src_vocab, (B, Tx)).masked_fill(~x_mask, 0)
@@ -318,7 +317,8 @@ def test_float32_with_onednn_products_as_close_to_float64_as_with_matmul(arch, m
     """The float32 training forward and backward with oneDNN's products (``kernels.matmul``,
     ``right_product``: on AMD CPUs; forced on here) are as close to the float64 function as with
     ``torch.matmul``'s: log-probs within 1e-5, each gradient within 1e-4 relative and at most
-    four times the ``torch.matmul`` path's error."""
+    four times the ``torch.matmul`` path's error, or within 1e-6 (a few float32 roundings, where
+    the ratio of two such errors is noise)."""
     if not kernels._prepacking(torch.float32):
         pytest.skip("this PyTorch has no oneDNN float32 linear")
     model, x, x_mask, y, y_mask = setup(arch, output_rank=None, scale=0.3, backend="fast")
@@ -333,7 +333,11 @@ def test_float32_with_onednn_products_as_close_to_float64_as_with_matmul(arch, m
         alpha = None if alpha is None else alpha.double()
         errors[on] = relative_errors(loss_and_grads(model, logp.double(), alpha), exact)
     for name, err in errors[True].items():
-        assert err < 1e-4 and err <= 4 * errors[False][name], (name, err, errors[False][name])
+        assert err < 1e-4 and err <= max(4 * errors[False][name], 1e-6), (
+            name,
+            err,
+            errors[False][name],
+        )
 
 
 def relative_errors(a: dict, b: dict) -> dict:

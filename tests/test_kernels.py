@@ -459,13 +459,13 @@ def test_training_with_and_without_gru_kernels(lib, arch):
     torch.manual_seed(0)
     cfg = ModelConfig(arch=arch, src_vocab=30, trg_vocab=40, m=8, n=12, n_align=10, l=6,
                       output_rank=None, init="fanin")  # fmt: skip
-    model = accelerate(build_model(cfg))
+    paper = build_model(cfg)
     x, y = torch.randint(3, 30, (6, 9)), torch.randint(3, 40, (6, 7))
     x_mask = torch.arange(9) < torch.tensor([9, 9, 7, 5, 3, 2])[:, None]
     y_mask = torch.arange(7) < torch.tensor([7, 3, 6, 2, 7, 1])[:, None]
 
     def loss_and_grads(bf16, compiled):
-        accelerate(model, compiled)
+        model = accelerate(paper, compiled)
         model.zero_grad()
         with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
             loss = -model(x, x_mask, y, y_mask)[0].sum()

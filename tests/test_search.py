@@ -60,11 +60,8 @@ class TinyModel(nn.Module):
     def next_state(self, s_prev, y, c):
         return torch.tanh(s_prev @ self.A + self.E[y] - c)
 
-    def steps(self, words=None):
+    def steps(self):
         return Steps(self)  # the search's step through init_state, readout_step, next_state
-
-    def word_projections(self, rows=None):
-        return None
 
 
 @torch.no_grad()
@@ -294,12 +291,12 @@ def test_in_threads_keeps_order_autocast_and_errors():
 def test_decode_corpus_in_threads_is_the_same(backend):
     """``workers=3``: the same hypotheses as one batch at a time, under the caller's autocast."""
     from nmt_lib.config import ModelConfig
-    from nmt_lib.fast import on_backend
+    from nmt_lib.fast import backend as backend_named
     from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
-    model = on_backend(build_model(cfg).eval(), backend)
+    model = backend_named(backend).model(build_model(cfg).eval())
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(30 if p.dim() > 1 else 1)
@@ -320,14 +317,14 @@ def test_decode_corpus_in_threads_is_the_same(backend):
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
 def test_real_model(arch, backend):
     from nmt_lib.config import ModelConfig
-    from nmt_lib.fast import on_backend
+    from nmt_lib.fast import backend as backend_named
     from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(
         arch=arch, src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4, output_rank=5
     )
-    model = on_backend(build_model(cfg).eval(), backend)
+    model = backend_named(backend).model(build_model(cfg).eval())
     with torch.no_grad():  # sharper than the initialisation so that decoding is not trivial
         for p in model.parameters():
             p.mul_(30 if p.dim() > 1 else 1)

@@ -18,10 +18,11 @@ from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
 from nmt_lib.config import to_dict
 from nmt_lib.data import fixtures
 from nmt_lib.evaluate import dev_metrics, dev_subset, sentence_nll
-from nmt_lib.fast import kernels
+from nmt_lib.fast import backend, kernels
+from nmt_lib.gradients import clip_gradients
 from nmt_lib.paper.model import build_model
 from nmt_lib.runtime import autocast, native_bf16, resolve_device, resolve_precision
-from nmt_lib.train import Trainer, clip_gradients, train_run
+from nmt_lib.train import Trainer, train_run
 
 
 @pytest.fixture(scope="module")
@@ -264,8 +265,8 @@ def test_budgets_in_epochs_and_hours(toy, tmp_path):
 
 
 def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
-    """NCCL broadcasts contiguous tensors only; W_o is stored column-major. Every parameter goes
-    through a contiguous buffer and comes back in its own layout."""
+    """NCCL broadcasts contiguous tensors only; the fast model stores W_o column-major. Every
+    parameter goes through a contiguous buffer and comes back in its own layout."""
     from nmt_lib import train as train_module
 
     cfg, prep, _ = toy
@@ -276,7 +277,7 @@ def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
 
     monkeypatch.setattr(train_module.dist, "broadcast", broadcast)
     it = data.TrainIterator.from_config(prep.train, cfg.data)
-    model = build_model(cfg.model)
+    model = backend("fast").model(build_model(cfg.model))
     layouts = {k: p.stride() for k, p in model.named_parameters()}
     assert any(not p.is_contiguous() for p in model.parameters())  # W_o / W2
     Trainer(cfg, model, it, "cpu", rank=1, world=2)

@@ -72,7 +72,7 @@ class DecodeSteps:
         self.times_Y = product(self.Y, self.b_Y) or (lambda e: torch.addmm(self.b_Y, e, self.Y))
         self.times_U = product(self.U) or self.U
         W_o = None if dec.output_rank is not None else product(dec.W_o.to(cd).t(), amx_tiles=False)
-        self.times_W_o = W_o or (lambda t: dec.output(t, bias=False))
+        self.times_W_o = W_o or (lambda t: output_without_bias(dec, t))
 
     def start(self, enc: Encoded) -> tuple:
         return self.model.init_state(enc), None
@@ -108,6 +108,13 @@ class DecodeSteps:
             e = self.words.index_select(0, y)
         s = next_gru_state(e[:, : 3 * self.n], x, g, s, self.times_U, self.fused)
         return s, e[:, 3 * self.n :]
+
+
+def output_without_bias(dec, t: Tensor) -> Tensor:
+    """``W_o t`` (``W2 W1 t``), the output layer without ``b_y``, which :func:`best_words` adds."""
+    if dec.output_rank is None:
+        return torch.nn.functional.linear(t, dec.W_o)
+    return torch.nn.functional.linear(torch.nn.functional.linear(t, dec.W1), dec.W2)
 
 
 def word_projections(steps: DecodeSteps, rows: int | None = None) -> Tensor | None:

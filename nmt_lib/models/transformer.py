@@ -218,7 +218,7 @@ class Transformer(Searchable, Dropped):
         """The cache: computed by :meth:`readout_step` (``y`` enters it at the next step)."""
         return cache
 
-    def steps(self, words: Tensor | None = None) -> Steps:
+    def steps(self) -> Steps:
         """:class:`CacheSteps`: a beam reorders the new cache only."""
         return CacheSteps(self)
 

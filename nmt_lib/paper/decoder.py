@@ -65,14 +65,11 @@ class Decoder(nn.Module):
         self.b_o = nn.Parameter(torch.zeros(2 * l))
         self.V_o = nn.Parameter(torch.empty(2 * l, m))
         self.C_o = nn.Parameter(torch.empty(2 * l, ctx_size))
-        # W_o [K_y, l] (or W2 [K_y, r]) is stored column-major: ``W_o.t()`` is contiguous, the
-        # layout in which the output matmul runs fastest (bf16 on CPUs: up to 2x); its gradient
-        # comes back in that layout (target_log_prob)
         if output_rank is None:
-            self.W_o = nn.Parameter(torch.empty(l, K_y).t())
+            self.W_o = nn.Parameter(torch.empty(K_y, l))
         else:
             self.W1 = nn.Parameter(torch.empty(output_rank, l))
-            self.W2 = nn.Parameter(torch.empty(output_rank, K_y).t())
+            self.W2 = nn.Parameter(torch.empty(K_y, output_rank))
         self.b_y = nn.Parameter(torch.zeros(K_y))
         self.output_rank = output_rank
 
@@ -114,21 +111,19 @@ class Decoder(nn.Module):
             t_tilde = t_tilde + F.linear(e_prev, self.V_o)
         return maxout(t_tilde)
 
-    def logits(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor, bias: bool = True) -> Tensor:
+    def logits(self, s_prev: Tensor, e_prev: Tensor | None, c: Tensor) -> Tensor:
         """Deep output with maxout (:meth:`deep_output`), before the softmax (App. A.2.2).
 
         Returns:
-            ``[..., K_y]`` = ``W_o t_i + b_y``, ``W_o = W2 W1`` when ``output_rank`` is set; without
-            ``b_y`` when not ``bias``.
+            ``[..., K_y]`` = ``W_o t_i + b_y``, ``W_o = W2 W1`` when ``output_rank`` is set.
         """
-        return self.output(self.deep_output(s_prev, e_prev, c), bias)
+        return self.output(self.deep_output(s_prev, e_prev, c))
 
-    def output(self, t: Tensor, bias: bool = True) -> Tensor:
-        """``W_o t_i (+ b_y)``: ``[..., l] -> [..., K_y]`` (:meth:`logits` after the deep output)."""
-        b = self.b_y if bias else None
+    def output(self, t: Tensor) -> Tensor:
+        """``W_o t_i + b_y``: ``[..., l] -> [..., K_y]`` (:meth:`logits` after the deep output)."""
         if self.output_rank is None:
-            return F.linear(t, self.W_o, b)
-        return F.linear(F.linear(t, self.W1), self.W2, b)
+            return F.linear(t, self.W_o, self.b_y)
+        return F.linear(F.linear(t, self.W1), self.W2, self.b_y)
 
     @staticmethod
     def log_softmax(logits: Tensor) -> Tensor:

@@ -12,8 +12,8 @@ The interface (``CONTRIBUTING.md``)::
     steps = model.steps()                            # the step as a search drives it (nmt_lib.paper.steps)
 
 ``s_prev`` may hold ``G`` consecutive states per encoded sentence (``[G * B, n]``: a beam). These
-are the paper's equations in plain PyTorch, what the reference backend runs;
-:func:`nmt_lib.fast.accelerate` makes a model compute the same functions faster.
+are the paper's equations in plain PyTorch, what the reference backend runs; the fast backend
+(:func:`nmt_lib.fast.backend`) computes the same functions faster.
 """
 
 from __future__ import annotations
@@ -167,14 +167,9 @@ def init_parameters(model: nn.Module, scheme: str = "paper") -> None:
     N(0, 1/fan_in). At small sizes the paper's N(0, 0.01²) shrinks the source signal to ~1e-5 by
     the output, and ``v_a = 0`` gives ``W_a``, ``U_a`` exactly zero gradient at first: attention
     stays uniform for thousands of updates (book: deviations page)."""
-    for name, q in model.named_parameters():
-        if q.is_meta:
-            continue
-        # drawn in row-major order whatever the storage layout (W_o is column-major), then copied
-        p = q if q.is_contiguous() else torch.empty(q.shape, dtype=q.dtype, device=q.device)
-        _init_one(name.rsplit(".", 1)[-1], p, scheme)
-        if p is not q:
-            q.copy_(p)
+    for name, p in model.named_parameters():
+        if not p.is_meta:
+            _init_one(name.rsplit(".", 1)[-1], p, scheme)
 
 
 def _init_one(leaf: str, p: Tensor, scheme: str) -> None:

@@ -2,7 +2,7 @@
 
 GroundHog's decoder step (PAPER.md §2.4), split where a search chooses the words::
 
-    steps = model.steps(words)                           # words: model.word_projections(rows)
+    steps = model.steps()
     state = steps.start(enc)                             # s_0, no previous word
     scores, alpha, carry = steps.readout(enc, state)     # p(y_i | y_<i, x) of every row, α_i
     logp, y = steps.best_words(scores, k, no_eos, ignore_unk)   # the k (<= K) best of every row
@@ -16,8 +16,7 @@ own ``best_words`` reads. ``alpha`` is ``[G * B, Tx]``, or None for a model with
 
 :class:`Steps` is the definition, on the model's paper functions ``init_state``,
 ``readout_step`` and ``next_state``: what ``model.steps()`` gives on the reference backend.
-:class:`nmt_lib.fast.steps.DecodeSteps` computes the same faster. ``model.word_projections(rows)``
-is a table that the fast steps read instead of multiplying (None on the reference backend).
+:class:`nmt_lib.fast.steps.DecodeSteps` computes the same faster.
 :func:`teacher_forced` drives the same step functions over a reference translation: the training
 forward of a model whose recurrence cannot run ahead of its outputs (Luong et al.'s input feeding).
 """
@@ -35,22 +34,16 @@ from ..data.vocab import EOS, PAD, UNK
 class Searchable:
     """What a search and an evaluation need of a model besides its step functions, for a model
     with ``forward`` (teacher forcing), ``encode``, ``init_state``, ``readout_step`` and
-    ``next_state``: its score, its step (:class:`Steps`) and no word table."""
+    ``next_state``: its score and its step (:class:`Steps`)."""
 
     def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
         """``log p(y | x)`` per sentence, ``[B]``."""
         return self(x, x_mask, y, y_mask)[0].sum(1)
 
-    def steps(self, words: Tensor | None = None) -> Steps:
+    def steps(self) -> Steps:
         """The step as a search drives it: :meth:`init_state`, :meth:`readout_step`,
-        :meth:`next_state`. ``words``: :meth:`word_projections`' table."""
+        :meth:`next_state`."""
         return Steps(self)
-
-    def word_projections(self, rows: int | None = None) -> Tensor | None:
-        """A table that :meth:`steps` reads instead of multiplying, for searches that will advance
-        ``rows`` hypotheses in all: none here (the fast backend's is
-        :func:`nmt_lib.fast.steps.word_projections`)."""
-        return None
 
 
 class Steps:
