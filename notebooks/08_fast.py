@@ -176,8 +176,8 @@ print("fast encoder == paper encoder; [W_a; U_o; U_r; U_z] s == 4 products; maxo
 # \log p_n = z_{n, y_n} + (b_y)_{y_n} - \log \sum_{k} \exp\big(z_{n,k} + (b_y)_k\big).
 # $$ (fast-output)
 #
-# The paper module `Decoder.forward` computes them inside its loop, step by step as the equations
-# are written; `teacher_forced` moves them after it (exercise 1 of {doc}`05_decoder` asks why that
+# The paper modules compute them inside the loop of `nmt_lib.paper.steps.teacher_forced`, step by
+# step as the equations are written; the fast `teacher_forced` moves them after it (exercise 1 of {doc}`05_decoder` asks why that
 # is allowed). Differentiating {eq}`fast-output` for a loss
 # $L = \sum_n \lambda_n \log p_n$ (any weights $\lambda_n$; the training loss has
 # $\lambda_n = -1$) gives the gradient of the logits without the log-softmax:

@@ -145,12 +145,14 @@ Markdown(markdown_table(rows))
 #
 # ## The library functions
 #
-# `nmt_lib.models.seq2seq.Seq2seq` has the paper models' interface: `readout_step` reads the previous
-# word and gives the distribution {eq}`seq-out` (its new state takes the place of the paper models'
-# context, and `next_state` returns it), `forward` runs the decoder over the whole reference at once.
+# `nmt_lib.models.seq2seq.Seq2seq` reads the previous word *before* it predicts, unlike the paper's
+# decoder, so its decoding step is one function: `step` reads $y_{i-1}$, updates the state (an
+# `LSTMState`, `h` and `c` of every layer) and gives the distribution {eq}`seq-out`
+# (`nmt_lib.models.steps` drives it for a search). `forward` runs the decoder over the whole
+# reference at once.
 #
 # ```{literalinclude} ../../nmt_lib/models/seq2seq.py
-# :pyobject: Seq2seq.readout_step
+# :pyobject: Seq2seq.step
 # ```
 #
 # The reversal {eq}`seq-rev`, on a padded batch:
@@ -231,7 +233,7 @@ for arch, reverse in (("Seq2seq", False), ("Seq2seq", True), ("Peeky", False)):
 # %% [markdown]
 # Every log-probability of the padded batch equals the per-sentence reference, with and without
 # the reversal, for both wirings (`tests/test_seq2seq.py` holds the same identities, and that
-# iterating `readout_step` reproduces `forward`).
+# iterating `step` reproduces `forward`).
 #
 # ## Why reversal helps, in numbers
 #

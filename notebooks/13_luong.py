@@ -119,15 +119,15 @@ print("Luong's concat score == the paper's alignment model, W_a split by columns
 # ## The library functions
 #
 # One decoder step of `nmt_lib.models.luong.Luong`: {eq}`luong-state`, the alignment from $s_i$, and
-# {eq}`luong-out`. Its new state (the LSTM's and $\hat s_i$, `h_tilde`) takes the place of the
-# paper models' context, and `next_state` returns it.
+# {eq}`luong-out`. Its state is a `LuongState`: the LSTM's `h` and `c`, and $\hat s_i$ (`h_tilde`),
+# which input feeding passes to the next step.
 #
 # ```{literalinclude} ../../nmt_lib/models/luong.py
-# :pyobject: Luong.readout_step
+# :pyobject: Luong.step
 # ```
 #
 # The three scores, with what depends on $h_j$ alone computed once per sentence
-# (`Encoded.Uh`: $W_a h_j$ for `general`, $W_a^{(h)} h_j$ for `concat`), as the
+# (`LuongEncoded.keys`: $W_a h_j$ for `general`, $W_a^{(h)} h_j$ for `concat`), as the
 # paper's $U_a h_j$ is:
 #
 # ```{literalinclude} ../../nmt_lib/models/luong.py

@@ -208,7 +208,7 @@ print("nmt_lib Transformer == (tf-attention)-(tf-layers), float64, per sentence 
 # values of the positions before $i$ (the *cache*, `[rows, layers, 2, i - 1, d]`); a step appends
 # position $i$'s own and attends to all of them, without a mask (there is no future yet). The
 # encoder–decoder keys and values depend on the source only and are computed once per sentence,
-# in `Encoded.Uh`, as RNNsearch's $U_a h_j$ ({doc}`04_alignment`):
+# in `TransformerEncoded.kv`, as RNNsearch's $U_a h_j$ ({doc}`04_alignment`):
 #
 # ```{literalinclude} ../../nmt_lib/models/transformer.py
 # :pyobject: DecoderLayer.step
@@ -221,12 +221,12 @@ print("nmt_lib Transformer == (tf-attention)-(tf-layers), float64, per sentence 
 enc = model.encode(x, x_mask)
 cache, y_prev = model.init_state(enc), None
 for i in range(y.shape[1]):
-    logp_i, cache, align_i = model.readout_step(enc, cache, y_prev)
+    logp_i, cache, align_i = model.step(enc, cache, y_prev)
     real = y_mask[:, i]
     assert_close(logp_i[real].gather(1, y[real, i, None])[:, 0], logp[real, i])
     assert_close(align_i[real], align[real, i])
     y_prev = y[:, i]
-print("cached steps == the parallel forward; cache after the last step:", tuple(cache.shape))
+print("cached steps == the parallel forward; cache after the last step:", tuple(cache.kv.shape))
 
 # %% [markdown]
 # Without the cache, step $i$ would run the decoder over all $i$ positions again: $T_y(T_y + 1)/2$

@@ -16,7 +16,8 @@ SMALL = dict(src_vocab=13, trg_vocab=11, m=8, n=6, n_align=5, l=3, heads=2, ff=1
 def test_every_arch_builds_with_the_interface(arch):
     model = build_model(ModelConfig(arch=arch, **SMALL))
     assert type(model) is CLASSES[arch]
-    for method in ("encode", "init_state", "readout_step", "next_state", "steps", "score"):
+    steps = ("readout_step", "next_state") if arch in ("RNNsearch", "RNNencdec") else ("step",)
+    for method in ("encode", "init_state", *steps, "steps", "score"):
         assert callable(getattr(model, method)), method
     x, y = torch.tensor([[4, 5, 2]]), torch.tensor([[6, 2]])
     logp, _ = model(x, x != 0, y, y != 0)

@@ -99,14 +99,14 @@ def test_model_equals_literal_equations(arch, overrides):
 
 @pytest.mark.parametrize("arch,overrides", CASES)
 def test_step_interface_reproduces_forward(arch, overrides):
-    """Iterating ``readout_step`` / ``next_state`` (what a search does) gives the forward's
-    log-probabilities, and each step's is a distribution."""
+    """Iterating the model's ``step`` (what a search does) gives the forward's log-probabilities,
+    and each step's is a distribution."""
     model, x, x_mask, y, y_mask = setup(arch, **overrides)
     logp, _ = model(x, x_mask, y, y_mask)
     stepwise, _ = teacher_forced(model, x, x_mask, y, y_mask)
     torch.testing.assert_close(stepwise, logp, rtol=1e-12, atol=1e-12)
     enc = model.encode(x, x_mask)
-    logp_next, _, _ = model.readout_step(enc, model.init_state(enc), None)
+    logp_next, _, _ = model.step(enc, model.init_state(enc), None)
     torch.testing.assert_close(logp_next.exp().sum(-1), torch.ones(B, dtype=torch.float64))
 
 

@@ -134,9 +134,9 @@ def test_cached_steps_reproduce_forward(G):
     rows = torch.stack(ys, 1).view(G * B, Ty)  # G consecutive rows per sentence
     s, y_prev = model.init_state(enc.select(torch.arange(B).repeat_interleave(G))), None
     for i in range(Ty):
-        logp_next, cache, a = model.readout_step(enc, s, y_prev)
-        assert cache.shape == (G * B, model.cfg.layers, 2, i + 1, model.cfg.m)
-        s, y_prev = model.next_state(s, rows[:, i], cache), rows[:, i]
+        logp_next, s, a = model.step(enc, s, y_prev)
+        assert s.kv.shape == (G * B, model.cfg.layers, 2, i + 1, model.cfg.m)
+        y_prev = rows[:, i]
         for g in range(G):
             logp, align = model(x, x_mask, ys[g], y_mask)
             real = y_mask[:, i]

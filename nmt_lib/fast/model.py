@@ -1,8 +1,8 @@
 """RNNsearch and RNNencdec (:mod:`nmt_lib.paper.model`) computing the same functions faster.
 
-Each fast class overrides what training and decoding call, and nothing else: the encoder's and
-the decoder's ``forward`` (:func:`encode`, :func:`nmt_lib.fast.decoder.teacher_forced`) and the
-model's ``steps`` (:class:`nmt_lib.fast.steps.DecodeSteps`). A fast module is made from a paper
+Each fast class overrides what training and decoding call, and nothing else: the encoder's
+``forward`` (:func:`encode`), the model's ``forward`` (teacher forcing,
+:func:`nmt_lib.fast.decoder.teacher_forced`) and ``steps`` (:class:`nmt_lib.fast.steps.DecodeSteps`). A fast module is made from a paper
 module (:func:`faster`): a new module of the fast class that holds the paper module's parameters and
 submodules, the same objects, so that the parameters, their names and the checkpoints are the paper
 model's; the paper module is left as it was. The fast decoder keeps ``W_o`` column-major
@@ -79,8 +79,8 @@ class FastEncoder(Options, Encoder):
 
 
 class FastDecoder(Options, Decoder):
-    def forward(self, s0, y, y_mask, h=None, Uh=None, x_mask=None, c=None):
-        return teacher_forced(self, s0, y, y_mask, h, Uh, x_mask, c, self.fused, self.tile)
+    """The paper decoder with ``W_o`` column-major (:func:`faster`), which the fast model's
+    teacher forcing and steps read."""
 
 
 class Fast(Options, EncoderDecoder):
@@ -91,7 +91,10 @@ class Fast(Options, EncoderDecoder):
     def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
         # longest target first: the decoder's recurrence then drops sentences as they end
         order = y_mask.sum(1).argsort(descending=True, stable=True)
-        logp, alpha = super().forward(*(t[order] for t in (x, x_mask, y, y_mask)))
+        x, x_mask, y, y_mask = (t[order] for t in (x, x_mask, y, y_mask))
+        enc = self.encode(x, x_mask)
+        logp, alpha = teacher_forced(self.decoder, self.init_state(enc), y, y_mask, enc.h, enc.Uh,
+                                     enc.mask, enc.c, self.fused, self.tile)  # fmt: skip
         back = torch.empty_like(order)
         back[order] = torch.arange(len(order), device=order.device)  # the caller's order again
         return logp[back], None if alpha is None else alpha[back]

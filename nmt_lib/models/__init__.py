@@ -2,8 +2,10 @@
 (:mod:`nmt_lib.paper.model`), and the models before and after it that the book compares with them on the
 same data and budget: Sutskever et al.'s LSTM (:mod:`nmt_lib.models.seq2seq`), the "peeky" encoder–decoder
 (:mod:`nmt_lib.models.peeky`), Luong et al.'s global attention (:mod:`nmt_lib.models.luong`) and the Transformer
-(:mod:`nmt_lib.models.transformer`). All have the
-interface of :mod:`nmt_lib.paper.model`, so that training, search and evaluation run them unchanged."""
+(:mod:`nmt_lib.models.transformer`). All have what training, search and evaluation use of a
+model (``forward``, ``encode``, ``init_state``, ``steps``, ``score``), so that they run them
+unchanged; each has an encoding and a decoder state of its own, and the models before and after
+the paper a step that reads the previous word first (:mod:`nmt_lib.models.steps`)."""
 
 from __future__ import annotations
 

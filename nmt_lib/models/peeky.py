@@ -17,8 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..paper.model import Encoded
-from .seq2seq import Seq2seq, lstm_state
+from .seq2seq import LSTMEncoded, Seq2seq
 
 
 class Peeky(Seq2seq):
@@ -31,23 +30,23 @@ class Peeky(Seq2seq):
     def output_input_size(self) -> int:
         return 2 * self.cfg.n
 
-    def summary(self, enc: Encoded, rows: int | None = None) -> Tensor:
+    def summary(self, enc: LSTMEncoded, rows: int | None = None) -> Tensor:
         """``c [B, n]``: the encoder's top-layer ``h`` after the last source token; repeated for
         ``rows = G * B`` states, ``G`` consecutive ones per sentence (a beam)."""
-        h, _ = lstm_state(enc.c, self.cfg.layers)
-        B = h.shape[1]
-        return h[-1] if rows in (None, B) else h[-1].repeat_interleave(rows // B, 0)
+        c = enc.h[:, -1]
+        B = c.shape[0]
+        return c if rows in (None, B) else c.repeat_interleave(rows // B, 0)
 
-    def decoder_input(self, enc: Encoded, e_prev: Tensor, s_prev: Tensor) -> Tensor:
+    def decoder_input(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
         return torch.cat([e_prev, self.summary(enc, len(e_prev))], -1)
 
-    def output_input(self, enc: Encoded, h: Tensor, s_prev: Tensor) -> Tensor:
+    def output_input(self, enc: LSTMEncoded, h: Tensor) -> Tensor:
         return torch.cat([h, self.summary(enc, len(h))], -1)
 
-    def decoder_inputs(self, enc: Encoded, e_prev: Tensor) -> Tensor:
+    def decoder_inputs(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
         c = self.summary(enc)[:, None].expand(-1, e_prev.shape[1], -1)
         return torch.cat([e_prev, c], -1)
 
-    def output_inputs(self, enc: Encoded, h: Tensor) -> Tensor:
+    def output_inputs(self, enc: LSTMEncoded, h: Tensor) -> Tensor:
         c = self.summary(enc)[:, None].expand(-1, h.shape[1], -1)
         return torch.cat([h, c], -1)

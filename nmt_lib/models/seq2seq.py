@@ -17,12 +17,15 @@ as the encoder's final ``(h, c)`` of every layer; at step ``i`` it reads the pre
 ``p(y_i | y_<i, x) = softmax(W_y h_i + b_y)`` from its top layer's ``h_i``. No attention: the
 fixed-size state is the "bottleneck" the paper removes.
 
-The model has the paper models' interface (``forward``, ``encode``, ``init_state``,
-``readout_step``, ``next_state``, ``steps``; :mod:`nmt_lib.paper.steps`), so that training, search and
-evaluation run it unchanged. A decoder state is one row per sentence, ``[h; c]`` of all layers.
+The model has the interface that training, search and evaluation use (``forward``, ``encode``,
+``init_state``, ``steps``, ``score``); its decoding step reads the previous word first
+(``step``, :mod:`nmt_lib.models.steps`). Its encoding is :class:`LSTMEncoded`, its decoder state an
+:class:`LSTMState`, one row per sentence (or hypothesis).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -30,8 +33,8 @@ from torch.nn import functional as F
 
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
-from ..paper.model import Encoded
 from ..paper.steps import Searchable
+from .steps import ReadFirstSteps
 
 
 def reverse_words(x: Tensor, x_mask: Tensor) -> Tensor:
@@ -57,21 +60,42 @@ def run_lstm(lstm: nn.LSTM, e: Tensor, mask: Tensor | None, state: tuple | None 
     return out, final
 
 
-def flat_state(state: tuple[Tensor, Tensor]) -> Tensor:
-    """``(h, c)``, each ``[L, B, n]`` -> one row per sentence ``[B, 2 L n]``."""
+class LSTMState(NamedTuple):
+    """A stacked LSTM's state, one row per sentence (or hypothesis): ``h``, ``c`` ``[R, L, n]``."""
+
+    h: Tensor
+    c: Tensor
+
+
+def rows_first(state: tuple[Tensor, Tensor]) -> LSTMState:
+    """``torch.nn.LSTM``'s ``(h, c)``, each ``[L, B, n]``, as an :class:`LSTMState` (views)."""
     h, c = state
-    return torch.cat([h, c], 0).transpose(0, 1).reshape(h.shape[1], -1)
+    return LSTMState(h.transpose(0, 1), c.transpose(0, 1))
 
 
-def lstm_state(s: Tensor, layers: int) -> tuple[Tensor, Tensor]:
-    """The inverse of :func:`flat_state`: ``[B, 2 L n]`` -> ``(h, c)``, each ``[L, B, n]``."""
-    hc = s.view(s.shape[0], 2 * layers, -1).transpose(0, 1).contiguous()
-    return hc[:layers], hc[layers:]
+def layers_first(state: LSTMState) -> tuple[Tensor, Tensor]:
+    """The inverse of :func:`rows_first`: what ``torch.nn.LSTM`` takes."""
+    return state.h.transpose(0, 1).contiguous(), state.c.transpose(0, 1).contiguous()
+
+
+class LSTMEncoded(NamedTuple):
+    """What the LSTM decoder needs from the source: ``mask [B, Tx]`` and the encoder's final state
+    ``h``, ``c`` ``[B, L, n]``, every layer's."""
+
+    mask: Tensor
+    h: Tensor
+    c: Tensor
+
+    def select(self, idx: Tensor) -> LSTMEncoded:
+        """Rows ``idx`` (``[B']`` long) of every field."""
+        return LSTMEncoded(*(t.index_select(0, idx) for t in self))
 
 
 class Seq2seq(Searchable, nn.Module):
     """Embeddings ``E_bar [K_x, m]``, ``E [K_y, m]``; the encoder and decoder LSTMs (``layers``
     stacked, ``n`` units); the output layer ``W_y [K_y, n]``, ``b_y``. ``model.reverse_source``."""
+
+    State = LSTMState
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -89,16 +113,16 @@ class Seq2seq(Searchable, nn.Module):
     def output_input_size(self) -> int:
         return self.cfg.n
 
-    def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
-        """The encoder's final state, ``c [B, 2 L n]`` (:func:`flat_state`), in ``Encoded.c``."""
+    def encode(self, x: Tensor, x_mask: Tensor) -> LSTMEncoded:
+        """The encoder's final state, every layer's (:class:`LSTMEncoded`)."""
         if self.cfg.reverse_source:
             x = reverse_words(x, x_mask)
         _, final = run_lstm(self.encoder, F.embedding(x, self.E_bar), x_mask)
-        return Encoded(x_mask, c=flat_state(final))
+        return LSTMEncoded(x_mask, *rows_first(final))
 
-    def init_state(self, enc: Encoded) -> Tensor:
+    def init_state(self, enc: LSTMEncoded) -> LSTMState:
         """``s_0``: the encoder's final ``(h, c)`` of every layer."""
-        return enc.c
+        return LSTMState(enc.h, enc.c)
 
     def embed_prev(self, y_prev: Tensor | None, rows: int, like: Tensor) -> Tensor:
         """``E y_{i-1}`` ``[rows, m]``, zeros at the first step (``y_prev`` None)."""
@@ -106,28 +130,28 @@ class Seq2seq(Searchable, nn.Module):
             return like.new_zeros(rows, self.cfg.m)
         return F.embedding(y_prev, self.E)
 
-    def decoder_input(self, enc: Encoded, e_prev: Tensor, s_prev: Tensor) -> Tensor:
-        """What the decoder LSTM reads at a step: here the previous word's embedding (``s_prev``
+    def decoder_input(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
+        """What the decoder LSTM reads at a step: here the previous word's embedding (``e_prev``
         may hold ``G`` consecutive rows per sentence of ``enc``)."""
         return e_prev
 
-    def output_input(self, enc: Encoded, h: Tensor, s_prev: Tensor) -> Tensor:
+    def output_input(self, enc: LSTMEncoded, h: Tensor) -> Tensor:
         """What the output layer reads: here the decoder's top ``h_i``."""
         return h
 
-    def readout_step(self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None):
-        """``log p(y_i | ·) [G * B, K]``, the new state ``s_i`` (in the place of the paper models'
-        context: :meth:`next_state` takes it) and no alignment: the decoder reads ``y_{i-1}``,
-        then its top ``h_i`` gives the distribution of ``y_i``."""
-        e_prev = self.embed_prev(y_prev, s_prev.shape[0], s_prev)
-        inp = self.decoder_input(enc, e_prev, s_prev)[:, None]  # [R, 1, ·]
-        h, state = self.decoder(inp, lstm_state(s_prev, self.cfg.layers))
-        logits = F.linear(self.output_input(enc, h[:, 0], s_prev), self.W_y, self.b_y)
-        return Decoder.log_softmax(logits), flat_state(state), None
+    def step(self, enc: LSTMEncoded, s_prev: LSTMState, y_prev: Tensor | None):
+        """``log p(y_i | ·) [G * B, K]``, the new state ``s_i`` and no alignment: the decoder
+        reads ``y_{i-1}``, then its top ``h_i`` gives the distribution of ``y_i``
+        (:mod:`nmt_lib.models.steps`)."""
+        e_prev = self.embed_prev(y_prev, s_prev.h.shape[0], s_prev.h)
+        inp = self.decoder_input(enc, e_prev)[:, None]  # [R, 1, ·]
+        h, state = self.decoder(inp, layers_first(s_prev))
+        logits = F.linear(self.output_input(enc, h[:, 0]), self.W_y, self.b_y)
+        return Decoder.log_softmax(logits), rows_first(state), None
 
-    def next_state(self, s_prev: Tensor, y: Tensor, s_new: Tensor) -> Tensor:
-        """``s_i``: computed by :meth:`readout_step` (the decoder reads ``y_i`` at the next step)."""
-        return s_new
+    def steps(self) -> ReadFirstSteps:
+        """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`)."""
+        return ReadFirstSteps(self)
 
     def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
         """Teacher forcing, all target positions at once: the decoder LSTM over ``0, E y_1 ..
@@ -137,17 +161,15 @@ class Seq2seq(Searchable, nn.Module):
         e = F.embedding(y, self.E)  # [B, Ty, m]
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # y_0 = 0 .. y_{Ty-1}
         inp = self.decoder_inputs(enc, e_prev)
-        h, _ = run_lstm(
-            self.decoder, inp, y_mask, lstm_state(self.init_state(enc), self.cfg.layers)
-        )
+        h, _ = run_lstm(self.decoder, inp, y_mask, layers_first(self.init_state(enc)))
         logits = F.linear(self.output_inputs(enc, h), self.W_y, self.b_y)  # [B, Ty, K]
         logp = Decoder.log_softmax(logits).gather(-1, y[..., None]).squeeze(-1)
         return logp.masked_fill(~y_mask, 0.0), None
 
-    def decoder_inputs(self, enc: Encoded, e_prev: Tensor) -> Tensor:
+    def decoder_inputs(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
         """:meth:`decoder_input` of all steps, ``[B, Ty, ·]``."""
         return e_prev
 
-    def output_inputs(self, enc: Encoded, h: Tensor) -> Tensor:
+    def output_inputs(self, enc: LSTMEncoded, h: Tensor) -> Tensor:
         """:meth:`output_input` of all steps, ``[B, Ty, ·]``."""
         return h

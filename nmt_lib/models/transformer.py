@@ -17,12 +17,13 @@ from its last layer. ``model.dropout`` (Vaswani et al.: 0.1; default 0) drops, w
 sums ``√d E w + PE`` and each sub-layer's output before it is added and normalised; no label
 smoothing.
 
-The interface is the paper models' (:mod:`nmt_lib.paper.steps`). What a search carries from one word to
-the next is what the positions before ``i`` offer to position ``i``: each decoder layer's
-self-attention keys ``z W_K`` and values ``z W_V`` of those positions (``z``: the layer's input),
-a *key/value cache*, the state ``[G * B, layers, 2, i - 1, d]``; a step computes position ``i``
-alone and appends its keys and values. Each decoder layer's encoder–decoder keys and values are
-computed once per sentence, as RNNsearch's ``U_a h_j`` (``Encoded.Uh``). The alignment a step
+The decoding step reads the previous word first (``step``, :mod:`nmt_lib.models.steps`). What a
+search carries from one word to the next is what the positions before ``i`` offer to position
+``i``: each decoder layer's self-attention keys ``z W_K`` and values ``z W_V`` of those positions
+(``z``: the layer's input), a *key/value cache*, the state :class:`Cache` ``[G * B, layers, 2,
+i - 1, d]``; a step computes position ``i`` alone and appends its keys and values. Each decoder
+layer's encoder–decoder keys and values are computed once per sentence, as RNNsearch's ``U_a h_j``
+(:class:`TransformerEncoded`). The alignment a step
 returns is the last decoder layer's encoder–decoder attention at that position, averaged over the
 heads.
 """
@@ -30,6 +31,7 @@ heads.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -37,8 +39,29 @@ from torch.nn import functional as F
 
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
-from ..paper.model import Encoded
-from ..paper.steps import Searchable, Steps
+from ..paper.steps import Searchable
+from .steps import ReadFirstSteps
+
+
+class TransformerEncoded(NamedTuple):
+    """What the decoder needs from the source: ``mask [B, Tx]``, the encoder's output ``h [B, Tx,
+    d]`` and each decoder layer's encoder–decoder keys ``h W_K`` and values ``h W_V``, ``kv [B,
+    layers, 2, Tx, d]``."""
+
+    mask: Tensor
+    h: Tensor
+    kv: Tensor
+
+    def select(self, idx: Tensor) -> TransformerEncoded:
+        """Rows ``idx`` (``[B']`` long) of every field."""
+        return TransformerEncoded(*(t.index_select(0, idx) for t in self))
+
+
+class Cache(NamedTuple):
+    """The decoder's state after ``i - 1`` positions: each layer's self-attention keys and values
+    of them, ``kv [R, layers, 2, i - 1, d]``, one row per sentence (or hypothesis)."""
+
+    kv: Tensor
 
 
 def positions(T: int, d: int, like: Tensor, start: int = 0) -> Tensor:
@@ -149,6 +172,8 @@ class Transformer(Searchable, Dropped):
     """Embeddings ``E_bar [K_x, d]``, ``E [K_y, d]``; ``layers`` encoder and decoder layers of
     ``heads`` heads and feed-forward size ``ff``; the output layer ``W_y [K_y, d]``, ``b_y``."""
 
+    State = Cache
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg, d = cfg, cfg.m
@@ -165,17 +190,17 @@ class Transformer(Searchable, Dropped):
         """``√d e + PE`` for embeddings ``e [B, T, d]`` (dropped while training)."""
         return self.drop(math.sqrt(self.cfg.m) * e + positions(e.shape[1], self.cfg.m, e))
 
-    def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
-        """The encoder's output ``[B, Tx, d]`` in ``Encoded.h``; in ``Encoded.Uh``, each decoder
-        layer's encoder–decoder keys ``h W_K`` and values ``h W_V``, ``[B, layers, 2, Tx, d]``."""
+    def encode(self, x: Tensor, x_mask: Tensor) -> TransformerEncoded:
+        """The encoder's output, and each decoder layer's encoder–decoder keys and values
+        (:class:`TransformerEncoded`)."""
         h = self.inputs(F.embedding(x, self.E_bar))
         for layer in self.encoder:
             h = layer(h, x_mask)
         kv = [torch.stack([h @ layer.cross_attention.W_K, h @ layer.cross_attention.W_V], 1)
               for layer in self.decoder]  # fmt: skip
-        return Encoded(x_mask, h, torch.stack(kv, 1))
+        return TransformerEncoded(x_mask, h, torch.stack(kv, 1))
 
-    def decode(self, enc: Encoded, prefix: Tensor) -> tuple[Tensor, Tensor]:
+    def decode(self, enc: TransformerEncoded, prefix: Tensor) -> tuple[Tensor, Tensor]:
         """The logits of ``y_1 .. y_T`` ``[B, T, K]`` given ``prefix`` ``[B, T - 1]`` (the words
         ``y_1 .. y_{T-1}``), and the last layer's encoder–decoder weights ``[B, T, Tx]``
         (averaged over the heads)."""
@@ -184,7 +209,7 @@ class Transformer(Searchable, Dropped):
         x, T = self.inputs(e), e.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=e.device).tril()[None]  # [1, T, T]
         for k, layer in enumerate(self.decoder):
-            x, a = layer(x, causal, enc.Uh[:, k], enc.mask)
+            x, a = layer(x, causal, enc.kv[:, k], enc.mask)
         return F.linear(x, self.W_y, self.b_y), a.mean(1)
 
     def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
@@ -194,43 +219,27 @@ class Transformer(Searchable, Dropped):
         logp = Decoder.log_softmax(logits).gather(-1, y[..., None]).squeeze(-1)
         return logp.masked_fill(~y_mask, 0.0), a.masked_fill(~y_mask[..., None], 0.0)
 
-    def init_state(self, enc: Encoded) -> Tensor:
+    def init_state(self, enc: TransformerEncoded) -> Cache:
         """No positions yet: the empty cache ``[B, layers, 2, 0, d]``."""
         B, d = enc.mask.shape[0], self.cfg.m
-        return enc.h.new_zeros(B, self.cfg.layers, 2, 0, d)
+        return Cache(enc.h.new_zeros(B, self.cfg.layers, 2, 0, d))
 
-    def readout_step(self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None):
-        """``log p(y_i | ·) [G * B, K]``, the cache with position ``i`` appended (in the place of
-        the paper models' context: :meth:`next_state` takes it) and the alignment at ``i``, from
-        the cache ``s_prev [G * B, layers, 2, i - 1, d]`` of the positions before ``i`` and the
-        word ``y_{i-1}`` (None at ``i = 1``)."""
-        R, i, d = s_prev.shape[0], s_prev.shape[3], self.cfg.m
-        e = s_prev.new_zeros(R, d) if y_prev is None else F.embedding(y_prev, self.E)
+    def step(self, enc: TransformerEncoded, s_prev: Cache, y_prev: Tensor | None):
+        """``log p(y_i | ·) [G * B, K]``, the cache with position ``i`` appended and the alignment
+        at ``i``, from the cache of the positions before ``i`` and the word ``y_{i-1}`` (None at
+        ``i = 1``)."""
+        cache = s_prev.kv
+        R, i, d = cache.shape[0], cache.shape[3], self.cfg.m
+        e = cache.new_zeros(R, d) if y_prev is None else F.embedding(y_prev, self.E)
         x = (math.sqrt(d) * e + positions(1, d, e, start=i))[:, None]  # [R, 1, d]
-        cache = []
+        kvs = []
         for k, layer in enumerate(self.decoder):
-            x, a, kv = layer.step(x, s_prev[:, k], enc.Uh[:, k], enc.mask)
-            cache.append(kv)
+            x, a, kv = layer.step(x, cache[:, k], enc.kv[:, k], enc.mask)
+            kvs.append(kv)
         logits = F.linear(x[:, 0], self.W_y, self.b_y)
-        return Decoder.log_softmax(logits), torch.stack(cache, 1), a.mean(1).reshape(R, -1)
+        return Decoder.log_softmax(logits), Cache(torch.stack(kvs, 1)), a.mean(1).reshape(R, -1)
 
-    def next_state(self, s_prev: Tensor, y: Tensor, cache: Tensor) -> Tensor:
-        """The cache: computed by :meth:`readout_step` (``y`` enters it at the next step)."""
-        return cache
-
-    def steps(self) -> Steps:
-        """:class:`CacheSteps`: a beam reorders the new cache only."""
-        return CacheSteps(self)
-
-
-class CacheSteps(Steps):
-    """:class:`~nmt_lib.paper.steps.Steps` whose carry is the cache a readout returns: the previous one
-    is not needed again (``next_state`` ignores it), so a beam does not reorder it."""
-
-    def readout(self, enc, state: tuple) -> tuple:
-        s, y_prev = state
-        logp, cache, alpha = self.model.readout_step(enc, s, y_prev)
-        return logp, alpha, (cache,)
-
-    def advance(self, carry: tuple, y: Tensor) -> tuple:
-        return carry[0], y
+    def steps(self) -> ReadFirstSteps:
+        """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`): a beam reorders
+        the new cache only."""
+        return ReadFirstSteps(self)

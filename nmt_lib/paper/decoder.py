@@ -14,7 +14,9 @@ GroundHog's step order (PAPER.md §2.4, §7 A1), for ``i = 1..T_y``:
        s̃_i = tanh(W ē(y_i) + b + U (r_i ∘ s_{i-1}) + C c_i)
        s_i = (1 - z_i) ∘ s_{i-1} + z_i ∘ s̃_i          (copied past the sentence end)
 
-``s_0 = tanh(W_s h←_1 + b_s)`` (RNNsearch) or ``tanh(W_s c + b_s)`` (RNNencdec).
+``s_0 = tanh(W_s h←_1 + b_s)`` (RNNsearch) or ``tanh(W_s c + b_s)`` (RNNencdec). The model drives
+these steps over a reference in training (:func:`nmt_lib.paper.steps.teacher_forced`) and one word
+at a time in a search (:mod:`nmt_lib.paper.steps`).
 """
 
 from __future__ import annotations
@@ -136,43 +138,6 @@ class Decoder(nn.Module):
         pre-activations ``[W; W_z; W_r] ē(y_i) + b``."""
         a = self.gru.project(self.embed(y)) + F.linear(c, self.context_weight())  # [B, 3n]
         return gru_step(a, s_prev, *self.gru.recurrent_weights())
-
-    def forward(
-        self,
-        s0: Tensor,
-        y: Tensor,
-        y_mask: Tensor,
-        h: Tensor | None = None,
-        Uh: Tensor | None = None,
-        x_mask: Tensor | None = None,
-        c: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Teacher-forced log-probabilities of the reference: the steps of the module docstring, in
-        order, for ``i = 1..T_y`` (the same function, faster: :mod:`nmt_lib.fast.decoder`).
-
-        Args:
-            s0: ``[B, n]``; y: ``[B, Ty]`` long (EOS included); y_mask: ``[B, Ty]`` bool.
-            h, Uh, x_mask: ``[B, Tx, 2n]``, ``[B, Tx, n']``, ``[B, Tx]`` (attention), or
-            c: ``[B, ctx]`` the fixed context (RNNencdec).
-        Returns:
-            ``logp [B, Ty]`` float32 (0 at padding), ``alpha [B, Ty, Tx]`` (0 at padding) or None.
-        """
-        s, e_prev, logp, alpha = s0, None, [], []
-        for i in range(y.shape[1]):
-            if self.attention is None:
-                c_i, alpha_i = c, None
-            else:
-                c_i, alpha_i = self.attend(s, h, Uh, x_mask)  # 1. attention from s_{i-1}
-            logits = self.logits(s, e_prev, c_i)  # 2.-3. deep output, W_o t_i + b_y
-            logp.append(self.log_softmax(logits).gather(-1, y[:, i, None]).squeeze(-1))
-            alpha.append(alpha_i)
-            s_i = self.step_state(s, y[:, i], c_i)  # 4. the state reads y_i and the same c_i
-            s = torch.where(y_mask[:, i, None], s_i, s)  # copied past the sentence end
-            e_prev = self.embed(y[:, i])
-        logp = torch.stack(logp, 1).masked_fill(~y_mask, 0.0)
-        if self.attention is None:
-            return logp, None
-        return logp, torch.stack(alpha, 1).masked_fill(~y_mask[..., None], 0.0)
 
 
 def maxout(t_tilde: Tensor) -> Tensor:

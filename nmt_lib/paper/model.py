@@ -27,15 +27,15 @@ from ..config import ModelConfig
 from .attention import groups
 from .decoder import Decoder
 from .encoder import Encoder
-from .steps import Searchable
+from .steps import Searchable, teacher_forced
 
 
 class Encoded(NamedTuple):
     """What the decoder needs from the source, batch-first.
 
     mask: ``[B, Tx]`` bool source mask. h: ``[B, Tx, 2n]`` annotations, Uh: ``[B, Tx, n']``
-    ``U_a h_j`` (RNNsearch; None for RNNencdec; the Transformer's encoder–decoder keys and values).
-    c: ``[B, n]`` fixed context ``h→_{T_x}`` (RNNencdec; None for RNNsearch).
+    ``U_a h_j`` (RNNsearch; None for RNNencdec). c: ``[B, n]`` fixed context ``h→_{T_x}``
+    (RNNencdec; None for RNNsearch). (The other models have encodings of their own.)
     """
 
     mask: Tensor
@@ -73,7 +73,9 @@ class EncoderDecoder(Searchable, nn.Module):
     def forward(
         self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor
     ) -> tuple[Tensor, Tensor | None]:
-        """Teacher forcing.
+        """Teacher forcing: the steps of :mod:`nmt_lib.paper.decoder`, in order, for ``i = 1..T_y``
+        (:func:`nmt_lib.paper.steps.teacher_forced`; the same function, faster:
+        :mod:`nmt_lib.fast.decoder`).
 
         Args:
             x: ``[B, Tx]`` long, x_mask: ``[B, Tx]`` bool, y: ``[B, Ty]`` long, y_mask: ``[B, Ty]``.
@@ -81,8 +83,7 @@ class EncoderDecoder(Searchable, nn.Module):
             ``logp [B, Ty]`` float32, ``log p(y_i | y_<i, x)``, 0 at padding;
             ``alpha [B, Ty, Tx]`` (RNNsearch) or None (RNNencdec).
         """
-        enc = self.encode(x, x_mask)
-        return self.decoder(self.init_state(enc), y, y_mask, enc.h, enc.Uh, enc.mask, enc.c)
+        return teacher_forced(self, x, x_mask, y, y_mask)
 
     def readout_step(
         self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None
@@ -148,7 +149,8 @@ class RNNencdec(EncoderDecoder):
         return self.decoder.init_state(enc.c)
 
     def context(self, enc: Encoded, s_prev: Tensor) -> tuple[Tensor, Tensor | None]:
-        return enc.c.repeat_interleave(groups(s_prev, enc.c.shape[0]), 0), None
+        G = groups(s_prev, enc.c.shape[0])
+        return (enc.c if G == 1 else enc.c.repeat_interleave(G, 0)), None
 
 
 #: Parameter names (last component) with special initialisations (App. B.1).

@@ -9,16 +9,18 @@ GroundHog's decoder step (PAPER.md §2.4), split where a search chooses the word
     state = steps.advance(carry, y)                      # s_i from s_{i-1}, y_i and c_i
 
 ``enc`` is the model's encoding of ``B`` sentences (``model.encode``; ``enc.select(idx)`` keeps
-rows ``idx``); the state holds ``G`` consecutive rows per sentence (``G = 1``, or the hypotheses of
-a beam). ``carry`` is a tuple of per-row tensors, which a beam reorders
-(``tuple(t[rows] for t in carry)``) before it advances them. ``scores`` are whatever the steps'
-own ``best_words`` reads. ``alpha`` is ``[G * B, Tx]``, or None for a model without attention.
+rows ``idx``); a state is a pair, the model's state (``G`` consecutive rows per sentence: ``G = 1``,
+or the hypotheses of a beam) and the previous word. ``carry`` is a tuple of per-row tensors, which
+a beam reorders (``tuple(t[rows] for t in carry)``) before it advances them. ``scores`` are
+whatever the steps' own ``best_words`` reads. ``alpha`` is ``[G * B, Tx]``, or None for a model
+without attention.
 
 :class:`Steps` is the definition, on the model's paper functions ``init_state``,
 ``readout_step`` and ``next_state``: what ``model.steps()`` gives on the reference backend.
 :class:`nmt_lib.fast.steps.DecodeSteps` computes the same faster.
-:func:`teacher_forced` drives the same step functions over a reference translation: the training
-forward of a model whose recurrence cannot run ahead of its outputs (Luong et al.'s input feeding).
+:func:`teacher_forced` drives a model's steps over a reference translation: the paper models'
+training forward on the reference backend (their definition), and that of a model whose recurrence
+cannot run ahead of its outputs (Luong et al.'s input feeding).
 """
 
 from __future__ import annotations
@@ -89,18 +91,29 @@ def exclude(x: Tensor, no_eos: Tensor, ignore_unk: bool) -> None:
 
 def teacher_forced(model, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
     """``log p(y_i | y_<i, x)`` ``[B, Ty]`` (0 at padding) and the alignments ``[B, Ty, Tx]`` (0 at
-    padding; None for a model without attention) of the reference ``y``, through the model's step
-    functions ``readout_step`` and ``next_state``, one target position at a time; the state is
-    carried unchanged past each sentence's end."""
-    enc = model.encode(x, x_mask)
-    s, y_prev, logp, alpha = model.init_state(enc), None, [], []
+    padding; None for a model without attention) of the reference ``y``, through the model's steps
+    (``model.steps()``, whose scores are log-probabilities), one target position at a time: for
+    the paper's models (:class:`Steps`) the order of the decoder's module docstring,
+    (:mod:`nmt_lib.paper.decoder`): attention and readout from ``s_{i-1}`` and ``y_{i-1}``, then
+    ``s_i`` from ``y_i`` and the same ``c_i``. The model's state is carried unchanged past each
+    sentence's end (a state of fixed shape)."""
+    enc, steps = model.encode(x, x_mask), model.steps()
+    state, logp, alpha = steps.start(enc), [], []
     for i in range(y.shape[1]):
-        logp_next, c, alpha_i = model.readout_step(enc, s, y_prev)
+        logp_next, alpha_i, carry = steps.readout(enc, state)
         logp.append(logp_next.gather(-1, y[:, i, None]).squeeze(-1))
         alpha.append(alpha_i)
-        s = torch.where(y_mask[:, i, None], model.next_state(s, y[:, i], c), s)
-        y_prev = y[:, i]
+        s, y_i = steps.advance(carry, y[:, i])
+        state = keep(y_mask[:, i], s, state[0]), y_i  # copied past the sentence end
     logp = torch.stack(logp, 1).masked_fill(~y_mask, 0.0)
     if alpha[0] is None:
         return logp, None
     return logp, torch.stack(alpha, 1).masked_fill(~y_mask[..., None], 0.0)
+
+
+def keep(mask: Tensor, new, old):
+    """``new`` where ``mask [R]``, else ``old``, for a state: a tensor ``[R, ...]`` or a tuple of
+    them (the same type back)."""
+    if isinstance(new, Tensor):
+        return torch.where(mask.view(-1, *[1] * (new.dim() - 1)), new, old)
+    return type(new)(*(keep(mask, a, b) for a, b in zip(new, old, strict=True)))
