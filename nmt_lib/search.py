@@ -345,8 +345,7 @@ def decode_corpus(
     """
     from tqdm import tqdm
 
-    order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    batches = length_batches(xs, batch_size)
     kind = torch.device(device or "cpu").type
     if workers is None:
         workers = torch.get_num_threads() if kind == "cpu" else 1
@@ -356,9 +355,45 @@ def decode_corpus(
                    min(workers, len(batches)), device)  # fmt: skip
     rows = max(beam, 1) * sum(map(len, xs))  # hypotheses advanced, targets as long as sources
     make_steps = model.steps if backend is None else backend.steps(model, rows)
-    rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
-                 ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
-    local = threading.local()  # each thread's steps: their products may keep scratch buffers
+    decode = batch_decoder(model, xs, beam, normalize, device, make_steps,
+                           min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
+                           ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
+    book = Journal(journal, batches) if journal and not return_alpha else None
+    done = book.done() if book is not None else {}
+    out: list[Hypothesis | None] = [None] * len(xs)
+    for k, hyps in done.items():
+        for i, h in zip(batches[k], hyps, strict=True):
+            out[i] = h
+    todo = [k for k in range(len(batches)) if k not in done]
+    bar = tqdm(total=len(xs), initial=sum(len(batches[k]) for k in done), desc="decode",
+               disable=None if progress is None else not progress, leave=False)  # fmt: skip
+    try:
+        work = [batches[k] for k in todo]
+        for k, hyps in zip(todo, in_threads(decode, work, workers, kind), strict=True):
+            for i, h in zip(batches[k], hyps, strict=True):
+                out[i] = h
+            if book is not None:
+                book.write(k, hyps)
+            bar.update(len(batches[k]))
+    finally:
+        if book is not None:
+            book.close()
+        bar.close()
+    return out  # type: ignore[return-value]
+
+
+def length_batches(xs: Sequence[Sequence[int]], batch_size: int) -> list[list[int]]:
+    """The indices of ``xs`` in batches of ``batch_size``, longest sources first (similar lengths
+    together: little padding)."""
+    order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def batch_decoder(model, xs, beam: int, normalize: bool, device, make_steps, **rules):
+    """``decode(idx) -> hypotheses`` of the sources ``xs[i]`` for ``i`` in ``idx``, padded into one
+    batch: greedy (``beam = 0``) or beam search with ``rules``, through the steps that
+    ``make_steps()`` makes once per thread (their products may keep scratch buffers)."""
+    local = threading.local()
 
     def decode(idx: list[int]) -> list[Hypothesis]:
         if getattr(local, "steps", None) is None:
@@ -369,53 +404,53 @@ def decode_corpus(
         return beam_search(model, x, x_mask, beam=beam, normalize=normalize, steps=local.steps,
                            **rules)  # fmt: skip
 
-    out: list[Hypothesis | None] = [None] * len(xs)
-    done = _read_journal(journal, batches) if journal and not return_alpha else {}
-    for k, hyps in done.items():
-        for i, h in zip(batches[k], hyps, strict=True):
-            out[i] = h
-    todo = [k for k in range(len(batches)) if k not in done]
-    bar = tqdm(total=len(xs), initial=sum(len(batches[k]) for k in done), desc="decode",
-               disable=None if progress is None else not progress, leave=False)  # fmt: skip
-    log = open(journal, "a", encoding="utf-8") if journal and not return_alpha else None  # noqa: SIM115
-    try:
-        work = [batches[k] for k in todo]
-        for k, hyps in zip(todo, in_threads(decode, work, workers, kind), strict=True):
-            for i, h in zip(batches[k], hyps, strict=True):
-                out[i] = h
-            if log is not None:
-                rows = [[h.tokens, h.cost, h.score, h.finished] for h in hyps]
-                log.write(json.dumps({"batch": k, "size": len(batches[k]), "hyps": rows}) + "\n")
-                log.flush()
-            bar.update(len(batches[k]))
-    finally:
-        if log is not None:
-            log.close()
-        bar.close()
-    return out  # type: ignore[return-value]
+    return decode
 
 
-def _read_journal(path, batches: list[list[int]]) -> dict[int, list[Hypothesis]]:
-    """The complete batch records of a :func:`decode_corpus` journal (a torn last line, from an
-    interruption while it was written, is ignored and rewritten)."""
-    path = Path(path)
-    if not path.is_file():
-        return {}
-    done, good = {}, 0
-    with open(path, "rb") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-                k = rec["batch"]
-                if rec["size"] != len(batches[k]) or len(rec["hyps"]) != len(batches[k]):
-                    raise ValueError("batch size")
-            except (ValueError, KeyError, IndexError, TypeError):
-                break
-            done[k] = [Hypothesis(list(t), c, sc, fin) for t, c, sc, fin in rec["hyps"]]
-            good += len(line)
-    with open(path, "r+b") as f:  # drop what follows the last complete record
-        f.truncate(good)
-    return done
+class Journal:
+    """The batches of a decoding, appended to the file ``path`` (one JSON line each: the batch's
+    number and size, each hypothesis's tokens, cost, score and whether it finished; no attention
+    weights) as soon as each is done, so that a decoding that was interrupted reads them back
+    (:meth:`done`) instead of decoding them again."""
+
+    def __init__(self, path: str | os.PathLike, batches: list[list[int]]):
+        self.path, self.batches = Path(path), batches
+        self.done_before = self._read()
+        self.f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
+
+    def done(self) -> dict[int, list[Hypothesis]]:
+        """The batches decoded before, from the complete records (a torn last line, from an
+        interruption while it was written, is ignored and rewritten)."""
+        return self.done_before
+
+    def _read(self) -> dict[int, list[Hypothesis]]:
+        if not self.path.is_file():
+            return {}
+        done, good = {}, 0
+        with open(self.path, "rb") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                    k = rec["batch"]
+                    size = len(self.batches[k])
+                    if rec["size"] != size or len(rec["hyps"]) != size:
+                        raise ValueError("batch size")
+                except (ValueError, KeyError, IndexError, TypeError):
+                    break
+                done[k] = [Hypothesis(list(t), c, sc, fin) for t, c, sc, fin in rec["hyps"]]
+                good += len(line)
+        with open(self.path, "r+b") as f:  # drop what follows the last complete record
+            f.truncate(good)
+        return done
+
+    def write(self, k: int, hyps: list[Hypothesis]) -> None:
+        """Batch ``k``'s hypotheses, flushed."""
+        rows = [[h.tokens, h.cost, h.score, h.finished] for h in hyps]
+        self.f.write(json.dumps({"batch": k, "size": len(self.batches[k]), "hyps": rows}) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
 
 
 def in_threads(fn, items: Sequence, workers: int, device_type: str = "cpu") -> Iterator:

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from nmt_lib.data import pad
 from nmt_lib.data.vocab import EOS, PAD, UNK
 from nmt_lib.paper.steps import Steps
-from nmt_lib.search import beam_search, decode_corpus, greedy_search, in_threads
+from nmt_lib.search import batch_decoder, beam_search, decode_corpus, greedy_search, in_threads
 
 
 class TinyEncoded(NamedTuple):
@@ -469,3 +469,51 @@ def test_finished_hypotheses_are_not_carried():
             cost, abs=1e-5
         )
     assert narrowed
+
+
+def test_length_batches_put_similar_lengths_together_longest_first():
+    from nmt_lib.search import length_batches
+
+    xs = [[1] * n for n in (3, 7, 1, 5, 7, 2)]
+    batches = length_batches(xs, 4)
+    assert batches == [[1, 4, 3, 0], [5, 2]]
+    assert sorted(i for b in batches for i in b) == list(range(len(xs)))
+    assert length_batches([], 4) == []
+
+
+def test_journal_reads_back_complete_batches_and_drops_a_torn_line(tmp_path):
+    """What a batch's record keeps comes back as it was; a torn last line (an interruption while
+    it was written) and a record of another batching are not read, and the file is cut there."""
+    from nmt_lib.search import Hypothesis, Journal
+
+    path, batches = tmp_path / "j.jsonl", [[0, 1], [2]]
+    book = Journal(path, batches)
+    assert book.done() == {}
+    hyps = [Hypothesis([4, 2], 1.5, 0.75, True), Hypothesis([5], 2.0, 2.0, False)]
+    book.write(0, hyps)
+    book.close()
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"batch": 1, "size": 1, "hy')  # torn
+    again = Journal(path, batches)
+    assert again.done() == {0: hyps} and path.read_bytes() == whole
+    again.close()
+    other = Journal(path, [[0], [1, 2]])
+    assert other.done() == {}  # other batches: nothing is trusted
+    other.close()
+
+
+def test_batch_decoder_makes_the_steps_once_per_thread_and_decodes_the_batch():
+    model = TinyModel(seed=1)
+    made = []
+
+    def make_steps():
+        made.append(1)
+        return model.steps()
+
+    srcs = [[5, 6, 7, 2], [8, 2], [3, 4, 2]]
+    decode = batch_decoder(model, srcs, 3, False, None, make_steps, **RULES)
+    a, b = decode([0, 2]), decode([1])
+    assert made == [1] and len(a) == 2 and len(b) == 1
+    x, m = pad([srcs[0], srcs[2]])
+    direct = beam_search(model, x, m, beam=3, **RULES)
+    assert [h.tokens for h in a] == [h.tokens for h in direct]

@@ -510,3 +510,34 @@ def test_a_checkpoint_of_another_recipe_is_not_resumed(toy, tmp_path):
     for k in ("optimizer", "loss", "lr_schedule", "lr_decay", "warmup_updates"):
         del old["train"][k]
     assert fingerprint(old) == fingerprint(cfg)
+
+
+def test_window_averages_the_updates_since_the_last_record():
+    from nmt_lib.train import Window
+
+    class Stub:
+        update, epoch, elapsed = 7, 0.5, 12.0
+
+        def lr(self):
+            return 0.1
+
+    w = Window()
+    w.add({"loss": 10.0, "sentences": 4, "tokens": 40, "grad_norm": 2.0, "action": "clip"})
+    w.add({"loss": 6.0, "sentences": 4, "tokens": 30, "grad_norm": math.inf, "action": "shrink"})
+    rec = w.record(Stub())
+    assert rec["train_nll"] == 2.0 and rec["grad_norm"] == 1.0 and rec["clip_rate"] == 0.5
+    assert rec["window_updates"] == 2 and rec["update"] == 7 and rec["tokens_per_s"] > 0
+    assert (w.n, w.loss, w.sentences) == (0, 0.0, 0)  # the next window starts empty
+
+
+def test_stop_signals_records_and_restores_the_handlers():
+    import signal
+
+    from nmt_lib.train import stop_signals
+
+    before = signal.getsignal(signal.SIGTERM)
+    with stop_signals() as received:
+        assert signal.getsignal(signal.SIGTERM) is not before
+        signal.raise_signal(signal.SIGTERM)
+        assert received == [signal.SIGTERM]
+    assert signal.getsignal(signal.SIGTERM) is before
