@@ -21,18 +21,45 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
+import math
 import os
+import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+from multiprocessing import get_context
 from pathlib import Path
 
-from nmt_experiments.results import eval_curve, run_dir
-from nmt_lib.config import PROFILE_DIR, RunConfig, load_profile, run_dir_name, to_dict
+import numpy as np
+import torch
 
-ROOT = Path(__file__).resolve().parent.parent
+from nmt_experiments import plots
+from nmt_experiments.replicate import git_state, provenance
+from nmt_experiments.results import eval_curve, run_dir
+from nmt_experiments.tables import markdown_table
+from nmt_lib import bleu
+from nmt_lib.checkpoint import default_checkpoint_dir, located
+from nmt_lib.config import (
+    PROFILE_DIR,
+    RunConfig,
+    home,
+    load_profile,
+    run_dir_name,
+    run_from_dict,
+    to_dict,
+)
+from nmt_lib.data import TrainIterator, prepare
+from nmt_lib.evaluate import decode, dev_metrics, dev_subset, evaluate_run, load_trained
+from nmt_lib.fast import backend
+from nmt_lib.io import atomic_write, write_json
+from nmt_lib.models import build_model
+from nmt_lib.train import Diverged, Trainer, train_run
+
 PROFILE = PROFILE_DIR / "studies" / "budget.toml"
-RESULTS = ROOT / "results" / "budget"
+RESULTS = home() / "results" / "budget"
 #: The times (minutes of training, evaluations included) at which the arms are compared.
 COMPARE_AT = (5.0, 10.0, 15.0)
 
@@ -75,8 +102,6 @@ def recipe_differences(run: RunConfig, arm: RunConfig) -> str:
 def arm_model(out_dir: Path, run: RunConfig):
     """The model that the run in ``out_dir`` ended with (its ``train_summary.json`` names the
     checkpoint), ready to evaluate."""
-    from nmt_lib.checkpoint import located
-    from nmt_lib.evaluate import load_trained
 
     summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
     return load_trained(located(summary["model_checkpoint"], run))[0]
@@ -85,10 +110,6 @@ def arm_model(out_dir: Path, run: RunConfig):
 def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -> dict:
     """The whole dev set's NLL per sentence and the greedy BLEU of its first ``bleu_sentences``
     sentences, of the model an arm ended with; written to ``final.json``."""
-    import dataclasses
-
-    from nmt_lib.evaluate import dev_metrics
-    from nmt_lib.io import write_json
 
     model = arm_model(out_dir, run)
     cfg = dataclasses.replace(
@@ -107,9 +128,6 @@ def train_arm(profile: str, results_dir: str, data_dir: str | None, name: str) -
     """Train (resumably) one arm and score it on the whole dev set; returns ``(name, seconds)``.
     An arm that diverges is an outcome of the study, not an error: its ``final.json`` says so,
     with no dev score."""
-    from nmt_lib.data import prepare
-    from nmt_lib.io import write_json
-    from nmt_lib.train import Diverged, train_run
 
     run = _load(profile, data_dir).runs[name]
     out = Path(results_dir) / "runs" / run_dir_name(name)
@@ -135,9 +153,6 @@ def train_arm(profile: str, results_dir: str, data_dir: str | None, name: str) -
 def arm_run(results_dir, arm: str, data_dir=None) -> RunConfig:
     """The resolved config an arm of the study in ``results_dir`` trained with (its manifest),
     with ``data_dir`` applied."""
-    import dataclasses
-
-    from nmt_lib.config import run_from_dict
 
     manifest = json.loads((Path(results_dir) / "manifest.json").read_text(encoding="utf-8"))
     run = run_from_dict(manifest["configs"][arm])
@@ -154,8 +169,6 @@ SEARCH_OPTIONS = ({"normalize": False}, {"normalize": True})
 def dev_search(model, prep, idx: list[int], search, precision: str = "fp32") -> dict:
     """``model`` decodes the dev sentences ``idx`` with ``search``: their tokenized BLEU, brevity
     penalty and length ratio, and the seconds it took."""
-    from nmt_lib import bleu
-    from nmt_lib.evaluate import decode
 
     t0 = time.perf_counter()
     hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", precision)
@@ -175,11 +188,6 @@ def search_study(
     the chosen arm) decodes ``sentences`` dev sentences (:func:`~nmt_lib.evaluate.dev_subset`) with
     each of :data:`SEARCH_OPTIONS`; tokenized BLEU, brevity penalty and length ratio go to
     ``search.csv``."""
-    import dataclasses
-
-    from nmt_lib.data import prepare
-    from nmt_lib.evaluate import dev_subset
-    from nmt_lib.io import atomic_write
 
     out = Path(results_dir)
     arm = arm or findings(out)["chosen"]
@@ -214,14 +222,6 @@ def extend_arm(
     arms stay as they were (the arm itself is evaluated on the test set first, for a second point
     on the curve); rerunning resumes. With another ``arch`` (``"RNNencdec"``) the same
     recipe trains that model from scratch for ``minutes``, into ``extended/<arm>-<arch>/``."""
-    import dataclasses
-    import shutil
-
-    from nmt_lib.checkpoint import default_checkpoint_dir
-    from nmt_lib.data import prepare
-    from nmt_lib.evaluate import evaluate_run
-    from nmt_lib.io import write_json
-    from nmt_lib.train import train_run
 
     out = Path(results_dir)
     arm = arm or findings(out)["chosen"]
@@ -261,12 +261,6 @@ def extend_arm(
 
 def _seconds_per_step(profile: str, arm: str, steps: int, data_dir=None) -> float:
     """Seconds per training update of ``arm`` (a fresh model, after 3 warm-up updates)."""
-    import torch
-
-    from nmt_lib.data import TrainIterator, prepare
-    from nmt_lib.fast import backend
-    from nmt_lib.models import build_model
-    from nmt_lib.train import Trainer
 
     run = _load(profile, data_dir).runs[arm]
     torch.set_num_threads(run.train.threads or 1)
@@ -289,10 +283,6 @@ def sharing_cost(
 ) -> dict:
     """What training two arms side by side costs each: seconds per update of ``arm`` (default:
     the reference) alone, then in two processes at once, one thread each; ``sharing.json``."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    from nmt_lib.io import write_json
 
     arm = arm or next(iter(_load(profile, data_dir).runs))
     args = (str(profile), arm, steps, data_dir)
@@ -338,7 +328,6 @@ def extended(results_dir=RESULTS) -> dict[str, dict]:
 def minutes_for_bleu(points: list[tuple[float, float]], target: float) -> float | None:
     """The minutes at which ``BLEU = α + β ln(minutes)``, drawn through two ``(minutes, BLEU)``
     points, reaches ``target``: a rough extrapolation (None if the line does not rise)."""
-    import math
 
     (t1, b1), (t2, b2) = sorted(points)[:1] + sorted(points)[-1:]
     if t2 <= t1 or b2 <= b1:
@@ -370,19 +359,13 @@ def train_study(
 ) -> dict:
     """Train every arm (or ``arms``), ``jobs`` at a time in their own processes; then
     :func:`write_study`."""
-    from concurrent.futures import ProcessPoolExecutor
-    from functools import partial
-    from multiprocessing import get_context
-
-    from nmt_experiments.replicate import _git
-    from nmt_lib.data import prepare
 
     prof = _load(profile, data_dir)
     names = arms or list(prof.runs)
     unknown = sorted(set(names) - set(prof.runs))
     if unknown:
         raise SystemExit(f"{prof.path}: no arm(s) {unknown}; arms: {list(prof.runs)}")
-    git = _git()
+    git = git_state()
     for run in {prof.runs[n].data: prof.runs[n] for n in names}.values():
         prepare(run.data)  # once, here, not in two workers at a time
     one = partial(train_arm, str(profile), str(results_dir), data_dir)
@@ -420,7 +403,6 @@ def arm_table(out: Path, compare_at: tuple[float, ...] = COMPARE_AT) -> list[dic
     the share of clipped updates, the subset dev NLL at each of ``compare_at`` minutes, the whole dev set's NLL and the
     greedy dev BLEU at the end. Sorted as the study profile lists the arms."""
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    from nmt_lib.config import run_from_dict
 
     configs = {n: run_from_dict(c) for n, c in manifest["configs"].items()}
     ref = configs[manifest["runs"][0]]
@@ -471,7 +453,6 @@ def fit_log_linear(updates, nll) -> dict:
     """Least-squares fit of ``nll = alpha - beta * ln(updates)``: over the minutes of a budget study,
     a learning curve falls about linearly in the logarithm of the updates (a power law's
     asymptote cannot be told from such a short curve). ``rmse`` in the units of ``nll``."""
-    import numpy as np
 
     x, y = np.log(np.asarray(updates, dtype=float)), np.asarray(nll, dtype=float)
     slope, alpha = np.polyfit(x, y, 1)
@@ -502,7 +483,6 @@ def noise_floor(
     ``compare_at`` minutes. ``floor``: the largest such difference (None without a replicate); a
     difference between two arms below it is not resolved by one run of each.
     ``{"floor", "differences": [{"arms", "minutes", "difference"}], "pairs": [(a, b), ...]}``."""
-    from nmt_lib.config import run_from_dict
 
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     configs = {n: run_from_dict(c) for n, c in manifest["configs"].items()}
@@ -531,7 +511,6 @@ def findings(out: Path, compare_at: float = COMPARE_AT[-1]) -> dict:
     the paper's recipe reached at ``compare_at``, the paper arm's gradient norms and clip rate, and
     a log-linear fit of the chosen arm's curve (:func:`fit_log_linear`). Arms with another target
     shortlist are listed apart: their NLL is over other symbols."""
-    from nmt_lib.config import run_from_dict
 
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     vocab = {n: run_from_dict(c).model.trg_vocab for n, c in manifest["configs"].items()}
@@ -567,11 +546,6 @@ def write_study(
 ) -> dict:
     """``manifest.json`` (when ``walls`` is given: after training), ``arms.csv|md``, ``curves.csv``
     and ``budget_curves.png`` from the arms' runs under ``results_dir``."""
-    from nmt_experiments import plots
-    from nmt_experiments.replicate import provenance
-    from nmt_experiments.tables import markdown_table
-    from nmt_lib.io import atomic_write, write_json
-    from nmt_lib.models import build_model
 
     out = Path(results_dir)
     if walls is not None:  # the arms done so far, in the profile's order, with their wall times

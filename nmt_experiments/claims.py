@@ -108,12 +108,8 @@ def verdict(
                           "and this test set cannot decide")  # fmt: skip
 
 
-def _verdict(intervals: list[list[float]]) -> tuple[str, str]:
-    """:func:`verdict` of BLEU differences between models above the floor."""
-    return verdict(intervals)
-
-
-def _fmt(point: float, iv: list[float]) -> str:
+def difference(point: float, iv: list[float]) -> str:
+    """A difference and its 95% interval, as the claims tables print it: ``+1.20 [+0.40, +2.00]``."""
     return f"{point:+.2f} [{iv[0]:+.2f}, {iv[1]:+.2f}]"
 
 
@@ -219,7 +215,7 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
         return f"{m} {score[m]:.2f}" + (f" ({len(stats[m])} seeds)" if len(stats[m]) > 1 else "")
 
     def ours(a, b, d):
-        return f"{named(a)} vs {named(b)}, difference {_fmt(*d)}"
+        return f"{named(a)} vs {named(b)}, difference {difference(*d)}"
 
     def judged(better: list[str], others: list[str], ds) -> dict:
         pick = lambda ms: {m: low[m] for m in ms if m in low} or None  # noqa: E731

@@ -29,7 +29,7 @@ from .claims import (
     LONG,
     MARGIN,
     SHORT,
-    _fmt,
+    difference,
     ratio_claim,
     seeded_scores,
     short_bleu,
@@ -248,7 +248,7 @@ def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
         rows.append({
             "claim": claim, "paper": paper,
             "ours": "; ".join(f"{a} {score[a]:.2f} ({seeds(a)}) vs {b} {score[b]:.2f} "
-                              f"({seeds(b)}), difference {_fmt(*d)}"
+                              f"({seeds(b)}), difference {difference(*d)}"
                               for b, d in zip(bs, ds, strict=True)),
             "verdict": v, "reason": why,
         })  # fmt: skip

@@ -186,12 +186,12 @@ def train(jobs: int = 1, data_dir=None, out: Path = RESULTS, arms=None, profile=
     from nmt_lib.data import prepare
 
     from .budget import train_arm
-    from .replicate import _git, provenance
+    from .replicate import git_state, provenance
 
     overrides = {"data": {"data_dir": str(data_dir)}} if data_dir else {}
     prof = load_profile(profile, **overrides)
     names = arms or list(prof.runs)
-    git = _git()
+    git = git_state()
     for run in {prof.runs[n].data: prof.runs[n] for n in names}.values():
         prepare(run.data)  # once, here, not in two workers at a time
     todo = [n for n in names if not (out / "runs" / run_dir_name(n) / "final.json").is_file()]

@@ -204,7 +204,9 @@ def replicate_profile(
     ``jobs=2`` with ``threads=1`` trains two models side by side, each on one core."""
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     out = results_path(prof.name, results_dir)
-    git = git or _git()  # the code that trains, not what the tree holds when the last model is done
+    git = (
+        git or git_state()
+    )  # the code that trains, not what the tree holds when the last model is done
     jobs = jobs or int(os.environ.get("NMT_JOBS") or 1)
     one = partial(train_and_evaluate, prof, results_dir, data_dir)
     if jobs <= 1:
@@ -291,7 +293,7 @@ def unk_dictionary(
 
 
 # -------------------------------------------------------------------------------- provenance
-def _git() -> dict:
+def git_state() -> dict:
     """The commit of :func:`nmt_lib.config.home` (the repository) and whether its tracked files
     differ from it."""
 
@@ -330,7 +332,7 @@ def provenance(prof, git: dict | None = None) -> dict:
         "profile": prof.name,
         "description": prof.description,
         "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git": git or _git(),
+        "git": git or git_state(),
         "runs": list(prof.runs),
         "configs": {name: to_dict(run) for name, run in prof.runs.items()},
         "data_sha256": _data_files(prof),

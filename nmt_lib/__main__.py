@@ -147,6 +147,7 @@ def cmd_translate(a) -> int:
     )
     published = _out(a, profile) / "published" / run_dir_name(cfg.name)
     device = resolve_device(cfg.train.device)
+    backend(cfg.train.backend).tune_process()
     if not ckpt.is_file() and not a.checkpoint and published.is_dir():
         from . import publish
 

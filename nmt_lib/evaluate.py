@@ -90,8 +90,9 @@ def find_checkpoint(path: str | os.PathLike) -> Path:
 
 def load_trained(path: str | os.PathLike, device="cpu", with_data: bool = False):
     """``(model, run_cfg)`` from a checkpoint file or directory (:func:`find_checkpoint`), in eval
-    mode on ``device``, on the run's backend (``train.backend``, :func:`nmt_lib.fast.backend`, which
-    tunes the process for itself); with ``with_data``, also the
+    mode on ``device``, on the run's backend (``train.backend``, :func:`nmt_lib.fast.backend`; what
+    the backend wants of the process is the caller's to ask, ``backend.tune_process()``); with
+    ``with_data``, also the
     fingerprint of the data it was trained on (:func:`nmt_lib.data.fingerprint`; None for old
     checkpoints). Weights that are not all finite (a diverged run) raise
     :class:`~nmt_lib.checkpoint.CheckpointError`."""
@@ -99,9 +100,7 @@ def load_trained(path: str | os.PathLike, device="cpu", with_data: bool = False)
     state = load_checkpoint(path)
     check_finite(state["model"], path)
     cfg = run_from_dict(state["config"])
-    on = backend(cfg.train.backend)
-    on.tune_process()
-    model = on.model(build_model(cfg.model))
+    model = backend(cfg.train.backend).model(build_model(cfg.model))
     load_model_state(model, state, path)
     model = model.to(device).eval()
     return (model, cfg, state.get("data")) if with_data else (model, cfg)
@@ -478,6 +477,7 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     if run_cfg.train.threads:
         torch.set_num_threads(run_cfg.train.threads)
     ckpt = find_checkpoint(checkpoint or default_checkpoint_dir(run_cfg, out_dir))
+    backend(run_cfg.train.backend).tune_process()
     model, saved_cfg, trained_on = load_trained(ckpt, dev, with_data=True)
     if saved_cfg.model != run_cfg.model:
         raise ValueError(f"{ckpt}: the checkpoint's model config differs from run {run_cfg.name!r}")

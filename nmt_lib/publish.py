@@ -124,9 +124,7 @@ def load(path: str | os.PathLike, device="cpu"):
     path = Path(path)
     verify(path)
     cfg = run_from_dict(read_json(path / FILES[1]))
-    on = backend(cfg.train.backend)
-    on.tune_process()
-    model = on.model(build_model(cfg.model))
+    model = backend(cfg.train.backend).model(build_model(cfg.model))
     weights = {k: v.float() for k, v in load_file(str(path / FILES[0])).items()}
     try:
         model.load_state_dict(weights)

@@ -39,8 +39,12 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from .config import SearchConfig
 from .data import pad
 from .data.vocab import EOS, PAD
+
+#: The search settings' defaults (GroundHog's), which the functions below take by default.
+DEFAULT = SearchConfig()
 
 
 @dataclass
@@ -81,8 +85,8 @@ def greedy_search(
     model,
     x: Tensor,
     x_mask: Tensor,
-    min_len_ratio: float = 0.5,
-    max_len_ratio: float = 3.0,
+    min_len_ratio: float = DEFAULT.min_len_ratio,
+    max_len_ratio: float = DEFAULT.max_len_ratio,
     ignore_unk: bool = False,
     return_alpha: bool = False,
     steps=None,
@@ -135,10 +139,10 @@ def beam_search(
     model,
     x: Tensor,
     x_mask: Tensor,
-    beam: int = 10,
-    normalize: bool = False,
-    min_len_ratio: float = 0.5,
-    max_len_ratio: float = 3.0,
+    beam: int = DEFAULT.beam,
+    normalize: bool = DEFAULT.normalize,
+    min_len_ratio: float = DEFAULT.min_len_ratio,
+    max_len_ratio: float = DEFAULT.max_len_ratio,
     ignore_unk: bool = False,
     return_alpha: bool = False,
     steps=None,
@@ -288,7 +292,7 @@ def search_bytes(beam: int, sentences: int, src_len: int, n_words: int, max_len_
 
 
 def check_beam(beam: int, n_words: int | None, sentences: int = 1, src_len: int = 1,
-               max_len_ratio: float = 3.0, return_alpha: bool = False, workers: int = 1,
+               max_len_ratio: float = DEFAULT.max_len_ratio, return_alpha: bool = False, workers: int = 1,
                device=None) -> None:  # fmt: skip
     """Refuse, with one line, a beam larger than the target vocabulary (``n_words`` rows: a beam
     cannot hold more distinct continuations) or one whose search would need more memory than
@@ -312,11 +316,11 @@ def check_beam(beam: int, n_words: int | None, sentences: int = 1, src_len: int 
 def decode_corpus(
     model,
     xs: Sequence[Sequence[int]],
-    beam: int = 10,
-    batch_size: int = 64,
-    normalize: bool = False,
-    min_len_ratio: float = 0.5,
-    max_len_ratio: float = 3.0,
+    beam: int = DEFAULT.beam,
+    batch_size: int = DEFAULT.batch_size,
+    normalize: bool = DEFAULT.normalize,
+    min_len_ratio: float = DEFAULT.min_len_ratio,
+    max_len_ratio: float = DEFAULT.max_len_ratio,
     ignore_unk: bool = False,
     return_alpha: bool = False,
     device=None,
