@@ -22,7 +22,7 @@ from bench_search import sources
 from common import autocast, fixed_length, machine_info, median, setup_threads, timed
 from torch.nn import functional as F
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.data import pad
 from nmt_lib.models import build_model
 from nmt_lib.paper.steps import Steps
@@ -67,7 +67,7 @@ def main():
     setup_threads(args.threads)
     info = machine_info()
     print("machine:", json.dumps(info))
-    cfg = ModelConfig(arch="Transformer", **SIZES)
+    cfg = model_config(arch="Transformer", **SIZES)
     model = build_model(cfg).eval()
     x, x_mask = pad(sources(cfg, args.sentences))
     searches = {"cached": model.steps(), "prefix": PrefixSteps(model)}

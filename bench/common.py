@@ -26,10 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/naive.py
 
 from naive import check_same_function, naive_logp  # noqa: E402
 
-from nmt_lib.config import (
-    ModelConfig,  # noqa: E402
-    TrainConfig,  # noqa: E402
-)
+from nmt_lib.config import ModelConfig, TrainConfig  # noqa: E402
 from nmt_lib.fast import accelerate, backend, kernels  # noqa: E402
 from nmt_lib.gradients import clip_gradients  # noqa: E402
 from nmt_lib.paper.model import build_model, forward_macs  # noqa: E402

@@ -234,7 +234,8 @@ def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
     for m, runs in found.items():
         stats[m], lengths = _stats(out, runs)
     arch = {m: config(out, runs[0])["model"]["arch"] for m, runs in found.items()}
-    reverse = {m: config(out, runs[0])["model"]["reverse_source"] for m, runs in found.items()}
+    reverse = {m: config(out, runs[0])["model"].get("reverse_source", False)
+               for m, runs in found.items()}  # fmt: skip
     low = {m: b for m in found if (b := short_bleu(stats[m], lengths)) < FLOOR}
     score = {m: float(np.mean([bleu.bleu_from_stats(s, True) for s in stats[m]])) for m in found}
     samples = {m: seeded_scores(stats[m], n_samples, draw=m) for m in found}

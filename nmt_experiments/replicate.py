@@ -32,7 +32,7 @@ import torch
 
 from nmt_lib import publish
 from nmt_lib.checkpoint import default_checkpoint_dir, portable
-from nmt_lib.config import ConfigError, home, load_profile, to_dict
+from nmt_lib.config import ConfigError, home, load_profile, run_from_dict, to_dict
 from nmt_lib.data import data_summary, input_sha256, prepare
 from nmt_lib.data.fixtures import toy_data_dir
 from nmt_lib.evaluate import evaluate_run, find_checkpoint
@@ -175,6 +175,15 @@ def evaluated(run, d: Path) -> dict | None:
     return bleu if same else None
 
 
+def same_run(saved: dict, run) -> bool:
+    """Whether the config ``saved`` (a run's ``config.json``, in the layout of any version) is
+    ``run``'s."""
+    try:
+        return run_from_dict(saved) == run
+    except (ConfigError, KeyError, TypeError):
+        return False
+
+
 def recorded(run, d: Path) -> dict | None:
     """Run directory ``d``'s ``bleu.json`` where the run's checkpoint is not at hand (a fresh clone
     of the committed results: checkpoints are never committed) and ``d`` records the run whole: its
@@ -186,7 +195,7 @@ def recorded(run, d: Path) -> dict | None:
     if not all(f.is_file() for f in files):
         return None
     config, summary, bleu = map(read_json, files)
-    whole = (config == to_dict(run) and summary.get("stopped_by") not in (None, "interrupted")
+    whole = (same_run(config, run) and summary.get("stopped_by") not in (None, "interrupted")
              and bleu.get("search") == to_dict(run.search))  # fmt: skip
     return bleu if whole else None
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from nmt_lib import bleu
-from nmt_lib.config import ModelConfig, load_profile, make, run_from_dict
+from nmt_lib.config import load_profile, model_config, run_from_dict
 from nmt_lib.io import atomic_write, read_json
 from nmt_lib.models import build_model
 from nmt_lib.paper import APPENDIX_C_PREFIXES, MODELS
@@ -147,7 +147,7 @@ def comparison_table(*outs: Path) -> list[dict]:
             d = run_dir(out, name)
             b, nll = read_json(d / "bleu.json"), read_json(d / "nll.json")
             s = read_json(d / "train_summary.json")
-            cfg = make(ModelConfig, manifest["configs"][name]["model"], "model")
+            cfg = model_config(manifest["configs"][name]["model"], "model")
             with torch.device("meta"):  # shapes only
                 params = count_parameters(build_model(cfg))
             tok_s = [r["tokens_per_s"] for r in train_log(d) if r.get("kind") == "train"]

@@ -36,7 +36,7 @@ from torch.testing import assert_close
 
 from nmt_experiments.recipes import SEEDS, run_name
 from nmt_experiments.tables import markdown_table
-from nmt_lib.config import PROFILE_DIR, ModelConfig, load_profile
+from nmt_lib.config import PROFILE_DIR, load_profile, model_config
 from nmt_lib.models import build_model
 from nmt_lib.models.seq2seq import reverse_words
 from nmt_lib.paper.model import count_parameters
@@ -218,7 +218,7 @@ y_mask = torch.tensor([[i < L for i in range(5)] for L in lengths_y])
 x = torch.randint(3, 13, x_mask.shape).masked_fill(~x_mask, 0)
 y = torch.randint(3, 11, y_mask.shape).masked_fill(~y_mask, 0)
 for arch, reverse in (("Seq2seq", False), ("Seq2seq", True), ("Peeky", False)):
-    cfg = ModelConfig(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, layers=2,
+    cfg = model_config(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, layers=2,
                       reverse_source=reverse)  # fmt: skip
     model = build_model(cfg).double()
     with torch.no_grad():

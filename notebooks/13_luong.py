@@ -33,7 +33,7 @@ from myst_nb import glue
 from torch.nn import functional as F
 from torch.testing import assert_close
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.models import build_model
 from nmt_lib.paper.attention import alignment_scores
 
@@ -189,7 +189,7 @@ y_mask = torch.tensor([[i < L for i in range(5)] for L in lengths_y])
 x = torch.randint(3, 13, x_mask.shape).masked_fill(~x_mask, 0)
 y = torch.randint(3, 11, y_mask.shape).masked_fill(~y_mask, 0)
 for score, feed in (("dot", True), ("general", True), ("concat", True), ("general", False)):
-    cfg = ModelConfig(arch="Luong", src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, score=score,
+    cfg = model_config(arch="Luong", src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, score=score,
                       input_feed=feed)  # fmt: skip
     model = build_model(cfg).double()
     with torch.no_grad():

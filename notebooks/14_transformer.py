@@ -33,7 +33,7 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.models import build_model
 from nmt_lib.models.transformer import positions
 
@@ -175,7 +175,7 @@ def reference(model, src, trg):
     return logp, torch.stack(align)
 
 
-cfg = ModelConfig(arch="Transformer", src_vocab=13, trg_vocab=11, m=8, heads=2, ff=12, layers=2)
+cfg = model_config(arch="Transformer", src_vocab=13, trg_vocab=11, m=8, heads=2, ff=12, layers=2)
 model = build_model(cfg).double()
 with torch.no_grad():
     for name, p in model.named_parameters():

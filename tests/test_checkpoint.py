@@ -186,3 +186,18 @@ def test_sigkill_mid_run_then_resume(toy, tmp_path):
         "RNNsearch-50"
     )
     assert to_dict(cfg)["model"] == load_checkpoint(ckpt_dir / "last.pt")["config"]["model"]
+
+
+def test_a_checkpoint_saved_with_every_architectures_model_keys_still_fits_its_run():
+    """A checkpoint written before the model configs were split by family holds every
+    architecture's keys: it fits the run whose own keys it matches, and only that one."""
+    from nmt_lib.checkpoint import check_compatible
+    from nmt_lib.config import RunConfig, TrainConfig, to_dict
+
+    run = RunConfig(name="r", train=TrainConfig(max_updates=1))
+    old = to_dict(run)
+    old["model"] |= {"layers": 1, "heads": 4, "ff": 1024, "score": "general", "dropout": 0.0}
+    check_compatible({"config": old}, run, "old.pt")
+    old["model"]["n_align"] = 7
+    with pytest.raises(CheckpointError, match="model.n_align"):
+        check_compatible({"config": old}, run, "old.pt")

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import ModelConfig, model_config
 from nmt_lib.fast import accelerate
 from nmt_lib.fast import backend as backend_named
 from nmt_lib.fast.steps import word_projections
@@ -329,7 +329,7 @@ def test_parameter_counts_paper_literal(arch, millions):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_initialisation_statistics(arch):
     torch.manual_seed(0)
-    cfg = ModelConfig(arch=arch, src_vocab=300, trg_vocab=300, m=64, n=128, n_align=96, l=64,
+    cfg = model_config(arch=arch, src_vocab=300, trg_vocab=300, m=64, n=128, n_align=96, l=64,
                       output_rank=48)  # fmt: skip
     n_orthogonal = 0
     for name, p in build_model(cfg).named_parameters():

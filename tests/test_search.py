@@ -290,12 +290,12 @@ def test_in_threads_keeps_order_autocast_and_errors():
 
 def test_decode_corpus_in_threads_is_the_same(backend):
     """``workers=3``: the same hypotheses as one batch at a time, under the caller's autocast."""
-    from nmt_lib.config import ModelConfig
+    from nmt_lib.config import model_config
     from nmt_lib.fast import backend as backend_named
     from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
-    cfg = ModelConfig(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
+    cfg = model_config(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
     model = backend_named(backend).model(build_model(cfg).eval())
     with torch.no_grad():
         for p in model.parameters():

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.data.vocab import EOS
 from nmt_lib.models import build_model
 from nmt_lib.models.seq2seq import reverse_words
@@ -25,7 +25,7 @@ def sig(v):
 
 def setup(arch, seed=0, **overrides):
     torch.manual_seed(seed)
-    cfg = ModelConfig(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, **overrides)
+    cfg = model_config(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, **overrides)
     model = build_model(cfg).double()
     with torch.no_grad():
         for p in model.parameters():

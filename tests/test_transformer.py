@@ -8,7 +8,7 @@ import pytest
 import torch
 from test_seq2seq import check_searches, gradcheck_model
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.models import build_model
 from nmt_lib.models.transformer import positions
 
@@ -19,7 +19,7 @@ X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]
 def setup(seed=0, **overrides):
     torch.manual_seed(seed)
     kw = dict(src_vocab=13, trg_vocab=11, m=8, heads=2, ff=12, layers=2) | overrides
-    model = build_model(ModelConfig(arch="Transformer", **kw)).double()
+    model = build_model(model_config(arch="Transformer", **kw)).double()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" not in name:
