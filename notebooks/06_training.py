@@ -97,7 +97,7 @@ _ = torch.manual_seed(0)
 # $\rho$ is 0.9) and GroundHog's gradient treatment, including its rule for a non-finite gradient
 # (replace it by $0.1\,\theta$, which shrinks the weights):
 #
-# ```{literalinclude} ../../nmt_lib/train.py
+# ```{literalinclude} ../../nmt_lib/gradients.py
 # :pyobject: clip_gradients
 # ```
 #
@@ -107,8 +107,9 @@ _ = torch.manual_seed(0)
 # :pyobject: Trainer.step
 # ```
 #
-# The trainer leaves the clip's factor $\tau / \lVert g \rVert$ to the optimiser
-# (`clip_gradients(..., defer=True)`, then `Adadelta.step(grad_scale=...)`), which multiplies each
+# The loss, its gradient and the update come from the run's backend (`self.backward`, `self.on.update`;
+# `nmt_lib.fast.backend`). The fast one leaves the clip's factor $\tau / \lVert g \rVert$ to the
+# optimiser (`clip_gradients(..., defer=True)`, then `Adadelta.step(grad_scale=...)`), which multiplies each
 # gradient by it in the same pass as the update: the same float32 numbers as scaling the gradients
 # first, one pass over them fewer (`tests/test_train.py` checks the two bit for bit).
 #

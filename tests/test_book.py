@@ -221,7 +221,8 @@ OPTIONAL = ("/git_runs", "/hardware/gpu", "/hardware/cuda")
 def test_committed_smoke_results_are_what_the_code_writes(results):
     """``results/smoke`` is regenerated whenever the code writes other files or keys (regenerate:
     ``python tools/notebooks.py --profile smoke --train``, after removing its checkpoints from
-    ``.cache/ckpt``): the same files, and in each JSON file the same keys, as a run of now."""
+    ``.cache/ckpt`` and its runs, ``results/smoke/runs``, which a run recorded whole is not trained
+    again for): the same files, and in each JSON file the same keys, as a run of now."""
     fresh, committed = _layout(results), _layout(COMMITTED_SMOKE)
     assert sorted(fresh) == sorted(committed), "files differ: regenerate results/smoke"
     stale = {}
