@@ -47,6 +47,7 @@ from nmt_lib.config import (
     RunConfig,
     home,
     load_profile,
+    model_config,
     run_dir_name,
     run_from_dict,
     to_dict,
@@ -101,10 +102,11 @@ def recipe_differences(run: RunConfig, arm: RunConfig) -> str:
 
 def arm_model(out_dir: Path, run: RunConfig):
     """The model that the run in ``out_dir`` ended with (its ``train_summary.json`` names the
-    checkpoint), ready to evaluate."""
-
+    checkpoint), ready to evaluate, the process tuned for its backend."""
     summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
-    return load_trained(located(summary["model_checkpoint"], run))[0]
+    model, saved = load_trained(located(summary["model_checkpoint"], run))
+    backend(saved.train.backend).tune_process()
+    return model
 
 
 def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -> dict:
@@ -166,12 +168,12 @@ def arm_run(results_dir, arm: str, data_dir=None) -> RunConfig:
 SEARCH_OPTIONS = ({"normalize": False}, {"normalize": True})
 
 
-def dev_search(model, prep, idx: list[int], search, precision: str = "fp32") -> dict:
-    """``model`` decodes the dev sentences ``idx`` with ``search``: their tokenized BLEU, brevity
-    penalty and length ratio, and the seconds it took."""
-
+def dev_search(model, prep, idx: list[int], search, precision: str = "fp32", on=None) -> dict:
+    """``model`` decodes the dev sentences ``idx`` with ``search`` on its backend ``on``
+    (:func:`nmt_lib.fast.backend`): their tokenized BLEU, brevity penalty and length ratio, and
+    the seconds it took."""
     t0 = time.perf_counter()
-    hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", precision)
+    hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", precision, on=on)
     seconds = time.perf_counter() - t0
     refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
     score = bleu.bleu_tok([" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps], refs)
@@ -200,7 +202,8 @@ def search_study(
         search = dataclasses.replace(run.search, **option)
         rows.append({"arm": arm, **{f"search.{k}": v for k, v in option.items()},
                      "beam": search.beam,
-                     **dev_search(model, prep, idx, search, run.train.precision)})  # fmt: skip
+                     **dev_search(model, prep, idx, search, run.train.precision,
+                                  backend(run.train.backend))})  # fmt: skip
     with atomic_write(out / "search.csv") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -233,7 +236,7 @@ def extend_arm(
     )
     fresh = arch is not None and arch != run.model.arch
     if fresh:
-        run = dataclasses.replace(run, model=dataclasses.replace(run.model, arch=arch))
+        run = dataclasses.replace(run, model=model_config({**to_dict(run.model), "arch": arch}))
     src = out / "runs" / run_dir_name(arm)
     dst = out / "extended" / (run_dir_name(arm) + (f"-{arch}" if fresh else ""))
     ckpt = default_checkpoint_dir(run, dst)

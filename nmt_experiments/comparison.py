@@ -121,7 +121,8 @@ RECIPE_COLUMNS = {
     "search limit (× source)": ("search", "max_len_ratio"),
 }  # fmt: skip
 #: The settings that only some architectures have: the others' rows leave them blank.
-OWN_SETTINGS = {"dropout": ("Transformer",), "forget-gate bias": ("Seq2seq", "Peeky", "Luong")}
+OWN_SETTINGS = {"dropout": ("Transformer",), "forget-gate bias": ("Seq2seq", "Peeky", "Luong"),
+                "layers": ("Seq2seq", "Peeky", "Luong", "Transformer")}  # fmt: skip
 
 
 def recipes(out: Path = RESULTS) -> list[dict]:

@@ -151,6 +151,7 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
     setting is chosen (the highest BLEU of the model)."""
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import dev_subset
+    from nmt_lib.fast import backend
 
     from .budget import arm_model, dev_search
 
@@ -167,7 +168,8 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
         for option in SEARCH_GRID:
             search = dataclasses.replace(run.search, **option)
             mine.append({"model": model_name, **{f"search.{k}": v for k, v in option.items()},
-                         **dev_search(model, prep, idx, search)})  # fmt: skip
+                         **dev_search(model, prep, idx, search,
+                                      on=backend(run.train.backend))})  # fmt: skip
             print(
                 f"[recipes] {model_name} {option}: dev BLEU {mine[-1]['dev BLEU']:.2f}", flush=True
             )

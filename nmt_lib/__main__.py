@@ -147,7 +147,6 @@ def cmd_translate(a) -> int:
     )
     published = _out(a, profile) / "published" / run_dir_name(cfg.name)
     device = resolve_device(cfg.train.device)
-    backend(cfg.train.backend).tune_process()
     if not ckpt.is_file() and not a.checkpoint and published.is_dir():
         from . import publish
 
@@ -162,6 +161,8 @@ def cmd_translate(a) -> int:
     else:
         model, saved, trained_on = load_trained(ckpt, device, with_data=True)
         src_vocab, trg_vocab = load_vocabs(ckpt, trained_on)
+    on = backend(saved.train.backend)
+    on.tune_process()
     name = "standard input" if a.input in (None, "-") else a.input
     for k, line in enumerate(lines, 1):
         if (n := len(line.split())) > 2 * saved.data.max_len:
@@ -180,7 +181,7 @@ def cmd_translate(a) -> int:
     out = translate_lines(
         model, lines, src_vocab, trg_vocab, search, saved.data.src_lang, saved.data.trg_lang,
         device, cfg.train.precision, a.ignore_unk, a.alignment, a.replace_unk,
-        backend(saved.train.backend),
+        on,
     )  # fmt: skip
     text = "".join(line + "\n" for line in out)
     if a.output and a.output != "-":

@@ -162,22 +162,29 @@ CONFIGS = {"RNNsearch": ModelConfig, "RNNencdec": ModelConfig, "Seq2seq": LSTMCo
 ARCHS = tuple(CONFIGS)
 #: Every ``[model]`` key of some architecture.
 MODEL_KEYS = {f.name for cls in set(CONFIGS.values()) for f in dataclasses.fields(cls)}
+#: The keys every architecture has.
+BASE_KEYS = {f.name for f in dataclasses.fields(Embeddings)}
 
 
 def model_config(values: dict | None = None, where: str = "model", **kw) -> Embeddings:
-    """The config of ``values["arch"]``'s family (default RNNsearch) from ``values`` (and ``kw``):
-    the keys of other architectures are left out (a profile's ``[model]`` section is shared by all
-    its runs, and configs saved before the families were split hold every key); a key of no
-    architecture, or a wrong type, raises :class:`ConfigError` naming ``where``."""
+    """The config of ``values["arch"]``'s family (default RNNsearch) from ``values`` (and ``kw``).
+    The keys of other architectures are left out (a profile's ``[model]`` section is shared by all
+    its runs, and configs saved before the families were split hold every key), but they are
+    checked as their own families check them. A key of no architecture, a wrong type or a bad
+    value raises :class:`ConfigError` naming ``where``."""
     values = {**(values or {}), **kw}
     unknown = sorted(set(values) - MODEL_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(MODEL_KEYS)}")
     arch = values.get("arch", "RNNsearch")
     if arch not in CONFIGS:
-        raise ConfigError(f"{where}.arch: must be one of {list(ARCHS)}, not {arch!r}")
+        raise ConfigError(f"{where}: model.arch must be one of {list(ARCHS)}, not {arch!r}")
     cls = CONFIGS[arch]
     own = {f.name for f in dataclasses.fields(cls)}
+    for other in dict.fromkeys(CONFIGS.values()):  # each family whose own keys are given
+        theirs = {f.name for f in dataclasses.fields(other)}
+        if other is not cls and (set(values) & theirs) - own - BASE_KEYS:
+            make(other, {k: v for k, v in values.items() if k in theirs and k != "arch"}, where)
     return make(cls, {k: v for k, v in values.items() if k in own}, where)
 
 
@@ -420,8 +427,12 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {unknown}")
     for sec, values in section_overrides.items():  # blamed on the override, not on the file
-        if sec == "model":
-            model_config({k: v for k, v in values.items() if k != "arch"}, "--set model")
+        if sec == "model":  # the types here; the values with each run's (below)
+            for k, v in values.items():
+                if k not in MODEL_KEYS:
+                    raise ConfigError(f"--set model: unknown key(s) [{k!r}]")
+                declared = next(c for c in CONFIGS.values() if k in c.__dataclass_fields__)
+                _checked(declared, {k: v}, "--set model")
         else:
             _checked(_SECTIONS[sec], values, f"--set {sec}")
     runs = {}

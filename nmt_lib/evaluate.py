@@ -477,8 +477,9 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     if run_cfg.train.threads:
         torch.set_num_threads(run_cfg.train.threads)
     ckpt = find_checkpoint(checkpoint or default_checkpoint_dir(run_cfg, out_dir))
-    backend(run_cfg.train.backend).tune_process()
     model, saved_cfg, trained_on = load_trained(ckpt, dev, with_data=True)
+    on = backend(saved_cfg.train.backend)
+    on.tune_process()
     if saved_cfg.model != run_cfg.model:
         raise ValueError(f"{ckpt}: the checkpoint's model config differs from run {run_cfg.name!r}")
     prep = prep if prep is not None else data.prepare(run_cfg.data)
@@ -491,7 +492,6 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     def journal(*what):  # an interrupted evaluation decodes only what it had not
         return _journal(out_dir, ckpt, to_dict(search), prec, test.name, len(test), *what)
 
-    on = backend(saved_cfg.train.backend)
     hyps = decode(
         model, test.x, search, dev, prec, progress=progress, journal=journal("all"), on=on
     )

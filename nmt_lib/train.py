@@ -32,7 +32,7 @@ one flat all-reduce. One update then is exactly the single-process update on the
 minibatches together: the loss stays a sum, but an update sees ``world * 80`` pairs (budgets in
 epochs or hours keep their meaning; in updates, scale them yourself). We all-reduce by hand rather
 than wrap the model in ``DistributedDataParallel`` (which averages): the same arithmetic with the
-sum explicit, and the model's own methods (``encode``, ``readout_step``) used unwrapped. Rank 0
+sum explicit, and the model's own methods (``encode``, the decoding steps) used unwrapped. Rank 0
 evaluates, logs and writes the checkpoints; every rank resumes from the same checkpoint file (one
 machine, shared disk).
 
@@ -71,7 +71,7 @@ from .checkpoint import (
 )
 from .config import RunConfig, to_dict
 from .evaluate import dev_metrics
-from .fast import backend, kernels
+from .fast import backend
 from .gradients import sum_gradients
 from .io import atomic_write, locked, naming, remove_debris, write_json
 from .models import build_model
@@ -610,7 +610,7 @@ def _summary(trainer: Trainer, reason, updates0: int, resumed_from, last_eval, c
         "world_size": trainer.world,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "precision": trainer.precision,
-        "compiled_kernels": device.type == "cpu" and kernels.library() is not None,
+        "compiled_kernels": trainer.on.compiled_kernels(device),
         "checkpoint_dir": str(ckpt_dir),
         "model_checkpoint": str(
             ckpt_dir / (BEST if t.patience and (ckpt_dir / BEST).is_file() else LAST)

@@ -223,3 +223,15 @@ def test_a_runs_own_model_key_of_another_architecture_is_an_error(tmp_path):
         load_profile(p)
     p.write_text(head + 'model = { arch = "Seq2seq" }\n')
     assert not hasattr(load_profile(p).runs["x"].model, "l")  # the shared section's: left out
+
+
+def test_a_bad_model_value_of_another_family_is_still_an_error():
+    """Keys of other families are left out of a run's config, not out of the checks: a bad value
+    in an override raises, naming where it came from."""
+    for bad, message in (({"layers": 0}, "model.layers must be positive"),
+                         ({"score": "bogus"}, "model.score must be"),
+                         ({"heads": "x"}, r"--set model.heads: expected int")):  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            load_profile("smoke", model=bad)
+    with pytest.raises(ConfigError, match="model.arch must be one of"):
+        load_profile("smoke", model={"arch": "GNMT"})

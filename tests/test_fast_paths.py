@@ -25,7 +25,7 @@ from nmt_lib.fast import attention as fast_attention
 from nmt_lib.fast import decoder as fast_decoder
 from nmt_lib.fast.attention import energies_in_pieces
 from nmt_lib.fast.decoder import target_log_prob
-from nmt_lib.fast.scan import active_rows, fast_gru_scan
+from nmt_lib.fast.scan import ROW_TILE, active_rows, fast_gru_scan
 from nmt_lib.paper.attention import alignment_scores
 from nmt_lib.paper.decoder import Decoder
 from nmt_lib.paper.gru import gru_scan
@@ -126,6 +126,28 @@ def test_acceleration_keeps_freed_memory_unless_opted_out():
     assert run_python(code, {**os.environ, "NMT_LIB_MALLOPT": "0"}) == "False"
 
 
+def test_accelerate_again_takes_the_new_options():
+    """A fast model made fast again is a new one with these options, of the same parameters."""
+    model = build_model(CFG)
+    fast = accelerate(model, tile=1)
+    plain = accelerate(fast, compiled=False)
+    assert plain is not fast and (fast.compiled, fast.tile) == (True, 1)
+    assert (plain.compiled, plain.decoder.compiled, plain.tile) == (False, False, ROW_TILE)
+    assert all(p is q for p, q in zip(plain.parameters(), model.parameters(), strict=True))
+
+
+def test_training_and_evaluation_tune_the_process_for_the_fast_backend(tmp_path):
+    """Training on the fast backend asks it to tune the process (oneDNN's kernel cache), which
+    importing the library and loading a model do not."""
+    code = ("import os; from nmt_lib.data.fixtures import toy_run; from nmt_lib.train import "
+            f"train_run; cfg, prep = toy_run({str(tmp_path)!r}, max_updates=1, eval_every=1); "
+            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), end=' '); "
+            f"train_run(cfg, {str(tmp_path / 'out')!r}, prep, progress=False); "
+            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'))")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    assert run_python(code, env).split()[-2:] == ["None", "8192"]
+
+
 def test_fast_gru_scan_gradcheck():
     g = torch.Generator().manual_seed(1)
     args = [torch.randn(*s, generator=g, dtype=torch.float64).requires_grad_()
@@ -134,7 +156,7 @@ def test_fast_gru_scan_gradcheck():
     assert torch.autograd.gradcheck(lambda *x: fast_gru_scan(*x, mask), args)
 
 
-@pytest.mark.parametrize("column_major", [False, True])  # the model stores W_o column-major
+@pytest.mark.parametrize("column_major", [False, True])  # the fast model stores W_o column-major
 def test_target_log_prob_equals_log_softmax(column_major):
     g = torch.Generator().manual_seed(2)
     N, r, K = 7, 5, 11
@@ -169,7 +191,7 @@ def test_target_log_prob_in_blocks_of_rows(use_kernels, monkeypatch):
     pieces = fast_decoder._logit_pieces(N, r, K, torch.float32, torch.device("cpu"))
     assert [len(range(N)[p]) for p in pieces] == [64, 64, 64, 8]
     u, W, b = (torch.randn(*s, generator=g) for s in ((N, r), (r, K), (K,)))
-    W = W.t()  # column-major, as the model stores W_o
+    W = W.t()  # column-major, as the fast model stores W_o
     y, w = torch.randint(0, K, (N,), generator=g), torch.randn(N, generator=g)
     ref_in = [x.double().requires_grad_() for x in (u, W, b)]
     ref = Decoder.log_softmax(torch.nn.functional.linear(*ref_in)).gather(-1, y[:, None])[:, 0]
@@ -261,8 +283,10 @@ def loss_and_grads(model, logp, alpha, seed=5):
     [("RNNsearch", {}), ("RNNsearch", {"output_rank": None, "gate_bias": True, "n_dec": None}),
      ("RNNencdec", {}), ("RNNencdec", {"output_rank": None, "embedding_bias": False})],
 )  # fmt: skip
-def test_forward_equals_step_interface_values_and_gradients(arch, overrides, backend):
-    model, x, x_mask, y, y_mask = setup(arch, backend=backend, **overrides)
+def test_forward_equals_step_interface_values_and_gradients(arch, overrides):
+    """The fast backend's forward (its own teacher forcing) against the paper's step loop (on the
+    reference backend the forward is that loop)."""
+    model, x, x_mask, y, y_mask = setup(arch, backend="fast", **overrides)
     paper = setup(arch, **overrides)[0]  # the same weights, on the reference backend
     with small_pieces():
         logp, alpha = model(x, x_mask, y, y_mask)
@@ -317,8 +341,8 @@ def test_float32_with_onednn_products_as_close_to_float64_as_with_matmul(arch, m
     """The float32 training forward and backward with oneDNN's products (``kernels.matmul``,
     ``right_product``: on AMD CPUs; forced on here) are as close to the float64 function as with
     ``torch.matmul``'s: log-probs within 1e-5, each gradient within 1e-4 relative and at most
-    four times the ``torch.matmul`` path's error, or within 1e-6 (a few float32 roundings, where
-    the ratio of two such errors is noise)."""
+    four times the ``torch.matmul`` path's error, plus 2e-7 (about a float32 rounding, below which
+    the ratio of two errors is noise)."""
     if not kernels._prepacking(torch.float32):
         pytest.skip("this PyTorch has no oneDNN float32 linear")
     model, x, x_mask, y, y_mask = setup(arch, output_rank=None, scale=0.3, backend="fast")
@@ -333,7 +357,7 @@ def test_float32_with_onednn_products_as_close_to_float64_as_with_matmul(arch, m
         alpha = None if alpha is None else alpha.double()
         errors[on] = relative_errors(loss_and_grads(model, logp.double(), alpha), exact)
     for name, err in errors[True].items():
-        assert err < 1e-4 and err <= max(4 * errors[False][name], 1e-6), (
+        assert err < 1e-4 and err <= 4 * errors[False][name] + 2e-7, (
             name,
             err,
             errors[False][name],

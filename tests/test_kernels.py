@@ -263,7 +263,7 @@ def test_target_log_prob_kernels_equal_torch_ops(lib, dtype):
     g = torch.Generator().manual_seed(1)
     N, K, r = 70, 1001, 12
     u0, b0 = torch.randn(N, r, generator=g), torch.randn(K, generator=g)
-    W0 = torch.randn(r, K, generator=g).t()  # column-major, as the model stores W_o
+    W0 = torch.randn(r, K, generator=g).t()  # column-major, as the fast model stores W_o
     y, w = torch.randint(0, K, (N,), generator=g), torch.rand(N, generator=g)
 
     def run(fused):

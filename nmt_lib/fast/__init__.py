@@ -105,6 +105,10 @@ class Reference:
             opt.step()
         return norm, action
 
+    def compiled_kernels(self, device) -> bool:
+        """Whether this backend computes with the compiled CPU kernels on ``device``."""
+        return False
+
     def steps(self, model, rows: int | None = None) -> Callable:
         """A maker of ``model``'s decoding steps (``model.steps()``), for searches that will advance
         ``rows`` hypotheses in all; each thread of a search makes its own."""
@@ -133,6 +137,11 @@ class Fast(Reference):
     def tune_process(self) -> dict:
         return tune_process()
 
+    def compiled_kernels(self, device) -> bool:
+        return (
+            self.compiled and torch.device(device).type == "cpu" and kernels.library() is not None
+        )
+
     def update(self, opt, params, clip_norm: float, nonfinite: str) -> tuple[float, str]:
         if not isinstance(opt, Adadelta):
             return super().update(opt, params, clip_norm, nonfinite)
@@ -160,5 +169,5 @@ def backend(name: str = "fast", compiled: bool = True, tile: int = ROW_TILE) -> 
 
 def accelerate(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
     """``model`` computed faster: ``backend("fast", compiled, tile).model(model)``, a new model of
-    the same parameters (the paper model itself is left as it was)."""
+    the same parameters (the paper model keeps its classes; :func:`nmt_lib.fast.model.faster`)."""
     return Fast(compiled, tile).model(model)

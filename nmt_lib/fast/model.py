@@ -2,11 +2,12 @@
 
 Each fast class overrides what training and decoding call, and nothing else: the encoder's
 ``forward`` (:func:`encode`), the model's ``forward`` (teacher forcing,
-:func:`nmt_lib.fast.decoder.teacher_forced`) and ``steps`` (:class:`nmt_lib.fast.steps.DecodeSteps`). A fast module is made from a paper
-module (:func:`faster`): a new module of the fast class that holds the paper module's parameters and
+:func:`nmt_lib.fast.decoder.teacher_forced`) and ``steps``
+(:class:`nmt_lib.fast.steps.DecodeSteps`). A fast module is made from a paper module
+(:func:`faster`): a new module of the fast class that holds the paper module's parameters and
 submodules, the same objects, so that the parameters, their names and the checkpoints are the paper
-model's; the paper module is left as it was. The fast decoder keeps ``W_o`` column-major
-(:func:`column_major`).
+model's; the paper module keeps its classes. The fast decoder lays ``W_o`` out column-major
+(:func:`column_major`), and so, the parameter being shared, is the paper module's.
 """
 
 from __future__ import annotations
@@ -120,12 +121,13 @@ FAST = {RNNsearch: FastRNNsearch, RNNencdec: FastRNNencdec, Encoder: FastEncoder
 
 def faster(module: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
     """A module of ``module``'s fast class (:data:`FAST`) made of ``module``'s parameters, buffers
-    and submodules (the same objects, not copies), its encoder and decoder made fast in turn;
-    ``module`` itself if it has no fast class (the models before and after the paper). The fast
+    and submodules (the same objects, not copies), its encoder and decoder made fast in turn, with
+    the options ``compiled`` and ``tile`` (also when ``module`` is fast already); ``module`` itself
+    if it has no fast class (the models before and after the paper). The fast
     decoder's output matrix is laid out column-major (:func:`column_major`; the paper module's, the
     same parameter, with it)."""
-    cls = FAST.get(type(module))
-    if cls is None:
+    cls = FAST.get(type(module), type(module) if type(module) in FAST.values() else None)
+    if cls is None:  # no fast class (one that is fast already is made again, with these options)
         return module
     fast = cls.__new__(cls)
     state = vars(module)

@@ -34,9 +34,10 @@ from ..data.vocab import EOS, PAD, UNK
 
 
 class Searchable:
-    """What a search and an evaluation need of a model besides its step functions, for a model
-    with ``forward`` (teacher forcing), ``encode``, ``init_state``, ``readout_step`` and
-    ``next_state``: its score and its step (:class:`Steps`)."""
+    """What a search and an evaluation need of a model besides its step functions: its score, from
+    ``forward`` (teacher forcing), and its step (:class:`Steps`, for a model with ``encode``,
+    ``init_state``, ``readout_step`` and ``next_state``; the models before and after the paper
+    give their own, :mod:`nmt_lib.models.steps`)."""
 
     def score(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor) -> Tensor:
         """``log p(y | x)`` per sentence, ``[B]``."""
