@@ -16,26 +16,18 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ..paper.steps import best_words
+from ..paper.steps import Steps
 
 
-class ReadFirstSteps:
+class ReadFirstSteps(Steps):
     """The step protocol for a model with ``init_state`` and ``step``: ``scores`` are the float32
-    log-probabilities ``[R, K]``; ``carry`` is the model's new state (its tensors)."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def start(self, enc) -> tuple:
-        return self.model.init_state(enc), None
+    log-probabilities ``[R, K]`` (:class:`~nmt_lib.paper.steps.Steps`'s ``start`` and
+    ``best_words``); ``carry`` is the model's new state (its tensors)."""
 
     def readout(self, enc, state: tuple) -> tuple:
         s, y_prev = state
         logp, s_new, alpha = self.model.step(enc, s, y_prev)
         return logp, alpha, tuple(s_new)
-
-    def best_words(self, scores: Tensor, k: int, no_eos: Tensor, ignore_unk: bool):
-        return best_words(scores, k, no_eos, ignore_unk)
 
     def advance(self, carry: tuple, y: Tensor) -> tuple:
         return self.model.State(*carry), y
