@@ -150,7 +150,7 @@ class Trainee:
         if naive:
             self.opt = torch.optim.Adadelta(self.params, lr=1.0, rho=0.95, eps=1e-6)
         else:  # the paper's recipe on the fast backend, as the Trainer takes it
-            self.opt = FAST.optimizer(TrainConfig(), self.params)
+            self.opt = FAST.optimizer(TrainConfig(max_updates=1), self.params)
             self.backward = FAST.backward(model, self.params, precision, self.device, cuda_graphs)
 
     def logp(self, x, x_mask, y, y_mask):
