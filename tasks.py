@@ -28,7 +28,7 @@ LOCK_INPUTS = ("pyproject.toml", "requirements-lock.txt")
 #: committed `lite` results, caching each chapter's outputs until its code changes (_config.yml).
 BUILD = ("build", "-W", "-n", "--keep-going", "book")
 #: What the chapters read besides their own code, which Jupyter Book's cache does not know about.
-CHAPTER_INPUTS = ("nmt_lib", "results")
+CHAPTER_INPUTS = ("nmt_lib", "nmt_experiments", "results")
 INPUTS_STAMP = ROOT / "book" / "_build" / ".chapter-inputs"
 
 
@@ -79,7 +79,9 @@ def main_job() -> None:
     inputs = _chapter_inputs()
     last = INPUTS_STAMP.read_text().strip() if INPUTS_STAMP.is_file() else None
     if last != inputs and (ROOT / "book" / "_build" / ".jupyter_cache").exists():
-        _say("nmt_lib/ or results/ changed since the last build: the chapters run again")
+        _say(
+            "nmt_lib/, nmt_experiments/ or results/ changed since the last build: the chapters run again"
+        )
         _run(VENV / "bin" / "jupyter-book", "clean", "--all", "book")
     _run(VENV / "bin" / "jupyter-book", *BUILD)
     INPUTS_STAMP.write_text(inputs + "\n")

@@ -1,4 +1,4 @@
-"""The Transformer's key/value cache: beam search with the cached step of ``nmt_lib.transformer``
+"""The Transformer's key/value cache: beam search with the cached step of ``nmt_lib.models.transformer``
 against the same search recomputing the decoder over the whole prefix at every step, side by side
 in one process, at the compare study's Transformer-50 sizes (random weights).
 
@@ -22,11 +22,11 @@ from bench_search import sources
 from common import autocast, fixed_length, machine_info, median, setup_threads, timed
 from torch.nn import functional as F
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.data import pad
 from nmt_lib.models import build_model
+from nmt_lib.paper.steps import Steps
 from nmt_lib.search import beam_search
-from nmt_lib.steps import Steps
 
 #: nmt_lib/profiles/studies/compare.toml's Transformer-50
 SIZES = dict(src_vocab=10000, trg_vocab=10000, m=128, layers=3, heads=4, ff=512)
@@ -67,7 +67,7 @@ def main():
     setup_threads(args.threads)
     info = machine_info()
     print("machine:", json.dumps(info))
-    cfg = ModelConfig(arch="Transformer", **SIZES)
+    cfg = model_config(arch="Transformer", **SIZES)
     model = build_model(cfg).eval()
     x, x_mask = pad(sources(cfg, args.sentences))
     searches = {"cached": model.steps(), "prefix": PrefixSteps(model)}

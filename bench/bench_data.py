@@ -4,8 +4,8 @@ peak memory.
     python bench/bench_data.py                  # 1,000,000 toy pairs
     python bench/bench_data.py --pairs 200000 --workers 2
 
-Phases: generate the toy corpus (nmt_lib.fixtures) in the WMT'14 layout; Moses-tokenize both sides
-(nmt_lib.text, the cost that dominates on real data); build the train set (dev/test overlap, length
+Phases: generate the toy corpus (nmt_lib.data.fixtures) in the WMT'14 layout; Moses-tokenize both sides
+(nmt_lib.data.text, the cost that dominates on real data); build the train set (dev/test overlap, length
 filter, vocabulary, numericalization to memory-mapped arrays); draw minibatches. Peak RSS is reported
 for this process and for the tokenizer worker processes (``resource.getrusage``); it should not grow
 with ``--pairs`` beyond the vocabulary tables.
@@ -19,10 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from nmt_lib import text
 from nmt_lib.config import DataConfig
-from nmt_lib.data import TrainIterator, prepare
-from nmt_lib.fixtures import write_toy_wmt
+from nmt_lib.data import TrainIterator, prepare, text
+from nmt_lib.data.fixtures import write_toy_wmt
 
 
 def peak_rss_mib() -> tuple[float, float]:

@@ -34,10 +34,10 @@ from common import Trainee, autocast, fixed_length, model_config
 
 from nmt_lib import search
 from nmt_lib.data import TrainIterator, TrainSet, pad
-from nmt_lib.fast import accelerate
-from nmt_lib.model import build_model
+from nmt_lib.data.vocab import Vocab
+from nmt_lib.fast import accelerate, backend
+from nmt_lib.paper.model import build_model
 from nmt_lib.runtime import resolve_precision
-from nmt_lib.vocab import Vocab
 
 
 def read(path: Path) -> list[list[str]]:
@@ -135,7 +135,9 @@ def main():
         print(f"setup done {time.perf_counter() - t_start:.3f} s", flush=True)
         t0 = time.perf_counter()
         with torch.no_grad(), autocast(args.precision), fixed_length(args.length):
-            hyps = search.decode_corpus(model, xs, beam=args.beam, batch_size=args.batch)
+            hyps = search.decode_corpus(
+                model, xs, beam=args.beam, batch_size=args.batch, backend=backend("fast")
+            )
         dt = time.perf_counter() - t0
         if args.out:
             args.out.write_text(

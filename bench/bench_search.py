@@ -35,8 +35,8 @@ from naive import naive_decode
 
 from nmt_lib import search
 from nmt_lib.data import pad
-from nmt_lib.fast import accelerate
-from nmt_lib.model import build_model
+from nmt_lib.fast import accelerate, backend
+from nmt_lib.paper.model import build_model
 
 
 def sources(cfg, count: int, lengths=(15, 30), seed=7) -> list[list[int]]:
@@ -75,7 +75,7 @@ def main():
     def ours(beam, workers=args.workers):
         with fixed_length(args.length):
             return search.decode_corpus(model, xs, beam, args.batch, device=args.device,
-                                        workers=workers)  # fmt: skip
+                                        workers=workers, backend=backend("fast"))  # fmt: skip
 
     def naive(beam):
         return [naive_decode(P, cfg, x, m, max(beam, 1), args.length) for x, m in batches]

@@ -10,7 +10,7 @@ A training step is ``nmt_lib.train.Trainer.step``'s: forward, summed NLL, backwa
 Throughput = real target tokens (EOS included, padding excluded) / wall time. ``nmt_lib`` and
 ``bench/naive.py`` (same parameters, same batches; checked to compute the same log-probabilities) run
 alternately, batch by batch; the speed-up is the median over batches of naive time / nmt_lib time.
-The FLOP efficiency is the model FLOPs of the real tokens (``nmt_lib.model.forward_macs``, training = 3 ×
+The FLOP efficiency is the model FLOPs of the real tokens (``nmt_lib.paper.model.forward_macs``, training = 3 ×
 forward) per second over the machine's GEMM peak (a 2048^3 ``torch.matmul`` in the step's precision)
 measured right after each step, so that both see the same load on a shared machine.
 ``--products`` profiles nmt_lib's step (``torch.profiler``): each product's FLOPs over its time, against
@@ -46,7 +46,7 @@ from common import (
 )
 
 from nmt_lib.fast import accelerate, kernels
-from nmt_lib.model import build_model
+from nmt_lib.paper.model import build_model
 
 
 def on(device, batches):

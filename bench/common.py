@@ -26,16 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/naive.py
 
 from naive import check_same_function, naive_logp  # noqa: E402
 
-from nmt_lib.config import ModelConfig  # noqa: E402
-from nmt_lib.fast import accelerate, kernels  # noqa: E402
-from nmt_lib.fast.graphs import GraphedLoss  # noqa: E402
-from nmt_lib.fast.optim import Adadelta  # noqa: E402
-from nmt_lib.fast.process import tune_process  # noqa: E402
-from nmt_lib.model import build_model, forward_macs  # noqa: E402
+from nmt_lib.config import ModelConfig, TrainConfig  # noqa: E402
+from nmt_lib.fast import accelerate, backend, kernels  # noqa: E402
+from nmt_lib.gradients import clip_gradients  # noqa: E402
+from nmt_lib.paper.model import build_model, forward_macs  # noqa: E402
 from nmt_lib.runtime import cpu_flags, cpu_info, native_bf16  # noqa: E402
-from nmt_lib.train import clip_gradients  # noqa: E402
 
-tune_process()  # before the first oneDNN primitive of the process, as in training
+FAST = backend("fast")
+FAST.tune_process()  # before the first oneDNN primitive of the process, as in training
 
 #: The peers' "bench-small" (bench/README.md, "Definitions"): embeddings 256, encoder GRU 256 per direction,
 #: decoder 512, alignment 512, maxout 256 (2l = 512), 10,000 words + 3 specials on each side; the
@@ -138,8 +136,9 @@ class Trainee:
     """One implementation being trained: a model (or a naive parameter dict) and its Adadelta.
 
     ``step(batch)`` is the full training step of ``nmt_lib.train.Trainer.step``: forward, the summed
-    NLL, backward, global-norm clip to 1 (GroundHog), Adadelta (rho 0.95, eps 1e-6, lr 1;
-    ``nmt_lib.train.Adadelta`` for nmt_lib, ``torch.optim.Adadelta`` for the naive model).
+    NLL, backward, global-norm clip to 1 (GroundHog), Adadelta (rho 0.95, eps 1e-6, lr 1): for
+    nmt_lib, the fast backend's backward pass, optimizer and update, as the Trainer takes them; for
+    the naive model, ``torch.optim.Adadelta`` after the clip.
     """
 
     def __init__(self, name: str, cfg: ModelConfig, model, naive: bool, precision: str,
@@ -148,9 +147,11 @@ class Trainee:
         self.model, self.device = model, next(model.parameters()).device
         self.P = dict(model.named_parameters()) if naive else None
         self.params = list(model.parameters())
-        adadelta = torch.optim.Adadelta if naive else Adadelta  # nmt_lib's: chunked, same numbers
-        self.opt = adadelta(self.params, lr=1.0, rho=0.95, eps=1e-6)
-        self.graphs = GraphedLoss(model, self.params, precision) if cuda_graphs else None
+        if naive:
+            self.opt = torch.optim.Adadelta(self.params, lr=1.0, rho=0.95, eps=1e-6)
+        else:  # the paper's recipe on the fast backend, as the Trainer takes it
+            self.opt = FAST.optimizer(TrainConfig(max_updates=1), self.params)
+            self.backward = FAST.backward(model, self.params, precision, self.device, cuda_graphs)
 
     def logp(self, x, x_mask, y, y_mask):
         if self.naive:
@@ -159,18 +160,17 @@ class Trainee:
 
     def step(self, batch) -> float:
         self.opt.zero_grad(set_to_none=True)
-        if self.graphs is not None:  # as train.Trainer with train.cuda_graphs
-            loss = self.graphs.backward(*batch)
-        else:
-            with autocast(self.precision, self.device):
-                logp = self.logp(*batch)
-            loss = -logp.float().sum()
-            loss.backward()
-        norm, action = clip_gradients(self.params, 1.0, "shrink", defer=not self.naive)
-        if action != "skip" and self.naive:
+        if not self.naive:  # as train.Trainer
+            loss = self.backward(*batch)
+            FAST.update(self.opt, self.params, 1.0, "shrink")
+            return float(loss.detach())
+        with autocast(self.precision, self.device):
+            logp = self.logp(*batch)
+        loss = -logp.float().sum()
+        loss.backward()
+        norm, action = clip_gradients(self.params, 1.0, "shrink")
+        if action != "skip":
             self.opt.step()
-        elif action != "skip":  # as train.Trainer: the clip's scaling in Adadelta's pass
-            self.opt.step(grad_scale=1.0 / norm if action == "clip" else 1.0)
         return float(loss.detach())
 
 

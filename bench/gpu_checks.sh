@@ -13,7 +13,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # bench/ scripts import nmt
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -m pytest tests/test_cuda.py tests/test_fast_paths.py tests/test_search.py -q \
     -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -3 || fail=1
-python3 -c "from nmt_lib import fixtures; fixtures.write_toy_wmt('$OUT/toy')"
+python3 -c "from nmt_lib.data import fixtures; fixtures.write_toy_wmt('$OUT/toy')"
 run="--profile smoke --run-name RNNsearch-50 --data-dir $OUT/toy --out $OUT/results --no-progress
      --set train.device=cuda --set train.precision=bf16 --set train.cuda_graphs=true"
 torchrun --nproc-per-node 1 -m nmt_lib train $run --set train.max_updates=30 2>&1 | tail -1 || fail=1

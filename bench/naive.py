@@ -1,6 +1,6 @@
 """A straightforward PyTorch RNNsearch / RNNencdec: the in-process reference of the benchmarks.
 
-The same model as ``nmt_lib.model`` (App. A.2 in GroundHog's step order, PAPER.md §2.4) with the
+The same model as ``nmt_lib.paper.model`` (App. A.2 in GroundHog's step order, PAPER.md §2.4) with the
 same parameters (a dict ``P`` of ``nmt_lib`` parameter names, e.g. ``dict(model.named_parameters())``
 of a copy), written the way a first implementation would be: the paper's equations one time step at
 a time, every weight matrix its own ``F.linear``, the deep output, the softmax and the loss inside the

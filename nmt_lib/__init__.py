@@ -1,13 +1,15 @@
 """nmt_lib: the models, data pipeline, training recipe and evaluation of Bahdanau, Cho & Bengio (2014),
 "Neural Machine Translation by Jointly Learning to Align and Translate", in PyTorch.
 
-One concept per module. The paper's model (Figure 1), its equations in plain PyTorch: ``gru``,
-``encoder``, ``attention``, ``decoder``, ``model``, and ``steps`` (the decoding step a search
-drives). The same functions computed faster: ``fast`` (:func:`nmt_lib.fast.accelerate`). WMT'14:
-``corpus``, ``text``, ``vocab``, ``data``. Training and evaluation: ``train``, ``search``, ``bleu``,
-``evaluate``, ``runtime`` (device and precision). The paper's numbers and what the replication
-makes of its runs: ``paper``, ``results``, ``tables``, ``claims``, ``replicate``. ``config`` for the
-typed settings and the profiles. Importing the package changes nothing in the process.
+The folders show the layers. ``paper``: the paper's model (Figure 1), its equations in plain
+PyTorch (``gru``, ``encoder``, ``attention``, ``decoder``, ``model``, and ``steps``, the decoding step
+a search drives). ``models``: the models before and after it, each with its own encoding, state and
+step, used the same way. ``fast``: the same functions computed faster. ``data``: WMT'14 (``corpus``,
+``download``, ``text``, ``vocab``, the prepared data, the toy corpus ``fixtures``). The modules
+beside them are the machinery: ``config`` (typed settings and profiles), ``train``, ``gradients``,
+``search``, ``evaluate``, ``bleu``, ``unk``, ``checkpoint``, ``publish``, ``runtime`` (device and
+precision), ``io``. The replication and its studies are the package ``nmt_experiments``, which this
+one never imports. Importing the package changes nothing in the process.
 """
 
 __version__ = "0.1.0"

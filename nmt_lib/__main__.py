@@ -54,7 +54,7 @@ def _runs(a) -> tuple[object, list]:
     if a.data_dir:
         sets.setdefault("data", {})["data_dir"] = str(a.data_dir)
     elif a.profile == "smoke":  # its declared data: the generated toy corpus
-        from .replicate import toy_data_dir
+        from .data.fixtures import toy_data_dir
 
         sets.setdefault("data", {}).setdefault("data_dir", str(toy_data_dir()))
     profile = load_profile(a.profile, **sets)
@@ -129,6 +129,7 @@ def cmd_translate(a) -> int:
 
     from .checkpoint import CheckpointError, default_checkpoint_dir
     from .evaluate import find_checkpoint, load_trained, load_vocabs, translate_lines
+    from .fast import backend
     from .runtime import resolve_device
 
     profile, runs = _runs(a)
@@ -160,6 +161,8 @@ def cmd_translate(a) -> int:
     else:
         model, saved, trained_on = load_trained(ckpt, device, with_data=True)
         src_vocab, trg_vocab = load_vocabs(ckpt, trained_on)
+    on = backend(saved.train.backend)
+    on.tune_process()
     name = "standard input" if a.input in (None, "-") else a.input
     for k, line in enumerate(lines, 1):
         if (n := len(line.split())) > 2 * saved.data.max_len:
@@ -178,6 +181,7 @@ def cmd_translate(a) -> int:
     out = translate_lines(
         model, lines, src_vocab, trg_vocab, search, saved.data.src_lang, saved.data.trg_lang,
         device, cfg.train.precision, a.ignore_unk, a.alignment, a.replace_unk,
+        on,
     )  # fmt: skip
     text = "".join(line + "\n" for line in out)
     if a.output and a.output != "-":

@@ -63,13 +63,14 @@ from .checkpoint import (
 )
 from .config import RunConfig, SearchConfig, run_from_dict, to_dict
 from .data import pad
-from .fast import on_backend
+from .data.vocab import EOS, UNK
+from .fast import backend
 from .io import NO_SPACE, atomic_write, locked, naming, signals_deferred, write_json
 from .models import build_model
 from .paper import FIG3_SOURCES
 from .runtime import autocast, resolve_device, resolve_precision
 from .search import Hypothesis, decode_corpus
-from .vocab import EOS
+from .unk import replace
 
 
 # ---------------------------------------------------------------------------- loading a model
@@ -89,7 +90,9 @@ def find_checkpoint(path: str | os.PathLike) -> Path:
 
 def load_trained(path: str | os.PathLike, device="cpu", with_data: bool = False):
     """``(model, run_cfg)`` from a checkpoint file or directory (:func:`find_checkpoint`), in eval
-    mode on ``device``, on the run's backend (``train.backend``); with ``with_data``, also the
+    mode on ``device``, on the run's backend (``train.backend``, :func:`nmt_lib.fast.backend`; what
+    the backend wants of the process is the caller's to ask, ``backend.tune_process()``); with
+    ``with_data``, also the
     fingerprint of the data it was trained on (:func:`nmt_lib.data.fingerprint`; None for old
     checkpoints). Weights that are not all finite (a diverged run) raise
     :class:`~nmt_lib.checkpoint.CheckpointError`."""
@@ -97,7 +100,7 @@ def load_trained(path: str | os.PathLike, device="cpu", with_data: bool = False)
     state = load_checkpoint(path)
     check_finite(state["model"], path)
     cfg = run_from_dict(state["config"])
-    model = on_backend(build_model(cfg.model), cfg.train.backend)
+    model = backend(cfg.train.backend).model(build_model(cfg.model))
     load_model_state(model, state, path)
     model = model.to(device).eval()
     return (model, cfg, state.get("data")) if with_data else (model, cfg)
@@ -107,7 +110,7 @@ def load_vocabs(ckpt: str | os.PathLike, trained_on: dict | None):
     """The source and target vocabularies beside the checkpoint file ``ckpt``, checked against the
     fingerprint it records (``trained_on``): a file that is not the model's raises
     :class:`~nmt_lib.checkpoint.CheckpointError` naming it."""
-    from .vocab import Vocab
+    from .data.vocab import Vocab
 
     out = []
     for side in ("src", "trg"):
@@ -132,16 +135,18 @@ def decode(
     return_alpha: bool = False,
     progress: bool | None = False,
     journal: str | os.PathLike | None = None,
+    on=None,
 ) -> list[Hypothesis]:
     """Beam search (``search``) over source id lists (EOS included), in input order; ``journal``:
-    see :func:`nmt_lib.search.decode_corpus`."""
+    see :func:`nmt_lib.search.decode_corpus`; ``on``: the model's backend (its steps;
+    :func:`nmt_lib.fast.backend`), or None for the model's own ``steps()``."""
     device = device or next(model.parameters()).device
     with autocast(torch.device(device), precision):
         return decode_corpus(
             model, xs, beam=search.beam, batch_size=search.batch_size, normalize=search.normalize,
             min_len_ratio=search.min_len_ratio, max_len_ratio=search.max_len_ratio,
             ignore_unk=ignore_unk, return_alpha=return_alpha, device=device, progress=progress,
-            journal=journal,
+            journal=journal, backend=on,
         )  # fmt: skip
 
 
@@ -191,6 +196,44 @@ def teacher_forced(model, xs, ys, batch_size: int = 64, device=None, precision: 
         model.train(was_training)
 
 
+def alignments(
+    model,
+    xs: Sequence[Sequence[int]],
+    ys: Sequence[Sequence[int]],
+    batch_size: int = 64,
+    device=None,
+    precision: str = "fp32",
+) -> list[list[int]] | None:
+    """For each source ``x`` (ids, EOS included) and its translation ``y`` (ids, as decoded), the
+    source position that each word of ``y`` attends to most; None for a model without attention."""
+    out: list[list[int]] = [[] for _ in xs]
+    todo = [i for i in range(len(xs)) if len(ys[i])]
+    pairs = teacher_forced(model, [xs[i] for i in todo], [ys[i] for i in todo], batch_size,
+                           device, precision)  # fmt: skip
+    for idx, _, alpha in pairs:
+        if alpha is None:
+            pairs.close()
+            return None
+        for k, row in zip(idx, alpha.float().argmax(-1).tolist(), strict=True):
+            out[todo[k]] = row[: len(ys[todo[k]])]
+    return out
+
+
+def replace_corpus(model, xs, hyps, src_tokens, trg_vocab, batch_size=64, device=None,
+                   precision="fp32") -> list[list[str]] | None:  # fmt: skip
+    """The decoded ``hyps`` (:class:`~nmt_lib.search.Hypothesis`, EOS dropped) as tokens with
+    their ``<unk>`` replaced (:func:`nmt_lib.unk.replace`); None for a model without attention."""
+    ys = [h.tokens for h in hyps]
+    align = alignments(model, xs, ys, batch_size, device, precision)
+    if align is None:
+        return None
+    out = []
+    for h, src, a in zip(hyps, src_tokens, align, strict=True):
+        words = trg_vocab.decode(h.tokens)  # EOS dropped
+        out.append(replace(words, src, a) if UNK in h.tokens else words)
+    return out
+
+
 def dev_subset(n_dev: int, n: int) -> list[int]:
     """``n`` dev sentence indices spread evenly over the dev set (both of its years), the same at
     every evaluation; all of them when ``n`` is 0 or not smaller than the dev set."""
@@ -217,7 +260,7 @@ def dev_metrics(model, prep, cfg: RunConfig, device, full: bool = False) -> dict
             hyps = decode_corpus(
                 model, prep.dev.x[:n], beam=0, batch_size=cfg.search.batch_size,
                 min_len_ratio=cfg.search.min_len_ratio, max_len_ratio=cfg.search.max_len_ratio,
-                device=device,
+                device=device, backend=backend(t.backend),
             )  # fmt: skip
         hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
         ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
@@ -247,18 +290,19 @@ def translate_lines(
     ignore_unk: bool = False,
     alignment: bool = False,
     replace_unk: bool = False,
+    on=None,
 ) -> list[str]:
     """Raw source sentences -> detokenized translations (Moses tokenization, shortlist, EOS, beam
     search, detokenization). Empty lines give empty translations. With ``alignment``, each
     translation is followed by a line that pairs every generated word with the source word it
     attends to most (``chat←cat 0.82``; ``</s>``: the end of the sentence). With ``replace_unk``,
-    each ``<unk>`` is replaced by the source word it attends to most (:mod:`nmt_lib.unk`)."""
-    from .text import detokenize, tokenize
-    from .unk import replace_corpus
+    each ``<unk>`` is replaced by the source word it attends to most (:mod:`nmt_lib.unk`). ``on``:
+    the model's backend (:func:`decode`)."""
+    from .data.text import detokenize, tokenize
 
     toks = [tokenize(line, src_lang) if line.strip() else [] for line in lines]
     xs = [src_vocab.encode(t, eos=True) for t in toks]
-    hyps = decode(model, xs, search, device, precision, ignore_unk, return_alpha=alignment)
+    hyps = decode(model, xs, search, device, precision, ignore_unk, return_alpha=alignment, on=on)
     replaced = replace_corpus(model, xs, hyps, toks, trg_vocab, 64, device, precision) if (
         replace_unk) else None  # fmt: skip
     out = []
@@ -279,7 +323,7 @@ def translate_lines(
 def score(hyp_tok: Sequence[Sequence[str]], evalset, idx: Sequence[int], trg_lang: str) -> dict:
     """Tokenized (multi-bleu) and detokenized (sacrebleu) BLEU of ``hyp_tok`` against the
     references ``idx`` of ``evalset``."""
-    from .text import detokenize
+    from .data.text import detokenize
 
     ref_tok = [" ".join(evalset.ref_tok[i]) for i in idx]
     ref_raw = [evalset.ref_raw[i] for i in idx]
@@ -311,7 +355,7 @@ def find_sentences(evalset, sources: Sequence[str], prefix: bool = False) -> lis
 
 def attention_records(
     model, evalset, sources: Sequence[str], trg_vocab, search: SearchConfig, device=None,
-    precision: str = "fp32", src_vocab=None,
+    precision: str = "fp32", src_vocab=None, on=None,
 ) -> list[dict]:  # fmt: skip
     """Figure 3: the best hypothesis and its attention for each of ``sources`` (``alpha[i][j]``:
     output token i over source token j, EOS included on both axes). A source found in ``evalset``
@@ -323,7 +367,8 @@ def attention_records(
     if src_vocab is not None:
         todo += [(k, src_vocab.encode(sources[k].split(), eos=True), sources[k].split())
                  for k, i in enumerate(found) if i is None]  # fmt: skip
-    hyps = decode(model, [x for _, x, _ in todo], search, device, precision, return_alpha=True)
+    hyps = decode(model, [x for _, x, _ in todo], search, device, precision, return_alpha=True,
+                  on=on)  # fmt: skip
     by_k = {k: (tok, h) for (k, _, tok), h in zip(todo, hyps, strict=True)}
     out = []
     for k, (src, i) in enumerate(zip(sources, found, strict=True)):
@@ -433,6 +478,8 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
         torch.set_num_threads(run_cfg.train.threads)
     ckpt = find_checkpoint(checkpoint or default_checkpoint_dir(run_cfg, out_dir))
     model, saved_cfg, trained_on = load_trained(ckpt, dev, with_data=True)
+    on = backend(saved_cfg.train.backend)
+    on.tune_process()
     if saved_cfg.model != run_cfg.model:
         raise ValueError(f"{ckpt}: the checkpoint's model config differs from run {run_cfg.name!r}")
     prep = prep if prep is not None else data.prepare(run_cfg.data)
@@ -445,7 +492,9 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     def journal(*what):  # an interrupted evaluation decodes only what it had not
         return _journal(out_dir, ckpt, to_dict(search), prec, test.name, len(test), *what)
 
-    hyps = decode(model, test.x, search, dev, prec, progress=progress, journal=journal("all"))
+    hyps = decode(
+        model, test.x, search, dev, prec, progress=progress, journal=journal("all"), on=on
+    )
     hyp_tok = [vocab.decode(h.tokens) for h in hyps]
     everything = list(range(len(test)))
     result = {"run": run_cfg.name, "checkpoint": portable(ckpt, run_cfg), "search": to_dict(search),
@@ -453,19 +502,17 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     result["all"] = score(hyp_tok, test, everything, lang)
     result["unfinished"] = sum(not h.finished for h in hyps)
     # beyond the paper: each <unk> replaced by the source word it attends to most (nmt_lib.unk)
-    from .unk import replace_corpus
-
     replaced = replace_corpus(model, test.x, hyps, test.src_tok, vocab, 64, dev, prec)
     if replaced is not None:
         result["unk_replaced"] = score(replaced, test, everything, lang)
     # Table 1, No-UNK: no <unk> in source or reference; the model may not emit <unk>
     sub = [i for i in everything if test.no_unk[i]]
     hyps_nu = decode(model, [test.x[i] for i in sub], search, dev, prec, True, progress=progress,
-                     journal=journal("no_unk"))  # fmt: skip
+                     journal=journal("no_unk"), on=on)  # fmt: skip
     nu_tok = [vocab.decode(h.tokens) for h in hyps_nu]
     result["no_unk"] = score(nu_tok, test, sub, lang) if sub else {"n": 0}
 
-    from .text import detokenize
+    from .data.text import detokenize
 
     detok = [detokenize(h, lang) for h in hyp_tok]
     _write_lines(stage / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
@@ -515,7 +562,8 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     write_json(stage / "nll.json", nll)
 
     # Figure 3: attention of the chosen sentences
-    att = attention_records(model, test, figure_sources, vocab, search, dev, prec, prep.src_vocab)
+    att = attention_records(model, test, figure_sources, vocab, search, dev, prec, prep.src_vocab,
+                            on)  # fmt: skip
     _write_compact(stage / "attention.json", att)
     result["nll"] = nll
     result["seconds"] = time.perf_counter() - t0

@@ -28,9 +28,8 @@ from pathlib import Path
 import torch
 
 from .checkpoint import CheckpointError
-from .config import RunConfig, run_dir_name, run_from_dict, to_dict
+from .config import RunConfig, run_from_dict, to_dict
 from .io import read_json, sha256_file, write_json
-from .results import results_path
 
 FILES = ("model.safetensors", "config.json", "src.vocab.txt", "trg.vocab.txt")
 SUMS = "SHA256SUMS"
@@ -39,11 +38,6 @@ CARD = "MODEL_CARD.md"
 #: how many translations are the same).
 AGREEMENT_SENTENCES = 200
 FP16_MAX = 65504.0
-
-
-def published_dir(profile: str, run: str, results_dir=None) -> Path:
-    """``results/<profile>/published/<run>/`` (``RNNsearch-50*`` -> ``RNNsearch-50star``)."""
-    return results_path(profile, results_dir) / "published" / run_dir_name(run)
 
 
 def half_weights(model) -> dict[str, torch.Tensor]:
@@ -123,14 +117,14 @@ def load(path: str | os.PathLike, device="cpu"):
     checked first (:func:`verify`); the model in float32, in eval mode on ``device``."""
     from safetensors.torch import load_file
 
-    from .fast import on_backend
+    from .data.vocab import Vocab
+    from .fast import backend
     from .models import build_model
-    from .vocab import Vocab
 
     path = Path(path)
     verify(path)
     cfg = run_from_dict(read_json(path / FILES[1]))
-    model = on_backend(build_model(cfg.model), cfg.train.backend)
+    model = backend(cfg.train.backend).model(build_model(cfg.model))
     weights = {k: v.float() for k, v in load_file(str(path / FILES[0])).items()}
     try:
         model.load_state_dict(weights)
@@ -146,18 +140,20 @@ def fp16_agreement(model, published: Path, test, run: RunConfig) -> dict:
     checkpoint's float32 weights and with the published float16 ones: how many translations are
     the same, token for token."""
     from .evaluate import decode
+    from .fast import backend
 
     half, _, _, test_vocab = load(published)
+    on = backend(run.train.backend)
     n = min(AGREEMENT_SENTENCES, len(test))
     xs = test.x[:n]
-    a = decode(model, xs, run.search)
-    b = decode(half, xs, run.search)
+    a = decode(model, xs, run.search, on=on)
+    b = decode(half, xs, run.search, on=on)
     same = sum(h.tokens == g.tokens for h, g in zip(a, b, strict=True))
     out = {"sentences": n, "same": same}
     if same < 0.99 * n:  # then the card gives the 16-bit weights' own BLEU
         from .evaluate import score
 
-        hyps = decode(half, test.x, run.search)
+        hyps = decode(half, test.x, run.search, on=on)
         hyp_tok = [test_vocab.decode(h.tokens) for h in hyps]
         out["bleu_tok"] = score(hyp_tok, test, range(len(test)), run.data.trg_lang)["tok"]["score"]
     return out

@@ -22,7 +22,7 @@ index, against the ``B`` encoded sentences (each once, not once per hypothesis).
 the first step (one empty hypothesis per sentence), then the most live hypotheses any sentence
 has (``beam`` until hypotheses end; finished ones are not carried, as in GroundHog); sentences
 that are done are dropped from the tensors. The model is used only through ``encode``,
-``Encoded.select`` and its step (``model.steps()``, :mod:`nmt_lib.steps`).
+``Encoded.select`` and its step (``model.steps()``, :mod:`nmt_lib.paper.steps`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,12 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from .config import SearchConfig
 from .data import pad
-from .vocab import EOS, PAD
+from .data.vocab import EOS, PAD
+
+#: The search settings' defaults (GroundHog's), which the functions below take by default.
+DEFAULT = SearchConfig()
 
 
 @dataclass
@@ -81,8 +85,8 @@ def greedy_search(
     model,
     x: Tensor,
     x_mask: Tensor,
-    min_len_ratio: float = 0.5,
-    max_len_ratio: float = 3.0,
+    min_len_ratio: float = DEFAULT.min_len_ratio,
+    max_len_ratio: float = DEFAULT.max_len_ratio,
     ignore_unk: bool = False,
     return_alpha: bool = False,
     steps=None,
@@ -135,10 +139,10 @@ def beam_search(
     model,
     x: Tensor,
     x_mask: Tensor,
-    beam: int = 10,
-    normalize: bool = False,
-    min_len_ratio: float = 0.5,
-    max_len_ratio: float = 3.0,
+    beam: int = DEFAULT.beam,
+    normalize: bool = DEFAULT.normalize,
+    min_len_ratio: float = DEFAULT.min_len_ratio,
+    max_len_ratio: float = DEFAULT.max_len_ratio,
     ignore_unk: bool = False,
     return_alpha: bool = False,
     steps=None,
@@ -288,7 +292,7 @@ def search_bytes(beam: int, sentences: int, src_len: int, n_words: int, max_len_
 
 
 def check_beam(beam: int, n_words: int | None, sentences: int = 1, src_len: int = 1,
-               max_len_ratio: float = 3.0, return_alpha: bool = False, workers: int = 1,
+               max_len_ratio: float = DEFAULT.max_len_ratio, return_alpha: bool = False, workers: int = 1,
                device=None) -> None:  # fmt: skip
     """Refuse, with one line, a beam larger than the target vocabulary (``n_words`` rows: a beam
     cannot hold more distinct continuations) or one whose search would need more memory than
@@ -312,17 +316,18 @@ def check_beam(beam: int, n_words: int | None, sentences: int = 1, src_len: int 
 def decode_corpus(
     model,
     xs: Sequence[Sequence[int]],
-    beam: int = 10,
-    batch_size: int = 64,
-    normalize: bool = False,
-    min_len_ratio: float = 0.5,
-    max_len_ratio: float = 3.0,
+    beam: int = DEFAULT.beam,
+    batch_size: int = DEFAULT.batch_size,
+    normalize: bool = DEFAULT.normalize,
+    min_len_ratio: float = DEFAULT.min_len_ratio,
+    max_len_ratio: float = DEFAULT.max_len_ratio,
     ignore_unk: bool = False,
     return_alpha: bool = False,
     device=None,
     progress: bool | None = False,
     workers: int | None = None,
     journal: str | os.PathLike | None = None,
+    backend=None,
 ) -> list[Hypothesis]:
     """Decode source id lists (EOS included) in batches of similar length; results in input order.
 
@@ -336,15 +341,15 @@ def decode_corpus(
     ``workers`` batches are decoded at once, each in its own thread with one intra-op thread
     (:func:`in_threads`; default: ``torch.get_num_threads()`` on a CPU, else 1): a beam step's
     operations are small, and a core that waits for the other at each of them is idle. The model's
-    ``word_projections`` are computed once for all the batches (for searches expected to advance
-    ``rows`` hypotheses in all), and each thread makes the model's steps (``model.steps(words)``)
+    steps are made by ``backend`` (:func:`nmt_lib.fast.backend`; None: the model's own
+    ``model.steps()``), which may prepare them once for all the batches (for searches expected to
+    advance ``rows`` hypotheses in all: the fast backend's word table); each thread makes its steps
     once for all its batches. A beam beyond the vocabulary or the memory available is refused
     before anything is decoded (:func:`check_beam`).
     """
     from tqdm import tqdm
 
-    order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    batches = length_batches(xs, batch_size)
     kind = torch.device(device or "cpu").type
     if workers is None:
         workers = torch.get_num_threads() if kind == "cpu" else 1
@@ -353,67 +358,103 @@ def decode_corpus(
                    len(batches[0]), len(xs[batches[0][0]]), max_len_ratio, return_alpha,
                    min(workers, len(batches)), device)  # fmt: skip
     rows = max(beam, 1) * sum(map(len, xs))  # hypotheses advanced, targets as long as sources
-    words = model.word_projections(rows)
-    rules = dict(min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
-                 ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
-    local = threading.local()  # each thread's steps: their products may keep scratch buffers
-
-    def decode(idx: list[int]) -> list[Hypothesis]:
-        if getattr(local, "steps", None) is None:
-            local.steps = model.steps(words)
-        x, x_mask = (t.to(device) for t in pad([xs[i] for i in idx]))
-        if beam == 0:
-            return greedy_search(model, x, x_mask, steps=local.steps, **rules)
-        return beam_search(model, x, x_mask, beam=beam, normalize=normalize, steps=local.steps,
-                           **rules)  # fmt: skip
-
+    make_steps = model.steps if backend is None else backend.steps(model, rows)
+    decode = batch_decoder(model, xs, beam, normalize, device, make_steps,
+                           min_len_ratio=min_len_ratio, max_len_ratio=max_len_ratio,
+                           ignore_unk=ignore_unk, return_alpha=return_alpha)  # fmt: skip
+    book = Journal(journal, batches) if journal and not return_alpha else None
+    done = book.done() if book is not None else {}
     out: list[Hypothesis | None] = [None] * len(xs)
-    done = _read_journal(journal, batches) if journal and not return_alpha else {}
     for k, hyps in done.items():
         for i, h in zip(batches[k], hyps, strict=True):
             out[i] = h
     todo = [k for k in range(len(batches)) if k not in done]
     bar = tqdm(total=len(xs), initial=sum(len(batches[k]) for k in done), desc="decode",
                disable=None if progress is None else not progress, leave=False)  # fmt: skip
-    log = open(journal, "a", encoding="utf-8") if journal and not return_alpha else None  # noqa: SIM115
     try:
         work = [batches[k] for k in todo]
         for k, hyps in zip(todo, in_threads(decode, work, workers, kind), strict=True):
             for i, h in zip(batches[k], hyps, strict=True):
                 out[i] = h
-            if log is not None:
-                rows = [[h.tokens, h.cost, h.score, h.finished] for h in hyps]
-                log.write(json.dumps({"batch": k, "size": len(batches[k]), "hyps": rows}) + "\n")
-                log.flush()
+            if book is not None:
+                book.write(k, hyps)
             bar.update(len(batches[k]))
     finally:
-        if log is not None:
-            log.close()
+        if book is not None:
+            book.close()
         bar.close()
     return out  # type: ignore[return-value]
 
 
-def _read_journal(path, batches: list[list[int]]) -> dict[int, list[Hypothesis]]:
-    """The complete batch records of a :func:`decode_corpus` journal (a torn last line, from an
-    interruption while it was written, is ignored and rewritten)."""
-    path = Path(path)
-    if not path.is_file():
-        return {}
-    done, good = {}, 0
-    with open(path, "rb") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-                k = rec["batch"]
-                if rec["size"] != len(batches[k]) or len(rec["hyps"]) != len(batches[k]):
-                    raise ValueError("batch size")
-            except (ValueError, KeyError, IndexError, TypeError):
-                break
-            done[k] = [Hypothesis(list(t), c, sc, fin) for t, c, sc, fin in rec["hyps"]]
-            good += len(line)
-    with open(path, "r+b") as f:  # drop what follows the last complete record
-        f.truncate(good)
-    return done
+def length_batches(xs: Sequence[Sequence[int]], batch_size: int) -> list[list[int]]:
+    """The indices of ``xs`` in batches of ``batch_size``, longest sources first (similar lengths
+    together: little padding)."""
+    order = sorted(range(len(xs)), key=lambda i: -len(xs[i]))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def batch_decoder(model, xs, beam: int, normalize: bool, device, make_steps, **rules):
+    """``decode(idx) -> hypotheses`` of the sources ``xs[i]`` for ``i`` in ``idx``, padded into one
+    batch: greedy (``beam = 0``) or beam search with ``rules``, through the steps that
+    ``make_steps()`` makes once per thread (their products may keep scratch buffers)."""
+    local = threading.local()
+
+    def decode(idx: list[int]) -> list[Hypothesis]:
+        if getattr(local, "steps", None) is None:
+            local.steps = make_steps()
+        x, x_mask = (t.to(device) for t in pad([xs[i] for i in idx]))
+        if beam == 0:
+            return greedy_search(model, x, x_mask, steps=local.steps, **rules)
+        return beam_search(model, x, x_mask, beam=beam, normalize=normalize, steps=local.steps,
+                           **rules)  # fmt: skip
+
+    return decode
+
+
+class Journal:
+    """The batches of a decoding, appended to the file ``path`` (one JSON line each: the batch's
+    number and size, each hypothesis's tokens, cost, score and whether it finished; no attention
+    weights) as soon as each is done, so that a decoding that was interrupted reads them back
+    (:meth:`done`) instead of decoding them again."""
+
+    def __init__(self, path: str | os.PathLike, batches: list[list[int]]):
+        self.path, self.batches = Path(path), batches
+        self.done_before = self._read()
+        self.f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
+
+    def done(self) -> dict[int, list[Hypothesis]]:
+        """The batches decoded before, from the complete records (a torn last line, from an
+        interruption while it was written, is ignored and rewritten)."""
+        return self.done_before
+
+    def _read(self) -> dict[int, list[Hypothesis]]:
+        if not self.path.is_file():
+            return {}
+        done, good = {}, 0
+        with open(self.path, "rb") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                    k = rec["batch"]
+                    size = len(self.batches[k])
+                    if rec["size"] != size or len(rec["hyps"]) != size:
+                        raise ValueError("batch size")
+                except (ValueError, KeyError, IndexError, TypeError):
+                    break
+                done[k] = [Hypothesis(list(t), c, sc, fin) for t, c, sc, fin in rec["hyps"]]
+                good += len(line)
+        with open(self.path, "r+b") as f:  # drop what follows the last complete record
+            f.truncate(good)
+        return done
+
+    def write(self, k: int, hyps: list[Hypothesis]) -> None:
+        """Batch ``k``'s hypotheses, flushed."""
+        rows = [[h.tokens, h.cost, h.score, h.finished] for h in hyps]
+        self.f.write(json.dumps({"batch": k, "size": len(self.batches[k]), "hyps": rows}) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
 
 
 def in_threads(fn, items: Sequence, workers: int, device_type: str = "cpu") -> Iterator:

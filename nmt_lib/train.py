@@ -2,7 +2,8 @@
 
 * Adadelta with ``rho = 0.95``, ``eps = 1e-6`` and learning rate 1 (``torch.optim.Adadelta`` is
   GroundHog's ``SGD_adadelta``; on the fast backend :class:`nmt_lib.fast.optim.Adadelta` computes
-  its update faster on a CPU);
+  its update faster on a CPU); the model, the optimizer, the backward pass and the update come from
+  the run's backend (:func:`nmt_lib.fast.backend`);
 * loss = the **sum** of the token negative log-likelihoods of the minibatch, EOS included, never the
   mean (PAPER.md §3 engineering note, A6);
 * the global L2 norm of the gradient is rescaled to 1 when it is ``>= 1``; a NaN/Inf gradient is
@@ -31,7 +32,7 @@ one flat all-reduce. One update then is exactly the single-process update on the
 minibatches together: the loss stays a sum, but an update sees ``world * 80`` pairs (budgets in
 epochs or hours keep their meaning; in updates, scale them yourself). We all-reduce by hand rather
 than wrap the model in ``DistributedDataParallel`` (which averages): the same arithmetic with the
-sum explicit, and the model's own methods (``encode``, ``readout_step``) used unwrapped. Rank 0
+sum explicit, and the model's own methods (``encode``, the decoding steps) used unwrapped. Rank 0
 evaluates, logs and writes the checkpoints; every rank resumes from the same checkpoint file (one
 machine, shared disk).
 
@@ -50,8 +51,6 @@ import math
 import os
 import signal
 import time
-import warnings
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -72,81 +71,11 @@ from .checkpoint import (
 )
 from .config import RunConfig, to_dict
 from .evaluate import dev_metrics
-from .fast import kernels, on_backend
-from .fast.graphs import GraphedLoss
-from .fast.optim import Adadelta, flat_alike
+from .fast import backend
+from .gradients import sum_gradients
 from .io import atomic_write, locked, naming, remove_debris, write_json
 from .models import build_model
-from .runtime import autocast, resolve_device, resolve_precision, warn_emulated_bf16
-
-
-def clip_gradients(
-    params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str, defer: bool = False
-):
-    """GroundHog's ``SGD_adadelta`` gradient treatment, in place.
-
-    Returns ``(norm, action)``: the global L2 norm before any change and one of ``"none"``,
-    ``"clip"`` (``norm >= clip_norm``: ``g <- g * clip_norm / norm``), ``"shrink"`` (non-finite
-    norm: ``g <- 0.1 * θ``) or ``"skip"`` (non-finite norm: the caller must not step).
-    ``defer``: leave the ``"clip"`` scaling to the update, ``Adadelta.step(grad_scale=clip_norm /
-    norm)``, which does it in its own pass over the gradients.
-    """
-    grads = [p.grad for p in params if p.grad is not None]
-    norm = float(torch.stack([_squared_norm(g) for g in grads]).sum().sqrt())
-    if not math.isfinite(norm):
-        if nonfinite == "skip":
-            return norm, "skip"
-        with torch.no_grad():
-            for p in params:
-                if p.grad is not None:
-                    p.grad.copy_(0.1 * p)
-        return norm, "shrink"
-    if norm >= clip_norm:
-        if not defer:
-            with torch.no_grad():
-                for g in grads:
-                    g.mul_(clip_norm / norm)
-        return norm, "clip"
-    return norm, "none"
-
-
-def _squared_norm(g: torch.Tensor) -> torch.Tensor:
-    """``Σ g²`` as float32 dot products of chunks of 2^18 entries, summed in float64 (on a GPU: one
-    dot): on CPUs
-    faster than ``vector_norm`` and closer to the exact sum, and the chunks keep it so where one
-    long float32 dot is not (``[3000, 620]`` of N(0, 1) on an AVX-512 EPYC: the squared norm's
-    relative error 7e-6 in one dot, 3e-7 in chunks, for 1.2x the time of one dot).
-    Column-major matrices (``W_o``'s gradient) are read as they lie."""
-    g = g.float()
-    flat = (flat_alike(g) or [g.reshape(-1)])[0]
-    if flat.device.type != "cpu":  # one launch; a GPU's reduction is a tree
-        return torch.dot(flat, flat)
-    return torch.stack([torch.dot(c, c) for c in flat.split(1 << 18)]).sum(dtype=torch.float64)
-
-
-def sum_gradients(params: Sequence[torch.nn.Parameter]) -> None:
-    """All-reduce (sum) the gradients over the ranks, in one flat buffer (data parallelism)."""
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
-    dist.all_reduce(flat)  # SUM
-    i = 0
-    for p in params:
-        n = p.grad.numel()
-        p.grad.copy_(flat[i : i + n].view_as(p.grad))
-        i += n
-
-
-def make_optimizer(t, params: Sequence[torch.nn.Parameter]) -> torch.optim.Optimizer:
-    """``train.optimizer``: the paper's Adadelta (``rho``, ``eps``, ``lr``: GroundHog's 0.95, 1e-6,
-    1; on the fast backend :class:`nmt_lib.fast.optim.Adadelta`, the same numbers), or Adam
-    (Kingma & Ba 2015; torch's defaults ``betas = (0.9, 0.999)``, ``eps = 1e-8``, at
-    ``train.lr``)."""
-    if t.optimizer == "adam":
-        return torch.optim.Adam(params, lr=t.lr, betas=(0.9, t.adam_beta2))
-    adadelta = Adadelta if t.backend == "fast" else torch.optim.Adadelta
-    return adadelta(params, lr=t.lr, rho=t.rho, eps=t.eps)
+from .runtime import resolve_device, resolve_precision, warn_emulated_bf16
 
 
 class Trainer:
@@ -154,19 +83,23 @@ class Trainer:
     rank of ``world``).
 
     Args:
-        cfg: the run's config; model: on ``device``; iterator: a :class:`~nmt_lib.data.TrainIterator`
-        (the same seed and position on every rank).
+        cfg: the run's config; model: on ``device``, made by ``on`` (:func:`nmt_lib.fast.backend`
+        of ``train.backend`` when None), which also gives the optimizer, the backward pass and the
+        update; iterator: a :class:`~nmt_lib.data.TrainIterator` (the same seed and position on
+        every rank).
     """
 
-    def __init__(self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1):
+    def __init__(self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1,
+                 on=None):  # fmt: skip
         self.cfg, self.model, self.iterator = cfg, model, iterator
+        self.on = on if on is not None else backend(cfg.train.backend)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.rank, self.world = rank, world
         t = cfg.train
         warn_emulated_bf16(t.precision, self.device)
         self.precision = resolve_precision(t.precision, self.device)  # "bf16" or "fp32"
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.opt = make_optimizer(t, self.params)
+        self.opt = self.on.optimizer(t, self.params)
         if world > 1:  # every rank starts from rank 0's weights
             with torch.no_grad():
                 for p in self.params:
@@ -174,12 +107,9 @@ class Trainer:
                     dist.broadcast(buf, 0)
                     if buf.data_ptr() != p.data_ptr():
                         p.copy_(buf)
-        self.graphs = None  # forward + backward as CUDA graphs (train.cuda_graphs, on a GPU)
-        if t.cuda_graphs and self.device.type == "cuda":
-            self.graphs = GraphedLoss(model, self.params, self.precision)
-        elif t.cuda_graphs:
-            msg = f"train.cuda_graphs applies on a GPU only: ignored on {self.device}"
-            warnings.warn(msg, stacklevel=2)
+        # the loss and its gradients: eager, or replayed as CUDA graphs (train.cuda_graphs)
+        self.backward = self.on.backward(model, self.params, self.precision, self.device,
+                                         t.cuda_graphs)  # fmt: skip
         self.update = 0
         self.elapsed = 0.0  # seconds of training, summed over resumes
         self.best_dev_nll = math.inf
@@ -231,25 +161,13 @@ class Trainer:
         denom = {"sum": 1, "sentence": sentences, "token": tokens}[t.loss]
         self.model.train()
         self.opt.zero_grad(set_to_none=True)
-        if self.graphs is not None:  # the same loss and gradients, replayed
-            loss = self.graphs.backward(batch.x, batch.x_mask, batch.y, batch.y_mask)
-            if denom != 1:
-                torch._foreach_div_([p.grad for p in self.params if p.grad is not None], denom)
-        else:
-            with autocast(self.device, self.precision):
-                logp, _ = self.model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty]
-            loss = -logp.float().sum()
-            (loss / denom if denom != 1 else loss).backward()
+        loss = self.backward(batch.x, batch.x_mask, batch.y, batch.y_mask, denom)
         if self.world > 1:
             sum_gradients(self.params)
         for group in self.opt.param_groups:
             group["lr"] = self.lr()
-        deferred = isinstance(self.opt, Adadelta)  # Adadelta scales the gradients in its own pass
-        norm, action = clip_gradients(self.params, t.clip_norm, t.nonfinite, defer=deferred)
-        if action != "skip" and deferred:
-            self.opt.step(grad_scale=t.clip_norm / norm if action == "clip" else 1.0)
-        elif action != "skip":
-            self.opt.step()
+        # GroundHog's gradient treatment (nmt_lib.gradients), then the optimizer's step
+        norm, action = self.on.update(self.opt, self.params, t.clip_norm, t.nonfinite)
         if action in ("skip", "shrink"):
             self.n_nonfinite += 1
             self.nonfinite_streak += 1
@@ -409,8 +327,17 @@ def train_run(
         Interrupted: after SIGINT or SIGTERM, once the checkpoint of the last complete update is
         saved (a rerun resumes to exactly the uninterrupted result).
     """
-    cfg, t = run_cfg, run_cfg.train
-    out_dir = Path(out_dir)
+    cfg, out_dir = run_cfg, Path(out_dir)
+    rank, world, device = _process(cfg.train)
+    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else default_checkpoint_dir(cfg, out_dir)
+    _writable(out_dir, ckpt_dir)  # before the data are prepared, which may take minutes
+    with _held(cfg, out_dir, ckpt_dir, rank):
+        return _train(cfg, out_dir, ckpt_dir, prep, resume, progress, rank, world, device)
+
+
+def _process(t) -> tuple[int, int, torch.device]:
+    """This process's rank, the world size and its device (the process group started under
+    torchrun; ``train.threads`` intra-op threads)."""
     rank, world, local_rank = _dist_info()
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
@@ -419,33 +346,69 @@ def train_run(
         torch.cuda.set_device(device)
     if t.threads:
         torch.set_num_threads(t.threads)
-    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else default_checkpoint_dir(cfg, out_dir)
-    for d in (out_dir, ckpt_dir):  # before the data are prepared, which may take minutes
+    return rank, world, device
+
+
+def _writable(*dirs: Path) -> None:
+    """Make ``dirs``; one that cannot be written raises, naming it."""
+    for d in dirs:
         with naming(d):
             d.mkdir(parents=True, exist_ok=True)
         if not os.access(d, os.W_OK):
             raise PermissionError(f"{d}: not writable (results and checkpoints go there)")
+
+
+@contextlib.contextmanager
+def _held(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, rank: int):
+    """One training of this run at a time (rank 0 holds the locks; the other ranks are this
+    training); the temporary files a killed run of its own left are removed, nothing else."""
     with contextlib.ExitStack() as held:
-        if rank == 0:  # one training of this run at a time; the other ranks are this training
+        if rank == 0:
             what = f"run {cfg.name!r} ({{}})"
             held.enter_context(locked(ckpt_dir / ".train.lock", what.format(ckpt_dir)))
             if out_dir.resolve() != ckpt_dir.resolve():
                 held.enter_context(locked(out_dir / ".train.lock", what.format(out_dir)))
             remove_debris(ckpt_dir, (LAST, BEST, "config.json", "src.vocab.txt", "trg.vocab.txt"))
             remove_debris(out_dir, ("config.json", "train_log.jsonl", "train_summary.json"))
-        return _train(cfg, out_dir, ckpt_dir, prep, resume, progress, rank, world, device)
+        yield
 
 
 def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress, rank, world,
            device) -> dict:  # fmt: skip
     """:func:`train_run` once the run is locked."""
-    from tqdm import tqdm
-
-    from . import data
-
-    t = cfg.train
     last = ckpt_dir / LAST
     resuming = resume and last.is_file()
+    prep = _prepared(cfg, prep, resuming, last)
+    trainer = _trainer(cfg, prep, device, rank, world)
+    resumed_from = None
+    if resuming:
+        trainer.load_state_dict(load_checkpoint(last), last)
+        resumed_from = trainer.update
+    log = _run_files(cfg, prep, out_dir, ckpt_dir, resumed_from) if rank == 0 else None
+    updates0 = trainer.update
+    try:
+        with stop_signals() as stop_signal:
+            reason, last_eval = _loop(trainer, prep, log, ckpt_dir, progress, stop_signal)
+    finally:
+        if log is not None:
+            log.close()
+    if last_eval is None and rank == 0:  # nothing trained in this session: the last logged eval
+        evals = [json.loads(x) for x in log.path.read_text(encoding="utf-8").splitlines()]
+        last_eval = next((r for r in reversed(evals) if r.get("kind") == "eval"), None)
+    summary = _summary(trainer, reason, updates0, resumed_from, last_eval, ckpt_dir)
+    if rank == 0:  # the file names the checkpoints relative to the cache (checkpoint.portable)
+        where = {k: portable(summary[k], cfg) for k in ("checkpoint_dir", "model_checkpoint")}
+        write_json(out_dir / "train_summary.json", {**summary, **where})
+    if reason == "interrupted":
+        raise Interrupted(stop_signal[0] if stop_signal else signal.SIGTERM, trainer.update, last)
+    return summary
+
+
+def _prepared(cfg: RunConfig, prep, resuming: bool, last: Path):
+    """The prepared data (prepared now when ``prep`` is None), checked against the files they were
+    made from when resuming, and the vocabularies against the model's rows."""
+    from . import data
+
     if prep is None or resuming:  # contents edited behind an unchanged size and mtime
         changed = data.verify_inputs(cfg.data)
         if changed and (resuming or prep is not None):
@@ -463,70 +426,134 @@ def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress
                           ("trg", prep.trg_vocab, cfg.model.trg_vocab)):  # fmt: skip
         if len(v) > rows:
             raise ValueError(f"{side} vocabulary has {len(v)} rows, the model only {rows}")
+    return prep
 
-    torch.manual_seed(t.seed)  # the initialisation (App. B.1), identical on every rank
-    model = on_backend(build_model(cfg.model), t.backend).to(device)
+
+def _trainer(cfg: RunConfig, prep, device, rank: int, world: int) -> Trainer:
+    """A fresh model (the initialisation of ``train.seed``, the same on every rank) on the run's
+    backend, and its :class:`Trainer` over the training data."""
+    from . import data
+
+    on = backend(cfg.train.backend)
+    on.tune_process()
+    torch.manual_seed(cfg.train.seed)  # the initialisation (App. B.1), identical on every rank
+    model = on.model(build_model(cfg.model)).to(device)
     iterator = data.TrainIterator.from_config(prep.train, cfg.data)
-    trainer = Trainer(cfg, model, iterator, device, rank, world)
+    trainer = Trainer(cfg, model, iterator, device, rank, world, on)
     trainer.data_fingerprint = data.fingerprint(prep)
-    resumed_from = None
-    if resuming:
-        trainer.load_state_dict(load_checkpoint(last), last)
-        resumed_from = trainer.update
-    lead = rank == 0
-    log = None
-    if lead:
-        write_json(out_dir / "config.json", to_dict(cfg))
-        ckpt_dir.mkdir(parents=True, exist_ok=True)
-        prep.src_vocab.save(ckpt_dir / "src.vocab.txt")
-        prep.trg_vocab.save(ckpt_dir / "trg.vocab.txt")
-        write_json(ckpt_dir / "config.json", to_dict(cfg))
-        log = JsonlLog(out_dir / "train_log.jsonl", resumed_from)
+    return trainer
 
-    def save(path: Path = last) -> None:
-        if not trainer.finite():  # a diverged state never replaces a good checkpoint
-            raise Diverged(cfg.name, trainer.update, last, "non-finite weights (NaN or Inf)")
-        if lead:
-            save_checkpoint(path, trainer.state_dict())
 
-    # SIGINT (Ctrl-C) and SIGTERM stop the run at the next update boundary, where the checkpoint
-    # is the state of an uninterrupted run; a second Ctrl-C stops at once, keeping the last one
-    stop_signal: list[int] = []
+def _run_files(cfg: RunConfig, prep, out_dir: Path, ckpt_dir: Path, resumed_from) -> JsonlLog:
+    """The run's config beside its results and its checkpoints, the vocabularies beside the
+    checkpoints, and its training log (kept up to the checkpoint resumed from)."""
+    write_json(out_dir / "config.json", to_dict(cfg))
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    prep.src_vocab.save(ckpt_dir / "src.vocab.txt")
+    prep.trg_vocab.save(ckpt_dir / "trg.vocab.txt")
+    write_json(ckpt_dir / "config.json", to_dict(cfg))
+    return JsonlLog(out_dir / "train_log.jsonl", resumed_from)
+
+
+@contextlib.contextmanager
+def stop_signals():
+    """SIGINT (Ctrl-C) and SIGTERM, recorded in the list yielded: the run stops at the next update
+    boundary, where the checkpoint is the state of an uninterrupted run; a second Ctrl-C stops at
+    once, keeping the last one. The handlers before are restored on exit (none are installed off
+    the main thread)."""
+    received: list[int] = []
     old_handlers = {}
 
     def on_signal(signum, frame):
-        stop_signal.append(signum)
+        received.append(signum)
         if signum == signal.SIGINT:
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
     with contextlib.suppress(ValueError):  # not the main thread: no handlers
         for sig in (signal.SIGINT, signal.SIGTERM):
             old_handlers[sig] = signal.signal(sig, on_signal)
+    try:
+        yield received
+    finally:
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
 
+
+class Window:
+    """What the ``kind: "train"`` records average over: the updates since the last record."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.loss, self.sentences, self.tokens, self.norm, self.clip, self.n = 0.0, 0, 0, 0.0, 0, 0
+        self.restart_clock()
+
+    def restart_clock(self) -> None:
+        """Time from now on (evaluation time is not training throughput)."""
+        self.t0 = time.perf_counter()
+
+    def add(self, s: dict) -> None:
+        """One update's :meth:`Trainer.step` result."""
+        self.loss += s["loss"]
+        self.sentences += s["sentences"]
+        self.tokens += s["tokens"]
+        self.norm += s["grad_norm"] if math.isfinite(s["grad_norm"]) else 0.0
+        self.clip += s["action"] == "clip"
+        self.n += 1
+
+    def record(self, trainer: Trainer) -> dict:
+        """The training record of the window, which then starts again."""
+        dt = time.perf_counter() - self.t0
+        rec = {
+            "kind": "train",
+            "update": trainer.update,
+            "epoch": trainer.epoch,
+            "train_nll": self.loss / max(self.sentences, 1),
+            "tokens_per_s": self.tokens / max(dt, 1e-9),
+            "grad_norm": self.norm / self.n,
+            "clip_rate": self.clip / self.n,
+            "window_updates": self.n,  # fewer in the first record after a resume
+            "lr": trainer.lr(),
+            "elapsed": trainer.elapsed,
+        }
+        self.reset()
+        return rec
+
+
+def _save(trainer: Trainer, path: Path, last: Path) -> None:
+    """A checkpoint of ``trainer`` (rank 0 writes it); a diverged state never replaces a good
+    checkpoint."""
+    if not trainer.finite():
+        raise Diverged(trainer.cfg.name, trainer.update, last, "non-finite weights (NaN or Inf)")
+    if trainer.rank == 0:
+        save_checkpoint(path, trainer.state_dict())
+
+
+def _loop(trainer: Trainer, prep, log, ckpt_dir: Path, progress, stop_signal: list) -> tuple:
+    """Updates until a budget is spent, training stops early or a signal arrives: the training
+    and evaluation records, the checkpoints, and a final evaluation and checkpoint. Returns why it
+    stopped and the last evaluation."""
+    from tqdm import tqdm
+
+    cfg, t, device = trainer.cfg, trainer.cfg.train, trainer.device
+    lead, last = trainer.rank == 0, ckpt_dir / LAST
     log_every = max(1, t.eval_every // 10)
-    window = {"loss": 0.0, "sentences": 0, "tokens": 0, "norm": 0.0, "clip": 0, "n": 0}
-    last_eval = None
+    window, last_eval = Window(), None
     quiet = True if not lead else (None if progress is None else not progress)  # None: if a tty
     # a budget in updates counts updates; one in hours counts seconds (either gives an ETA)
     by_time = t.max_updates is None and t.max_hours is not None
     bar = tqdm(total=round(t.max_hours * 3600) if by_time else t.max_updates,
                initial=round(trainer.elapsed) if by_time else trainer.update,
                unit="s" if by_time else "it", desc=cfg.name, disable=quiet)  # fmt: skip
-    t_session = time.perf_counter()
-    t_window = t_save = time.perf_counter()
-    elapsed0 = trainer.elapsed
-    updates0 = trainer.update
+    t_session = t_save = time.perf_counter()
+    elapsed0, updates0 = trainer.elapsed, trainer.update
     reason = _budget_left(trainer)
     try:
         while reason is None:
             s = trainer.step()
             trainer.elapsed = elapsed0 + time.perf_counter() - t_session
-            window["loss"] += s["loss"]
-            window["sentences"] += s["sentences"]
-            window["tokens"] += s["tokens"]
-            window["norm"] += s["grad_norm"] if math.isfinite(s["grad_norm"]) else 0.0
-            window["clip"] += s["action"] == "clip"
-            window["n"] += 1
+            window.add(s)
             if s["action"] in ("skip", "shrink") and lead:
                 log.write({"kind": "nonfinite", "update": trainer.update, "action": s["action"],
                            "epoch": trainer.epoch, "elapsed": trainer.elapsed})  # fmt: skip
@@ -536,37 +563,21 @@ def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress
                                f"(train.max_nonfinite = {t.max_nonfinite})")  # fmt: skip
             bar.update(round(trainer.elapsed) - bar.n if by_time else 1)
             if trainer.update % log_every == 0 and lead:
-                dt = time.perf_counter() - t_window
-                rec = {
-                    "kind": "train",
-                    "update": trainer.update,
-                    "epoch": trainer.epoch,
-                    "train_nll": window["loss"] / max(window["sentences"], 1),
-                    "tokens_per_s": window["tokens"] / max(dt, 1e-9),
-                    "grad_norm": window["norm"] / window["n"],
-                    "clip_rate": window["clip"] / window["n"],
-                    "window_updates": window["n"],  # fewer in the first record after a resume
-                    "lr": trainer.lr(),
-                    "elapsed": trainer.elapsed,
-                }
+                rec = window.record(trainer)
                 log.write(rec)
                 bar.set_postfix(update=trainer.update, nll=f"{rec['train_nll']:.2f}",
                                 tok_s=f"{rec['tokens_per_s']:.0f}")  # fmt: skip
-                window = dict.fromkeys(window, 0)
-                window["loss"] = window["norm"] = 0.0
-                t_window = time.perf_counter()
-            evaluate_now = trainer.update % t.eval_every == 0
-            if evaluate_now:
+            if trainer.update % t.eval_every == 0:
                 last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST)
-                t_window = time.perf_counter()  # evaluation time is not training throughput
+                window.restart_clock()  # evaluation time is not training throughput
             due = time.perf_counter() - t_save >= t.checkpoint_minutes * 60
-            save_now, sig = _agree([due, bool(stop_signal)], world, device)
+            save_now, sig = _agree([due, bool(stop_signal)], trainer.world, device)
             if sig:
                 reason = "interrupted"
                 break
             reason = _budget_left(trainer)
             if save_now and reason is None:
-                save()
+                _save(trainer, last, last)
                 t_save = time.perf_counter()
         if (
             reason != "interrupted"
@@ -575,18 +586,17 @@ def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress
         ):
             last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST, final=True)
         if trainer.update > updates0 or not last.is_file():  # else the checkpoint is this state
-            save()
+            _save(trainer, last, last)
     finally:
         bar.close()
-        if log is not None:
-            log.close()
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
-    if last_eval is None and lead:  # nothing trained in this session: the last logged eval
-        evals = [json.loads(x) for x in log.path.read_text(encoding="utf-8").splitlines()]
-        last_eval = next((r for r in reversed(evals) if r.get("kind") == "eval"), None)
-    summary = {
-        "run": cfg.name,
+    return reason, last_eval
+
+
+def _summary(trainer: Trainer, reason, updates0: int, resumed_from, last_eval, ckpt_dir: Path):
+    """What ``train_summary.json`` records of the session."""
+    t, device = trainer.cfg.train, trainer.device
+    return {
+        "run": trainer.cfg.name,
         "stopped_by": reason,
         "updates": trainer.update,
         "epochs": trainer.epoch,
@@ -597,21 +607,15 @@ def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress
         "best_dev_nll": None if math.isinf(trainer.best_dev_nll) else trainer.best_dev_nll,
         "best_update": trainer.best_update,
         "last_eval": last_eval,
-        "world_size": world,
+        "world_size": trainer.world,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "precision": trainer.precision,
-        "compiled_kernels": device.type == "cpu" and kernels.library() is not None,
+        "compiled_kernels": trainer.on.compiled_kernels(device),
         "checkpoint_dir": str(ckpt_dir),
         "model_checkpoint": str(
             ckpt_dir / (BEST if t.patience and (ckpt_dir / BEST).is_file() else LAST)
         ),  # fmt: skip
     }
-    if lead:  # the file names the checkpoints relative to the cache (checkpoint.portable)
-        where = {k: portable(summary[k], cfg) for k in ("checkpoint_dir", "model_checkpoint")}
-        write_json(out_dir / "train_summary.json", {**summary, **where})
-    if reason == "interrupted":
-        raise Interrupted(stop_signal[0] if stop_signal else signal.SIGTERM, trainer.update, last)
-    return summary
 
 
 class Diverged(RuntimeError):

@@ -31,13 +31,13 @@ import json
 import matplotlib.pyplot as plt
 from myst_nb import glue
 
-from nmt_lib import plots, replicate
+from nmt_experiments import plots, replicate
+from nmt_experiments.results import require_results, results_path
 from nmt_lib.config import DataConfig, ModelConfig
+from nmt_lib.data.text import detokenize, tokenize
+from nmt_lib.data.vocab import EOS, PAD, UNK, Vocab
 from nmt_lib.io import write_json
 from nmt_lib.paper import FIG3_SOURCES
-from nmt_lib.results import require_results, results_path
-from nmt_lib.text import detokenize, tokenize
-from nmt_lib.vocab import EOS, PAD, UNK, Vocab
 
 out = results_path(profile, results_dir)
 glue("profile", profile, display=False)
@@ -77,13 +77,13 @@ glue("profile", profile, display=False)
 #
 # Tokenization is the Moses tokenizer (via sacremoses), with `tokenizer.perl`'s defaults:
 #
-# ```{literalinclude} ../../nmt_lib/text.py
+# ```{literalinclude} ../../nmt_lib/data/text.py
 # :pyobject: tokenize
 # ```
 #
 # The shortlist keeps the most frequent words, after three special rows:
 #
-# ```{literalinclude} ../../nmt_lib/vocab.py
+# ```{literalinclude} ../../nmt_lib/data/vocab.py
 # :pyobject: Vocab.build
 # ```
 #

@@ -4,7 +4,7 @@
 # **What you will derive.** The recurrent unit that every part of RNNsearch is built from: the
 # gated recurrent unit (GRU) of Cho et al. (2014a), in the exact form the paper uses (Appendix A.1.1).
 # You will see why its gates let gradients survive long sentences, how it differs from PyTorch's
-# `torch.nn.GRU`, and check that `nmt_lib.gru` computes exactly the equations below.
+# `torch.nn.GRU`, and check that `nmt_lib.paper.gru` computes exactly the equations below.
 #
 # **What you need.** A plain recurrent network $h_t = \tanh(W x_t + U h_{t-1})$, the logistic
 # sigmoid $\sigma$, and the element-wise product $\circ$. Notation: {doc}`../notation`.
@@ -28,7 +28,7 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_lib import gru
+from nmt_lib.paper import gru
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -81,17 +81,17 @@ torch.set_default_dtype(torch.float64)  # the checks compare formulas exactly, i
 #
 # ## The library function
 #
-# `nmt_lib.gru` packs the three input projections into one matrix $[W; W_z; W_r]$, computed for
+# `nmt_lib.paper.gru` packs the three input projections into one matrix $[W; W_z; W_r]$, computed for
 # all time steps at once, and the two gate matrices into one $[U_r; U_z]$, so a step is two
 # matrix products:
 #
-# ```{literalinclude} ../../nmt_lib/gru.py
+# ```{literalinclude} ../../nmt_lib/paper/gru.py
 # :pyobject: gru_step
 # ```
 #
 # Over a sentence, `gru_scan` copies the state at padded positions, so a padded sentence ends in the same state as the unpadded one:
 #
-# ```{literalinclude} ../../nmt_lib/gru.py
+# ```{literalinclude} ../../nmt_lib/paper/gru.py
 # :pyobject: gru_scan
 # ```
 #
@@ -129,7 +129,7 @@ c = cell
 ref = gru_reference(x, mask, c.W, c.W_z, c.W_r, c.U, c.U_z, c.U_r, c.b)
 assert_close(cell(x, mask), ref)
 assert_close(cell(x[1:, :3]), ref[1:, :3])  # padding changes nothing
-print("nmt_lib.gru.GRU == equations (gru-r)-(gru-h), float64, with and without padding")
+print("nmt_lib.paper.gru.GRU == equations (gru-r)-(gru-h), float64, with and without padding")
 
 # %% [markdown]
 # Now the comparison with PyTorch. We load the paper GRU's weights into `torch.nn.GRU`: PyTorch
@@ -251,7 +251,7 @@ plt.close(fig)
 #   $z$ sets the mix and opens an identity path for the gradient, {eq}`gru-jac`.
 # - The paper's cell resets *before* the recurrent matrix, {eq}`gru-cand`; `torch.nn.GRU` resets
 #   after it, a different function that agrees only for diagonal $U$.
-# - `nmt_lib.gru.gru_step` computes {eq}`gru-r`–{eq}`gru-h` exactly (checked in float64 above and in
+# - `nmt_lib.paper.gru.gru_step` computes {eq}`gru-r`–{eq}`gru-h` exactly (checked in float64 above and in
 #   `tests/test_gru.py`), with GroundHog's single candidate bias.
 #
 # ## Exercises

@@ -18,7 +18,7 @@
 # to cope with long sentences, especially those that are longer than the sentences in the training
 # corpus". Cho et al. (2014b) showed that the performance of a basic encoder–decoder deteriorates
 # rapidly as the length of an input sentence increases. Figure 2 of the paper measures exactly
-# this ({doc}`08_experiments`).
+# this ({doc}`10_experiments`).
 
 # %% tags=["parameters"]
 profile = "lite"
@@ -33,8 +33,8 @@ from myst_nb import glue
 from torch.testing import assert_close
 
 from nmt_lib.config import ModelConfig
-from nmt_lib.encoder import Encoder
-from nmt_lib.model import build_model, init_parameters
+from nmt_lib.paper.encoder import Encoder
+from nmt_lib.paper.model import build_model, init_parameters
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -81,13 +81,13 @@ torch.set_default_dtype(torch.float64)
 # The model exposes the pieces of {eq}`encdec-enc` and {eq}`encdec-dec` one by one, so that beam
 # search can drive them step by step:
 #
-# ```{literalinclude} ../../nmt_lib/model.py
+# ```{literalinclude} ../../nmt_lib/paper/model.py
 # :pyobject: RNNencdec
 # ```
 #
 # and the shared machinery, including `readout_step` ($g$) and `next_state` (the GRU update):
 #
-# ```{literalinclude} ../../nmt_lib/model.py
+# ```{literalinclude} ../../nmt_lib/paper/model.py
 # :pyobject: EncoderDecoder.readout_step
 # ```
 #

@@ -5,7 +5,7 @@
 # source sentence, the decoder computes, at every target position $i$, a *context vector* $c_i$, a
 # weighted average of the encoder's annotations, with weights $\alpha_{ij}$ given by a small
 # feed-forward *alignment model*. You will derive the three equations, see why $U_a h_j$ is
-# computed once per sentence, check that `nmt_lib.attention` computes exactly them, and watch an
+# computed once per sentence, check that `nmt_lib.paper.attention` computes exactly them, and watch an
 # alignment model learn a reordering.
 #
 # **What you need.** The annotations $h_j = [\overrightarrow h_j; \overleftarrow h_j]$ of the
@@ -33,7 +33,8 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_lib import attention, plots
+from nmt_experiments import plots
+from nmt_lib.paper import attention
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -79,19 +80,19 @@ torch.set_default_dtype(torch.float64)
 #
 # One function per equation. The energies, with `Uh` $= U_a h_j$ passed in:
 #
-# ```{literalinclude} ../../nmt_lib/attention.py
+# ```{literalinclude} ../../nmt_lib/paper/attention.py
 # :pyobject: alignment_scores
 # ```
 #
 # The weights, with the mask:
 #
-# ```{literalinclude} ../../nmt_lib/attention.py
+# ```{literalinclude} ../../nmt_lib/paper/attention.py
 # :pyobject: masked_softmax
 # ```
 #
 # And the context:
 #
-# ```{literalinclude} ../../nmt_lib/attention.py
+# ```{literalinclude} ../../nmt_lib/paper/attention.py
 # :pyobject: context
 # ```
 #
@@ -135,7 +136,7 @@ e = torch.einsum(
     "a,bta->bt", att.v_a, torch.tanh(Uh + torch.einsum("ak,bk->ba", att.W_a, s_prev)[:, None])
 )
 assert_close(attention.alignment_scores(s_prev, Uh, att.W_a, att.v_a), e)
-print("nmt_lib.attention == equations (align-e)-(align-c), float64; padding gets weight 0")
+print("nmt_lib.paper.attention == equations (align-e)-(align-c), float64; padding gets weight 0")
 
 # %% [markdown]
 # The library's padded batch computation, the loop over $j$, and the einsum agree to float64
@@ -158,7 +159,7 @@ alpha0
 # learned in miniature. The annotations are fixed random vectors, one per source word, and the
 # decoder state $s_{i-1}$ a fixed random vector per target position; only $W_a$, $U_a$, $v_a$ are
 # trained, to maximise $\log \alpha_{i, \pi(i)}$ for the reordering $\pi$ a translator would use.
-# This is a toy with a given answer, not the trained model (that is {doc}`09_alignments`).
+# This is a toy with a given answer, not the trained model (that is {doc}`11_alignments`).
 
 # %%
 src = ["the", "European", "Economic", "Area", "<end>"]
@@ -207,7 +208,7 @@ plt.close(fig)
 #   {eq}`align-alpha`; the context is the weighted mean of the annotations, {eq}`align-c`.
 # - $U_a h_j$ is computed once per sentence; per target word only $W_a s_{i-1}$ and a tanh are new.
 # - Padding gets weight exactly zero; $v_a = 0$ at initialisation makes the first weights uniform.
-# - `nmt_lib.attention` computes exactly these equations (checked above in float64, and in
+# - `nmt_lib.paper.attention` computes exactly these equations (checked above in float64, and in
 #   `tests/test_attention.py`).
 #
 # ## Exercises

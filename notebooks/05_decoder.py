@@ -30,7 +30,7 @@ from myst_nb import glue
 from torch.testing import assert_close
 
 from nmt_lib.config import ModelConfig
-from nmt_lib.model import RNNsearch, build_model, count_parameters
+from nmt_lib.paper.model import RNNsearch, build_model, count_parameters
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -120,31 +120,43 @@ torch.set_default_dtype(torch.float64)
 # The deep output {eq}`dec-maxout`–{eq}`dec-softmax`, for any number of leading dimensions (one
 # step in beam search, all steps at once in training):
 #
-# ```{literalinclude} ../../nmt_lib/decoder.py
+# ```{literalinclude} ../../nmt_lib/paper/decoder.py
 # :pyobject: Decoder.deep_output
 # ```
 #
-# ```{literalinclude} ../../nmt_lib/decoder.py
+# ```{literalinclude} ../../nmt_lib/paper/decoder.py
 # :pyobject: Decoder.logits
 # ```
 #
 # The state update {eq}`dec-state`:
 #
-# ```{literalinclude} ../../nmt_lib/decoder.py
+# ```{literalinclude} ../../nmt_lib/paper/decoder.py
 # :pyobject: Decoder.step_state
 # ```
 #
-# In training, `Decoder.forward` runs these steps over the reference translation, in the order of
-# {eq}`dec-maxout`–{eq}`dec-state`: attention from $s_{i-1}$, the readout, then the state update
-# with the word just emitted:
+# The model puts them together in two functions, in the order of {eq}`dec-maxout`–{eq}`dec-state`:
+# `readout_step`, attention from $s_{i-1}$ and the readout, and `next_state`, the state update with
+# the word just emitted:
 #
-# ```{literalinclude} ../../nmt_lib/decoder.py
-# :pyobject: Decoder.forward
+# ```{literalinclude} ../../nmt_lib/paper/model.py
+# :pyobject: EncoderDecoder.readout_step
+# ```
+#
+# ```{literalinclude} ../../nmt_lib/paper/model.py
+# :pyobject: EncoderDecoder.next_state
+# ```
+#
+# A search calls them one word at a time ({doc}`07_beam_search`, through `model.steps()`); in
+# training, `teacher_forced` runs them over the reference translation, the state copied past each
+# sentence's end:
+#
+# ```{literalinclude} ../../nmt_lib/paper/steps.py
+# :pyobject: teacher_forced
 # ```
 #
 # This is what the reference backend (`train.backend = "reference"`) trains. The fast backend
 # computes the same function faster, for instance the deep output and the softmax of *all* steps
-# in one product after the loop, since they do not feed back into the recurrence ({doc}`11_fast`).
+# in one product after the loop, since they do not feed back into the recurrence ({doc}`08_fast`).
 #
 # ## The numeric check
 #
@@ -216,7 +228,7 @@ print("nmt_lib RNNsearch == equations (dec-annot)-(dec-state), float64, per sent
 # Every log-probability and every alignment weight of the padded batch equals the per-sentence
 # reference to float64 precision. This is the strongest check in the book: nothing of `nmt_lib`
 # is used by the reference except the parameter tensors. (`tests/test_model.py` holds the same
-# identity, and that iterating `readout_step`/`next_state` reproduces it.)
+# identity on both backends.)
 #
 # ## The model at the paper's sizes
 #

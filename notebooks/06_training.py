@@ -34,12 +34,12 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_lib import replicate
+from nmt_experiments import replicate
 from nmt_lib.config import ModelConfig, TrainConfig
 from nmt_lib.data import TrainIterator, prepare
 from nmt_lib.evaluate import sentence_nll
-from nmt_lib.model import RNNsearch, build_model, count_parameters
-from nmt_lib.train import clip_gradients
+from nmt_lib.gradients import clip_gradients
+from nmt_lib.paper.model import RNNsearch, build_model, count_parameters
 
 _ = torch.manual_seed(0)
 
@@ -97,7 +97,7 @@ _ = torch.manual_seed(0)
 # $\rho$ is 0.9) and GroundHog's gradient treatment, including its rule for a non-finite gradient
 # (replace it by $0.1\,\theta$, which shrinks the weights):
 #
-# ```{literalinclude} ../../nmt_lib/train.py
+# ```{literalinclude} ../../nmt_lib/gradients.py
 # :pyobject: clip_gradients
 # ```
 #
@@ -107,8 +107,9 @@ _ = torch.manual_seed(0)
 # :pyobject: Trainer.step
 # ```
 #
-# The trainer leaves the clip's factor $\tau / \lVert g \rVert$ to the optimiser
-# (`clip_gradients(..., defer=True)`, then `Adadelta.step(grad_scale=...)`), which multiplies each
+# The loss, its gradient and the update come from the run's backend (`self.backward`, `self.on.update`;
+# `nmt_lib.fast.backend`). The fast one leaves the clip's factor $\tau / \lVert g \rVert$ to the
+# optimiser (`clip_gradients(..., defer=True)`, then `Adadelta.step(grad_scale=...)`), which multiplies each
 # gradient by it in the same pass as the update: the same float32 numbers as scaling the gradients
 # first, one pass over them fewer (`tests/test_train.py` checks the two bit for bit).
 #
@@ -212,7 +213,7 @@ glue("train_step_mean", sum(m["step"]) / len(m["step"]), display=False)
 glue("train_dev_sum", s["dev_nll"], display=False)
 glue("train_dev_mean", m["dev_nll"], display=False)
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6.6, 3.2))  # the text column (nmt_lib.plots)
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6.6, 3.2))  # the text column (nmt_experiments.plots)
 for (name, r), style in zip(runs.items(), ["-", "--"], strict=True):
     ax1.plot(r["nll"], style, color="k", label=name)
     ax2.semilogy(r["step"], style, color="k", label=name)
@@ -248,7 +249,7 @@ plt.close(fig)
 #   clipped update is a step of norm about 1, {eq}`train-step`; a mean loss makes the steps about
 #   2000 times smaller. Use the sum.
 # - This recipe was made for the paper's 300,000 updates. In a budget of minutes it barely starts
-#   learning: {doc}`10_budget` measures named alternatives (`train.optimizer`, `train.loss`, ...)
+#   learning: {doc}`09_budget` measures named alternatives (`train.optimizer`, `train.loss`, ...)
 #   per CPU-minute, and the reduced `lite` profile trains with the one that learned fastest.
 # - `nmt_lib.train` computes exactly these (checked above, and in `tests/`), and records the
 #   gradient norm and clip rate of every run in its training log.

@@ -16,7 +16,7 @@
 # approximately maximizes the conditional probability". That is all the paper says: no beam
 # width, no length normalisation. Where it is silent this page follows the authors' GroundHog
 # `sample.py` (beam 10, unnormalised costs by default). The reduced profiles choose how to rank
-# finished hypotheses on dev data instead ({doc}`10_budget`, "Search settings"): the `lite`
+# finished hypotheses on dev data instead ({doc}`09_budget`, "Search settings"): the `lite`
 # profile, and the comparison of {doc}`15_compare` that shares its recipe, rank them
 # {glue:text}`beam_lite_rule`. Both are rows of {doc}`../deviations`.
 
@@ -38,9 +38,9 @@ from torch.testing import assert_close
 from nmt_lib import search
 from nmt_lib.config import ModelConfig, SearchConfig, load_profile
 from nmt_lib.data import pad
-from nmt_lib.model import Encoded, build_model
-from nmt_lib.steps import Steps
-from nmt_lib.vocab import EOS
+from nmt_lib.data.vocab import EOS
+from nmt_lib.paper.model import Encoded, build_model
+from nmt_lib.paper.steps import Steps
 
 _ = torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -91,11 +91,11 @@ glue("beam_lite_rule", "by their cost per word (`search.normalize`)" if lite_nor
 # state after the chosen word). On the paper modules the step is `readout_step` and `next_state`
 # of {doc}`05_decoder`:
 #
-# ```{literalinclude} ../../nmt_lib/steps.py
+# ```{literalinclude} ../../nmt_lib/paper/steps.py
 # :pyobject: Steps
 # ```
 #
-# The fast backend computes the same step faster ({doc}`11_fast`). The length rules:
+# The fast backend computes the same step faster ({doc}`08_fast`). The length rules:
 #
 # ```{literalinclude} ../../nmt_lib/search.py
 # :pyobject: length_limits
@@ -127,11 +127,8 @@ logP = (P / P.sum(1, keepdim=True)).log()
 class MarkovToy:
     """The model interface of CONTRIBUTING.md; the state s is the last word (0 at the start)."""
 
-    def steps(self, words=None):
+    def steps(self):
         return Steps(self)  # the search's step through init_state, readout_step, next_state
-
-    def word_projections(self, rows=None):
-        return None
 
     def __init__(self, logP):
         self.logP = logP  # [prev word, next word]
@@ -249,7 +246,7 @@ plt.close(fig)
 # these toy models, a beam of 10 for {glue:text}`beam_exact_10:.0f`%. Real translation models
 # have 30,000 words per step and sentences of 30 words, so the search is never exact; whether
 # more probable means *better* translations is a question for the experiments
-# ({doc}`08_experiments`).
+# ({doc}`10_experiments`).
 #
 # ## Summary
 #

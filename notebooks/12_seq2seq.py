@@ -7,7 +7,7 @@
 # encoder–decoder, why *reversing the source* helped it, and the "peeky" variant that shows the
 # summary to every decoder step, as the paper's RNNencdec does (in a model that differs from
 # RNNencdec in much else); and check that
-# `nmt_lib.seq2seq` and `nmt_lib.peeky` compute exactly these equations.
+# `nmt_lib.models.seq2seq` and `nmt_lib.models.peeky` compute exactly these equations.
 #
 # **What you need.** The encoder–decoder and its chain rule ({doc}`03_encdec`); the paper's
 # RNNencdec ({doc}`05_decoder`). Notation: {doc}`../notation`.
@@ -34,12 +34,12 @@ from IPython.display import Markdown
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_lib.config import PROFILE_DIR, ModelConfig, load_profile
-from nmt_lib.model import count_parameters
+from nmt_experiments.recipes import SEEDS, run_name
+from nmt_experiments.tables import markdown_table
+from nmt_lib.config import PROFILE_DIR, load_profile, model_config
 from nmt_lib.models import build_model
-from nmt_lib.recipes import SEEDS, run_name
-from nmt_lib.seq2seq import reverse_words
-from nmt_lib.tables import markdown_table
+from nmt_lib.models.seq2seq import reverse_words
+from nmt_lib.paper.model import count_parameters
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -108,7 +108,7 @@ torch.set_default_dtype(torch.float64)
 # The paper's RNNencdec feeds its $c$ the same way — into every gate of the decoder ($C$,
 # $C_z$, $C_r$) and into the output layer ($C_o$) — so the source is still one vector, but the
 # decoder need not carry it in its state across the whole translation. In everything else the two
-# differ, and not only in the cell. `nmt_lib.peeky.Peeky`, as the book's comparison trains it,
+# differ, and not only in the cell. `nmt_lib.models.peeky.Peeky`, as the book's comparison trains it,
 # beside the `lite` profile's RNNencdec-50:
 
 # %%
@@ -145,23 +145,25 @@ Markdown(markdown_table(rows))
 #
 # ## The library functions
 #
-# `nmt_lib.seq2seq.Seq2seq` has the paper models' interface: `readout_step` reads the previous
-# word and gives the distribution {eq}`seq-out` (its new state takes the place of the paper models'
-# context, and `next_state` returns it), `forward` runs the decoder over the whole reference at once.
+# `nmt_lib.models.seq2seq.Seq2seq` reads the previous word *before* it predicts, unlike the paper's
+# decoder, so its decoding step is one function: `step` reads $y_{i-1}$, updates the state (an
+# `LSTMState`, `h` and `c` of every layer) and gives the distribution {eq}`seq-out`
+# (`nmt_lib.models.steps` drives it for a search). `forward` runs the decoder over the whole
+# reference at once.
 #
-# ```{literalinclude} ../../nmt_lib/seq2seq.py
-# :pyobject: Seq2seq.readout_step
+# ```{literalinclude} ../../nmt_lib/models/seq2seq.py
+# :pyobject: Seq2seq.step
 # ```
 #
 # The reversal {eq}`seq-rev`, on a padded batch:
 #
-# ```{literalinclude} ../../nmt_lib/seq2seq.py
+# ```{literalinclude} ../../nmt_lib/models/seq2seq.py
 # :pyobject: reverse_words
 # ```
 #
-# `nmt_lib.peeky.Peeky` changes only what the decoder and the output layer read:
+# `nmt_lib.models.peeky.Peeky` changes only what the decoder and the output layer read:
 #
-# ```{literalinclude} ../../nmt_lib/peeky.py
+# ```{literalinclude} ../../nmt_lib/models/peeky.py
 # :pyobject: Peeky.decoder_input
 # ```
 #
@@ -216,7 +218,7 @@ y_mask = torch.tensor([[i < L for i in range(5)] for L in lengths_y])
 x = torch.randint(3, 13, x_mask.shape).masked_fill(~x_mask, 0)
 y = torch.randint(3, 11, y_mask.shape).masked_fill(~y_mask, 0)
 for arch, reverse in (("Seq2seq", False), ("Seq2seq", True), ("Peeky", False)):
-    cfg = ModelConfig(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, layers=2,
+    cfg = model_config(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, layers=2,
                       reverse_source=reverse)  # fmt: skip
     model = build_model(cfg).double()
     with torch.no_grad():
@@ -231,7 +233,7 @@ for arch, reverse in (("Seq2seq", False), ("Seq2seq", True), ("Peeky", False)):
 # %% [markdown]
 # Every log-probability of the padded batch equals the per-sentence reference, with and without
 # the reversal, for both wirings (`tests/test_seq2seq.py` holds the same identities, and that
-# iterating `readout_step` reproduces `forward`).
+# iterating `step` reproduces `forward`).
 #
 # ## Why reversal helps, in numbers
 #
@@ -266,7 +268,7 @@ plt.close(fig)  # shown once, where the glue:figure places it
 # :name: fig-seq-lag
 #
 # Steps between reading a source word and writing its (monotone) translation, for a 20-word
-# sentence (EOS read last in both orders; `nmt_lib.seq2seq.reverse_words` gives the order).
+# sentence (EOS read last in both orders; `nmt_lib.models.seq2seq.reverse_words` gives the order).
 # ```
 #
 # Reversed, the first word pair is {glue:text}`seq_lag_first` steps apart instead of
@@ -286,7 +288,7 @@ plt.close(fig)  # shown once, where the glue:figure places it
 # - The "peeky" wiring {eq}`seq-peeky` shows the summary to every step, as the paper's RNNencdec
 #   does; the two differ in much else (cell, depth, size, output layer, initial state), so a
 #   comparison of them cannot single out the cell.
-# - `nmt_lib.seq2seq` and `nmt_lib.peeky` compute exactly these equations (checked above in
+# - `nmt_lib.models.seq2seq` and `nmt_lib.models.peeky` compute exactly these equations (checked above in
 #   float64).
 #
 # ## Exercises

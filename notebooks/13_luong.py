@@ -5,7 +5,7 @@
 # and toolkits teach as "attention": scored from the decoder's *current* state, with three score
 # functions (`dot`, `general`, `concat`), an *attentional hidden state* $\hat s_i$, and *input
 # feeding*. You will contrast it with the paper's, equation by equation, show that its `concat`
-# score is the paper's alignment model, and check that `nmt_lib.luong` computes exactly it.
+# score is the paper's alignment model, and check that `nmt_lib.models.luong` computes exactly it.
 #
 # **What you need.** The paper's alignment model ({doc}`04_alignment`), its decoder
 # ({doc}`05_decoder`), the LSTM ({doc}`12_seq2seq`). Notation: {doc}`../notation`.
@@ -33,9 +33,9 @@ from myst_nb import glue
 from torch.nn import functional as F
 from torch.testing import assert_close
 
-from nmt_lib.attention import alignment_scores
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.models import build_model
+from nmt_lib.paper.attention import alignment_scores
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -47,7 +47,7 @@ torch.set_default_dtype(torch.float64)
 # The book writes Luong et al.'s model in its own notation ({doc}`../notation`): their target
 # step $t$ is our $i$, their source position $s$ our $j$, their decoder state $h_t$ our $s_i$,
 # their source states $\bar h_s$ our $h_j$, their attentional hidden state $\tilde h_t$ our
-# $\hat s_i$ and their weights $a_t(s)$ our $\alpha_{ij}$ (the code, `nmt_lib.luong`, keeps their
+# $\hat s_i$ and their weights $a_t(s)$ our $\alpha_{ij}$ (the code, `nmt_lib.models.luong`, keeps their
 # names). The encoder is an LSTM ({doc}`12_seq2seq`); its top-layer states $h_1, \dots, h_{T_x}$
 # are the source states, and its final state starts the decoder. At target step $i$:
 #
@@ -118,19 +118,19 @@ print("Luong's concat score == the paper's alignment model, W_a split by columns
 # %% [markdown]
 # ## The library functions
 #
-# One decoder step of `nmt_lib.luong.Luong`: {eq}`luong-state`, the alignment from $s_i$, and
-# {eq}`luong-out`. Its new state (the LSTM's and $\hat s_i$, `h_tilde`) takes the place of the
-# paper models' context, and `next_state` returns it.
+# One decoder step of `nmt_lib.models.luong.Luong`: {eq}`luong-state`, the alignment from $s_i$, and
+# {eq}`luong-out`. Its state is a `LuongState`: the LSTM's `h` and `c`, and $\hat s_i$ (`h_tilde`),
+# which input feeding passes to the next step.
 #
-# ```{literalinclude} ../../nmt_lib/luong.py
-# :pyobject: Luong.readout_step
+# ```{literalinclude} ../../nmt_lib/models/luong.py
+# :pyobject: Luong.step
 # ```
 #
 # The three scores, with what depends on $h_j$ alone computed once per sentence
-# (`Encoded.Uh`: $W_a h_j$ for `general`, $W_a^{(h)} h_j$ for `concat`), as the
+# (`LuongEncoded.keys`: $W_a h_j$ for `general`, $W_a^{(h)} h_j$ for `concat`), as the
 # paper's $U_a h_j$ is:
 #
-# ```{literalinclude} ../../nmt_lib/luong.py
+# ```{literalinclude} ../../nmt_lib/models/luong.py
 # :pyobject: Luong.scores
 # ```
 #
@@ -189,7 +189,7 @@ y_mask = torch.tensor([[i < L for i in range(5)] for L in lengths_y])
 x = torch.randint(3, 13, x_mask.shape).masked_fill(~x_mask, 0)
 y = torch.randint(3, 11, y_mask.shape).masked_fill(~y_mask, 0)
 for score, feed in (("dot", True), ("general", True), ("concat", True), ("general", False)):
-    cfg = ModelConfig(arch="Luong", src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, score=score,
+    cfg = model_config(arch="Luong", src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, score=score,
                       input_feed=feed)  # fmt: skip
     model = build_model(cfg).double()
     with torch.no_grad():
@@ -227,7 +227,7 @@ for score, feed in (("dot", True), ("general", True), ("concat", True), ("genera
 #   `dot` and `general` are bilinear, cheaper at a step (no tanh over $T_x \times n'$).
 # - Input feeding {eq}`luong-state` puts $\hat s_{i-1}$, and with it the previous alignment, into
 #   the recurrence, as the paper's $C c_i$ does.
-# - `nmt_lib.luong` computes exactly these equations (checked above in float64).
+# - `nmt_lib.models.luong` computes exactly these equations (checked above in float64).
 #
 # ## Exercises
 #

@@ -5,7 +5,7 @@
 # 2017): no recurrence, attention everywhere. You will derive scaled dot-product attention,
 # multi-head attention, the sinusoidal position encodings, the encoder and decoder layers with the
 # decoder's encoder–decoder attention (the paper's alignment, in a new form), and check that
-# `nmt_lib.transformer` computes exactly them.
+# `nmt_lib.models.transformer` computes exactly them.
 #
 # **What you need.** The paper's alignment model ({doc}`04_alignment`) and Luong et al.'s scores
 # ({doc}`13_luong`). Notation: {doc}`../notation`.
@@ -33,9 +33,9 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.models import build_model
-from nmt_lib.transformer import positions
+from nmt_lib.models.transformer import positions
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
@@ -106,14 +106,14 @@ torch.set_default_dtype(torch.float64)
 # Multi-head attention {eq}`tf-attention`–{eq}`tf-multihead`, the heads side by side in one
 # $[d, d]$ matrix each:
 #
-# ```{literalinclude} ../../nmt_lib/transformer.py
+# ```{literalinclude} ../../nmt_lib/models/transformer.py
 # :pyobject: MultiHead.forward
 # ```
 #
 # The decoder over a target sentence, all positions at once under the causal mask (training calls
 # it once per batch; a search computes one position at a time, below):
 #
-# ```{literalinclude} ../../nmt_lib/transformer.py
+# ```{literalinclude} ../../nmt_lib/models/transformer.py
 # :pyobject: Transformer.decode
 # ```
 #
@@ -175,7 +175,7 @@ def reference(model, src, trg):
     return logp, torch.stack(align)
 
 
-cfg = ModelConfig(arch="Transformer", src_vocab=13, trg_vocab=11, m=8, heads=2, ff=12, layers=2)
+cfg = model_config(arch="Transformer", src_vocab=13, trg_vocab=11, m=8, heads=2, ff=12, layers=2)
 model = build_model(cfg).double()
 with torch.no_grad():
     for name, p in model.named_parameters():
@@ -208,9 +208,9 @@ print("nmt_lib Transformer == (tf-attention)-(tf-layers), float64, per sentence 
 # values of the positions before $i$ (the *cache*, `[rows, layers, 2, i - 1, d]`); a step appends
 # position $i$'s own and attends to all of them, without a mask (there is no future yet). The
 # encoder–decoder keys and values depend on the source only and are computed once per sentence,
-# in `Encoded.Uh`, as RNNsearch's $U_a h_j$ ({doc}`04_alignment`):
+# in `TransformerEncoded.kv`, as RNNsearch's $U_a h_j$ ({doc}`04_alignment`):
 #
-# ```{literalinclude} ../../nmt_lib/transformer.py
+# ```{literalinclude} ../../nmt_lib/models/transformer.py
 # :pyobject: DecoderLayer.step
 # ```
 #
@@ -221,12 +221,12 @@ print("nmt_lib Transformer == (tf-attention)-(tf-layers), float64, per sentence 
 enc = model.encode(x, x_mask)
 cache, y_prev = model.init_state(enc), None
 for i in range(y.shape[1]):
-    logp_i, cache, align_i = model.readout_step(enc, cache, y_prev)
+    logp_i, cache, align_i = model.step(enc, cache, y_prev)
     real = y_mask[:, i]
     assert_close(logp_i[real].gather(1, y[real, i, None])[:, 0], logp[real, i])
     assert_close(align_i[real], align[real, i])
     y_prev = y[:, i]
-print("cached steps == the parallel forward; cache after the last step:", tuple(cache.shape))
+print("cached steps == the parallel forward; cache after the last step:", tuple(cache.kv.shape))
 
 # %% [markdown]
 # Without the cache, step $i$ would run the decoder over all $i$ positions again: $T_y(T_y + 1)/2$
@@ -298,7 +298,7 @@ plt.close(fig)  # shown once, where the glue:figure places it
 #   current representation attends to every source position, in every layer and head.
 # - No recurrence: in training every position is computed at once; in a search, each step computes
 #   one new position from a cache of the earlier positions' keys and values.
-# - `nmt_lib.transformer` computes exactly these equations (checked above in float64).
+# - `nmt_lib.models.transformer` computes exactly these equations (checked above in float64).
 #
 # ## Exercises
 #

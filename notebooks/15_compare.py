@@ -8,7 +8,7 @@
 # model, and a verdict, with its interval and its reason, for each claim the comparison tests. The
 # runs are committed in `results/compare/` and this chapter only reads them.
 #
-# **What you need.** Table 1 and Figure 2 of this replication ({doc}`08_experiments`), how the
+# **What you need.** Table 1 and Figure 2 of this replication ({doc}`10_experiments`), how the
 # claims are judged ({ref}`claims`), and the three chapters before this one: {doc}`12_seq2seq`,
 # {doc}`13_luong`, {doc}`14_transformer`.
 #
@@ -38,9 +38,9 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_lib import claims, comparison, plots, recipes, tables
+from nmt_experiments import claims, comparison, plots, recipes, tables
+from nmt_experiments.results import commit_text, eval_share, require_results, run_dir
 from nmt_lib.io import read_json
-from nmt_lib.results import commit_text, eval_share, require_results, run_dir
 
 out = comparison.RESULTS
 require_results(out, "manifest.json", "runs")
@@ -96,11 +96,11 @@ glue("cmp_how", (
 # **{glue:text}`cmp_budget`** each: {glue:text}`cmp_how`. Models with several seeds:
 # {glue:text}`cmp_seeded`. The runs trained in {glue:text}`cmp_precision` on an
 # {glue:text}`cmp_cpu`, by the same `train_and_evaluate` as the paper's models
-# ({doc}`08_experiments`); they were produced on {glue:text}`cmp_created` from commit
+# ({doc}`10_experiments`); they were produced on {glue:text}`cmp_created` from commit
 # {glue:text}`cmp_commit`, and `results/compare/manifest.json` records the resolved configs, the
 # data's sha256, the hardware, the versions and each run's wall time. {glue:text}`cmp_compute`
 #
-# **Why equal updates.** The GRU models run on this library's fast backend ({doc}`11_fast`), the
+# **Why equal updates.** The GRU models run on this library's fast backend ({doc}`08_fast`), the
 # others as plain PyTorch modules, so an update of RNNsearch costs a fraction of an update of
 # Luong's model or the Transformer on a CPU. A budget of minutes would rank the implementations
 # with the architectures; a budget of updates on the same batches asks what each architecture
@@ -108,7 +108,7 @@ glue("cmp_how", (
 #
 # **Each model's own recipe.** One recipe chosen for RNNsearch would judge the others by how well
 # they suit it. A short sweep per family (`nmt_lib/profiles/studies/recipes.toml`, run by
-# `python -m nmt_lib.recipes`) trains each setting for a third of the comparison's updates on the
+# `python -m nmt_experiments.recipes`) trains each setting for a third of the comparison's updates on the
 # same batches and keeps the one of lowest dev NLL: Adam's learning rate for every family (3e-4,
 # 1e-3, 3e-3 and 1e-2; an arm that diverges is a row of the table, never chosen); for the
 # LSTMs the forget-gate bias of later practice; for Luong et al.'s model their stacked layers; for
@@ -120,10 +120,10 @@ glue("cmp_how", (
 # tables of this page:
 #
 # ```bash
-# python -m nmt_lib.recipes --train --jobs 2 && python -m nmt_lib.recipes --search
-# python -m nmt_lib.recipes --write-profile
-# python -m nmt_lib.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2
-# python -m nmt_lib.comparison
+# python -m nmt_experiments.recipes --train --jobs 2 && python -m nmt_experiments.recipes --search
+# python -m nmt_experiments.recipes --write-profile
+# python -m nmt_experiments.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2
+# python -m nmt_experiments.comparison
 # ```
 #
 # The models are deliberately small and briefly trained: read the rows against each other, not

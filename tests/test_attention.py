@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from nmt_lib.attention import Attention, alignment_scores, masked_softmax
+from nmt_lib.paper.attention import Attention, alignment_scores, masked_softmax
 
 B, Tx, n, n_align = 3, 6, 4, 3
 LENGTHS = [6, 4, 1]
@@ -121,8 +121,8 @@ def test_states_grouped_per_sentence_equal_repeated_annotations():
 
 def test_no_rows():
     """A step where no sentence is still running (the training scans compute 0 rows there)."""
-    from nmt_lib.attention import context
     from nmt_lib.fast.attention import energies_in_pieces
+    from nmt_lib.paper.attention import context
 
     Uh, h = torch.zeros(0, Tx, n_align), torch.zeros(0, Tx, 2 * n)
     assert energies_in_pieces(Uh, torch.zeros(0, n_align), torch.zeros(n_align)).shape == (0, Tx)

@@ -27,10 +27,10 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from nmt_lib import plots, replicate
+from nmt_experiments import plots, replicate
+from nmt_experiments.results import run_dir
 from nmt_lib.checkpoint import default_checkpoint_dir
 from nmt_lib.paper import MODELS
-from nmt_lib.results import run_dir
 from tools import notebooks as runner
 
 pytestmark = pytest.mark.book
@@ -221,7 +221,8 @@ OPTIONAL = ("/git_runs", "/hardware/gpu", "/hardware/cuda")
 def test_committed_smoke_results_are_what_the_code_writes(results):
     """``results/smoke`` is regenerated whenever the code writes other files or keys (regenerate:
     ``python tools/notebooks.py --profile smoke --train``, after removing its checkpoints from
-    ``.cache/ckpt``): the same files, and in each JSON file the same keys, as a run of now."""
+    ``.cache/ckpt`` and its runs, ``results/smoke/runs``, which a run recorded whole is not trained
+    again for): the same files, and in each JSON file the same keys, as a run of now."""
     fresh, committed = _layout(results), _layout(COMMITTED_SMOKE)
     assert sorted(fresh) == sorted(committed), "files differ: regenerate results/smoke"
     stale = {}
@@ -385,7 +386,7 @@ def test_no_table_needs_sideways_scrolling(inspected):
 
 def test_figures_are_shown_once_and_readable(inspected):
     """Every figure appears once per page, in a <figure> with a caption, and is shown at a scale
-    at which its smallest text (``nmt_lib.plots.MIN_FONT_PT`` at the notebooks' 100 dpi, which
+    at which its smallest text (``nmt_experiments.plots.MIN_FONT_PT`` at the notebooks' 100 dpi, which
     ``tests/test_plots.py`` checks) is at least MIN_TEXT_PX tall."""
     res, _ = inspected
     problems = []
@@ -412,7 +413,7 @@ def test_alignment_explorer_runs_offline(html, chromium, tmp_path):
     """The alignments chapter's explorer: its script runs in the built page with no network, fills
     the sentence list and shows the first generated word's weights over the source words."""
     dom = browse(chromium, tmp_path, "--virtual-time-budget=20000", "--dump-dom",
-                 (html / "chapters/09_alignments.html").as_uri())  # fmt: skip
+                 (html / "chapters/11_alignments.html").as_uri())  # fmt: skip
     box = dom[dom.index('class="nmt-explorer"') :]
     assert box.count("<option") >= 4, "no sentence in the explorer's list"
     src = re.search(r'class="nmt-row nmt-src">(.*?)</div>', box, re.S).group(1)
@@ -424,7 +425,7 @@ def test_alignment_explorer_runs_offline(html, chromium, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "page", ["intro.html", "chapters/04_alignment.html", "chapters/08_experiments.html"]
+    "page", ["intro.html", "chapters/04_alignment.html", "chapters/10_experiments.html"]
 )
 def test_screenshot(html, chromium, tmp_path, page):
     shots = html.parent / "screenshots"

@@ -1,4 +1,4 @@
-"""The budget study (nmt_lib.budget): a two-arm study on the toy corpus end to end, the arithmetic
+"""The budget study (nmt_experiments.budget): a two-arm study on the toy corpus end to end, the arithmetic
 of its report, and the committed study against the code and the lite profile."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ import math
 
 import pytest
 
-from nmt_lib import bleu, budget, fixtures
+from nmt_experiments import budget
+from nmt_lib import bleu
 from nmt_lib.config import load_profile, run_from_dict
+from nmt_lib.data import fixtures
 
 STUDY = """
 name = "toy-study"

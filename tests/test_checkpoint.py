@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from nmt_lib import data, fixtures
+from nmt_lib import data
 from nmt_lib.checkpoint import (
     CheckpointError,
     check_compatible,
@@ -26,7 +26,8 @@ from nmt_lib.checkpoint import (
     set_rng_state,
 )
 from nmt_lib.config import to_dict
-from nmt_lib.model import build_model
+from nmt_lib.data import fixtures
+from nmt_lib.paper.model import build_model
 from nmt_lib.train import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,3 +186,18 @@ def test_sigkill_mid_run_then_resume(toy, tmp_path):
         "RNNsearch-50"
     )
     assert to_dict(cfg)["model"] == load_checkpoint(ckpt_dir / "last.pt")["config"]["model"]
+
+
+def test_a_checkpoint_saved_with_every_architectures_model_keys_still_fits_its_run():
+    """A checkpoint written before the model configs were split by family holds every
+    architecture's keys: it fits the run whose own keys it matches, and only that one."""
+    from nmt_lib.checkpoint import check_compatible
+    from nmt_lib.config import RunConfig, TrainConfig, to_dict
+
+    run = RunConfig(name="r", train=TrainConfig(max_updates=1))
+    old = to_dict(run)
+    old["model"] |= {"layers": 1, "heads": 4, "ff": 1024, "score": "general", "dropout": 0.0}
+    check_compatible({"config": old}, run, "old.pt")
+    old["model"]["n_align"] = 7
+    with pytest.raises(CheckpointError, match="model.n_align"):
+        check_compatible({"config": old}, run, "old.pt")

@@ -1,14 +1,14 @@
-"""The paper's claims judged on fake results (nmt_lib.claims): the verdicts follow the numbers."""
+"""The paper's claims judged on fake results (nmt_experiments.claims): the verdicts follow the numbers."""
 
 import json
 import random
 
 import numpy as np
 
+from nmt_experiments.claims import alignment_stats, claims
+from nmt_experiments.results import run_dir
 from nmt_lib import bleu
-from nmt_lib.claims import alignment_stats, claims
 from nmt_lib.paper import MODELS
-from nmt_lib.results import run_dir
 
 
 def fake_results(root, long_ok: dict, alpha, encdec_learned: bool = True):

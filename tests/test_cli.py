@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import fixtures
 from nmt_lib.__main__ import build_parser, main, parse_sets
 from nmt_lib.config import ConfigError
+from nmt_lib.data import fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 

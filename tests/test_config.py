@@ -171,3 +171,67 @@ def test_the_paper_recipe_is_the_default():
     assert (t.lr_schedule, t.warmup_updates, t.dev_nll_sentences) == ("constant", 0, 0)
     paper = load_profile("paper").runs["RNNsearch-50"].train
     assert (paper.optimizer, paper.loss, paper.lr_schedule) == ("adadelta", "sum", "constant")
+
+
+def test_each_architecture_has_a_config_of_its_own():
+    """``model_config`` picks the family of ``arch`` and leaves out the keys of the others (a
+    profile's ``[model]`` section is shared by runs of several families); a key of no architecture
+    is an error; each family has only its own fields, and what it has not cannot be set."""
+    from nmt_lib.config import (
+        ARCHS,
+        CONFIGS,
+        LSTMConfig,
+        LuongConfig,
+        TransformerConfig,
+        model_config,
+    )
+
+    shared = dict(src_vocab=13, trg_vocab=13, m=8, n=6, n_align=5, l=3, heads=2, layers=2)
+    assert type(model_config(shared)) is ModelConfig
+    assert type(model_config(shared, arch="Seq2seq")) is LSTMConfig
+    assert type(model_config(shared, arch="Luong")) is LuongConfig
+    t = model_config(shared, arch="Transformer")
+    assert type(t) is TransformerConfig and (t.heads, t.layers) == (2, 2)
+    assert not hasattr(t, "n_align") and not hasattr(model_config(shared), "heads")
+    assert set(CONFIGS) == set(ARCHS)
+    with pytest.raises(ConfigError, match=r"model: unknown key\(s\) \['depth'\]"):
+        model_config(depth=3)
+    with pytest.raises(ConfigError, match="arch must be one of"):
+        LSTMConfig(arch="Transformer")
+
+
+def test_a_config_saved_with_every_architectures_keys_reads_back():
+    """Configs saved before the families were split hold every key: they read back as the family's,
+    equal to the run's own (so that committed results still record their runs)."""
+    from nmt_experiments.replicate import same_run
+
+    run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
+    seq = run["Seq2seq-50-s1"]
+    old = to_dict(seq)
+    old["model"] |= {"n_align": 256, "l": 128, "output_rank": 128, "score": "general",
+                     "heads": 4, "ff": 1024, "dropout": 0.0, "input_feed": True, "n_dec": None,
+                     "gate_bias": False, "embedding_bias": True}  # fmt: skip
+    assert run_from_dict(old) == seq and same_run(old, seq)
+    assert not same_run({**old, "model": {**old["model"], "layers": 1}}, seq)
+
+
+def test_a_runs_own_model_key_of_another_architecture_is_an_error(tmp_path):
+    p = tmp_path / "p.toml"
+    head = '[model]\nl = 4\n[train]\nmax_updates = 1\n[runs."x"]\n'
+    p.write_text(head + 'model = { arch = "Seq2seq", heads = 2 }\n')
+    with pytest.raises(ConfigError, match=r"runs.'x'.model: \['heads'\] do not apply to arch"):
+        load_profile(p)
+    p.write_text(head + 'model = { arch = "Seq2seq" }\n')
+    assert not hasattr(load_profile(p).runs["x"].model, "l")  # the shared section's: left out
+
+
+def test_a_bad_model_value_of_another_family_is_still_an_error():
+    """Keys of other families are left out of a run's config, not out of the checks: a bad value
+    in an override raises, naming where it came from."""
+    for bad, message in (({"layers": 0}, "model.layers must be positive"),
+                         ({"score": "bogus"}, "model.score must be"),
+                         ({"heads": "x"}, r"--set model.heads: expected int")):  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            load_profile("smoke", model=bad)
+    with pytest.raises(ConfigError, match="model.arch must be one of"):
+        load_profile("smoke", model={"arch": "GNMT"})

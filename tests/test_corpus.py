@@ -1,4 +1,4 @@
-"""nmt_lib.corpus: the registry, locating files in the WMT'14 layout, streaming readers."""
+"""nmt_lib.data.corpus: the registry, locating files in the WMT'14 layout, streaming readers."""
 
 import gzip
 import lzma
@@ -6,7 +6,7 @@ import lzma
 import pytest
 
 from nmt_lib.config import DataConfig
-from nmt_lib.corpus import (
+from nmt_lib.data.corpus import (
     CORPORA,
     DataError,
     count_lines,
@@ -16,7 +16,7 @@ from nmt_lib.corpus import (
     read_lines,
     read_sgml,
 )
-from nmt_lib.fixtures import write_toy_wmt
+from nmt_lib.data.fixtures import write_toy_wmt
 
 TEXT = "Première ligne\r\nsecond line\n\nlast line without newline"
 
@@ -88,7 +88,7 @@ def test_missing_files_say_what_where_and_how(tmp_path):
     assert str(tmp_path / "test-full/newstest2014-fren-src.en.sgm") in msg
     assert str(tmp_path / "dev/newstest2013-ref.fr.sgm") in msg
     assert "http://www.statmt.org/wmt14/test-full.tgz" in msg
-    assert f"python -m nmt_lib.download --data-dir {tmp_path} newstest2014" in msg
+    assert f"python -m nmt_lib.data.download --data-dir {tmp_path} newstest2014" in msg
     assert str(tmp_path / "train/europarl-v7.fr-en.fr") + "[.gz|.xz]" in msg
     assert "training-parallel-europarl-v7.tgz" in msg
     assert "giga-fren.head30000 is an excerpt that exists only in offline copies" in msg

@@ -10,11 +10,11 @@ import torch
 
 from nmt_lib import data as data_mod
 from nmt_lib.config import load_profile
-from nmt_lib.corpus import DataError, read_lines
 from nmt_lib.data import Batch, TrainIterator, data_summary, eval_batches, prepare
-from nmt_lib.fixtures import write_toy_wmt
-from nmt_lib.text import tokenize
-from nmt_lib.vocab import EOS, PAD, UNK
+from nmt_lib.data.corpus import DataError, read_lines
+from nmt_lib.data.fixtures import write_toy_wmt
+from nmt_lib.data.text import tokenize
+from nmt_lib.data.vocab import EOS, PAD, UNK
 
 
 def smoke(root, cache, run="RNNsearch-50", **over):

@@ -16,10 +16,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from nmt_lib import data, fixtures
+from nmt_lib import data
 from nmt_lib.config import load_profile
-from nmt_lib.data import pad
-from nmt_lib.model import build_model
+from nmt_lib.data import fixtures, pad
+from nmt_lib.paper.model import build_model
 from nmt_lib.train import Trainer, train_run
 
 UPDATES = 3

@@ -4,11 +4,16 @@ import math
 
 import pytest
 import torch
+from torch import nn
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from nmt_lib.decoder import Decoder
-from nmt_lib.fast import on_backend
+from nmt_lib.fast import backend as backend_named
+from nmt_lib.fast.decoder import teacher_forced as fast_teacher_forced
+from nmt_lib.fast.model import FastDecoder
+from nmt_lib.paper.decoder import Decoder
+from nmt_lib.paper.model import Encoded, EncoderDecoder
+from nmt_lib.paper.steps import teacher_forced
 
 B, Tx, Ty, K_y, m, n, n_align, l = 3, 5, 4, 11, 5, 4, 3, 3
 X_LENGTHS, Y_LENGTHS = [5, 3, 1], [4, 2, 3]
@@ -16,6 +21,41 @@ X_LENGTHS, Y_LENGTHS = [5, 3, 1], [4, 2, 3]
 
 def sig(v):
     return 1 / (1 + torch.exp(-v))
+
+
+class Given(EncoderDecoder):
+    """A paper model around the decoder under test whose encoding is given (``s_0``, and ``h``
+    or ``c``): its ``readout_step`` and ``next_state`` are the paper model's."""
+
+    def __init__(self, dec: Decoder, s0):
+        nn.Module.__init__(self)
+        self.decoder, self.s0 = dec, s0
+
+    def encode(self, enc: Encoded, _):
+        return enc
+
+    def init_state(self, enc: Encoded):
+        return self.s0
+
+    def context(self, enc: Encoded, s_prev):
+        if self.decoder.attention is None:
+            return enc.c, None
+        return self.decoder.attend(s_prev, enc.h, enc.Uh, enc.mask)
+
+
+class Over(nn.Module):
+    """The decoder under test over a reference from a given ``s_0`` and encoding: the paper's loop
+    (:func:`nmt_lib.paper.steps.teacher_forced`), or the fast one for a fast decoder."""
+
+    def __init__(self, dec: Decoder):
+        super().__init__()
+        self.decoder = dec
+
+    def forward(self, s0, y, y_mask, h=None, Uh=None, x_mask=None, c=None):
+        dec = self.decoder
+        if isinstance(dec, FastDecoder):
+            return fast_teacher_forced(dec, s0, y, y_mask, h, Uh, x_mask, c, dec.fused, dec.tile)
+        return teacher_forced(Given(dec, s0), Encoded(x_mask, h, Uh, c), None, y, y_mask)
 
 
 def setup(
@@ -26,10 +66,10 @@ def setup(
     dec = Decoder(
         K_y, m, n, ctx, l, n_align if attention else None, output_rank, n, embedding_bias, gate_bias
     ).double()
-    on_backend(dec, backend)
     with torch.no_grad():
         for p in dec.parameters():
             p.normal_(0, 0.5)
+    dec = backend_named(backend).model(dec)
     g = torch.Generator().manual_seed(seed + 1)
     s0 = torch.randn(B, n, generator=g, dtype=torch.float64)
     h = torch.randn(B, Tx, ctx, generator=g, dtype=torch.float64)  # annotations, garbage at pads
@@ -93,9 +133,9 @@ def test_decoder_equals_literal_equations(
         attention, output_rank, gate_bias, embedding_bias, backend=backend
     )
     if attention:
-        logp, alpha = dec(s0, y, y_mask, h, dec.attention.precompute(h), x_mask)
+        logp, alpha = Over(dec)(s0, y, y_mask, h, dec.attention.precompute(h), x_mask)
     else:
-        logp, alpha = dec(s0, y, y_mask, c=c)
+        logp, alpha = Over(dec)(s0, y, y_mask, c=c)
         assert alpha is None
     logp_ref, alpha_ref = reference(dec, s0, h, c, y, attention)
     torch.testing.assert_close(logp, logp_ref, rtol=1e-12, atol=1e-12)
@@ -112,7 +152,7 @@ def test_init_state():
 
 def test_logp_and_alpha_zero_at_target_padding(backend):
     dec, s0, h, _, x_mask, y, y_mask = setup(backend=backend)
-    logp, alpha = dec(s0, y, y_mask, h, dec.attention.precompute(h), x_mask)
+    logp, alpha = Over(dec)(s0, y, y_mask, h, dec.attention.precompute(h), x_mask)
     assert (logp[~y_mask] == 0).all() and (logp[y_mask] < 0).all()
     assert (alpha[~y_mask] == 0).all()
 
@@ -120,14 +160,15 @@ def test_logp_and_alpha_zero_at_target_padding(backend):
 @pytest.mark.parametrize("attention", [True, False])
 def test_decoder_gradcheck(attention, backend):
     dec, s0, h, c, x_mask, y, y_mask = setup(attention, gate_bias=True, backend=backend)
-    names = [k for k, _ in dec.named_parameters()]
+    over = Over(dec)
+    names = [k for k, _ in over.named_parameters()]
 
     def f(s0, h, c, *params):
         params = dict(zip(names, params, strict=True))
         if attention:
-            Uh = h @ params["attention.U_a"].t()
-            return functional_call(dec, params, (s0, y, y_mask, h, Uh, x_mask))[0]
-        return functional_call(dec, params, (s0, y, y_mask), {"c": c})[0]
+            Uh = h @ params["decoder.attention.U_a"].t()
+            return functional_call(over, params, (s0, y, y_mask, h, Uh, x_mask))[0]
+        return functional_call(over, params, (s0, y, y_mask), {"c": c})[0]
 
     args = (s0, h, c, *(p.detach() for p in dec.parameters()))
     args = tuple(a.clone().requires_grad_() for a in args)
@@ -139,10 +180,10 @@ def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
     the batches of that thread (what they precompute, e.g. concatenated weights, is reused)."""
     from nmt_lib import search
     from nmt_lib.config import ModelConfig
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)).eval()
-    on_backend(model, backend)
+    model = backend_named(backend).model(model)
     calls, orig = [], model.steps
     monkeypatch.setattr(model, "steps", lambda *a: calls.append(1) or orig(*a))
     search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=1, workers=1)

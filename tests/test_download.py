@@ -1,4 +1,4 @@
-"""nmt_lib.download, on tiny archives the tests write and file:// URLs: never the network."""
+"""nmt_lib.data.download, on tiny archives the tests write and file:// URLs: never the network."""
 
 import hashlib
 import io
@@ -6,9 +6,9 @@ import tarfile
 
 import pytest
 
-from nmt_lib import corpus
-from nmt_lib.corpus import Archive, Corpus, DataError
-from nmt_lib.download import ChecksumError, download, main
+from nmt_lib.data import corpus
+from nmt_lib.data.corpus import Archive, Corpus, DataError
+from nmt_lib.data.download import ChecksumError, download, main
 
 MEMBERS = {"pack/tiny.en": "Hello.\nBye.\n", "pack/tiny.fr": "Bonjour.\nAu revoir.\n"}
 

@@ -1,11 +1,11 @@
-"""The alignment explorer's HTML (nmt_lib.explorer); tests/test_book.py runs it in a browser."""
+"""The alignment explorer's HTML (nmt_experiments.explorer); tests/test_book.py runs it in a browser."""
 
 import json
 import re
 
 import pytest
 
-from nmt_lib.explorer import explorer_html
+from nmt_experiments.explorer import explorer_html
 
 PANEL = {"title": "a </script> title", "src": ["the", "man", "<end>"], "trg": ["l'", "homme", "<end>"],
          "alpha": [[0.7, 0.3, 0.0], [0.1, 0.9, 0.0], [0.0, 0.0, 1.0]]}  # fmt: skip

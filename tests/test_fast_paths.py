@@ -19,18 +19,18 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from nmt_lib.attention import alignment_scores
 from nmt_lib.config import ConfigError, ModelConfig
-from nmt_lib.decoder import Decoder
 from nmt_lib.fast import accelerate, kernels, scan
 from nmt_lib.fast import attention as fast_attention
 from nmt_lib.fast import decoder as fast_decoder
 from nmt_lib.fast.attention import energies_in_pieces
 from nmt_lib.fast.decoder import target_log_prob
-from nmt_lib.fast.scan import active_rows, fast_gru_scan
-from nmt_lib.gru import gru_scan
-from nmt_lib.model import build_model
-from nmt_lib.steps import teacher_forced
+from nmt_lib.fast.scan import ROW_TILE, active_rows, fast_gru_scan
+from nmt_lib.paper.attention import alignment_scores
+from nmt_lib.paper.decoder import Decoder
+from nmt_lib.paper.gru import gru_scan
+from nmt_lib.paper.model import build_model
+from nmt_lib.paper.steps import teacher_forced
 
 F64 = dict(rtol=1e-10, atol=1e-10)
 
@@ -120,11 +120,32 @@ def test_acceleration_raises_onednn_kernel_cache_unless_set():
 
 @pytest.mark.skipif(sys.platform != "linux", reason="glibc's mallopt")
 def test_acceleration_keeps_freed_memory_unless_opted_out():
-    code = ("import nmt_lib.fast as f, nmt_lib.model as m, nmt_lib.config as c; "
-            "f.accelerate(m.build_model(c.ModelConfig(src_vocab=5, trg_vocab=5, m=2, n=2, "
-            "n_align=2, l=2))); print(f.tune_process()['malloc'])")  # fmt: skip
+    code = ("import nmt_lib.fast as f; assert f.backend('reference').tune_process() == {}; "
+            "print(f.backend('fast').tune_process()['malloc'])")  # fmt: skip
     assert run_python(code, dict(os.environ)) == "True"
     assert run_python(code, {**os.environ, "NMT_LIB_MALLOPT": "0"}) == "False"
+
+
+def test_accelerate_again_takes_the_new_options():
+    """A fast model made fast again is a new one with these options, of the same parameters."""
+    model = build_model(CFG)
+    fast = accelerate(model, tile=1)
+    plain = accelerate(fast, compiled=False)
+    assert plain is not fast and (fast.compiled, fast.tile) == (True, 1)
+    assert (plain.compiled, plain.decoder.compiled, plain.tile) == (False, False, ROW_TILE)
+    assert all(p is q for p, q in zip(plain.parameters(), model.parameters(), strict=True))
+
+
+def test_training_and_evaluation_tune_the_process_for_the_fast_backend(tmp_path):
+    """Training on the fast backend asks it to tune the process (oneDNN's kernel cache), which
+    importing the library and loading a model do not."""
+    code = ("import os; from nmt_lib.data.fixtures import toy_run; from nmt_lib.train import "
+            f"train_run; cfg, prep = toy_run({str(tmp_path)!r}, max_updates=1, eval_every=1); "
+            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), end=' '); "
+            f"train_run(cfg, {str(tmp_path / 'out')!r}, prep, progress=False); "
+            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'))")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    assert run_python(code, env).split()[-2:] == ["None", "8192"]
 
 
 def test_fast_gru_scan_gradcheck():
@@ -135,7 +156,7 @@ def test_fast_gru_scan_gradcheck():
     assert torch.autograd.gradcheck(lambda *x: fast_gru_scan(*x, mask), args)
 
 
-@pytest.mark.parametrize("column_major", [False, True])  # the model stores W_o column-major
+@pytest.mark.parametrize("column_major", [False, True])  # the fast model stores W_o column-major
 def test_target_log_prob_equals_log_softmax(column_major):
     g = torch.Generator().manual_seed(2)
     N, r, K = 7, 5, 11
@@ -170,7 +191,7 @@ def test_target_log_prob_in_blocks_of_rows(use_kernels, monkeypatch):
     pieces = fast_decoder._logit_pieces(N, r, K, torch.float32, torch.device("cpu"))
     assert [len(range(N)[p]) for p in pieces] == [64, 64, 64, 8]
     u, W, b = (torch.randn(*s, generator=g) for s in ((N, r), (r, K), (K,)))
-    W = W.t()  # column-major, as the model stores W_o
+    W = W.t()  # column-major, as the fast model stores W_o
     y, w = torch.randint(0, K, (N,), generator=g), torch.randn(N, generator=g)
     ref_in = [x.double().requires_grad_() for x in (u, W, b)]
     ref = Decoder.log_softmax(torch.nn.functional.linear(*ref_in)).gather(-1, y[:, None])[:, 0]
@@ -222,11 +243,11 @@ def setup(arch, seed=0, dtype=torch.float64, scale=0.5, backend="reference", **o
     running (tile 1, not 16)."""
     torch.manual_seed(seed)
     model = build_model(dataclasses.replace(CFG, arch=arch, **overrides)).to(dtype)
-    if backend == "fast":
-        accelerate(model, tile=1)
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, scale)
+    if backend == "fast":
+        model = accelerate(model, tile=1)
     x_mask = torch.tensor([[j < L for j in range(Tx)] for L in X_LENGTHS])
     y_mask = torch.tensor([[i < L for i in range(Ty)] for L in Y_LENGTHS])
     x = torch.randint(3, CFG.src_vocab, (B, Tx)).masked_fill(~x_mask, 0)
@@ -262,8 +283,10 @@ def loss_and_grads(model, logp, alpha, seed=5):
     [("RNNsearch", {}), ("RNNsearch", {"output_rank": None, "gate_bias": True, "n_dec": None}),
      ("RNNencdec", {}), ("RNNencdec", {"output_rank": None, "embedding_bias": False})],
 )  # fmt: skip
-def test_forward_equals_step_interface_values_and_gradients(arch, overrides, backend):
-    model, x, x_mask, y, y_mask = setup(arch, backend=backend, **overrides)
+def test_forward_equals_step_interface_values_and_gradients(arch, overrides):
+    """The fast backend's forward (its own teacher forcing) against the paper's step loop (on the
+    reference backend the forward is that loop)."""
+    model, x, x_mask, y, y_mask = setup(arch, backend="fast", **overrides)
     paper = setup(arch, **overrides)[0]  # the same weights, on the reference backend
     with small_pieces():
         logp, alpha = model(x, x_mask, y, y_mask)
@@ -280,7 +303,7 @@ def test_forward_equals_step_interface_values_and_gradients(arch, overrides, bac
 
 def search_steps(model, x, x_mask, y, y_mask):
     """``logp [B, Ty]`` and ``alpha [B, Ty, Tx]`` (or None) of the reference words through the
-    step of a search (``model.steps()``, :mod:`nmt_lib.steps`), without autograd: each word's
+    step of a search (``model.steps()``, :mod:`nmt_lib.paper.steps`), without autograd: each word's
     log-probability among the ``K`` best words of its row."""
     K = model.decoder.E.shape[0]
     with torch.no_grad():
@@ -318,7 +341,8 @@ def test_float32_with_onednn_products_as_close_to_float64_as_with_matmul(arch, m
     """The float32 training forward and backward with oneDNN's products (``kernels.matmul``,
     ``right_product``: on AMD CPUs; forced on here) are as close to the float64 function as with
     ``torch.matmul``'s: log-probs within 1e-5, each gradient within 1e-4 relative and at most
-    four times the ``torch.matmul`` path's error."""
+    four times the ``torch.matmul`` path's error, plus 2e-7 (about a float32 rounding, below which
+    the ratio of two errors is noise)."""
     if not kernels._prepacking(torch.float32):
         pytest.skip("this PyTorch has no oneDNN float32 linear")
     model, x, x_mask, y, y_mask = setup(arch, output_rank=None, scale=0.3, backend="fast")
@@ -333,7 +357,11 @@ def test_float32_with_onednn_products_as_close_to_float64_as_with_matmul(arch, m
         alpha = None if alpha is None else alpha.double()
         errors[on] = relative_errors(loss_and_grads(model, logp.double(), alpha), exact)
     for name, err in errors[True].items():
-        assert err < 1e-4 and err <= 4 * errors[False][name], (name, err, errors[False][name])
+        assert err < 1e-4 and err <= 4 * errors[False][name] + 2e-7, (
+            name,
+            err,
+            errors[False][name],
+        )
 
 
 def relative_errors(a: dict, b: dict) -> dict:

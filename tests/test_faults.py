@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import data, evaluate, fixtures
+from nmt_lib import data, evaluate
 from nmt_lib.__main__ import main
 from nmt_lib.checkpoint import CheckpointError, load_checkpoint
+from nmt_lib.data import fixtures
 from nmt_lib.train import Interrupted, Trainer, train_run
 
 
@@ -252,7 +253,7 @@ def test_a_results_directory_that_cannot_be_made_is_refused_before_the_data_are_
 
 def test_an_interrupted_decoding_goes_on_where_it_stopped(toy, tmp_path, monkeypatch):
     from nmt_lib import search
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     cfg, prep, _ = toy
     torch.manual_seed(0)
@@ -448,7 +449,7 @@ def test_evaluating_against_data_with_another_vocabulary_is_refused(toy, tmp_pat
     ckpt = trained(toy, tmp_path)
     itos = list(prep.trg_vocab.itos)
     itos[5], itos[6] = itos[6], itos[5]
-    from nmt_lib.vocab import Vocab
+    from nmt_lib.data.vocab import Vocab
 
     other = replace(prep, trg_vocab=Vocab(itos[3:], prep.trg_vocab.counts))
     with pytest.raises(CheckpointError, match=r"trg\.vocab\.txt.*vocabulary"):

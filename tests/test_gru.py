@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from nmt_lib.gru import GRU, reset_after_gru
+from nmt_lib.paper.gru import GRU, reset_after_gru
 
 B, T, m, n = 3, 5, 5, 4
 LENGTHS = [5, 3, 1]
@@ -134,12 +134,12 @@ PAPER_MODULES = ["gru", "attention", "encoder", "decoder", "model", "steps"]
 def test_paper_modules_are_plain_pytorch(module):
     """The paper modules import torch and one another (and the settings and symbols), never the
     fast backend, and choose no algorithm by grad mode, CUDA-graph capture or environment."""
-    path = Path(__file__).resolve().parent.parent / "nmt_lib" / f"{module}.py"
+    path = Path(__file__).resolve().parent.parent / "nmt_lib" / "paper" / f"{module}.py"
     text = path.read_text()
     tree = ast.parse(text)
-    local = {node.module for node in ast.walk(tree)
-             if isinstance(node, ast.ImportFrom) and node.level == 1}  # fmt: skip
-    assert local <= {*PAPER_MODULES, "config", "vocab"}, local
+    local = {"." * node.level + node.module for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and node.level}  # fmt: skip
+    assert local <= {*(f".{m}" for m in PAPER_MODULES), "..config", "..data.vocab"}, local
     others = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
               for a in node.names}  # fmt: skip
     others |= {node.module.split(".")[0] for node in ast.walk(tree)
@@ -151,7 +151,7 @@ def test_paper_modules_are_plain_pytorch(module):
 
 @pytest.mark.parametrize("module", ["gru", "attention"])
 def test_concept_module_imports_only_torch(module):
-    path = Path(__file__).resolve().parent.parent / "nmt_lib" / f"{module}.py"
+    path = Path(__file__).resolve().parent.parent / "nmt_lib" / "paper" / f"{module}.py"
     tree = ast.parse(path.read_text())
     roots = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
              for a in node.names}  # fmt: skip

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from nmt_lib import search
+from nmt_lib.data.vocab import EOS, PAD, UNK
 from nmt_lib.fast import accelerate, kernels
 from nmt_lib.fast.steps import best_words
-from nmt_lib.vocab import EOS, PAD, UNK
 
 
 @pytest.fixture
@@ -89,7 +89,7 @@ def peaked_model():
     """A small RNNsearch whose word distributions are peaked (no near-ties for a beam to break
     differently), and three sources."""
     from nmt_lib.config import ModelConfig
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(src_vocab=40, trg_vocab=300, m=16, n=16, n_align=16, l=8, output_rank=None,
@@ -263,7 +263,7 @@ def test_target_log_prob_kernels_equal_torch_ops(lib, dtype):
     g = torch.Generator().manual_seed(1)
     N, K, r = 70, 1001, 12
     u0, b0 = torch.randn(N, r, generator=g), torch.randn(K, generator=g)
-    W0 = torch.randn(r, K, generator=g).t()  # column-major, as the model stores W_o
+    W0 = torch.randn(r, K, generator=g).t()  # column-major, as the fast model stores W_o
     y, w = torch.randint(0, K, (N,), generator=g), torch.rand(N, generator=g)
 
     def run(fused):
@@ -379,7 +379,7 @@ def gru_operands(dtype, n, seed):
 
 
 def run_gru_fns(impl, gru, mask, t, dtype, n):
-    """Each of the four functions of ``impl`` (the kernels or nmt_lib.gru) on copies of ``t``; the
+    """Each of the four functions of ``impl`` (the kernels or nmt_lib.paper.gru) on copies of ``t``; the
     outputs written."""
     c = {key: v.clone() for key, v in t.items()}
     lead = c["h"].shape[:-1]  # [D, k] or [k]
@@ -402,7 +402,7 @@ def run_gru_fns(impl, gru, mask, t, dtype, n):
 @pytest.mark.parametrize("n", [1, 7, 37])  # shorter and longer than a vector, with a tail
 @pytest.mark.parametrize("one_gru", [False, True])
 def test_gru_kernels_equal_torch_ops(lib, dtype, n, one_gru):
-    """The four GRU kernels write what nmt_lib.gru's PyTorch functions write, within float32
+    """The four GRU kernels write what nmt_lib.paper.gru's PyTorch functions write, within float32
     rounding (outputs in bf16: within one bf16 ulp): strided views, a mask, the new state written
     over the old, bf16 or float32 matmul operands; past the mask only dh passes. ``[D, k, ·]``
     operands, or ``[k, ·]`` ones for one GRU (the decoder's)."""
@@ -424,7 +424,7 @@ def test_gru_kernels_equal_torch_ops(lib, dtype, n, one_gru):
 def test_gru_kernels_refuse_what_they_cannot_read(lib):
     """float64 operands, a wrong width, a mask of another shape, operands not ``[D, k, ·]`` (or
     ``[k, ·]`` with D = 1), an output whose rows share memory or more than ``MAX_UNITS`` units:
-    False, nothing written (the scans then run nmt_lib.gru's functions)."""
+    False, nothing written (the scans then run nmt_lib.paper.gru's functions)."""
     gru, mask, t = gru_operands(torch.float32, 4, seed=0)
     t64 = {key: v.double() for key, v in t.items()}
     done, out = run_gru_fns(kernels, gru, mask, t64, torch.float64, 4)
@@ -454,18 +454,18 @@ def test_training_with_and_without_gru_kernels(lib, arch):
     prepacked products, ``kernels.right_product``) as with the fast backend's PyTorch functions and
     ``torch.matmul``, within float32 rounding; under bf16 autocast within bf16 rounding."""
     from nmt_lib.config import ModelConfig
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(arch=arch, src_vocab=30, trg_vocab=40, m=8, n=12, n_align=10, l=6,
                       output_rank=None, init="fanin")  # fmt: skip
-    model = accelerate(build_model(cfg))
+    paper = build_model(cfg)
     x, y = torch.randint(3, 30, (6, 9)), torch.randint(3, 40, (6, 7))
     x_mask = torch.arange(9) < torch.tensor([9, 9, 7, 5, 3, 2])[:, None]
     y_mask = torch.arange(7) < torch.tensor([7, 3, 6, 2, 7, 1])[:, None]
 
     def loss_and_grads(bf16, compiled):
-        accelerate(model, compiled)
+        model = accelerate(paper, compiled)
         model.zero_grad()
         with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
             loss = -model(x, x_mask, y, y_mask)[0].sum()

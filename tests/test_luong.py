@@ -1,4 +1,4 @@
-"""Luong et al.'s global attention (``nmt_lib.luong``) against its literal equations, one sentence
+"""Luong et al.'s global attention (``nmt_lib.models.luong``) against its literal equations, one sentence
 at a time, in float64, for the three scores, with and without input feeding; invariants of the
 alignment; searches through the step protocol."""
 
@@ -84,11 +84,12 @@ def test_several_states_per_sentence_equal_repeated_encodings():
     G = 3
     enc = model.encode(x, x_mask)
     rep = enc.select(torch.arange(B).repeat_interleave(G))
-    s = torch.randn(G * B, model.init_state(enc).shape[1], dtype=torch.float64)
+    s = type(model.init_state(enc))(
+        *(torch.randn(G * B, *t.shape[1:], dtype=torch.float64) for t in model.init_state(enc))
+    )
     prev = y[:, 0].repeat_interleave(G)
-    for a, b in zip(
-        model.readout_step(enc, s, prev), model.readout_step(rep, s, prev), strict=True
-    ):
+    (logp_a, s_a, a_a), (logp_b, s_b, a_b) = model.step(enc, s, prev), model.step(rep, s, prev)
+    for a, b in ((logp_a, logp_b), (a_a, a_b), *zip(s_a, s_b, strict=True)):
         torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-13)
 
 

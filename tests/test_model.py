@@ -9,9 +9,12 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from nmt_lib.config import ModelConfig
-from nmt_lib.fast import accelerate, on_backend
-from nmt_lib.model import Encoded, build_model, count_parameters, forward_macs
+from nmt_lib.config import ModelConfig, model_config
+from nmt_lib.fast import accelerate
+from nmt_lib.fast import backend as backend_named
+from nmt_lib.fast.steps import word_projections
+from nmt_lib.paper.decoder import Decoder
+from nmt_lib.paper.model import Encoded, build_model, count_parameters, forward_macs
 
 CFG = ModelConfig(src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, output_rank=2)
 B, Tx, Ty, n, l = 3, 6, 5, 4, 3
@@ -26,10 +29,10 @@ def sig(v):
 def setup(arch, seed=0, backend="reference", **overrides):
     torch.manual_seed(seed)
     model = build_model(dataclasses.replace(CFG, arch=arch, **overrides)).double()
-    on_backend(model, backend)
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.5)  # large random weights: App. B.1's tiny ones would hide mistakes
+    model = backend_named(backend).model(model)
     x_mask = torch.tensor([[j < L for j in range(Tx)] for L in X_LENGTHS])
     y_mask = torch.tensor([[i < L for i in range(Ty)] for L in Y_LENGTHS])
     x = torch.randint(3, CFG.src_vocab, (B, Tx)).masked_fill(~x_mask, 0)
@@ -173,10 +176,11 @@ def test_readout_with_several_states_per_sentence(arch):
 @pytest.mark.parametrize("table", [False, True])
 def test_fast_steps_equal_the_reference_steps(arch, dtype, table):
     """The fast backend's steps (:class:`nmt_lib.fast.steps.DecodeSteps`) give the
-    log-probabilities, weights and states of the reference's (:class:`nmt_lib.steps.Steps`), with
+    log-probabilities, weights and states of the reference's (:class:`nmt_lib.paper.steps.Steps`), with
     the beam's reordering of rows between steps: to rounding in float64 and float32 (the compiled
     kernels), to bf16's in autocast (products merged, so rounded in another order); also with the
-    word products read from ``word_projections()`` and a full-rank output layer (``table``)."""
+    word products read from their table (``word_projections``) and a full-rank output layer
+    (``table``)."""
     model, x, x_mask, y, _ = setup(arch, output_rank=None if table else CFG.output_rank)
     model = model.to(torch.float32 if dtype == torch.bfloat16 else dtype)
     fast_model = accelerate(copy.deepcopy(model))
@@ -184,8 +188,7 @@ def test_fast_steps_equal_the_reference_steps(arch, dtype, table):
     G, gen = 2, torch.Generator().manual_seed(1)
     with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=dtype == torch.bfloat16):
         enc = model.encode(x, x_mask)
-        words = fast_model.word_projections() if table else None
-        assert model.word_projections() is None
+        words = word_projections(fast_model.steps()) if table else None
         fast, ref = fast_model.steps(words), model.steps()
         states = [fast.start(enc), ref.start(enc)]
         for _ in range(4):
@@ -209,32 +212,40 @@ def test_fast_steps_equal_the_reference_steps(arch, dtype, table):
 
 
 def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(monkeypatch):
-    """``word_projections(rows)``: None below one row per target word; else row ``w`` is what
-    the fast steps multiply out for the word ``w`` (bf16 under autocast). ``decode_corpus``
-    computes it once, where the searches advance enough hypotheses, gives it to the steps of
-    every thread, and decodes as without it."""
+    """``word_projections(steps, rows)``: None below one row per target word; else row ``w`` is
+    what the fast steps multiply out for the word ``w`` (bf16 under autocast). ``decode_corpus`` on
+    the fast backend computes it once, where the searches advance enough hypotheses, gives it to
+    the steps of every thread, and decodes as without it; the reference backend makes the model's
+    own steps."""
     from nmt_lib import search
+    from nmt_lib.fast import steps as fast_steps
 
     model = setup("RNNsearch", backend="fast")[0].float()
     K, n, l2 = CFG.trg_vocab, CFG.n, 2 * CFG.l
-    assert model.word_projections(rows=K - 1) is None
+    steps = model.steps()
+    assert word_projections(steps, rows=K - 1) is None
     words = torch.arange(K)
     with torch.no_grad():
-        table = model.word_projections(rows=K)
-        steps = model.steps()
+        table = word_projections(steps, rows=K)
         assert table.shape == (K, 3 * n + l2)
         torch.testing.assert_close(table, steps.times_Y(model.decoder.embed(words)))
         with torch.autocast("cpu", torch.bfloat16):
-            assert model.word_projections().dtype == torch.bfloat16
+            assert word_projections(model.steps()).dtype == torch.bfloat16
     xs = [[3, 4, 5, 2], [6, 7, 2], [8, 2]]  # 9 words, beam 3: 27 rows >= K
     calls, given = [], []
-    orig, orig_steps = model.word_projections, model.steps
-    monkeypatch.setattr(model, "word_projections", lambda rows: calls.append(rows) or orig(rows))
+    orig_steps = model.steps
+    monkeypatch.setattr(fast_steps, "word_projections",
+                        lambda s, rows: calls.append(rows) or word_projections(s, rows))  # fmt: skip
     monkeypatch.setattr(model, "steps", lambda w=None: given.append(w) or orig_steps(w))
-    with_table = search.decode_corpus(model, xs, beam=3, batch_size=2, workers=2)
-    assert calls == [27] and given and all(w is given[0] is not None for w in given)
-    monkeypatch.setattr(model, "word_projections", lambda rows: None)
-    plain = search.decode_corpus(model, xs, beam=3, batch_size=2)
+    fast = backend_named("fast")
+    with_table = search.decode_corpus(model, xs, beam=3, batch_size=2, workers=2, backend=fast)
+    assert calls == [27] and given[0] is None  # the steps that make the table, then each thread's
+    assert len(given) >= 2 and all(w is given[1] is not None for w in given[1:])
+    given.clear()
+    plain = search.decode_corpus(
+        model, xs, beam=3, batch_size=2, backend=backend_named("reference")
+    )
+    assert given and all(w is None for w in given)  # each thread: the model's own steps
     assert [h.tokens for h in with_table] == [h.tokens for h in plain]
     assert [h.cost for h in with_table] == pytest.approx([h.cost for h in plain], rel=1e-5)
 
@@ -253,7 +264,7 @@ def test_model_gradcheck(backend):
 def test_autocast_bf16_log_softmax_in_float32(backend):
     torch.manual_seed(0)
     model = build_model(dataclasses.replace(CFG, m=16, n=16, n_align=16, l=8, output_rank=8))
-    on_backend(model, backend)
+    model = backend_named(backend).model(model)
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(10)
@@ -318,7 +329,7 @@ def test_parameter_counts_paper_literal(arch, millions):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_initialisation_statistics(arch):
     torch.manual_seed(0)
-    cfg = ModelConfig(arch=arch, src_vocab=300, trg_vocab=300, m=64, n=128, n_align=96, l=64,
+    cfg = model_config(arch=arch, src_vocab=300, trg_vocab=300, m=64, n=128, n_align=96, l=64,
                       output_rank=48)  # fmt: skip
     n_orthogonal = 0
     for name, p in build_model(cfg).named_parameters():
@@ -336,24 +347,23 @@ def test_initialisation_statistics(arch):
 
 
 @pytest.mark.parametrize("rank", [None, 6])
-def test_output_matrix_stored_column_major_with_row_major_draws(rank):
-    """W_o (W2) is [K, l] column-major, the layout the output matmul wants; every initial value is
-    what a row-major (contiguous) parameter gets from the same seed."""
-    from nmt_lib.model import init_parameters
-
+def test_fast_model_holds_the_paper_parameters_with_the_output_matrix_column_major(rank):
+    """The fast model is made of the paper model's parameters, the same objects under the same
+    names; the paper's W_o (W2) ``[K, l]`` is row-major, and the fast side lays it out column-major,
+    the layout its output matmul wants, its values unchanged. The paper model is not changed
+    otherwise: its modules keep their classes."""
     cfg = ModelConfig(src_vocab=30, trg_vocab=25, m=8, n=6, n_align=5, l=4, output_rank=rank)
     name = "W_o" if rank is None else "W2"
     torch.manual_seed(0)
     model = build_model(cfg)
-    assert getattr(model.decoder, name).t().is_contiguous()
-    row_major = build_model(cfg)
-    setattr(
-        row_major.decoder, name, torch.nn.Parameter(torch.empty(getattr(model.decoder, name).shape))
-    )
-    torch.manual_seed(0)
-    init_parameters(row_major, cfg.init)
-    for (k, p), (_, q) in zip(model.named_parameters(), row_major.named_parameters(), strict=True):
-        assert torch.equal(p, q), k
+    assert getattr(model.decoder, name).is_contiguous()
+    before = {k: p.detach().clone() for k, p in model.named_parameters()}
+    fast = accelerate(model)
+    assert getattr(fast.decoder, name).t().is_contiguous()
+    assert type(model.decoder) is Decoder and type(fast.decoder) is not Decoder
+    mine = dict(model.named_parameters())
+    for k, p in fast.named_parameters():
+        assert p is mine[k] and torch.equal(p, before[k]), k
 
 
 def test_fanin_init_scales_by_fan_in_and_keeps_recurrent_orthogonal():

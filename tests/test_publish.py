@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import fixtures, publish
+from nmt_lib import publish
 from nmt_lib.__main__ import main
 from nmt_lib.checkpoint import CheckpointError
 from nmt_lib.config import ConfigError, load_profile
+from nmt_lib.data import fixtures
 from nmt_lib.evaluate import evaluate_run, load_trained
 from nmt_lib.train import train_run
 

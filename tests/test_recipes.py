@@ -1,4 +1,4 @@
-"""The recipe sweep of the comparison study (nmt_lib.recipes), end to end on the toy corpus: arms
+"""The recipe sweep of the comparison study (nmt_experiments.recipes), end to end on the toy corpus: arms
 train for the same updates, the chosen arm is the lowest dev NLL of its family, every family's
 chosen model gets a search setting chosen on dev; and the comparison's profile takes exactly the
 committed choices."""
@@ -7,9 +7,9 @@ import csv
 
 import pytest
 
-from nmt_lib import recipes
+from nmt_experiments import recipes
 from nmt_lib.config import load_profile
-from nmt_lib.replicate import toy_data_dir
+from nmt_lib.data.fixtures import toy_data_dir
 
 TOY = """
 name = "toy-recipes"
@@ -85,7 +85,7 @@ def test_sweep_end_to_end(tmp_path, monkeypatch):
 def fake_sweep(out, best: dict):
     """A finished sweep of the real profile in ``out``: the arm ``best[family]`` lowest in dev NLL,
     the second search setting chosen for every family."""
-    from nmt_lib import tables
+    from nmt_experiments import tables
     from nmt_lib.io import write_json
 
     prof = load_profile(recipes.PROFILE)
@@ -162,7 +162,7 @@ def test_the_gpu_view_takes_the_chosen_recipes_at_the_gpu_sizes(tmp_path):
 
 @pytest.mark.skipif(not (recipes.RESULTS / "search.csv").is_file(), reason="sweep not committed")
 def test_the_comparisons_profile_is_written_from_the_committed_sweep():
-    """studies/compare.toml (and compare-gpu.toml) is what ``python -m nmt_lib.recipes --write-profile`` makes of the
+    """studies/compare.toml (and compare-gpu.toml) is what ``python -m nmt_experiments.recipes --write-profile`` makes of the
     committed sweep and comparison: every model with its family's chosen recipe and search."""
     assert recipes.COMPARE.read_text(encoding="utf-8") == recipes.compare_profile()
     assert recipes.GPU_COMPARE.read_text(encoding="utf-8") == recipes.gpu_profile()

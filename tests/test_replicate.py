@@ -1,4 +1,4 @@
-"""Replicating a profile (nmt_lib.replicate) and where its results live (nmt_lib.results): report
+"""Replicating a profile (nmt_experiments.replicate) and where its results live (nmt_experiments.results): report
 mode's check, one toy training run of the GPU reference script with its provenance."""
 
 import json
@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from nmt_lib import comparison, data, fixtures, replicate, tables
+from nmt_experiments import comparison, replicate, tables
+from nmt_experiments.results import ResultsMissing, require_results
+from nmt_lib import data
 from nmt_lib.config import ConfigError
-from nmt_lib.results import ResultsMissing, require_results
+from nmt_lib.data import fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,7 +62,7 @@ def test_gpu_reference_trains_one_run_from_a_pack_with_its_provenance(tmp_path):
 
 
 def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, monkeypatch):
-    """``python -m nmt_lib.replicate --train PROFILE`` on a profile of the models before and after
+    """``python -m nmt_experiments.replicate --train PROFILE`` on a profile of the models before and after
     the paper (here two of them, tiny, on the toy corpus): each is trained, decoded and evaluated
     through the same commands as RNNsearch, and the results directory gets its manifest."""
     smoke = (ROOT / "nmt_lib" / "profiles" / "smoke.toml").read_text()
@@ -75,7 +77,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "results"
     code = replicate.main(["--train", str(profile), "--results-dir", str(out),
-                           "--data-dir", str(replicate.toy_data_dir())])  # fmt: skip
+                           "--data-dir", str(fixtures.toy_data_dir())])  # fmt: skip
     assert code == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["runs"] == ["Luong-dot-s1", "Transformer-s1", "Luong-dot-s2"]
@@ -110,7 +112,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
                         or evaluate(run, *a, **k))  # fmt: skip
     (replicate.run_dir(out, "Transformer-s1") / "bleu.json").unlink()
     assert replicate.main(["--train", str(profile), "--results-dir", str(out),
-                           "--data-dir", str(replicate.toy_data_dir())]) == 0  # fmt: skip
+                           "--data-dir", str(fixtures.toy_data_dir())]) == 0  # fmt: skip
     assert calls == ["Transformer-s1"]
     again = json.loads((out / "manifest.json").read_text())
     kept = again["wall_seconds"]["Luong-dot-s1"]
@@ -120,7 +122,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
 
     # a fresh clone of these results (no checkpoint at hand): nothing is trained or decoded again,
     # but a run whose record is not whole (here, an evaluation with other search settings) is
-    toy = str(replicate.toy_data_dir())  # the data where it was
+    toy = str(fixtures.toy_data_dir())  # the data where it was
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "fresh-cache"))
     logs = {
         n: (replicate.run_dir(out, n) / "train_log.jsonl").read_text() for n in manifest["runs"]
@@ -139,7 +141,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
 def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
     tmp_path, monkeypatch
 ):
-    """``python -m nmt_lib.replicate --unk-dictionary smoke`` on the smoke results: every entry
+    """``python -m nmt_experiments.replicate --unk-dictionary smoke`` on the smoke results: every entry
     counted on the toy corpus is its generator's translation of the word, the plain replacement's
     BLEU is the one the evaluation recorded, and the translations through the dictionary are
     scored for every run with ``<unk>`` replaced."""

@@ -16,9 +16,9 @@ import torch
 from torch import Tensor, nn
 
 from nmt_lib.data import pad
-from nmt_lib.search import beam_search, decode_corpus, greedy_search, in_threads
-from nmt_lib.steps import Steps
-from nmt_lib.vocab import EOS, PAD, UNK
+from nmt_lib.data.vocab import EOS, PAD, UNK
+from nmt_lib.paper.steps import Steps
+from nmt_lib.search import batch_decoder, beam_search, decode_corpus, greedy_search, in_threads
 
 
 class TinyEncoded(NamedTuple):
@@ -30,7 +30,7 @@ class TinyEncoded(NamedTuple):
 
 
 class TinyModel(nn.Module):
-    """A random attention model with the interface of nmt_lib.model (K target rows)."""
+    """A random attention model with the interface of nmt_lib.paper.model (K target rows)."""
 
     def __init__(self, K: int = 5, V: int = 9, d: int = 6, sharp: float = 3.0, seed: int = 0):
         super().__init__()
@@ -60,11 +60,8 @@ class TinyModel(nn.Module):
     def next_state(self, s_prev, y, c):
         return torch.tanh(s_prev @ self.A + self.E[y] - c)
 
-    def steps(self, words=None):
+    def steps(self):
         return Steps(self)  # the search's step through init_state, readout_step, next_state
-
-    def word_projections(self, rows=None):
-        return None
 
 
 @torch.no_grad()
@@ -293,13 +290,13 @@ def test_in_threads_keeps_order_autocast_and_errors():
 
 def test_decode_corpus_in_threads_is_the_same(backend):
     """``workers=3``: the same hypotheses as one batch at a time, under the caller's autocast."""
-    from nmt_lib.config import ModelConfig
-    from nmt_lib.fast import on_backend
-    from nmt_lib.model import build_model
+    from nmt_lib.config import model_config
+    from nmt_lib.fast import backend as backend_named
+    from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
-    cfg = ModelConfig(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
-    model = on_backend(build_model(cfg).eval(), backend)
+    cfg = model_config(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
+    model = backend_named(backend).model(build_model(cfg).eval())
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(30 if p.dim() > 1 else 1)
@@ -320,14 +317,14 @@ def test_decode_corpus_in_threads_is_the_same(backend):
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
 def test_real_model(arch, backend):
     from nmt_lib.config import ModelConfig
-    from nmt_lib.fast import on_backend
-    from nmt_lib.model import build_model
+    from nmt_lib.fast import backend as backend_named
+    from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(
         arch=arch, src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4, output_rank=5
     )
-    model = on_backend(build_model(cfg).eval(), backend)
+    model = backend_named(backend).model(build_model(cfg).eval())
     with torch.no_grad():  # sharper than the initialisation so that decoding is not trivial
         for p in model.parameters():
             p.mul_(30 if p.dim() > 1 else 1)
@@ -389,7 +386,7 @@ def test_beam_with_a_large_vocabulary_equals_plain_topk(fused, monkeypatch):
     from nmt_lib.config import ModelConfig
     from nmt_lib.fast import accelerate
     from nmt_lib.fast import steps as fast_steps
-    from nmt_lib.model import build_model
+    from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(src_vocab=50, trg_vocab=5000, m=8, n=8, n_align=8, l=4, output_rank=4,
@@ -410,8 +407,8 @@ def test_best_words_equal_masked_log_softmax_topk(k, ignore_unk, dtype, fused):
     give pieces of 4 rows, 4 + 4 + 2) equals the log-softmax over all words, then the masks, then
     ``topk``; and on log-probabilities (``normalized``) only the masks and ``topk``. The
     reference's ``best_words`` on the log-softmax gives the same."""
-    from nmt_lib import steps
     from nmt_lib.fast.steps import best_words
+    from nmt_lib.paper import steps
 
     g = torch.Generator().manual_seed(k)
     R, K = 10, 1 << 17
@@ -472,3 +469,51 @@ def test_finished_hypotheses_are_not_carried():
             cost, abs=1e-5
         )
     assert narrowed
+
+
+def test_length_batches_put_similar_lengths_together_longest_first():
+    from nmt_lib.search import length_batches
+
+    xs = [[1] * n for n in (3, 7, 1, 5, 7, 2)]
+    batches = length_batches(xs, 4)
+    assert batches == [[1, 4, 3, 0], [5, 2]]
+    assert sorted(i for b in batches for i in b) == list(range(len(xs)))
+    assert length_batches([], 4) == []
+
+
+def test_journal_reads_back_complete_batches_and_drops_a_torn_line(tmp_path):
+    """What a batch's record keeps comes back as it was; a torn last line (an interruption while
+    it was written) and a record of another batching are not read, and the file is cut there."""
+    from nmt_lib.search import Hypothesis, Journal
+
+    path, batches = tmp_path / "j.jsonl", [[0, 1], [2]]
+    book = Journal(path, batches)
+    assert book.done() == {}
+    hyps = [Hypothesis([4, 2], 1.5, 0.75, True), Hypothesis([5], 2.0, 2.0, False)]
+    book.write(0, hyps)
+    book.close()
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"batch": 1, "size": 1, "hy')  # torn
+    again = Journal(path, batches)
+    assert again.done() == {0: hyps} and path.read_bytes() == whole
+    again.close()
+    other = Journal(path, [[0], [1, 2]])
+    assert other.done() == {}  # other batches: nothing is trusted
+    other.close()
+
+
+def test_batch_decoder_makes_the_steps_once_per_thread_and_decodes_the_batch():
+    model = TinyModel(seed=1)
+    made = []
+
+    def make_steps():
+        made.append(1)
+        return model.steps()
+
+    srcs = [[5, 6, 7, 2], [8, 2], [3, 4, 2]]
+    decode = batch_decoder(model, srcs, 3, False, None, make_steps, **RULES)
+    a, b = decode([0, 2]), decode([1])
+    assert made == [1] and len(a) == 2 and len(b) == 1
+    x, m = pad([srcs[0], srcs[2]])
+    direct = beam_search(model, x, m, beam=3, **RULES)
+    assert [h.tokens for h in a] == [h.tokens for h in direct]

@@ -1,5 +1,5 @@
-"""Sutskever et al.'s LSTM encoder–decoder (``nmt_lib.seq2seq``) and the peeky one
-(``nmt_lib.peeky``) against their literal equations, one sentence at a time, in float64; the step
+"""Sutskever et al.'s LSTM encoder–decoder (``nmt_lib.models.seq2seq``) and the peeky one
+(``nmt_lib.models.peeky``) against their literal equations, one sentence at a time, in float64; the step
 interface against the teacher-forced forward; searches through the step protocol."""
 
 import math
@@ -8,12 +8,12 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
+from nmt_lib.data.vocab import EOS
 from nmt_lib.models import build_model
+from nmt_lib.models.seq2seq import reverse_words
+from nmt_lib.paper.steps import teacher_forced
 from nmt_lib.search import beam_search, greedy_search
-from nmt_lib.seq2seq import reverse_words
-from nmt_lib.steps import teacher_forced
-from nmt_lib.vocab import EOS
 
 B, Tx, Ty = 3, 6, 5
 X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]
@@ -25,7 +25,7 @@ def sig(v):
 
 def setup(arch, seed=0, **overrides):
     torch.manual_seed(seed)
-    cfg = ModelConfig(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, **overrides)
+    cfg = model_config(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, l=3, **overrides)
     model = build_model(cfg).double()
     with torch.no_grad():
         for p in model.parameters():
@@ -99,14 +99,14 @@ def test_model_equals_literal_equations(arch, overrides):
 
 @pytest.mark.parametrize("arch,overrides", CASES)
 def test_step_interface_reproduces_forward(arch, overrides):
-    """Iterating ``readout_step`` / ``next_state`` (what a search does) gives the forward's
-    log-probabilities, and each step's is a distribution."""
+    """Iterating the model's ``step`` (what a search does) gives the forward's log-probabilities,
+    and each step's is a distribution."""
     model, x, x_mask, y, y_mask = setup(arch, **overrides)
     logp, _ = model(x, x_mask, y, y_mask)
     stepwise, _ = teacher_forced(model, x, x_mask, y, y_mask)
     torch.testing.assert_close(stepwise, logp, rtol=1e-12, atol=1e-12)
     enc = model.encode(x, x_mask)
-    logp_next, _, _ = model.readout_step(enc, model.init_state(enc), None)
+    logp_next, _, _ = model.step(enc, model.init_state(enc), None)
     torch.testing.assert_close(logp_next.exp().sum(-1), torch.ones(B, dtype=torch.float64))
 
 

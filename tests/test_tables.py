@@ -1,14 +1,13 @@
-"""The tables built from results (nmt_lib.tables): Markdown and CSV, every committed table equal to
+"""The tables built from results (nmt_experiments.tables): Markdown and CSV, every committed table equal to
 what the code makes of its runs, and the README's summary of them."""
 
 import csv
 
 import pytest
 
-from nmt_lib.claims import claims
-from nmt_lib.config import home
-from nmt_lib.results import results_path
-from nmt_lib.tables import (
+from nmt_experiments.claims import claims
+from nmt_experiments.results import results_path
+from nmt_experiments.tables import (
     README_MARKS,
     gap_to_paper,
     markdown_table,
@@ -17,6 +16,7 @@ from nmt_lib.tables import (
     table2,
     write_table,
 )
+from nmt_lib.config import home
 
 
 def test_markdown_and_csv_tables(tmp_path):
@@ -73,7 +73,7 @@ def test_committed_tables_are_what_the_code_makes_of_the_committed_runs(profile)
 
 
 def test_the_readme_summary_is_what_the_committed_results_say():
-    """README.md's "Results at a glance" is generated (python -m nmt_lib.replicate --readme)."""
+    """README.md's "Results at a glance" is generated (python -m nmt_experiments.replicate --readme)."""
     text = (home() / "README.md").read_text(encoding="utf-8")
     start, end = README_MARKS
     block = text.split(start + "\n", 1)[1].split(end, 1)[0]
@@ -83,8 +83,8 @@ def test_the_readme_summary_is_what_the_committed_results_say():
 def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
     import json
 
-    from nmt_lib.results import run_dir
-    from nmt_lib.tables import unk_replacement
+    from nmt_experiments.results import run_dir
+    from nmt_experiments.tables import unk_replacement
 
     runs = {"RNNencdec-50": None, "RNNsearch-50": 12.0, "RNNsearch-50-s2": 13.0}
     (tmp_path / "manifest.json").write_text(json.dumps({"runs": list(runs)}))
@@ -116,7 +116,7 @@ def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
 def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
     import json
 
-    from nmt_lib.results import run_dir
+    from nmt_experiments.results import run_dir
 
     runs = {"RNNencdec-50": (2.0, 1000, 40.0, 0.6667), "RNNsearch-50": (10.0, 1000, 30.0, 0.6),
             "RNNsearch-50-s2": (12.5, 1202, 29.0, 0.7)}  # fmt: skip
@@ -144,7 +144,7 @@ def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
 
 
 def test_over_seeds_means_numbers_and_keeps_text_and_gaps():
-    from nmt_lib.tables import over_seeds
+    from nmt_experiments.tables import over_seeds
 
     rows = [{"model": "M", "n": 3, "x": 1.004, "unk": 2.0, "device": "cpu"},
             {"model": "M", "n": 4, "x": 2.0, "unk": None, "device": "cpu"}]  # fmt: skip

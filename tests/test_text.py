@@ -1,11 +1,11 @@
-"""nmt_lib.text: Moses tokenization as tokenizer.perl's defaults, and the tokenized-file cache."""
+"""nmt_lib.data.text: Moses tokenization as tokenizer.perl's defaults, and the tokenized-file cache."""
 
 import json
 
 import pytest
 
-from nmt_lib import text
-from nmt_lib.text import detokenize, tokenize, tokenize_lines, tokenized
+from nmt_lib.data import text
+from nmt_lib.data.text import detokenize, tokenize, tokenize_lines, tokenized
 
 
 def test_tokenizer_perl_defaults():

@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import data, fixtures, runtime
+from nmt_lib import data, runtime
 from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
 from nmt_lib.config import to_dict
+from nmt_lib.data import fixtures
 from nmt_lib.evaluate import dev_metrics, dev_subset, sentence_nll
-from nmt_lib.fast import kernels
-from nmt_lib.model import build_model
+from nmt_lib.fast import backend, kernels
+from nmt_lib.gradients import clip_gradients
+from nmt_lib.paper.model import build_model
 from nmt_lib.runtime import autocast, native_bf16, resolve_device, resolve_precision
-from nmt_lib.train import Trainer, clip_gradients, train_run
+from nmt_lib.train import Trainer, train_run
 
 
 @pytest.fixture(scope="module")
@@ -263,8 +265,8 @@ def test_budgets_in_epochs_and_hours(toy, tmp_path):
 
 
 def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
-    """NCCL broadcasts contiguous tensors only; W_o is stored column-major. Every parameter goes
-    through a contiguous buffer and comes back in its own layout."""
+    """NCCL broadcasts contiguous tensors only; the fast model stores W_o column-major. Every
+    parameter goes through a contiguous buffer and comes back in its own layout."""
     from nmt_lib import train as train_module
 
     cfg, prep, _ = toy
@@ -275,7 +277,7 @@ def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
 
     monkeypatch.setattr(train_module.dist, "broadcast", broadcast)
     it = data.TrainIterator.from_config(prep.train, cfg.data)
-    model = build_model(cfg.model)
+    model = backend("fast").model(build_model(cfg.model))
     layouts = {k: p.stride() for k, p in model.named_parameters()}
     assert any(not p.is_contiguous() for p in model.parameters())  # W_o / W2
     Trainer(cfg, model, it, "cpu", rank=1, world=2)
@@ -508,3 +510,34 @@ def test_a_checkpoint_of_another_recipe_is_not_resumed(toy, tmp_path):
     for k in ("optimizer", "loss", "lr_schedule", "lr_decay", "warmup_updates"):
         del old["train"][k]
     assert fingerprint(old) == fingerprint(cfg)
+
+
+def test_window_averages_the_updates_since_the_last_record():
+    from nmt_lib.train import Window
+
+    class Stub:
+        update, epoch, elapsed = 7, 0.5, 12.0
+
+        def lr(self):
+            return 0.1
+
+    w = Window()
+    w.add({"loss": 10.0, "sentences": 4, "tokens": 40, "grad_norm": 2.0, "action": "clip"})
+    w.add({"loss": 6.0, "sentences": 4, "tokens": 30, "grad_norm": math.inf, "action": "shrink"})
+    rec = w.record(Stub())
+    assert rec["train_nll"] == 2.0 and rec["grad_norm"] == 1.0 and rec["clip_rate"] == 0.5
+    assert rec["window_updates"] == 2 and rec["update"] == 7 and rec["tokens_per_s"] > 0
+    assert (w.n, w.loss, w.sentences) == (0, 0.0, 0)  # the next window starts empty
+
+
+def test_stop_signals_records_and_restores_the_handlers():
+    import signal
+
+    from nmt_lib.train import stop_signals
+
+    before = signal.getsignal(signal.SIGTERM)
+    with stop_signals() as received:
+        assert signal.getsignal(signal.SIGTERM) is not before
+        signal.raise_signal(signal.SIGTERM)
+        assert received == [signal.SIGTERM]
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -1,4 +1,4 @@
-"""The Transformer (``nmt_lib.transformer``) against its literal equations, one sentence, one
+"""The Transformer (``nmt_lib.models.transformer``) against its literal equations, one sentence, one
 position and one head at a time, in float64; the cached step against the parallel forward;
 searches through the step protocol."""
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from test_seq2seq import check_searches, gradcheck_model
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
 from nmt_lib.models import build_model
-from nmt_lib.transformer import positions
+from nmt_lib.models.transformer import positions
 
 B, Tx, Ty = 3, 6, 5
 X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]
@@ -19,7 +19,7 @@ X_LENGTHS, Y_LENGTHS = [6, 3, 2], [2, 5, 4]
 def setup(seed=0, **overrides):
     torch.manual_seed(seed)
     kw = dict(src_vocab=13, trg_vocab=11, m=8, heads=2, ff=12, layers=2) | overrides
-    model = build_model(ModelConfig(arch="Transformer", **kw)).double()
+    model = build_model(model_config(arch="Transformer", **kw)).double()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" not in name:
@@ -134,9 +134,9 @@ def test_cached_steps_reproduce_forward(G):
     rows = torch.stack(ys, 1).view(G * B, Ty)  # G consecutive rows per sentence
     s, y_prev = model.init_state(enc.select(torch.arange(B).repeat_interleave(G))), None
     for i in range(Ty):
-        logp_next, cache, a = model.readout_step(enc, s, y_prev)
-        assert cache.shape == (G * B, model.cfg.layers, 2, i + 1, model.cfg.m)
-        s, y_prev = model.next_state(s, rows[:, i], cache), rows[:, i]
+        logp_next, s, a = model.step(enc, s, y_prev)
+        assert s.kv.shape == (G * B, model.cfg.layers, 2, i + 1, model.cfg.m)
+        y_prev = rows[:, i]
         for g in range(G):
             logp, align = model(x, x_mask, ys[g], y_mask)
             real = y_mask[:, i]

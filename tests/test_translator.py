@@ -1,10 +1,10 @@
-"""The book's translator (``book/_static/translator.js``, :mod:`nmt_lib.translator`): a second
+"""The book's translator (``book/_static/translator.js``, :mod:`nmt_experiments.translator`): a second
 implementation of the model, tested as one, in headless Chromium with the network cut.
 
 (a) On a published toy model, the page's translations are Python's beam search
 (:func:`nmt_lib.evaluate.decode`, the model's search settings) token for token, their costs and
 attention weights agree within a tolerance, and with ``<unk>`` replacement they are
-:func:`nmt_lib.unk.replace_corpus`'s. (b) The page's tokenizer is sacremoses' (its embedded tables,
+:func:`nmt_lib.evaluate.replace_corpus`'s. (b) The page's tokenizer is sacremoses' (its embedded tables,
 tricky sentences, the toy corpus, every newstest2014 source when the WMT'14 files are here), and its
 French detokenizer is sacremoses' on French references. (c) The same translations on the ``lite``
 profile's published RNNsearch-50*, once it is committed. (d) The fragment translates on a click,
@@ -24,15 +24,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import fixtures, publish, translator
+from nmt_experiments import translator
+from nmt_experiments.results import published_dir
+from nmt_lib import publish
 from nmt_lib.checkpoint import CheckpointError
 from nmt_lib.config import DataConfig
-from nmt_lib.corpus import read_lines, read_sgml
-from nmt_lib.evaluate import decode, evaluate_run, translate_lines
-from nmt_lib.text import tokenize
+from nmt_lib.data import fixtures
+from nmt_lib.data.corpus import read_lines, read_sgml
+from nmt_lib.data.text import tokenize
+from nmt_lib.data.vocab import UNK
+from nmt_lib.evaluate import decode, evaluate_run, replace_corpus, translate_lines
 from nmt_lib.train import train_run
-from nmt_lib.unk import replace_corpus
-from nmt_lib.vocab import UNK
 from tests.test_book import browse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,7 +241,7 @@ def test_the_pages_tokenizer_is_sacremoses_on_newstest2014(page):
 
 
 def test_the_pages_detokenizer_is_sacremoses_on_french(page):
-    from nmt_lib.text import detokenize
+    from nmt_lib.data.text import detokenize
 
     for key in ("toy_detok", "newstest_detok"):
         tokens, text = page[key]
@@ -250,7 +252,7 @@ def test_the_pages_detokenizer_is_sacremoses_on_french(page):
 
 # ---------------------------------------------------------------- (c) the lite profile's model
 def test_the_lite_models_translations_are_pythons(chromium, tmp_path):
-    published = publish.published_dir("lite", "RNNsearch-50*")
+    published = published_dir("lite", "RNNsearch-50*")
     if not (published / publish.SUMS).is_file():
         pytest.skip(f"{published} is not committed yet")
     if wmt14() is None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import torch
 
-from nmt_lib.config import ModelConfig
+from nmt_lib.config import model_config
+from nmt_lib.data.vocab import EOS, UNK
+from nmt_lib.evaluate import alignments
 from nmt_lib.models import build_model
 from nmt_lib.search import decode_corpus
-from nmt_lib.unk import alignments, dictionary, replace, through
-from nmt_lib.vocab import EOS, UNK
+from nmt_lib.unk import dictionary, replace, through
 
 
 def test_each_unk_takes_the_source_word_it_attends_to_most():
@@ -53,7 +54,7 @@ def test_through_the_dictionary_only_words_that_replaced_an_unk():
 
 def _model(arch: str, seed: int = 3):
     torch.manual_seed(seed)
-    cfg = ModelConfig(arch=arch, src_vocab=30, trg_vocab=30, m=8, n=10, n_align=10, l=6,
+    cfg = model_config(arch=arch, src_vocab=30, trg_vocab=30, m=8, n=10, n_align=10, l=6,
                       output_rank=None, init="fanin")  # fmt: skip
     return build_model(cfg).eval()
 

@@ -1,8 +1,8 @@
-"""nmt_lib.vocab: shortlists with <pad>=0, <unk>=1, </s>=2, deterministic ties, readable files."""
+"""nmt_lib.data.vocab: shortlists with <pad>=0, <unk>=1, </s>=2, deterministic ties, readable files."""
 
 import pytest
 
-from nmt_lib.vocab import EOS, PAD, SPECIALS, UNK, Vocab
+from nmt_lib.data.vocab import EOS, PAD, SPECIALS, UNK, Vocab
 
 COUNTS = {"le": 9, "chat": 5, "b": 3, "a": 3, "c": 3, "rare": 1, "<unk>": 100}
 

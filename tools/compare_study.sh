@@ -14,11 +14,11 @@ PY=${PY:-.venv/bin/python}
 JOBS=${JOBS:-2}
 profile=$(mktemp --suffix .toml)
 trap 'rm -f "$profile"' EXIT
-$PY -m nmt_lib.recipes --train --jobs "$JOBS"
-[ -f results/compare/recipes/search.csv ] || $PY -m nmt_lib.recipes --search
+$PY -m nmt_experiments.recipes --train --jobs "$JOBS"
+[ -f results/compare/recipes/search.csv ] || $PY -m nmt_experiments.recipes --search
 for stage in 1 2; do
-  $PY -m nmt_lib.recipes --write-profile "$profile"
-  $PY -m nmt_lib.replicate --train "$profile" --jobs "$JOBS"
+  $PY -m nmt_experiments.recipes --write-profile "$profile"
+  $PY -m nmt_experiments.replicate --train "$profile" --jobs "$JOBS"
 done
 cp "$profile" nmt_lib/profiles/studies/compare.toml
-$PY -m nmt_lib.comparison
+$PY -m nmt_experiments.comparison

@@ -14,7 +14,7 @@ book does not read them.
   read the committed ``results/<profile>/`` and regenerate tables and figures from it. They stop with a
   clear error if it is missing; they never train because a file is missing.
 * **replicate** (``--train``): the experiment notebooks train, decode and evaluate every model of the
-  profile (:mod:`nmt_lib.replicate`) and rewrite ``results/<profile>/`` (or ``--results-dir``,
+  profile (:mod:`nmt_experiments.replicate`) and rewrite ``results/<profile>/`` (or ``--results-dir``,
   e.g. a directory outside the repository, to leave the committed results as they are). The
   ``smoke`` profile's toy corpus is named by its path relative to the repository (the kernels run
   there), so that no results file records where this clone lives.
@@ -90,7 +90,7 @@ def _toy_data_dir() -> str:
     """The smoke profile's toy corpus (written if missing), relative to the repository where it
     lies under it: the notebook kernels run in the repository (``cwd``), and a relative path keeps
     the clone's location out of the results' configs."""
-    from nmt_lib.replicate import toy_data_dir
+    from nmt_lib.data.fixtures import toy_data_dir
 
     toy = toy_data_dir().resolve()
     return str(toy.relative_to(ROOT)) if toy.is_relative_to(ROOT) else str(toy)

@@ -9,7 +9,7 @@ Jupyter Book 1.x's defaults, nothing that changes what a page says.
   ...``) to the page a second time, and the second copy throws "Identifier 'THEBE_JS_URL' has
   already been declared" in the browser: every script is kept once.
 * **The translator's model.** The alignments chapter writes the model that its translator loads
-  (``nmt-translator-*.mjs``, :mod:`nmt_lib.translator`) into the repository's ``book/_static``;
+  (``nmt-translator-*.mjs``, :mod:`nmt_experiments.translator`) into the repository's ``book/_static``;
   a build of a copy of the book (``tests/test_book.py``) gets it in its ``_static`` too.
 """
 

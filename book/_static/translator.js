@@ -3,12 +3,12 @@
  *
  * A second implementation of what `python -m nmt_lib translate --replace-unk` does, which
  * tests/test_translator.py holds to the Python one: sacremoses' English tokenization
- * (nmt_lib.text: escaping on, aggressive dash splits off), the shortlist, the encoder and the
- * decoder's steps (nmt_lib.encoder, nmt_lib.decoder, nmt_lib.attention, nmt_lib.gru), GroundHog's
+ * (nmt_lib.data.text: escaping on, aggressive dash splits off), the shortlist, the encoder and the
+ * decoder's steps (nmt_lib.paper.encoder, nmt_lib.paper.decoder, nmt_lib.paper.attention, nmt_lib.paper.gru), GroundHog's
  * beam search (nmt_lib.search.beam_search, its rules one for one), the <unk> replacement of
  * nmt_lib.unk, and sacremoses' French detokenization, for display.
  *
- * nmt_lib/translator.py writes the model as a script that sets window.NMT_TRANSLATOR (float16
+ * nmt_experiments/translator.py writes the model as a script that sets window.NMT_TRANSLATOR (float16
  * weights in base64) and the HTML fragment that loads it on its first click. Jupyter Book puts
  * this file on every page of the book: loading it only defines window.NMTTranslator. Numbers are float64 here, float32 in PyTorch: the costs agree to about 1e-6, and the
  * words are the same but where two candidates are that close.
@@ -154,7 +154,7 @@
   }
 
   // ------------------------------------------------------------------------------- the model
-  // nmt_lib.model.RNNsearch's functions on one sentence; vectors are Float64Arrays, weights
+  // nmt_lib.paper.model.RNNsearch's functions on one sentence; vectors are Float64Arrays, weights
   // [rows, cols] row-major as PyTorch stores them.
 
   function linear(W, x, b) {  // F.linear: W x (+ b)
@@ -168,7 +168,7 @@
   }
   function sigmoid(x) { return 1 / (1 + Math.exp(-x)); }
 
-  // One reset-before GRU step (nmt_lib.gru.gru_step, App. A.1.1): `a` holds the input
+  // One reset-before GRU step (nmt_lib.paper.gru.gru_step, App. A.1.1): `a` holds the input
   // pre-activations [W x + b, W_z x (+ b_z), W_r x (+ b_r)], context terms included.
   function gruStep(g, a, h) {
     var n = h.length, Ur = linear(g.U_r, h), Uz = linear(g.U_z, h), rh = new Float64Array(n),
@@ -212,7 +212,7 @@
   }
 
   // The annotations h_j = [h→_j; h←_j] and U_a h_j of the source ids x (EOS included), and
-  // s_0 = tanh(W_s h←_1 + b_s) (nmt_lib.encoder, RNNsearch.encode and init_state).
+  // s_0 = tanh(W_s h←_1 + b_s) (nmt_lib.paper.encoder, RNNsearch.encode and init_state).
   Model.prototype.encode = function (x) {
     var P = this.P, n = this.n, T = x.length, h = [], fwd = new Float64Array(n),
         bwd = new Float64Array(n);
@@ -235,7 +235,7 @@
 
   // One step's readout for each state of `rows` ({s, y}: s_{i-1} and y_{i-1}, or -1 at the
   // first step): the attention α_i and c_i from s_{i-1}, the deep output with its maxout, and
-  // log p(y_i | ...) over the target shortlist (RNNsearch.readout_step; nmt_lib.decoder).
+  // log p(y_i | ...) over the target shortlist (RNNsearch.readout_step; nmt_lib.paper.decoder).
   Model.prototype.readout = function (enc, rows) {
     var P = this.P, Tx = enc.h.length, ctx = enc.h[0].length, v_a = P["decoder.attention.v_a"];
     var out = rows.map(function (row) {
@@ -302,7 +302,7 @@
   var f32 = Math.fround;
 
   // The k best words of a row of log-probabilities, best first, <pad>, <unk> (ignoreUnk) and,
-  // while noEos, EOS excluded (nmt_lib.steps.best_words).
+  // while noEos, EOS excluded (nmt_lib.paper.steps.best_words).
   function bestWords(logp, k, noEos, ignoreUnk) {
     var top = [];  // [logp, word], sorted, at most k
     for (var w = 0; w < logp.length; w++) {
@@ -392,7 +392,7 @@
   }
 
   // ----------------------------------------------------------------------------- the page
-  // The result in the fragment of nmt_lib.translator.translator_html: the French sentence
+  // The result in the fragment of nmt_experiments.translator.translator_html: the French sentence
   // (with or without the replacement, as its checkbox says) and the alignment as a heat map,
   // one row per generated word (EOS: <end>), one column per source word, 0 white and 1 black.
   function render(root, result) {
@@ -445,7 +445,7 @@
     beamSearch: beamSearch, render: render
   };
 
-  // sacremoses' English tables, from nmt_lib.translator.tokenizer_tables() (the test compares):
+  // sacremoses' English tables, from nmt_experiments.translator.tokenizer_tables() (the test compares):
   // character classes as hex code point ranges; non-breaking prefixes, and those that do not
   // break only before a number.
   function tables() {

@@ -1,4 +1,4 @@
-"""RNNsearch's attention step (:mod:`nmt_lib.attention`), computed faster, without autograd:
+"""RNNsearch's attention step (:mod:`nmt_lib.paper.attention`), computed faster, without autograd:
 ``c_i, α_i`` from ``W_a s_{i-1}`` a few sentences at a time in cache (:func:`attend_in_pieces`), or
 in one pass by the compiled kernel (:func:`attend`), and the backward of that step for the
 decoder's hand-written backward through time (:func:`attend_backward`).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..attention import context, groups, masked_softmax
+from ..paper.attention import context, groups, masked_softmax
 
 
 def piece_rows(Uh: Tensor, G: int = 1) -> int:
@@ -22,7 +22,7 @@ def piece_rows(Uh: Tensor, G: int = 1) -> int:
 
 @torch.no_grad()
 def energies_in_pieces(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor:
-    """:func:`~nmt_lib.attention.alignment_scores` given ``Ws = W_a s_{i-1}`` ``[G * B, n']``, without autograd, in
+    """:func:`~nmt_lib.paper.attention.alignment_scores` given ``Ws = W_a s_{i-1}`` ``[G * B, n']``, without autograd, in
     ``Uh``'s dtype (autocast off), a few sentences at a time: the ``[rows, G, Tx, n']`` temporary
     ``tanh(W_a s_{i-1} + U_a h_j)`` stays in cache instead of making three trips through memory
     (about 4x faster on a CPU for a beam of 640 rows), and each sentence's ``U_a h_j`` is read once
@@ -41,7 +41,7 @@ def energies_in_pieces(Uh: Tensor, Ws: Tensor, v_a: Tensor) -> Tensor:
 @torch.no_grad()
 def attend_in_pieces(Uh: Tensor, Ws: Tensor, v_a: Tensor, h: Tensor, mask: Tensor):
     """``c_i [G * B, 2n], α_i [G * B, Tx]`` given ``Ws = W_a s_{i-1}`` ``[G * B, n']``, without
-    autograd: :func:`energies_in_pieces`, :func:`~nmt_lib.attention.masked_softmax`, :func:`~nmt_lib.attention.context`."""
+    autograd: :func:`energies_in_pieces`, :func:`~nmt_lib.paper.attention.masked_softmax`, :func:`~nmt_lib.paper.attention.context`."""
     alpha = masked_softmax(energies_in_pieces(Uh, Ws, v_a), mask)
     return context(alpha, h), alpha
 

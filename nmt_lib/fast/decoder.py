@@ -1,6 +1,7 @@
-"""The decoder of :mod:`nmt_lib.decoder` over a reference (teacher forcing), computed faster:
-:func:`teacher_forced` is :meth:`Decoder.forward <nmt_lib.decoder.Decoder.forward>` (the same
-function; the tests compare values and gradients on both backends).
+"""The decoder of :mod:`nmt_lib.paper.decoder` over a reference (teacher forcing), computed faster:
+:func:`teacher_forced` is the paper's :func:`nmt_lib.paper.steps.teacher_forced` of the decoder's
+steps given the encoding (the same function; the tests compare values and gradients on both
+backends).
 
 * the input projections of all steps in one matmul;
 * the recurrence with a hand-written backward through time (:func:`attention_decoder_scan`,
@@ -19,7 +20,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from ..decoder import Decoder
+from ..paper.decoder import Decoder
 from .attention import attend, attend_backward
 from .scan import (
     ROW_TILE,
@@ -48,7 +49,7 @@ def teacher_forced(
     fused=None,
     tile: int = ROW_TILE,
 ) -> tuple[Tensor, Tensor | None]:
-    """``dec(s0, y, y_mask, h, Uh, x_mask, c)``, faster (module docstring).
+    """The paper decoder's steps over the reference ``y`` from ``s0``, faster (module docstring).
 
     Args:
         dec: the paper decoder whose parameters are used.

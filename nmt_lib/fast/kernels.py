@@ -184,8 +184,8 @@ def attend(
 ) -> tuple[Tensor, Tensor] | None:
     """One attention step in one pass (``kernels.c``): the energies
     (:func:`nmt_lib.fast.attention.energies_in_pieces`) at the real positions only, the masked softmax
-    (:func:`nmt_lib.attention.masked_softmax`) and the context ``c = Σ_j α_j h_j`` accumulated in
-    float32 (:func:`nmt_lib.attention.context` rounds ``α`` to ``h``'s dtype first); a row without
+    (:func:`nmt_lib.paper.attention.masked_softmax`) and the context ``c = Σ_j α_j h_j`` accumulated in
+    float32 (:func:`nmt_lib.paper.attention.context` rounds ``α`` to ``h``'s dtype first); a row without
     real positions gets ``α = 0``, ``c = 0`` (``masked_softmax``: NaN). ``Uh [B, Tx, n']``,
     ``Ws [G * B, n']``, ``v_a [n']`` float32; ``h [B, Tx, ctx]`` bf16 or float32; ``mask [B, Tx]``
     bool. Returns ``(c [G * B, ctx]`` in ``h``'s dtype, ``α [G * B, Tx]`` float32), written into

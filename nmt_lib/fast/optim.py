@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from ..gradients import flat_alike
 from . import kernels
 
 
@@ -21,7 +22,7 @@ class Adadelta(torch.optim.Adadelta):
 
     ``step(grad_scale=c)`` updates with the gradients times ``c`` (the same numbers as
     ``g.mul_(c)`` before the step; the gradients are left as they are): the gradient clip's
-    scaling done in the update's pass instead of one of its own (:func:`nmt_lib.train.clip_gradients` with
+    scaling done in the update's pass instead of one of its own (:func:`nmt_lib.gradients.clip_gradients` with
     ``defer=True``)."""
 
     CHUNK = 1 << 17  # elements: 4 arrays of 512 KiB and 2 temporaries, in cache
@@ -61,15 +62,3 @@ class Adadelta(torch.optim.Adadelta):
                     acc_r.mul_(rho).addcmul_(delta, delta, value=1 - rho)
                     p_r.add_(delta, alpha=-lr)
         return None
-
-
-def flat_alike(*ts: torch.Tensor) -> list[torch.Tensor] | None:
-    """1-D views of tensors laid out alike in memory (contiguous, or transposed matrices like
-    ``W_o``), element ``i`` of each the same parameter entry; None if they are not."""
-    if any(t.stride() != ts[0].stride() or t.shape != ts[0].shape for t in ts):
-        return None
-    if ts[0].is_contiguous():
-        return [t.view(-1) for t in ts]
-    if ts[0].dim() == 2 and ts[0].t().is_contiguous():
-        return [t.t().view(-1) for t in ts]
-    return None

@@ -1,5 +1,6 @@
 """What the fast paths want of the process: oneDNN's kernel cache and glibc's allocator, tuned once,
-when acceleration is chosen (:func:`nmt_lib.fast.accelerate`) or the fast paths first use oneDNN
+when the fast backend is asked to (``backend.tune_process()``: training, evaluation and
+``translate`` ask) or the fast paths first use oneDNN
 (:mod:`nmt_lib.fast.kernels`), never at import."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ _TUNED: dict[str, bool] = {}
 
 
 def tune_process() -> dict[str, bool]:
-    """What the fast paths want of the process, done once, when acceleration is chosen:
+    """What the fast paths want of the process, done once, when the fast backend is asked to:
 
     * oneDNN's kernel cache: bf16 matmuls on CPUs run in oneDNN, which builds (JIT-compiles) a
       kernel for every new shape, 2-100 ms each, and keeps 1024. Training meets more shapes than

@@ -1,5 +1,5 @@
-"""The GRU recurrence of :mod:`nmt_lib.gru`, computed faster: :func:`fast_gru_scan` is
-:func:`~nmt_lib.gru.gru_scan` (the same function; the tests compare the two on both backends) with a
+"""The GRU recurrence of :mod:`nmt_lib.paper.gru`, computed faster: :func:`fast_gru_scan` is
+:func:`~nmt_lib.paper.gru.gru_scan` (the same function; the tests compare the two on both backends) with a
 hand-written backward through time, the state kept only for the rows still running
 (:func:`active_rows`), and the elementwise work of each step in few operations (:func:`gru_gates`,
 :func:`gru_update` and their backward), each replaced by its compiled version where one is passed in
@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 
 def gru_gates(a, x, g, h, r, z, rh) -> None:
-    """The gates of :func:`~nmt_lib.gru.gru_step`, written into ``r``, ``z`` and ``rh = r ∘ h``::
+    """The gates of :func:`~nmt_lib.paper.gru.gru_step`, written into ``r``, ``z`` and ``rh = r ∘ h``::
 
         r = σ(a_r + x_r + g_r),   z = σ(a_z + x_z + g_z)
 
@@ -31,7 +31,7 @@ def gru_gates(a, x, g, h, r, z, rh) -> None:
 
 
 def gru_update(a, x, u, z, h, mask, ht, out, out_c=None) -> None:
-    """The rest of :func:`~nmt_lib.gru.gru_step` given ``u = U (r ∘ h)``: ``ht = tanh(a_h + x_h + u)`` and
+    """The rest of :func:`~nmt_lib.paper.gru.gru_step` given ``u = U (r ∘ h)``: ``ht = tanh(a_h + x_h + u)`` and
     ``out = (1 - z) ∘ h + z ∘ ht`` where ``mask`` (``[..., 1]`` bool, None: everywhere), else ``h``
     (``out`` may be ``h``); ``out_c`` (optional) gets ``out`` again (e.g. in bf16 for the next
     matmul). ``a``, ``x`` (None: 0): the candidate's pre-activations ``[..., n]``. ``h``, ``z``,
@@ -172,14 +172,14 @@ def fast_gru_scan(
     fused=None,
     tile: int = ROW_TILE,
 ) -> Tensor:
-    """:func:`~nmt_lib.gru.gru_scan`, the same function, with a hand-written backward through time.
+    """:func:`~nmt_lib.paper.gru.gru_scan`, the same function, with a hand-written backward through time.
 
-    Autograd through :func:`~nmt_lib.gru.gru_scan` computes the gradients of ``U_rz`` and ``U`` with one small
+    Autograd through :func:`~nmt_lib.paper.gru.gru_scan` computes the gradients of ``U_rz`` and ``U`` with one small
     matmul per step and adds them up step by step; here (as in cuDNN) the backward loop computes only
     what the recurrence needs, and each weight gradient is then one matmul over all ``B * T`` rows.
     The state, the gates and the gradients of the pre-activations stay in ``h0``'s dtype; the matrix
     products run in :func:`compute_dtype` (bf16 under autocast). Arguments and result as
-    :func:`~nmt_lib.gru.gru_scan` (``U_rz``, ``U`` may omit the leading dims of ``a``); ``fused``: compiled
+    :func:`~nmt_lib.paper.gru.gru_scan` (``U_rz``, ``U`` may omit the leading dims of ``a``); ``fused``: compiled
     versions of the elementwise work (:func:`elementwise`) and of the per-step products
     (:func:`right_products`), or None; ``tile``: :func:`active_rows`'s.
     """

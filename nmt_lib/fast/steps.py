@@ -1,5 +1,5 @@
-"""The decoding step of :mod:`nmt_lib.steps`, computed faster: :class:`DecodeSteps` (the same
-function as :class:`nmt_lib.steps.Steps`; the tests compare logits, weights and states),
+"""The decoding step of :mod:`nmt_lib.paper.steps`, computed faster: :class:`DecodeSteps` (the same
+function as :class:`nmt_lib.paper.steps.Steps`; the tests compare logits, weights and states),
 :func:`word_projections` (its word products tabulated once for many searches) and
 :func:`best_words` (the best words of the logits without storing a log-softmax).
 """
@@ -9,16 +9,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..attention import groups
-from ..model import Encoded, EncoderDecoder
-from ..steps import exclude
+from ..paper.attention import groups
+from ..paper.model import Encoded, EncoderDecoder
+from ..paper.steps import exclude
 from .attention import attend
 from .decoder import next_gru_state
 from .scan import compute_dtype
 
 
 class DecodeSteps:
-    """The decoding step of :class:`nmt_lib.steps.Steps` (its protocol), the same function computed
+    """The decoding step of :class:`nmt_lib.paper.steps.Steps` (its protocol), the same function computed
     faster: the products that share an input in one matmul each, their weights concatenated and
     cast to the compute dtype once per search (a beam-10 step of 64 sentences at bench-small: 1.09x
     as fast; bench/README.md, "Decoding step"), without autograd:
@@ -72,7 +72,7 @@ class DecodeSteps:
         self.times_Y = product(self.Y, self.b_Y) or (lambda e: torch.addmm(self.b_Y, e, self.Y))
         self.times_U = product(self.U) or self.U
         W_o = None if dec.output_rank is not None else product(dec.W_o.to(cd).t(), amx_tiles=False)
-        self.times_W_o = W_o or (lambda t: dec.output(t, bias=False))
+        self.times_W_o = W_o or (lambda t: output_without_bias(dec, t))
 
     def start(self, enc: Encoded) -> tuple:
         return self.model.init_state(enc), None
@@ -110,6 +110,13 @@ class DecodeSteps:
         return s, e[:, 3 * self.n :]
 
 
+def output_without_bias(dec, t: Tensor) -> Tensor:
+    """``W_o t`` (``W2 W1 t``), the output layer without ``b_y``, which :func:`best_words` adds."""
+    if dec.output_rank is None:
+        return torch.nn.functional.linear(t, dec.W_o)
+    return torch.nn.functional.linear(torch.nn.functional.linear(t, dec.W1), dec.W2)
+
+
 def word_projections(steps: DecodeSteps, rows: int | None = None) -> Tensor | None:
     """What ``steps`` computes from each word it advances by, ``[W ē + b; W_z ē + b_z; W_r ē + b_r
     | V_o ē]`` (its order and dtype), for every target word at once: ``[K, 3n + 2l]``, from which
@@ -143,7 +150,7 @@ def best_words(
     time in cache (on a CPU), then the best words of the logits; the log-softmax is never stored.
     On a CPU with the compiled kernel (``fused``: :mod:`nmt_lib.fast.kernels`) all of it in one
     pass instead; on a GPU, where each operation's launch costs more than its work, in as few
-    operations as can be. The same words as :func:`nmt_lib.steps.best_words` of the
+    operations as can be. The same words as :func:`nmt_lib.paper.steps.best_words` of the
     log-softmax."""
     fast = None if fused is None else fused.best_words(x, k, no_eos, ignore_unk, bias, normalized)
     if fast is not None:

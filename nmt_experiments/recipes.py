@@ -1,0 +1,435 @@
+"""Each model's own recipe and search settings, chosen on dev, for the comparison study
+(``results/compare/recipes/``).
+
+    python -m nmt_experiments.recipes --train --jobs 2   # every arm (resumable), scored on the whole dev set
+    python -m nmt_experiments.recipes --search           # beam search settings of each family's chosen arm
+    python -m nmt_experiments.recipes                    # rewrite the tables from the runs
+
+The arms are the runs of ``nmt_lib/profiles/studies/recipes.toml``, named ``<model>.<setting>``:
+the arms of one model form its *family*. Every arm trains for the same number of updates on the
+same batches (the budget study's :func:`~nmt_experiments.budget.train_arm`, which ends with the whole dev
+set's NLL); the arm of lowest dev NLL is the family's recipe (:func:`table`), which
+``studies/compare.toml`` copies. Its model then decodes a fixed dev subset with every setting of
+:data:`SEARCH_GRID`, and the setting of highest dev BLEU becomes the family's search
+(:func:`search_table`). What the study writes: ``runs/<arm>/``, ``recipes.csv|md``, ``search.csv|md``
+and ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+from pathlib import Path
+
+from nmt_lib.config import PROFILE_DIR, home, load_profile, run_dir_name, to_dict
+from nmt_lib.io import read_json, write_json
+
+from . import tables
+
+PROFILE = PROFILE_DIR / "studies" / "recipes.toml"
+RESULTS = home() / "results" / "compare" / "recipes"
+#: The search settings compared on dev: the cost as it is (the paper's) or divided by the length,
+#: and a search stopped at 1.5 or 3 times the source length (a model that loops fills the limit).
+SEARCH_GRID = [
+    {"normalize": normalize, "max_len_ratio": ratio}
+    for normalize, ratio in itertools.product((False, True), (1.5, 3.0))
+]
+SEARCH_SENTENCES = 500
+
+
+def family(arm: str) -> str:
+    """``"Luong-50.adam-1e-3"`` -> ``"Luong-50"``."""
+    return arm.split(".", 1)[0]
+
+
+def settings(run, family_runs: list) -> str:
+    """The settings in which the arms of a family differ, with ``run``'s values:
+    ``"model.layers=2, model.forget_bias=1.0, train.lr=0.0003"``."""
+    mine, others = to_dict(run), [to_dict(r) for r in family_runs]
+    return ", ".join(
+        f"{sec}.{k}={v}"
+        for sec in ("model", "train", "search")
+        for k, v in mine[sec].items()
+        if any(o[sec][k] != v for o in others)
+    )
+
+
+def table(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
+    """One row per arm that finished, in the profile's order: its family, the settings in which
+    its family's arms differ, the whole dev set's NLL per sentence and greedy BLEU (500
+    sentences), whether it diverged (a column only where one did: no dev score, never chosen),
+    and whether it is chosen (the lowest dev NLL of its family, once all of them finished)."""
+    prof = load_profile(profile)
+    rows = []
+    for name, run in prof.runs.items():
+        f = out / "runs" / run_dir_name(name) / "final.json"
+        if not f.is_file():
+            continue
+        final = read_json(f)
+        kin = [r for n, r in prof.runs.items() if family(n) == family(name)]
+        diverged = final.get("diverged") is not None
+        rows.append({
+            "model": family(name), "arm": name.split(".", 1)[1],
+            "settings": settings(run, kin),
+            "updates": final["updates"] if diverged
+            else read_json(f.parent / "train_summary.json")["updates"],
+            "dev NLL": None if diverged else round(final["dev_nll"], 2),
+            "dev BLEU (greedy)": None if diverged else round(final["dev_bleu_greedy"], 2),
+            "diverged": diverged,
+        })  # fmt: skip
+    for fam in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == fam]
+        done = len(mine) == sum(family(n) == fam for n in prof.runs)
+        best = min((r for r in mine if not r["diverged"]), key=lambda r: r["dev NLL"], default=None)
+        for r in mine:  # None until every arm of the family has finished
+            r["chosen"] = (r is best) if done else None
+    if not any(r["diverged"] for r in rows):
+        for r in rows:
+            del r["diverged"]
+    return rows
+
+
+def chosen(out: Path = RESULTS, profile=PROFILE) -> dict[str, str]:
+    """``{model: its chosen arm's full name}``."""
+    return {r["model"]: f"{r['model']}.{r['arm']}" for r in table(out, profile) if r["chosen"]}
+
+
+def bracketed(out: Path = RESULTS, profile=PROFILE) -> dict[str, dict]:
+    """Whether the sweep brackets each chosen learning rate: ``{model: {"lr", "lower", "higher"}}``
+    with the chosen arm's rate and, for each side, whether an arm that differs from it only in
+    the rate was trained there and scored worse on dev (a diverged arm counts as worse). A side
+    that is False means the best rate may lie beyond the grid."""
+    prof = load_profile(profile)
+    nll = {f"{r['model']}.{r['arm']}": r["dev NLL"] for r in table(out, profile)}
+
+    def but_rate(run):  # the arm's settings, its name and learning rate aside
+        return dataclasses.replace(run, name="", train=dataclasses.replace(run.train, lr=0.0))
+
+    found = {}
+    for model, arm in chosen(out, profile).items():
+        lr, mine = prof.runs[arm].train.lr, but_rate(prof.runs[arm])
+        sides = {"lower": False, "higher": False}
+        for name, run in prof.runs.items():
+            if name in nll and run.train.lr != lr and but_rate(run) == mine:
+                worse = nll[name] is None or nll[name] > nll[arm]  # None: diverged
+                sides["lower" if run.train.lr < lr else "higher"] |= worse
+        found[model] = {"lr": lr, **sides}
+    return found
+
+
+def _rate(lr: float) -> str:
+    """``0.003`` -> ``"3e-3"``."""
+    return f"{lr:.0e}".replace("e-0", "e-")
+
+
+def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
+    """:func:`bracketed` in a sentence: the families whose chosen rate has a worse one on both
+    sides, and those where the best rate may lie beyond the grid."""
+    found = bracketed(out, profile)
+    inside = [f"{m} {_rate(b['lr'])}" for m, b in found.items() if b["lower"] and b["higher"]]
+    side = {
+        (True, False): "is the highest rate tried",
+        (False, True): "is the lowest rate tried",
+        (False, False): "was the only rate tried with its other settings",
+    }
+    edge = [f"{m}'s {_rate(b['lr'])} {side[b['lower'], b['higher']]}"
+            for m, b in found.items() if not (b["lower"] and b["higher"])]  # fmt: skip
+    text = []
+    if inside:
+        text.append("Chosen learning rates with a lower and a higher one beside them that score "
+                    f"worse on dev, the other settings equal: {', '.join(inside)}.")  # fmt: skip
+    if edge:
+        text.append(f"At the grid's edge: {'; '.join(edge)}, so a better rate may lie beyond it.")
+    return " ".join(text)
+
+
+def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[dict]:
+    """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
+    setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
+    setting is chosen (the highest BLEU of the model)."""
+    from nmt_lib.data import prepare
+    from nmt_lib.evaluate import dev_subset
+    from nmt_lib.fast import backend
+
+    from .budget import arm_model, dev_search
+
+    prof = load_profile(profile)
+    rows = []
+    for model_name, arm in chosen(out, profile).items():
+        run = prof.runs[arm]
+        if data_dir is not None:
+            run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=data_dir))
+        prep = prepare(run.data)
+        model = arm_model(out / "runs" / run_dir_name(arm), run)
+        idx = dev_subset(len(prep.dev), SEARCH_SENTENCES)
+        mine = []
+        for option in SEARCH_GRID:
+            search = dataclasses.replace(run.search, **option)
+            mine.append({"model": model_name, **{f"search.{k}": v for k, v in option.items()},
+                         **dev_search(model, prep, idx, search,
+                                      on=backend(run.train.backend))})  # fmt: skip
+            print(
+                f"[recipes] {model_name} {option}: dev BLEU {mine[-1]['dev BLEU']:.2f}", flush=True
+            )
+        best = max(mine, key=lambda r: r["dev BLEU"])
+        rows += [{**r, "chosen": r is best} for r in mine]
+    return rows
+
+
+def train(jobs: int = 1, data_dir=None, out: Path = RESULTS, arms=None, profile=PROFILE) -> None:
+    """Train every arm (or ``arms``) not finished yet, ``jobs`` at a time, each resumable; then
+    the manifest and :func:`table`."""
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+    from multiprocessing import get_context
+
+    from nmt_lib.data import prepare
+
+    from .budget import train_arm
+    from .replicate import git_state, provenance
+
+    overrides = {"data": {"data_dir": str(data_dir)}} if data_dir else {}
+    prof = load_profile(profile, **overrides)
+    names = arms or list(prof.runs)
+    git = git_state()
+    for run in {prof.runs[n].data: prof.runs[n] for n in names}.values():
+        prepare(run.data)  # once, here, not in two workers at a time
+    todo = [n for n in names if not (out / "runs" / run_dir_name(n) / "final.json").is_file()]
+    one = partial(train_arm, str(profile), str(out), data_dir)
+    with ProcessPoolExecutor(max(1, jobs), mp_context=get_context("spawn")) as pool:
+        for name, walls in pool.map(one, todo):
+            write_manifest(out, prof, {name: walls}, git, provenance)
+
+
+def write_manifest(out: Path, prof, walls: dict, git: dict, provenance) -> None:
+    """``manifest.json`` of the arms finished so far, with each one's wall times and commit."""
+    f = out / "manifest.json"
+    old = read_json(f) if f.is_file() else {}
+    manifest = provenance(prof, git)
+    manifest["wall_seconds"] = {**old.get("wall_seconds", {}), **walls}
+    manifest["git_per_run"] = {**old.get("git_per_run", {}), **dict.fromkeys(walls, git)}
+    manifest["runs"] = [n for n in prof.runs if n in manifest["wall_seconds"]]
+    manifest["configs"] = {n: manifest["configs"][n] for n in manifest["runs"]}
+    write_json(f, manifest)
+
+
+# ------------------------------------------------------------------- the comparison's profile
+COMPARE = PROFILE_DIR / "studies" / "compare.toml"
+#: The comparison's budget: every model trains for this many updates (three times the sweep's).
+UPDATES = 3000
+#: Training seeds: seed ``k`` initialises the model (``train.seed``) and orders the batches
+#: (``data.seed``), the same batches for every model of that seed.
+SEEDS = (1, 2, 3)
+#: The comparison's models: ``{name: (the family whose recipe it takes, its model settings)}``;
+#: the models of a claim that compares models within a few BLEU train with every seed of
+#: :data:`SEEDS`, the others (and all but the best of Luong's scores on dev) with the first.
+MODELS = {
+    "RNNencdec-50": ("RNNencdec-50", {"arch": "RNNencdec"}),
+    "RNNsearch-50": ("RNNsearch-50", {}),
+    "Seq2seq-50": ("Seq2seq-50", {}),
+    "Seq2seq-50-reversed": ("Seq2seq-50", {"reverse_source": True}),
+    "Peeky-50": ("Seq2seq-50", {"arch": "Peeky"}),
+    "Luong-dot-50": ("Luong-50", {"score": "dot"}),
+    "Luong-general-50": ("Luong-50", {"score": "general"}),
+    "Luong-concat-50": ("Luong-50", {"score": "concat"}),
+    "Transformer-50": ("Transformer-50", {}),
+}
+SEEDED = ("RNNencdec-50", "RNNsearch-50", "Seq2seq-50", "Seq2seq-50-reversed", "Transformer-50")
+LUONG = ("Luong-dot-50", "Luong-general-50", "Luong-concat-50")
+
+
+def run_name(model: str, seed: int) -> str:
+    """``"RNNsearch-50-s2"``: a comparison run, a model trained with one seed."""
+    return f"{model}-s{seed}"
+
+
+def best_luong(compare_out: Path) -> str | None:
+    """The Luong score of lowest dev NLL (the whole dev set) with the first seed, once all three
+    are evaluated in ``compare_out``; else None."""
+    nll = {}
+    for m in LUONG:
+        f = compare_out / "runs" / run_dir_name(run_name(m, SEEDS[0])) / "nll.json"
+        if not f.is_file():
+            return None
+        nll[m] = read_json(f)["dev"]["mean"]
+    return min(nll, key=nll.get)
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def _search(row: dict) -> dict:
+    """The search settings of a row of ``search.csv``."""
+    return {"normalize": row["search.normalize"] == "True",
+            "max_len_ratio": float(row["search.max_len_ratio"])}  # fmt: skip
+
+
+def _inline(d: dict) -> str:
+    return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in d.items()) + " }"
+
+
+def compare_profile(out: Path = RESULTS, compare_out: Path | None = None) -> str:
+    """The text of ``studies/compare.toml``: every model of :data:`MODELS` with the recipe of its
+    family's chosen arm (:func:`chosen`: the model and training settings in which that arm differs
+    from the sweep's common ones) and its family's chosen search (``search.csv``), for
+    :data:`UPDATES` updates, one run per seed (:func:`run_name`); the best of Luong's scores
+    (:func:`best_luong`) gets every seed once its first is evaluated."""
+    doc, arms, search = _chosen_recipes(out)
+    luong = best_luong(compare_out or out.parent)
+    common = {sec: dict(doc[sec]) for sec in ("data", "model", "train", "search")}
+    common["train"]["max_updates"] = UPDATES
+    runs = []
+    for seed in SEEDS:
+        for model, (fam, settings) in MODELS.items():
+            if seed != SEEDS[0] and model not in SEEDED and model != luong:
+                continue
+            arm = doc["runs"][arms[fam]]
+            runs.append((run_name(model, seed), arms[fam], {
+                "model": {**arm.get("model", {}), **settings},
+                "data": {"seed": seed},
+                "train": {**arm.get("train", {}), "seed": seed},
+                "search": _search(search[fam]),
+            }))  # fmt: skip
+    return _profile_text("compare", COMPARE_DESCRIPTION.format(updates=UPDATES), common, runs)
+
+
+def _chosen_recipes(out: Path) -> tuple[dict, dict[str, str], dict[str, dict]]:
+    """The sweep's profile (as TOML data), each family's chosen arm (:func:`chosen`) and its
+    chosen row of ``search.csv``."""
+    import tomllib
+
+    doc = tomllib.loads(PROFILE.read_text(encoding="utf-8"))
+    search = {r["model"]: r for r in _read_csv(out / "search.csv") if r["chosen"] == "True"}
+    return doc, chosen(out), search
+
+
+def _profile_text(name: str, description: str, common: dict, runs: list) -> str:
+    """A profile written by ``--write-profile``: its ``common`` sections, then each run of
+    ``runs`` (``(name, the arm whose recipe it takes, {section: settings})``)."""
+    lines = [
+        f'name = "{name}"',
+        'description = """' + description + '"""',
+        "# written by `python -m nmt_experiments.recipes --write-profile` from the sweep's results",
+        "",
+    ]
+    for sec, values in common.items():
+        lines += [f"[{sec}]", *(f"{k} = {_toml(v)}" for k, v in values.items()), ""]
+    for run, arm, parts in runs:
+        lines.append(f'[runs."{run}"]  # recipe: {arm}')
+        lines += [f"{sec} = {_inline(v)}" for sec, v in parts.items() if v]
+        lines.append("")
+    return "\n".join(lines)
+
+
+COMPARE_DESCRIPTION = """Before and after the paper, judged at equal updates: Sutskever et al.'s
+LSTM encoder-decoder with the source as it is and reversed, the "peeky" LSTM encoder-decoder, Luong
+et al.'s global attention with its three scores, and a small Transformer, beside the paper's
+RNNencdec-50 and RNNsearch-50, on lite's data and sizes. Every model trains for the same {updates:,}
+updates on the same batches (seed k orders the batches and initialises the model), each with the
+recipe and search settings chosen on dev for its family (results/compare/recipes/, the profile
+studies/recipes.toml); three seeds for the models of the claims, one for the others. fp32 on every
+machine. `python -m nmt_experiments.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2`
+(resumable), then `python -m nmt_experiments.comparison`."""
+
+
+# ------------------------------------------------------------- the same recipes on a GPU
+GPU_COMPARE = PROFILE_DIR / "studies" / "compare-gpu.toml"
+#: The second view, where compute is plentiful: ``{name: (family, model settings)}`` at the ``gpu``
+#: profile's sizes (RNNsearch at the paper's; the Transformer at its own paper's base sizes).
+GPU_MODELS = {
+    "RNNsearch-50": ("RNNsearch-50", {}),
+    "Transformer-50": ("Transformer-50", {"m": 512, "layers": 6, "heads": 8, "ff": 2048}),
+}
+#: Each model's training time on the GPU, evaluations included.
+GPU_MINUTES = 3.0
+
+
+def gpu_profile(out: Path = RESULTS) -> str:
+    """The text of ``studies/compare-gpu.toml``: the ``gpu`` profile's data, sizes, precision
+    and search beam, with each model of :data:`GPU_MODELS` trained for :data:`GPU_MINUTES` with
+    the recipe and search chosen for its family on the CPU sweep. The Transformer runs eagerly
+    (its step is a few large kernels; the CUDA graphs of ``train.cuda_graphs`` serve the recurrent
+    models)."""
+    import tomllib
+
+    gpu = tomllib.loads((PROFILE_DIR / "gpu.toml").read_text(encoding="utf-8"))
+    doc, arms, search = _chosen_recipes(out)
+    common = {sec: dict(gpu[sec]) for sec in ("data", "train", "search")}
+    common["train"]["max_hours"] = round(GPU_MINUTES / 60, 6)
+    runs = []
+    for model, (fam, sizes) in GPU_MODELS.items():
+        arm = doc["runs"][arms[fam]]
+        train = dict(arm.get("train", {}))
+        if arm.get("model", {}).get("arch", "RNNsearch") == "Transformer":
+            train["cuda_graphs"] = False
+        runs.append((model, arms[fam], {"model": {**arm.get("model", {}), **sizes},
+                                        "train": train, "search": _search(search[fam])}))  # fmt: skip
+    return _profile_text("compare-gpu", GPU_DESCRIPTION.format(minutes=GPU_MINUTES), common, runs)
+
+
+GPU_DESCRIPTION = """The comparison's second view, where compute is plentiful: RNNsearch-50 at
+the paper's sizes and a Transformer at its paper's base sizes (6 layers, d = 512, 8 heads, 2048 wide),
+each with the recipe and search chosen for its family on dev (results/compare/recipes/), trained for
+the same {minutes:g} minutes of one GPU (evaluations included) on the `gpu` profile's data, bf16.
+Equal time on a GPU measures architecture and implementation together. From a pack:
+`python bench/gpu_reference.py --profile nmt_lib/profiles/studies/compare-gpu.toml --pack pack/
+--out results/gpu/compare` (bench/gpu_compare.sh)."""
+
+
+def _read_csv(path: Path) -> list[dict]:
+    import csv
+
+    with open(path, encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+NOTE = (
+    "Each arm trained for the same number of updates on the same batches (seed 1); dev NLL: "
+    "per sentence, the whole dev set (newstest2012+2013); dev BLEU: greedy, its first 500 "
+    "sentences. The chosen arm (lowest dev NLL) is the model's recipe in the comparison."
+)
+SEARCH_NOTE = (
+    f"The chosen arm of each model decodes {SEARCH_SENTENCES} dev sentences (beam 10) with each "
+    "setting; the highest dev BLEU is the model's search in the comparison."
+)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nmt_experiments.recipes", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--train", action="store_true", help="train the arms not finished yet")
+    ap.add_argument("--search", action="store_true", help="search settings on dev")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--data-dir")
+    ap.add_argument("--arms", nargs="*", help="only these arms")
+    ap.add_argument("--results-dir", type=Path, default=RESULTS)
+    ap.add_argument("--profile", default=PROFILE, help="the study's profile (default: recipes)")
+    ap.add_argument("--write-profile", nargs="?", const=COMPARE, type=Path, metavar="PATH",
+                    help="write the comparison's profile (default: studies/compare.toml) and its GPU "
+                    "view's (studies/compare-gpu.toml) from the chosen recipes and searches")  # fmt: skip
+    a = ap.parse_args(argv)
+    out, prof = a.results_dir, a.profile
+    if a.train:
+        train(a.jobs, a.data_dir, out, a.arms, prof)
+    rows = table(out, prof)
+    if rows:
+        tables.write_table(out, "recipes", rows, NOTE)
+    if a.search:
+        tables.write_table(out, "search", search_table(out, a.data_dir, prof), SEARCH_NOTE)
+    if a.write_profile:
+        a.write_profile.write_text(compare_profile(out), encoding="utf-8")
+        GPU_COMPARE.write_text(gpu_profile(out), encoding="utf-8")
+        print(f"[recipes] wrote {a.write_profile} and {GPU_COMPARE}")
+    print(json.dumps(chosen(out, prof), indent=1) if rows else "[recipes] no arm finished yet")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

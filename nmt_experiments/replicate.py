@@ -1,0 +1,426 @@
+"""Train, decode and evaluate every model of a profile into ``results/<profile>/``, with provenance.
+
+What the experiment notebooks call in replicate mode (``python tools/notebooks.py --profile NAME
+--train``): a profile with its data (the smoke profile's toy corpus: :func:`load`), one model
+trained and evaluated (:func:`train_and_evaluate`), every model of a profile, several at a time
+(:func:`replicate_profile`), and ``manifest.json``, the provenance of it all (:func:`provenance`,
+:func:`write_manifest`). Where the results live is :mod:`nmt_experiments.results`; the tables and figures
+built from them are :mod:`nmt_experiments.tables`, the paper's claims judged on them :mod:`nmt_experiments.claims`.
+
+``python -m nmt_experiments.replicate --readme`` rewrites README.md's summary of the committed results
+(:func:`nmt_experiments.tables.readme_results`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from functools import partial
+from importlib.metadata import PackageNotFoundError, version
+from multiprocessing import get_context
+from pathlib import Path
+
+import torch
+
+from nmt_lib import publish
+from nmt_lib.checkpoint import default_checkpoint_dir, portable
+from nmt_lib.config import ConfigError, home, load_profile, model_config, to_dict
+from nmt_lib.data import data_summary, input_sha256, prepare
+from nmt_lib.data.fixtures import toy_data_dir
+from nmt_lib.evaluate import evaluate_run, find_checkpoint
+from nmt_lib.io import read_json, write_json
+from nmt_lib.paper import FIG3_SOURCES
+from nmt_lib.runtime import cpu_flags, cpu_info
+from nmt_lib.train import train_run
+
+from .results import published_dir, results_path, run_dir
+from .tables import README_MARKS, readme_results
+
+
+def load(profile: str, data_dir: str | os.PathLike | None = None, runs=None, **overrides):
+    """The profile's runs (``runs``: only these), with ``data_dir`` applied to each (smoke: the toy
+    corpus by default) and ``overrides`` as :func:`nmt_lib.config.load_profile` takes them."""
+    if data_dir is None and profile == "smoke":
+        data_dir = toy_data_dir()
+    if data_dir is not None:
+        overrides["data"] = {**overrides.get("data", {}), "data_dir": str(data_dir)}
+    prof = load_profile(profile, **overrides)
+    if runs is None:
+        return prof
+    unknown = [n for n in runs if n not in prof.runs]
+    if unknown:
+        raise ConfigError(f"{prof.path}: no run(s) {unknown}; known: {list(prof.runs)}")
+    return replace(prof, runs={n: prof.runs[n] for n in runs})
+
+
+def data_summaries(prof) -> dict:
+    """Prepare (cached) the data of every distinct data config of a profile and summarise it:
+    ``{"max_len=L": {"runs": [...], **nmt_lib.data.data_summary}}`` without machine-local paths."""
+    out = {}
+    for name, run in prof.runs.items():
+        key = f"max_len={run.data.max_len}"
+        if key not in out:
+            summary = data_summary(prepare(run.data))
+            for k in ("data_dir", "prepared"):
+                summary.pop(k, None)
+            summary["train"].pop("seconds", None)
+            out[key] = {"runs": [], **summary}
+        out[key]["runs"].append(name)
+    return out
+
+
+# ------------------------------------------------------------------------ training and evaluating
+def figure_sentences(test, k: int = 3, seed: int = 1234) -> list[str]:
+    """Figure 3's rule for panels (b)-(d): ``k`` random test sentences with no unknown word and
+    10-20 words (for a test set of shorter sentences, such as the toy corpus: its longest ones)."""
+    ok = [i for i in range(len(test)) if test.no_unk[i]]
+    pick = [i for i in ok if 10 <= len(test.src_tok[i]) <= 20]
+    if len(pick) < k:
+        pick = sorted(ok, key=lambda i: -len(test.src_tok[i]))[: 4 * k]
+    return [" ".join(test.src_tok[i]) for i in sorted(random.Random(seed).sample(pick, k))]
+
+
+#: Test sentences whose attention the alignment explorer of the alignments chapter shows.
+EXPLORER_SENTENCES = 36
+
+
+def explorer_sentences(test, k: int = EXPLORER_SENTENCES, seed: int = 4321) -> list[str]:
+    """``k`` random test sentences of 5-50 words with no unknown word (all of them if fewer), in
+    test-set order: the alignment explorer's sentences, besides Figure 3's."""
+    ok = [i for i in range(len(test)) if test.no_unk[i] and 5 <= len(test.src_tok[i]) <= 50]
+    pick = sorted(random.Random(seed).sample(ok, min(k, len(ok))))
+    return [" ".join(test.src_tok[i]) for i in pick]
+
+
+def _budget(t, start: float) -> str:
+    """A run's training budget (``t``: its TrainConfig) in words, with the time it ends by."""
+    parts = []
+    if t.max_hours:
+        end = time.strftime("%H:%M", time.localtime(start + t.max_hours * 3600))
+        parts.append(f"{t.max_hours * 60:.0f} minutes, until about {end}")
+    if t.max_updates:
+        parts.append(f"{t.max_updates:,} updates")
+    return " or ".join(parts) or "no limit"
+
+
+def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, dict]:
+    """Train (resumably), decode and evaluate one model of ``profile`` (a name, or a loaded
+    profile) into ``<results>/runs/<model>/``; returns ``(name, wall times)``. A run already
+    :func:`evaluated` is not evaluated again: its times are the recorded ones (the training clock
+    of ``train_summary.json``, the evaluation's ``seconds``)."""
+    prof = load(profile, data_dir) if isinstance(profile, str) else profile
+    run, out = prof.runs[name], results_path(prof.name, results_dir)
+    prep = prepare(run.data)
+    # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
+    sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
+    kept = recorded(run, run_dir(out, name))
+    # results made on a machine that had the checkpoint (weights to publish need it here)
+    if kept is not None and name not in prof.publish:
+        print(f"[replicate] {name}: recorded already (no checkpoint here to train on), test BLEU "
+              f"{kept['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
+        summary = read_json(run_dir(out, name) / "train_summary.json")
+        return name, {"train_s": round(summary["hours"] * 3600, 1),
+                      "evaluate_s": round(kept["seconds"], 1)}  # fmt: skip
+    t0 = time.time()
+    print(f"[replicate] {name}: training (at most {_budget(run.train, t0)}), then decoding the "
+          "test set", flush=True)  # fmt: skip
+    summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
+    t1 = time.time()
+    done = evaluated(run, run_dir(out, name))
+    if done is not None:  # a replication resumed after this run's evaluation: its recorded times
+        if name in prof.publish and not published_dir(prof.name, name, results_dir).is_dir():
+            _publish(prof, name, results_dir, prep)
+        print(f"[replicate] {name}: evaluated already, test BLEU "
+              f"{done['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
+        return name, {"train_s": round(summary["hours"] * 3600, 1),
+                      "evaluate_s": round(done["seconds"], 1)}  # fmt: skip
+    result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
+    if name in prof.publish:  # the weights a reader translates with (nmt_lib.publish)
+        _publish(prof, name, results_dir, prep)
+    print(
+        f"[replicate] {name}: {summary['updates']} updates ({summary['stopped_by']}) in "
+        f"{t1 - t0:.0f} s, test BLEU {result['all']['tok']['score']:.2f}",
+        flush=True,
+    )
+    return name, {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
+
+
+def _publish(prof, name: str, results_dir, prep) -> None:
+    """Publish run ``name``'s weights beside its results (:func:`nmt_lib.publish.export`)."""
+    run, out = prof.runs[name], run_dir(results_path(prof.name, results_dir), name)
+    target = published_dir(prof.name, name, results_dir)
+    publish.export(default_checkpoint_dir(run, out), target, run, out, prep.test)
+    print(f"[replicate] {name}: weights published -> {target}", flush=True)
+
+
+def evaluated(run, d: Path) -> dict | None:
+    """Run directory ``d``'s ``bleu.json`` if it is the evaluation of the run's checkpoint as it
+    is now (the same file, not written since) with the run's search settings; else None."""
+    f = d / "bleu.json"
+    if not f.is_file():
+        return None
+    bleu = read_json(f)
+    ckpt = find_checkpoint(default_checkpoint_dir(run, d))
+    same = (bleu.get("checkpoint") in (portable(ckpt, run), str(ckpt))
+            and bleu.get("search") == to_dict(run.search)
+            and ckpt.is_file() and ckpt.stat().st_mtime <= f.stat().st_mtime)  # fmt: skip
+    return bleu if same else None
+
+
+def same_run(saved: dict, run) -> bool:
+    """Whether the config ``saved`` (a run's ``config.json``, in the layout of any version) is
+    ``run``'s."""
+    try:  # the model section in its family's layout; the others as they are
+        model = to_dict(model_config(saved.get("model", {}), "config.model"))
+    except (ConfigError, TypeError):
+        return False
+    return {**saved, "model": model} == to_dict(run)
+
+
+def recorded(run, d: Path) -> dict | None:
+    """Run directory ``d``'s ``bleu.json`` where the run's checkpoint is not at hand (a fresh clone
+    of the committed results: checkpoints are never committed) and ``d`` records the run whole: its
+    ``config.json`` is the run's config, its training ended by its budget (not interrupted) and its
+    evaluation used the run's search settings; else None. Such a run is not trained again."""
+    if find_checkpoint(default_checkpoint_dir(run, d)).is_file():
+        return None  # the checkpoint decides (:func:`evaluated`)
+    files = [d / f for f in ("config.json", "train_summary.json", "bleu.json")]
+    if not all(f.is_file() for f in files):
+        return None
+    config, summary, bleu = map(read_json, files)
+    whole = (same_run(config, run) and summary.get("stopped_by") not in (None, "interrupted")
+             and bleu.get("search") == to_dict(run.search))  # fmt: skip
+    return bleu if whole else None
+
+
+def replicate_profile(
+    profile, results_dir=None, data_dir=None, jobs: int | None = None, git: dict | None = None
+):
+    """Train, decode and evaluate every model of ``profile`` (a name, or a loaded profile:
+    :func:`load`) with :func:`train_and_evaluate` and write ``manifest.json``; returns the wall
+    times. ``git``: the manifest's commit, for a copy of the tree without its history (default:
+    this repository's).
+
+    ``jobs`` models run at a time, each in its own process (default: ``NMT_JOBS``, else 1), the
+    largest time budget first. Each model keeps its own ``train.threads``, so on a 2-core machine
+    ``jobs=2`` with ``threads=1`` trains two models side by side, each on one core."""
+    prof = load(profile, data_dir) if isinstance(profile, str) else profile
+    out = results_path(prof.name, results_dir)
+    git = (
+        git or git_state()
+    )  # the code that trains, not what the tree holds when the last model is done
+    jobs = jobs or int(os.environ.get("NMT_JOBS") or 1)
+    one = partial(train_and_evaluate, prof, results_dir, data_dir)
+    if jobs <= 1:
+        done = dict(map(one, prof.runs))
+    else:
+        for run in {r.data: r for r in prof.runs.values()}.values():
+            prepare(run.data)  # once, here, not in two workers at a time
+        order = sorted(prof.runs, key=lambda n: -(prof.runs[n].train.max_hours or 0))
+        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+            done = dict(pool.map(one, order))
+    walls = {name: done[name] for name in prof.runs}
+    write_manifest(out, prof, walls, git)
+    return walls
+
+
+# ------------------------------------------------------------------ <unk> through a dictionary
+#: What :func:`unk_dictionary` writes into a results directory.
+UNK_DICTIONARY = "unk_dictionary.json"
+
+
+def _lines(path: Path) -> list[list[str]]:
+    return [x.split() for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def unk_dictionary(
+    profile, results_dir=None, data_dir=None, min_pairs=2, min_dice=0.3
+) -> dict | None:
+    """Whether a dictionary helps the ``<unk>`` replacement (:func:`nmt_lib.unk.dictionary`),
+    measured on the runs of ``profile`` whose test translations have their ``<unk>`` replaced
+    (``hyp.test.unk_replaced.tok.txt``): the dictionary is counted on the training pairs of the
+    first such run's data for the source words that any of them copied, and each run's test BLEU
+    with its copied words looked up in it is set beside the plain replacement's. Writes
+    ``unk_dictionary.json`` into the results directory and returns it (None, writing nothing, where
+    no run has its ``<unk>`` replaced). The runs share their target shortlist (a profile's runs
+    share one: :mod:`nmt_lib.data`, step 4)."""
+    from nmt_lib.data import train_pairs
+    from nmt_lib.evaluate import score
+    from nmt_lib.unk import UNK_WORD, dictionary, through
+
+    prof = load(profile, data_dir) if isinstance(profile, str) else profile
+    out = results_path(prof.name, results_dir)
+    runs = {}
+    for name in read_json(out / "manifest.json")["runs"]:
+        d = run_dir(out, name)
+        if (d / "hyp.test.unk_replaced.tok.txt").is_file():
+            runs[name] = (
+                _lines(d / "hyp.test.tok.txt"),
+                _lines(d / "hyp.test.unk_replaced.tok.txt"),
+            )
+    if not runs:
+        return None
+    cfg = prof.runs[next(iter(runs))].data
+    prep = prepare(cfg)
+    copied = {a for before, after in runs.values() for hb, ha in zip(before, after, strict=True)
+              for b, a in zip(hb, ha, strict=True) if b == UNK_WORD and a != UNK_WORD}  # fmt: skip
+    table = dictionary(train_pairs(cfg), copied, prep.trg_vocab, min_pairs, min_dice)
+    idx, lang = range(len(prep.test)), cfg.trg_lang
+    scores = {}
+    for name, (before, after) in runs.items():
+        looked = [through(b, a, table) for b, a in zip(before, after, strict=True)]
+        n = [(b, a, x) for hb, ha, hx in zip(before, after, looked, strict=True)
+             for b, a, x in zip(hb, ha, hx, strict=True) if b == UNK_WORD and a != UNK_WORD]  # fmt: skip
+        scores[name] = {
+            "copied": len(n),
+            "looked_up": sum(a != x for _, a, x in n),
+            "unk_replaced": score(after, prep.test, idx, lang),
+            "dictionary": score(looked, prep.test, idx, lang),
+        }
+    result = {
+        "counted_on": {
+            "train": list(cfg.train),
+            "max_len": cfg.max_len,
+            "max_train_pairs": cfg.max_train_pairs,
+            "trg_words": cfg.trg_words,
+        },
+        "min_pairs": min_pairs,
+        "min_dice": min_dice,
+        "copied_words": len(copied),
+        "entries": table,
+        "runs": scores,
+    }
+    write_json(out / UNK_DICTIONARY, result)
+    return result
+
+
+# -------------------------------------------------------------------------------- provenance
+def git_state() -> dict:
+    """The commit of :func:`nmt_lib.config.home` (the repository) and whether its tracked files
+    differ from it."""
+
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=home(), capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+    }
+
+
+def _data_files(prof) -> dict:
+    """sha256 of every input file of the profile, by path relative to its data directory."""
+    files = {}
+    for run in prof.runs.values():
+        files.update(input_sha256(run.data))
+    return dict(sorted(files.items()))
+
+
+def _version(package: str) -> str | None:
+    """The installed version of ``package``; None where it runs from a tree (not installed)."""
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def provenance(prof, git: dict | None = None) -> dict:
+    """What every results directory records: the profile, the resolved configs, the commit (``git``:
+    the commit the runs started from; default: now), the sha256 of every data file, the hardware
+    and the library versions."""
+    pkgs = ("torch", "numpy", "sacrebleu", "sacremoses", "nmt_lib")
+    return {
+        "profile": prof.name,
+        "description": prof.description,
+        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "git": git or git_state(),
+        "runs": list(prof.runs),
+        "configs": {name: to_dict(run) for name, run in prof.runs.items()},
+        "data_sha256": _data_files(prof),
+        "hardware": {
+            "platform": platform.platform(),
+            "cpu": platform.processor() or platform.machine(),
+            "cpu_model": cpu_info("model name") or None,
+            "cpu_flags_simd": sorted(f for f in cpu_flags() if f.startswith(("avx", "amx", "fma"))),
+            "cpu_count": os.cpu_count(),
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        },
+        "versions": {"python": platform.python_version(), **{p: _version(p) for p in pkgs}},
+    }
+
+
+def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dict:
+    """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results): the
+    :func:`provenance`, the device and precision of every run, the sacreBLEU signatures and the
+    wall times."""
+    signatures, devices, precisions = {}, {}, {}
+    for name in prof.runs:
+        bleu = read_json(run_dir(out, name) / "bleu.json")
+        signatures = {k: bleu["all"][k]["signature"] for k in ("tok", "detok")}
+        summary = read_json(run_dir(out, name) / "train_summary.json")
+        devices[name], precisions[name] = summary["device"], summary.get("precision")
+    manifest = provenance(prof, git)
+    manifest["hardware"]["device_per_run"] = devices
+    manifest["hardware"]["precision_per_run"] = precisions  # train.precision as resolved ("auto")
+    manifest["sacrebleu_signatures"] = signatures
+    manifest["wall_seconds"] = walls
+    write_json(out / "manifest.json", manifest)
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m nmt_experiments.replicate",
+        description="Train and evaluate every run of a profile into its results directory, with "
+        "its manifest (--train); rewrite README.md's summary of the committed results (--readme).",
+    )
+    ap.add_argument("--readme", action="store_true", help="rewrite README.md's results summary")
+    ap.add_argument("--train", metavar="PROFILE",
+                    help="a profile name or TOML path, e.g. nmt_lib/profiles/studies/compare.toml")  # fmt: skip
+    ap.add_argument("--results-dir", help="default: results/<the profile's name>")
+    ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
+    ap.add_argument("--jobs", type=int, help="models trained at a time (default: NMT_JOBS, else 1)")
+    ap.add_argument("--unk-dictionary", metavar="PROFILE",
+                    help="measure <unk> replaced through a dictionary counted on the training data, "
+                    "on the profile's committed translations (unk_dictionary.json)")  # fmt: skip
+    a = ap.parse_args(argv)
+    if a.unk_dictionary:
+        r = unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
+        if r is None:
+            print(f"[replicate] no run of {a.unk_dictionary} has its <unk> replaced "
+                  "(hyp.test.unk_replaced.tok.txt): nothing to measure", file=sys.stderr)  # fmt: skip
+            return 1
+        for name, x in r["runs"].items():
+            print(f"[replicate] {name}: <unk> replaced {x['unk_replaced']['tok']['score']:.2f}, "
+                  f"through the dictionary {x['dictionary']['tok']['score']:.2f} "
+                  f"({x['looked_up']} of {x['copied']} copied words looked up)")  # fmt: skip
+        return 0
+    if not (a.readme or a.train):
+        ap.error(
+            "nothing to do without --readme or --train; the notebooks, and a profile's replication "
+            "through them, run with python tools/notebooks.py --profile NAME [--train]"
+        )
+    if a.train:
+        walls = replicate_profile(a.train, a.results_dir, a.data_dir, jobs=a.jobs)
+        print(f"[replicate] {len(walls)} runs -> {results_path(load(a.train).name, a.results_dir)}")
+    if a.readme:
+        readme = home() / "README.md"
+        text = readme.read_text(encoding="utf-8")
+        start, end = README_MARKS
+        head, rest = text.split(start + "\n", 1)
+        tail = rest.split(end, 1)[1]
+        readme.write_text(f"{head}{start}\n{readme_results()}{end}{tail}", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,383 @@
+"""The WMT'14 files: a registry of known corpora, where they live in a data directory, how to read them.
+
+The data directory mirrors the official WMT'14 downloads (PAPER.md §1, paper §4.1)::
+
+    test-full/newstest2014-fren-{src,ref}.{en,fr}.sgm    test: newstest2014, 3003 sentences
+    dev/newstest2012-{src,ref}.{en,fr}.sgm               dev part 1 (3003)
+    dev/newstest2013-{src,ref}.{en,fr}.sgm               dev part 2 (3000)
+    train/<corpus>.{en,fr}[.gz|.xz]                      line-aligned training corpora
+
+Everything here streams: a training file is read line by line, decompressed on the fly, so memory does
+not grow with the corpus. Bad input raises :class:`DataError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import lzma
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+#: Compressions a plain corpus file may carry, in the order they are looked for.
+SUFFIXES = ("", ".gz", ".xz")
+
+
+class DataError(ValueError):
+    """Bad or missing input data; the message names the file (and line) and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Archive:
+    """An official download: ``members`` maps paths inside the archive to paths in the data dir."""
+
+    url: str
+    members: tuple[tuple[str, str], ...]
+    sha256: str | None = None  # of the archive, where known
+    md5: str | None = None  # where only an md5 is published (sacrebleu's registry)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A named corpus. ``parts`` are path stems in the data dir: a test/dev set ``S`` is the pair of
+    files ``S-src.<src>.sgm`` / ``S-ref.<trg>.sgm``; a training part ``P`` is ``P.<lang>[.gz|.xz]``.
+    """
+
+    name: str
+    kind: str  # "test", "dev" or "train"
+    parts: tuple[str, ...]
+    archive: Archive | None = None
+    note: str = ""  # where it comes from, when there is no archive
+    pretokenized: bool = False  # already Moses-tokenized upstream: split on spaces only
+
+
+def _sgm(stem: str, langs=("en", "fr")) -> tuple[tuple[str, str], ...]:
+    return tuple((f"{stem}-{side}.{lang}.sgm",) * 2 for side in ("src", "ref") for lang in langs)
+
+
+def _plain(member_stem: str, dest_stem: str, suffix: str = "") -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (f"{member_stem}.{lang}{suffix}", f"{dest_stem}.{lang}{suffix}") for lang in ("en", "fr")
+    )
+
+
+_WMT14 = "http://www.statmt.org/wmt14"
+_WMT13 = "http://www.statmt.org/wmt13"
+_DEV = f"{_WMT14}/dev.tgz"
+_LIUM = "http://www-lium.univ-lemans.fr/~schwenk/cslm_joint_paper/data/bitexts.tgz"
+_LIUM_PARTS = ("ccb2_pc30", "crawl", "dev08_11", "ep7_pc45", "nc9", "un2000_pc34")
+_OFFLINE = "an excerpt that exists only in offline copies of the data; not downloadable"
+
+
+def _registry() -> dict[str, Corpus]:
+    c = [
+        Corpus(
+            "newstest2014",
+            "test",
+            ("test-full/newstest2014-fren",),
+            # md5 as published in sacrebleu's dataset registry ("wmt14/full").
+            Archive(
+                f"{_WMT14}/test-full.tgz",
+                _sgm("test-full/newstest2014-fren"),
+                md5="a8cd784e006feb32ac6f3d9ec7eb389a",
+            ),
+        ),
+        *(
+            Corpus(
+                f"newstest{y}",
+                "dev",
+                (f"dev/newstest{y}",),
+                Archive(_DEV, _sgm(f"dev/newstest{y}")),
+            )
+            for y in (2012, 2013)
+        ),
+        # The older news test sets: the "dev08_11" part of the paper's training data (PAPER.md §1).
+        *(
+            Corpus(n, "train", (f"train/{n}",), Archive(_DEV, _plain(f"dev/{n}", f"train/{n}")))
+            for n in (
+                "news-test2008",
+                "newstest2009",
+                "newstest2010",
+                "newstest2011",
+                "newssyscomb2009",
+            )
+        ),
+        Corpus(
+            "europarl-v7.fr-en",
+            "train",
+            ("train/europarl-v7.fr-en",),
+            Archive(
+                f"{_WMT13}/training-parallel-europarl-v7.tgz",
+                _plain("training/europarl-v7.fr-en", "train/europarl-v7.fr-en"),
+            ),
+        ),
+        Corpus(
+            "commoncrawl.fr-en",
+            "train",
+            ("train/commoncrawl.fr-en",),
+            Archive(
+                f"{_WMT13}/training-parallel-commoncrawl.tgz",
+                _plain("commoncrawl.fr-en", "train/commoncrawl.fr-en"),
+            ),
+        ),
+        Corpus(
+            "undoc.2000.fr-en",
+            "train",
+            ("train/undoc.2000.fr-en",),
+            Archive(
+                f"{_WMT13}/training-parallel-un.tgz",
+                _plain("un/undoc.2000.fr-en", "train/undoc.2000.fr-en"),
+            ),
+        ),
+        Corpus(
+            "news-commentary-v9.fr-en",
+            "train",
+            ("train/news-commentary-v9.fr-en",),
+            Archive(
+                f"{_WMT14}/training-parallel-nc-v9.tgz",
+                _plain("training/news-commentary-v9.fr-en", "train/news-commentary-v9.fr-en"),
+            ),
+        ),
+        Corpus(
+            "giga-fren.release2.fixed",
+            "train",
+            ("train/giga-fren.release2.fixed",),
+            Archive(
+                "http://www.statmt.org/wmt10/training-giga-fren.tar",
+                _plain("giga-fren.release2.fixed", "train/giga-fren.release2.fixed", ".gz"),
+            ),
+        ),
+        # The paper's 348M-word selection (§4.1, footnote 5): ~12M pairs, already tokenized upstream.
+        Corpus(
+            "bitexts.selected",
+            "train",
+            tuple(f"train/bitexts.selected/{p}" for p in _LIUM_PARTS),
+            Archive(
+                _LIUM,
+                tuple(
+                    m
+                    for p in _LIUM_PARTS
+                    for m in _plain(f"bitexts.selected/{p}", f"train/bitexts.selected/{p}", ".gz")
+                ),
+            ),
+            pretokenized=True,
+        ),
+        *(
+            Corpus(n, "train", (f"train/{n}",), note=_OFFLINE)
+            for n in (
+                "europarl-v7.first3000",
+                "giga-fren.head30000",
+                "giga-fren.after30000.max10words",
+                "news-commentary-v8.first5000",
+            )
+        ),
+        Corpus("toy", "train", ("train/toy",), note="written by nmt_lib.data.fixtures.write_toy_wmt"),
+    ]
+    return {x.name: x for x in c}
+
+
+#: Every corpus this library knows by name.
+CORPORA: dict[str, Corpus] = _registry()
+
+
+_KIND_NAMES = {"train": "training corpus", "dev": "dev set", "test": "test set"}
+
+
+def get_corpus(name: str, kind: str | None = None, registry: dict[str, Corpus] | None = None):
+    """The registered corpus ``name``; an unknown name is a DataError listing the known ones."""
+    registry = CORPORA if registry is None else registry
+    c = registry.get(name)
+    if c is None or (kind is not None and c.kind != kind):
+        known = sorted(n for n, x in registry.items() if kind is None or x.kind == kind)
+        what = _KIND_NAMES.get(kind, "corpus")
+        raise DataError(f"unknown {what} {name!r}; known: {', '.join(known)}")
+    return c
+
+
+def how_to_get(c: Corpus, data_dir: Path) -> str:
+    """Where a corpus comes from and the command that fetches it."""
+    if c.archive is None:
+        return f"{c.name} is {c.note}"
+    return (
+        f"it comes from {c.archive.url}; fetch it with: "
+        f"python -m nmt_lib.data.download --data-dir {data_dir} {c.name}"
+    )
+
+
+def find_plain(stem: Path) -> Path | None:
+    """The first of ``stem``, ``stem.gz``, ``stem.xz`` that exists."""
+    for suffix in SUFFIXES:
+        p = Path(f"{stem}{suffix}")
+        if p.is_file():
+            return p
+    return None
+
+
+class EvalFiles(NamedTuple):
+    name: str
+    src: Path
+    ref: Path
+
+
+class TrainFiles(NamedTuple):
+    name: str
+    pairs: tuple[tuple[Path, Path], ...]  # (source file, target file) per part
+    pretokenized: bool
+
+
+class Located(NamedTuple):
+    test: EvalFiles
+    dev: tuple[EvalFiles, ...]
+    train: tuple[TrainFiles, ...]
+
+
+def locate(cfg, data_dir: Path | None = None) -> Located:
+    """Find every file ``cfg`` (a DataConfig) needs; report *all* missing files at once, each with
+    its corpus, expected path and how to get it. A training name that is not registered is accepted
+    when ``train/<name>.<lang>[.gz|.xz]`` exists (a corpus of your own)."""
+    data_dir = Path(data_dir or cfg.resolved_data_dir())
+    missing: dict[str, tuple[Corpus, list[str]]] = {}  # corpus name -> (corpus, missing paths)
+    s, t = cfg.src_lang, cfg.trg_lang
+
+    def eval_files(name: str, kind: str) -> EvalFiles:
+        c = get_corpus(name, kind)
+        src, ref = data_dir / f"{c.parts[0]}-src.{s}.sgm", data_dir / f"{c.parts[0]}-ref.{t}.sgm"
+        for p in (src, ref):
+            if not p.is_file():
+                missing.setdefault(name, (c, []))[1].append(str(p))
+        return EvalFiles(name, src, ref)
+
+    def train_files(name: str) -> TrainFiles:
+        c = CORPORA.get(name)
+        if c is None or c.kind != "train":
+            local = [find_plain(data_dir / "train" / f"{name}.{lang}") for lang in (s, t)]
+            if None in local:
+                try:
+                    get_corpus(name, "train")  # raises: unknown name, with the known ones
+                except DataError as e:
+                    raise DataError(
+                        f"data.train: {e}; nor is it a corpus of your own "
+                        f"({data_dir / 'train' / name}.{s} and .{t}, or .gz/.xz)"
+                    ) from None
+            return TrainFiles(name, (tuple(local),), False)
+        pairs = []
+        for stem in c.parts:
+            found = [find_plain(data_dir / f"{stem}.{lang}") for lang in (s, t)]
+            for lang, p in zip((s, t), found, strict=True):
+                if p is None:
+                    where = data_dir / f"{stem}.{lang}"
+                    missing.setdefault(name, (c, []))[1].append(f"{where}[.gz|.xz]")
+            pairs.append(tuple(found))
+        return TrainFiles(name, tuple(pairs), c.pretokenized)
+
+    test = eval_files(cfg.test, "test")
+    dev = tuple(eval_files(n, "dev") for n in cfg.dev)
+    train = tuple(train_files(n) for n in cfg.train)
+    if missing:
+        lines = [
+            f"data directory {data_dir} lacks files (use another: --data-dir / data.data_dir, or NMT_DATA):"
+        ]
+        for name, (c, paths) in missing.items():
+            lines += [
+                f"  {_KIND_NAMES[c.kind]} {name}: {', '.join(paths)}",
+                f"    {how_to_get(c, data_dir)}",
+            ]
+        fetch = [n for n, (c, _) in missing.items() if c.archive is not None]
+        if len(fetch) > 1:
+            lines.append(
+                f"fetch all: python -m nmt_lib.data.download --data-dir {data_dir} {' '.join(fetch)}"
+            )
+        raise DataError("\n".join(lines))
+    return Located(test, dev, train)
+
+
+def _open_binary(path: Path):
+    name = str(path)
+    if name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if name.endswith(".xz"):
+        return lzma.open(path, "rb")
+    return open(path, "rb")
+
+
+def read_lines(path: str | Path) -> Iterator[str]:
+    """Stream the lines of a plain, ``.gz`` or ``.xz`` UTF-8 file, without their line ends.
+
+    Only ``\\n`` ends a line (a stray ``\\r`` before it is dropped), so a line-aligned corpus keeps its
+    alignment whatever other separators its text contains. Invalid UTF-8 raises DataError(file:line).
+    """
+    path, lineno = Path(path), 0
+    try:
+        with _open_binary(path) as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataError(f"{path}:{lineno}: invalid UTF-8 ({e.reason})") from None
+                yield line.rstrip("\n").removesuffix("\r")
+    except _BROKEN as e:
+        raise _broken(path, e, f"line {lineno + 1}") from None
+
+
+def count_lines(path: str | Path) -> int:
+    """The number of lines :func:`read_lines` yields (a last line without ``\\n`` counts), streaming."""
+    n, last = 0, b"\n"
+    try:
+        with _open_binary(Path(path)) as f:
+            while block := f.read(1 << 20):
+                n += block.count(b"\n")
+                last = block[-1:]
+    except _BROKEN as e:
+        raise _broken(path, e, f"after {n} lines") from None
+    return n + (last != b"\n")
+
+
+#: What a truncated or damaged .gz/.xz file raises while it is read.
+_BROKEN = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
+
+
+def _broken(path, e: Exception, where: str) -> DataError:
+    return DataError(
+        f"{path}: damaged or truncated compressed file ({where}: {type(e).__name__}: {e}); "
+        "fetch it again"
+    )
+
+
+class Segment(NamedTuple):
+    """One ``<seg>`` of a WMT SGML file, in file order."""
+
+    docid: str
+    segid: str
+    text: str
+
+
+_SEG = re.compile(r"^\s*<seg\b([^>]*)>(.*)</seg>\s*$", re.IGNORECASE)
+_ATTR_ID = re.compile(r"""\bid\s*=\s*"?([^"\s>]*)"?""", re.IGNORECASE)
+_DOCID = re.compile(r"""\bdocid\s*=\s*"([^"]*)\"""", re.IGNORECASE)
+
+
+def read_sgml(path: str | Path) -> Iterator[Segment]:
+    """The segments of a WMT SGML file (``<srcset>``/``<refset>``, ``<doc>``, one ``<seg>`` per line),
+    with XML entities unescaped and whitespace collapsed (as sacrebleu reads them). A ``<seg>`` that
+    does not open and close on one line raises DataError(file:line)."""
+    path = Path(path)
+    docid = ""
+    for lineno, line in enumerate(read_lines(path), 1):
+        low = line.lower()
+        if "<doc" in low:
+            m = _DOCID.search(line)
+            docid = m.group(1) if m else ""
+        if "<seg" not in low and "</seg>" not in low:
+            continue
+        m = _SEG.match(line)
+        if m is None or "<seg" in m.group(2).lower() or "</seg>" in m.group(2).lower():
+            raise DataError(f"{path}:{lineno}: broken <seg> (expected <seg id=...>text</seg>)")
+        sid = _ATTR_ID.search(m.group(1))
+        text = " ".join(html.unescape(m.group(2)).split())
+        if not text:
+            raise DataError(f"{path}:{lineno}: empty <seg> (every test and dev segment has text)")
+        yield Segment(docid, sid.group(1) if sid else "", text)

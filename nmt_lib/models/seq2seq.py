@@ -1,0 +1,175 @@
+"""Sequence to sequence learning with LSTMs (Sutskever, Vinyals & Le 2014), the model before the
+paper: a stacked LSTM reads the source, optionally *reversed*, and its final state is the whole
+memory of the source; a second stacked LSTM, started from that state, writes the translation.
+
+The LSTM of both (Hochreiter & Schmidhuber 1997, with a forget gate; ``torch.nn.LSTM``'s, no
+peepholes), layer ``k`` at step ``t``, input ``x_t`` (the embedding, or layer ``k - 1``'s ``h_t``)::
+
+    i_t = σ(W_i x_t + b_i + U_i h_{t-1} + c_i)     f_t = σ(W_f x_t + U_f h_{t-1} + b_f)
+    g_t = tanh(W_g x_t + U_g h_{t-1} + b_g)        o_t = σ(W_o x_t + U_o h_{t-1} + b_o)
+    c_t = f_t ∘ c_{t-1} + i_t ∘ g_t                h_t = o_t ∘ tanh(c_t)
+
+(each ``b`` the sum of PyTorch's two biases). The source ``x_1 .. x_{T_x}`` (EOS last) is read as
+``x_{T_x-1} .. x_1, EOS`` with ``reverse_source``: the first source words then sit close to the
+first target words, which Sutskever et al. found to help optimisation. The decoder's state starts
+as the encoder's final ``(h, c)`` of every layer; at step ``i`` it reads the previous target word
+(a zero embedding at ``i = 1``, where the paper's models have no previous word either) and
+``p(y_i | y_<i, x) = softmax(W_y h_i + b_y)`` from its top layer's ``h_i``. No attention: the
+fixed-size state is the "bottleneck" the paper removes.
+
+The model has the interface that training, search and evaluation use (``forward``, ``encode``,
+``init_state``, ``steps``, ``score``); its decoding step reads the previous word first
+(``step``, :mod:`nmt_lib.models.steps`). Its encoding is :class:`LSTMEncoded`, its decoder state an
+:class:`LSTMState`, one row per sentence (or hypothesis).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from ..config import ModelConfig
+from ..paper.decoder import Decoder
+from ..paper.steps import Searchable
+from .steps import ReadFirstSteps
+
+
+def reverse_words(x: Tensor, x_mask: Tensor) -> Tensor:
+    """Each sentence's words reversed, EOS (its last real token) and the padding left in place:
+    ``[x_1 .. x_{T-1}, EOS, pad..]`` -> ``[x_{T-1} .. x_1, EOS, pad..]`` (``[B, Tx]``)."""
+    lengths = x_mask.sum(1, keepdim=True)  # [B, 1], EOS included
+    j = torch.arange(x.shape[1], device=x.device)[None]  # [1, Tx]
+    src = torch.where(j < lengths - 1, lengths - 2 - j, j)  # word j <- word T-2-j; EOS, pads stay
+    return x.gather(1, src)
+
+
+def run_lstm(lstm: nn.LSTM, e: Tensor, mask: Tensor | None, state: tuple | None = None):
+    """``lstm`` over ``e [B, T, m]`` from ``state`` (``(h, c)``, each ``[L, B, n]``; None: zeros);
+    where ``mask [B, T]`` is False (right padding) the state is carried unchanged, so that the final
+    state is each sentence's own after its last real token. Returns the outputs ``[B, T, n]`` (top
+    layer) and the final ``(h, c)``."""
+    if mask is None or bool(mask.all()):
+        return lstm(e, state)
+    lengths = mask.sum(1).cpu()
+    packed = nn.utils.rnn.pack_padded_sequence(e, lengths, batch_first=True, enforce_sorted=False)
+    out, final = lstm(packed, state)
+    out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=e.shape[1])
+    return out, final
+
+
+class LSTMState(NamedTuple):
+    """A stacked LSTM's state, one row per sentence (or hypothesis): ``h``, ``c`` ``[R, L, n]``."""
+
+    h: Tensor
+    c: Tensor
+
+
+def rows_first(state: tuple[Tensor, Tensor]) -> LSTMState:
+    """``torch.nn.LSTM``'s ``(h, c)``, each ``[L, B, n]``, as an :class:`LSTMState` (views)."""
+    h, c = state
+    return LSTMState(h.transpose(0, 1), c.transpose(0, 1))
+
+
+def layers_first(state: LSTMState) -> tuple[Tensor, Tensor]:
+    """The inverse of :func:`rows_first`: what ``torch.nn.LSTM`` takes."""
+    return state.h.transpose(0, 1).contiguous(), state.c.transpose(0, 1).contiguous()
+
+
+class LSTMEncoded(NamedTuple):
+    """What the LSTM decoder needs from the source: ``mask [B, Tx]`` and the encoder's final state
+    ``h``, ``c`` ``[B, L, n]``, every layer's."""
+
+    mask: Tensor
+    h: Tensor
+    c: Tensor
+
+    def select(self, idx: Tensor) -> LSTMEncoded:
+        """Rows ``idx`` (``[B']`` long) of every field."""
+        return LSTMEncoded(*(t.index_select(0, idx) for t in self))
+
+
+class Seq2seq(Searchable, nn.Module):
+    """Embeddings ``E_bar [K_x, m]``, ``E [K_y, m]``; the encoder and decoder LSTMs (``layers``
+    stacked, ``n`` units); the output layer ``W_y [K_y, n]``, ``b_y``. ``model.reverse_source``."""
+
+    State = LSTMState
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.E_bar = nn.Parameter(torch.empty(cfg.src_vocab, cfg.m))
+        self.E = nn.Parameter(torch.empty(cfg.trg_vocab, cfg.m))
+        self.encoder = nn.LSTM(cfg.m, cfg.n, cfg.layers, batch_first=True)
+        self.decoder = nn.LSTM(self.decoder_input_size(), cfg.n, cfg.layers, batch_first=True)
+        self.W_y = nn.Parameter(torch.empty(cfg.trg_vocab, self.output_input_size()))
+        self.b_y = nn.Parameter(torch.zeros(cfg.trg_vocab))
+
+    def decoder_input_size(self) -> int:
+        return self.cfg.m
+
+    def output_input_size(self) -> int:
+        return self.cfg.n
+
+    def encode(self, x: Tensor, x_mask: Tensor) -> LSTMEncoded:
+        """The encoder's final state, every layer's (:class:`LSTMEncoded`)."""
+        if self.cfg.reverse_source:
+            x = reverse_words(x, x_mask)
+        _, final = run_lstm(self.encoder, F.embedding(x, self.E_bar), x_mask)
+        return LSTMEncoded(x_mask, *rows_first(final))
+
+    def init_state(self, enc: LSTMEncoded) -> LSTMState:
+        """``s_0``: the encoder's final ``(h, c)`` of every layer."""
+        return LSTMState(enc.h, enc.c)
+
+    def embed_prev(self, y_prev: Tensor | None, rows: int, like: Tensor) -> Tensor:
+        """``E y_{i-1}`` ``[rows, m]``, zeros at the first step (``y_prev`` None)."""
+        if y_prev is None:
+            return like.new_zeros(rows, self.cfg.m)
+        return F.embedding(y_prev, self.E)
+
+    def decoder_input(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
+        """What the decoder LSTM reads at a step: here the previous word's embedding (``e_prev``
+        may hold ``G`` consecutive rows per sentence of ``enc``)."""
+        return e_prev
+
+    def output_input(self, enc: LSTMEncoded, h: Tensor) -> Tensor:
+        """What the output layer reads: here the decoder's top ``h_i``."""
+        return h
+
+    def step(self, enc: LSTMEncoded, s_prev: LSTMState, y_prev: Tensor | None):
+        """``log p(y_i | ·) [G * B, K]``, the new state ``s_i`` and no alignment: the decoder
+        reads ``y_{i-1}``, then its top ``h_i`` gives the distribution of ``y_i``
+        (:mod:`nmt_lib.models.steps`)."""
+        e_prev = self.embed_prev(y_prev, s_prev.h.shape[0], s_prev.h)
+        inp = self.decoder_input(enc, e_prev)[:, None]  # [R, 1, ·]
+        h, state = self.decoder(inp, layers_first(s_prev))
+        logits = F.linear(self.output_input(enc, h[:, 0]), self.W_y, self.b_y)
+        return Decoder.log_softmax(logits), rows_first(state), None
+
+    def steps(self) -> ReadFirstSteps:
+        """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`)."""
+        return ReadFirstSteps(self)
+
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
+        """Teacher forcing, all target positions at once: the decoder LSTM over ``0, E y_1 ..
+        E y_{T_y - 1}`` from the encoder's state, the output layer over its top outputs.
+        ``logp [B, Ty]`` (0 at padding), None."""
+        enc = self.encode(x, x_mask)
+        e = F.embedding(y, self.E)  # [B, Ty, m]
+        e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # y_0 = 0 .. y_{Ty-1}
+        inp = self.decoder_inputs(enc, e_prev)
+        h, _ = run_lstm(self.decoder, inp, y_mask, layers_first(self.init_state(enc)))
+        logits = F.linear(self.output_inputs(enc, h), self.W_y, self.b_y)  # [B, Ty, K]
+        logp = Decoder.log_softmax(logits).gather(-1, y[..., None]).squeeze(-1)
+        return logp.masked_fill(~y_mask, 0.0), None
+
+    def decoder_inputs(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
+        """:meth:`decoder_input` of all steps, ``[B, Ty, ·]``."""
+        return e_prev
+
+    def output_inputs(self, enc: LSTMEncoded, h: Tensor) -> Tensor:
+        """:meth:`output_input` of all steps, ``[B, Ty, ·]``."""
+        return h

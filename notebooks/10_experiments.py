@@ -1,0 +1,350 @@
+# %% [markdown]
+# # Experiments: Tables 1 and 2, Figure 2
+#
+# **What you will see.** The paper's quantitative results regenerated from this replication's
+# runs, each next to the paper's own number: Table 1 (BLEU on the test set, on all sentences and
+# on those without unknown words), Table 2 (the learning statistics of Appendix B), and Figure 2
+# (BLEU against sentence length). In *replicate* mode this notebook trains, decodes and evaluates
+# every run of the profile (the paper's five models, and more seeds of some) and rewrites
+# `results/<profile>/`; in *report* mode it reads the committed results and only redraws.
+#
+# **What you need.** The models ({doc}`03_encdec`, {doc}`05_decoder`), training
+# ({doc}`06_training`) and beam search ({doc}`07_beam_search`).
+#
+# ## The paper's claims
+#
+# Section 5.1: RNNsearch outperforms the conventional RNNencdec in all cases; RNNsearch-50* (trained
+# much longer) is as good as the phrase-based Moses system when only sentences of known words are
+# considered; and (Figure 2) the performance of RNNencdec drops sharply with sentence length,
+# while RNNsearch-30 and RNNsearch-50 are more robust, RNNsearch-50 showing no deterioration even
+# for sentences of 50 words or more.
+
+# %% tags=["parameters", "hide-input"]
+profile = "lite"
+train = False
+results_dir = None
+data_dir = None
+
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import Markdown
+from myst_nb import glue
+
+from nmt_experiments import claims, plots, tables
+from nmt_experiments.replicate import replicate_profile
+from nmt_experiments.results import (
+    commit_text,
+    paper_table,
+    require_results,
+    results_path,
+    run_dir,
+    seed_groups,
+)
+from nmt_lib.config import run_from_dict
+from nmt_lib.io import read_json
+from nmt_lib.paper import MODELS
+
+out = results_path(profile, results_dir)
+if train:
+    walls = replicate_profile(profile, results_dir, data_dir)
+require_results(out, "manifest.json", "runs")
+manifest = read_json(out / "manifest.json")
+glue("exp_profile", profile, display=False)
+description = " ".join(manifest["description"].split())
+glue("exp_description", Markdown(description), display=False)  # Markdown: its `--jobs 2` is code
+glue("exp_commit", commit_text(manifest), display=False)
+glue("exp_created", manifest["created_utc"], display=False)
+t = run_from_dict(manifest["configs"]["RNNsearch-50"]).train  # settings a config predates: defaults
+if (t.optimizer, t.loss) == ("adadelta", "sum"):
+    recipe = (
+        "the paper's recipe (Adadelta, the loss summed over tokens, the gradient norm clipped to 1)"
+    )
+else:
+    per = {"sum": "summed over tokens", "sentence": "averaged over sentences",
+           "token": "averaged over tokens"}[t.loss]  # fmt: skip
+    recipe = (f"{t.optimizer.capitalize()} at learning rate {t.lr:g}, the loss {per}, the gradient "
+              f"norm clipped to {t.clip_norm:g}: the recipe that the budget study chose")  # fmt: skip
+glue("exp_recipe", recipe, display=False)
+
+# %% [markdown]
+# These results come from the **{glue:text}`exp_profile`** profile:
+# *{glue:md}`exp_description`* They were produced on {glue:text}`exp_created` from commit
+# {glue:text}`exp_commit`; `results/<profile>/manifest.json` records the resolved configs, the
+# sha256 of every data file, the hardware, the library versions and the wall times. A reduced
+# profile trains smaller models on less data for less time than the paper: compare its numbers
+# with each other and with the paper's *pattern*, not with the paper's values. Its models were
+# trained with {glue:text}`exp_recipe` (see {doc}`09_budget` for why a budget of minutes needs
+# another recipe than the paper's).
+#
+# ## How the numbers are computed
+#
+# Each model is trained by `nmt_lib.train.train_run` (resumable: rerunning continues from the
+# last checkpoint) and evaluated by `nmt_lib.evaluate.evaluate_run`, which decodes the test set
+# with beam search and scores it with sacreBLEU:
+#
+# ::::{admonition} The code: `train_and_evaluate` and `replicate_profile`
+# :class: dropdown
+#
+# ```{literalinclude} ../../nmt_experiments/replicate.py
+# :pyobject: train_and_evaluate
+# ```
+#
+# `replicate_profile` runs it for every model of the profile, several at a time with `--jobs`:
+#
+# ```{literalinclude} ../../nmt_experiments/replicate.py
+# :pyobject: replicate_profile
+# ```
+# ::::
+#
+# BLEU is reported twice. The **All** and **No UNK** columns are corpus BLEU-4 on Moses-tokenized,
+# cased text, like the `multi-bleu.perl` of the paper's era (the paper does not name its script);
+# *All (sacreBLEU)* is today's standard, on detokenized text, with the signature below. For No UNK,
+# the subset is the test sentences whose source and reference have no word outside the shortlists,
+# and the models may not emit `[UNK]` (Table 1, note ◦).
+#
+# ## Table 1: BLEU on the test set
+
+# %% tags=["hide-input"]
+t1 = tables.table1(out)
+sig = manifest["sacrebleu_signatures"]
+seeds1 = " A model with several seeds: the mean over them; All sd: their standard deviation."
+note1 = (
+    f"Profile `{profile}`. All / No UNK: tokenized BLEU (`{sig['tok']}`); "
+    f"All (sacreBLEU): `{sig['detok']}`. Paper columns: results/paper/table1.csv."
+    + (seeds1 if "seeds" in t1[0] else "")
+)
+Markdown(tables.show_table(out, "table1", t1, note1, write=train))
+
+# %% tags=["hide-input"]
+ours = {r["model"]: r for r in t1}
+for name in MODELS:
+    key = name.replace("*", "star").replace("-", "_")
+    glue(f"t1_{key}_all", ours[name]["All"], display=False)
+    glue(f"t1_{key}_paper", ours[name]["paper All"], display=False)
+judged = claims.claims(out)
+glue("t1_claim", judged[0]["verdict"], display=False)
+glue("claims_margin", f"{claims.MARGIN:g}", display=False)
+glue("claims_ratio_margin", f"{claims.RATIO_MARGIN:g}", display=False)
+glue("claims_floor", f"{claims.FLOOR:g} BLEU", display=False)
+glue("claims_short", claims.SHORT, display=False)
+glue("claims_long", claims.LONG, display=False)
+groups = seed_groups(out)
+stats = {m: [np.array(read_json(run_dir(out, r) / "bleu_by_length.json")["stats_tok"])
+             for r in groups[m]] for m in MODELS[:4]}  # fmt: skip
+seeded = tables.seeds_text(out)
+single = [m for m in MODELS[:4] if len(groups[m]) == 1]
+if seeded:
+    one = "has one run" if len(single) == 1 else "have one run each"
+    noise = (f"This build trained {seeded} (another initialisation and another order of the "
+             "batches; Table 1 gives their mean and standard deviation), so the intervals of the "
+             "claims about them cover training noise as well."
+             + (f" {' and '.join(single)} {one}: for them, an interval measures only which test "
+                "sentences were drawn." if single else ""))  # fmt: skip
+else:
+    noise = ("The models of this build have one run each, so these intervals measure how much "
+             "the scores depend on *which test sentences* were drawn, not on the training run's "
+             "randomness; the comparison's three seeds of RNNsearch-50 and RNNencdec-50 measure "
+             "that spread at equal updates.")  # fmt: skip
+glue("claims_noise", Markdown(noise), display=False)
+src_len = read_json(run_dir(out, MODELS[0]) / "bleu_by_length.json")["src_len"]
+below = [f"{m} ({b:.1f} BLEU on those sentences)" for m in MODELS[:4]
+         if (b := claims.short_bleu(stats[m], src_len)) < claims.FLOOR]  # fmt: skip
+glue("claims_below", (", ".join(below) + (" is" if len(below) == 1 else " are")) if below
+     else "no model is", display=False)  # fmt: skip
+
+# %% [markdown]
+# In the paper, RNNsearch-50 scores {glue:text}`t1_RNNsearch_50_paper` BLEU on all test sentences
+# and RNNencdec-50 {glue:text}`t1_RNNencdec_50_paper`. In this build
+# ({glue:text}`exp_profile` profile) they score {glue:text}`t1_RNNsearch_50_all` and
+# {glue:text}`t1_RNNencdec_50_all`, and RNNsearch-30 / RNNencdec-30
+# {glue:text}`t1_RNNsearch_30_all` / {glue:text}`t1_RNNencdec_30_all` (paper:
+# {glue:text}`t1_RNNsearch_30_paper` / {glue:text}`t1_RNNencdec_30_paper`); a model with several
+# seeds, here and below, is the mean over them. The paper's first claim, that RNNsearch beats
+# RNNencdec at both training lengths, is **{glue:text}`t1_claim`** in this build, with the
+# uncertainty of a 3003-sentence test set (and, for a model with several seeds, of its training)
+# taken into account ({ref}`claims`).
+#
+# ## Table 2: learning statistics
+
+# %% tags=["hide-input"]
+t2 = tables.table2(out)
+note2 = (
+    f"Profile `{profile}`. NLL: nats per sentence (sum over target words incl. EOS), averaged "
+    "over a fixed sample of training pairs and over the dev set. Paper: results/paper/table2.csv."
+    + (" A model with several seeds: the mean over them." if "seeds" in t2[0] else "")
+)
+Markdown(tables.show_table(out, "table2", t2, note2, write=train))
+
+# %% tags=["hide-input"]
+t2m = {r["model"]: r for r in t2}
+glue("t2_search50_updates", f"{t2m['RNNsearch-50']['updates']:,}", display=False)
+glue("t2_search50_paper_updates", f"{t2m['RNNsearch-50']['paper updates']:,}", display=False)
+glue("t2_search50_dev", t2m["RNNsearch-50"]["dev NLL"], display=False)
+glue("t2_encdec50_dev", t2m["RNNencdec-50"]["dev NLL"], display=False)
+glue("t2_search50_paper_dev", t2m["RNNsearch-50"]["paper dev NLL"], display=False)
+glue("t2_encdec50_paper_dev", t2m["RNNencdec-50"]["paper dev NLL"], display=False)
+
+# %% [markdown]
+# RNNsearch-50 trained for {glue:text}`t2_search50_updates` updates here (with several seeds: their
+# mean), against {glue:text}`t2_search50_paper_updates` in the paper. Its dev NLL is
+# {glue:text}`t2_search50_dev` nats per sentence against RNNencdec-50's
+# {glue:text}`t2_encdec50_dev` (paper: {glue:text}`t2_search50_paper_dev` and
+# {glue:text}`t2_encdec50_paper_dev`). The NLL of the -30 and -50 models is not comparable across
+# the two lengths on the training side: their training pairs differ in length (Table 2's caption).
+#
+# ## Figure 2: BLEU against sentence length
+
+# %% tags=["hide-input"]
+curves, edges = tables.fig2_curves(out)
+width = edges[1] - edges[0]
+paper_all = {m: float(r["bleu_all"]) for m, r in paper_table("table1").items()}
+fig = plots.fig2_bleu_by_length(
+    curves,
+    xmax=max(60, edges[-1]) if width == 10 else edges[-1],
+    title=f"profile: {profile}",
+    paper=paper_all if width == 10 else None,  # the toy corpus's lengths are not the paper's
+)
+if train:
+    plots.save(fig, out / "fig2_bleu_by_length.png")
+glue("fig2", fig, display=False)
+glue("fig2_width", width, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig2
+# :name: fig-bleu-length
+#
+# BLEU of the test translations against the length of the source sentence, for the four models
+# of the paper's Figure 2 (RNNsearch-50 solid, RNNsearch-30 dotted, RNNencdec-50 dashed,
+# RNNencdec-30 dash-dot; a model with several seeds: the mean of their BLEU in each bucket), on the
+# full test set including sentences with unknown words. The thin grey lines, in the same styles,
+# mark each model's BLEU over all sentences in the paper's Table 1, for scale.
+# ```
+#
+# The paper does not say how it binned sentences. Here a sentence's length is its number of
+# source words (EOS not counted), sentences are grouped in buckets of
+# {glue:text}`fig2_width` words, and each point is the *corpus* BLEU of its bucket, from summed
+# n-gram statistics (`nmt_lib.bleu.bleu_by_length`). With a reduced profile, short training and
+# small test sets make the curves noisy; the paper's claim is about the shape: RNNencdec falling
+# with length, RNNsearch-50 staying flat.
+#
+# (claims)=
+# ## The paper's claims, judged
+#
+# Four claims of the paper rest on these results. For each, the table gives the paper's numbers,
+# ours, and a verdict. A BLEU difference between two models comes with its 95% interval from
+# paired bootstrap resampling of the test sentences (1000 resamples drawn as sacreBLEU's paired
+# bootstrap draws them, the same resamples for every model; `nmt_lib.bleu.bootstrap_scores`).
+# "Beats" means by at least {glue:text}`claims_margin` BLEU point (the paper's differences are
+# 4–9 points). The length claim compares, per model, BLEU on sentences of {glue:text}`claims_long`
+# words or more with BLEU on sentences of fewer than {glue:text}`claims_short` (the same
+# resamples): RNNsearch-50 "holds up better" than a model whose ratio is lower by at least
+# {glue:text}`claims_ratio_margin`. The alignment claim reads the attention weights of Figure 3
+# ({doc}`11_alignments`).
+#
+# The same rules judge these claims and those of the comparison with the models before and after
+# the paper ({doc}`15_compare`):
+#
+# - **The learning floor.** A model has learned enough to test a claim about it when its BLEU on
+#   the test sentences of fewer than {glue:text}`claims_short` words is at least
+#   {glue:text}`claims_floor`. Below that, most of its n-gram matches are the frequent words any
+#   output contains: a ratio of two such scores says nothing, and neither does its failure to beat
+#   another model. A model below the floor can *lose* a claim (its rival beats it: the difference
+#   is real at this budget, and the verdict says the loser had not learned yet), but it never wins
+#   or sinks one, and the length claim compares only models above the floor.
+# - **Four verdicts.** *Reproduced*: every interval lies above the margin. *The opposite holds*:
+#   an interval lies below 0. *Not reproduced*: an interval lies below the margin (too small).
+#   *Not testable here*: a model the claim needs is below the floor, or an interval contains the
+#   margin (these runs cannot decide).
+# - **Training noise.** Where a model has several seeds, its score is their mean and its interval
+#   resamples the seeds as well as the test sentences (`nmt_experiments.claims.seeded_scores`).
+#   {glue:md}`claims_noise`
+#
+# In this build, {glue:text}`claims_below` below the floor. The rules are in the code, fixed
+# before the runs they judge:
+#
+# ::::{admonition} The code: `claims`
+# :class: dropdown
+#
+# ```{literalinclude} ../../nmt_experiments/claims.py
+# :pyobject: claims
+# ```
+# ::::
+
+# %% tags=["hide-input"]
+note_c = (
+    f"Profile `{profile}`. 95% intervals: paired bootstrap, 1000 resamples of the test set"
+    f"{' and of the seeds of a model that has several' if seeded else ''}, "
+    f"tokenized BLEU. Learning floor: {claims.FLOOR:g} BLEU on sentences of fewer than "
+    f"{claims.SHORT} words. Paper: results/paper/table1.csv and Figures 2-3."
+)
+Markdown(tables.show_table(out, "claims", judged, note_c, write=train))
+
+# %% [markdown]
+# ## Why the numbers are lower than the paper's
+#
+# A reduced profile is not a noisy copy of the paper's experiment: it is a much smaller one. The
+# table puts, for each model, what it was trained on and with next to the paper's Table 2. The
+# paper's pairs seen are its updates times 80; its words seen and its compute assume its
+# sentences, after the length filter, are as long on average as ours (the paper does not give
+# their lengths). Compute is model FLOPs of training: six times the multiply-adds of one forward
+# pass (`nmt_lib.paper.model.forward_macs`) per sentence pair, times the pairs seen.
+
+# %% tags=["hide-input"]
+gap = tables.gap_to_paper(out)
+note_g = (
+    f"Profile `{profile}`. Paper: Table 2 (results/paper/table2.csv) and the corpus size "
+    "(results/paper/corpus.csv); parameters: the paper profile's models, counted."
+    + (" A model with several seeds: the mean over them." if seeded else "")
+)
+gm = {r["model"]: r for r in gap}
+ratios = [r["paper / ours compute"] for r in gap if r["paper / ours compute"]]  # None: no update
+glue("gap_compute_min", f"{min(ratios):,}", display=False)
+glue("gap_compute_max", f"{max(ratios):,}", display=False)
+glue("gap_seen", f"{gm['RNNsearch-50']['pairs seen']:,}", display=False)
+glue("gap_paper_seen", f"{gm['RNNsearch-50']['paper pairs seen']:,}", display=False)
+glue("gap_params", gm["RNNsearch-50"]["parameters (M)"], display=False)
+glue("gap_paper_params", gm["RNNsearch-50"]["paper parameters (M)"], display=False)
+Markdown(tables.show_table(out, "gap", gap, note_g, write=train))
+
+# %% [markdown]
+# RNNsearch-50 here saw {glue:text}`gap_seen` sentence pairs against the paper's
+# {glue:text}`gap_paper_seen`, with {glue:text}`gap_params` million parameters against
+# {glue:text}`gap_paper_params` million; the paper's training used {glue:text}`gap_compute_min`
+# to {glue:text}`gap_compute_max` times our compute per model. BLEU this far from convergence
+# says which model learns faster from the same budget, which is what the claims above compare;
+# it does not say what the models reach.
+#
+# ## Summary
+#
+# - Table 1 and Table 2 above are regenerated from `results/<profile>/runs/`, with the paper's
+#   numbers (typed once, in `results/paper/`) in their own columns.
+# - Figure 2 is recomputed from per-sentence BLEU statistics, so any binning can be redrawn from
+#   the committed results without decoding again.
+# - Every result is labelled with the profile that produced it; see {doc}`../deviations` for how
+#   each profile departs from the paper.
+# - The paper's claims are judged with 95% bootstrap intervals, and the gap to its BLEU is put in
+#   numbers: data seen, model size and compute.
+#
+# ## Exercises
+#
+# 1. Why can corpus BLEU of a bucket not be computed by averaging the sentence BLEU scores of its
+#    sentences? What do you sum instead?
+# 2. The No-UNK subset is defined by the shortlists. A profile with a smaller shortlist has a
+#    smaller No-UNK subset. Which way does that bias the No-UNK BLEU, and why?
+# 3. Table 2's updates × 80 / epochs is about 10.6 million for every row of the paper. What does
+#    that tell you about how the paper counted epochs for the -30 models?
+#
+# :::{admonition} Solutions
+# :class: dropdown
+#
+# 1. BLEU is a geometric mean of *corpus-level* n-gram precisions times a corpus-level brevity
+#    penalty; it is not linear in sentences. Sum the matched and total n-gram counts and the
+#    hypothesis and reference lengths over the bucket's sentences, then compute BLEU once.
+# 2. A smaller shortlist keeps only sentences made of frequent words, which are easier to
+#    translate: the No-UNK subset gets easier and the score goes up; comparing it with the paper's
+#    is comparing different subsets.
+# 3. An epoch is a pass over the whole ≈10.6M-pair file, including the pairs longer than 30 words
+#    that the -30 models skip (GroundHog counts passes over the file).
+# :::
