@@ -305,7 +305,7 @@ def unk_dictionary(
 # -------------------------------------------------------------------------------- provenance
 def git_state() -> dict:
     """The commit of :func:`nmt_lib.config.home` (the repository) and whether its tracked files
-    differ from it."""
+    outside ``results/`` differ from it (the code that trains; a regeneration rewrites results)."""
 
     def git(*args):
         r = subprocess.run(["git", *args], cwd=home(), capture_output=True, text=True)
@@ -313,7 +313,7 @@ def git_state() -> dict:
 
     return {
         "commit": git("rev-parse", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")),
     }
 
 

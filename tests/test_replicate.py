@@ -167,3 +167,24 @@ def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
     (out / replicate.UNK_DICTIONARY).unlink()
     assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 1
     assert not (out / replicate.UNK_DICTIONARY).exists()
+
+
+def test_the_manifests_commit_is_dirty_for_code_changes_not_for_results(tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)  # fmt: skip
+
+    for f in ("nmt_lib/train.py", "results/lite/table1.csv"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("a\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "c")
+    monkeypatch.setattr(replicate, "home", lambda: tmp_path)
+    assert replicate.git_state()["dirty"] is False
+    (tmp_path / "results/lite/table1.csv").unlink()  # a regeneration starts from no runs
+    (tmp_path / "results/lite/new.csv").write_text("b\n")
+    assert replicate.git_state()["dirty"] is False
+    (tmp_path / "nmt_lib/train.py").write_text("b\n")
+    state = replicate.git_state()
+    assert state["dirty"] is True and len(state["commit"]) == 40
