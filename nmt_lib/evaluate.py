@@ -37,6 +37,7 @@ each evaluation (:func:`dev_metrics`) are here too: training depends on evaluati
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import re
@@ -310,13 +311,21 @@ def translate_lines(
         words = trg_vocab.decode(h.tokens) if replaced is None else replaced[k]
         out.append(detokenize(words, trg_lang) if t else "")
         if alignment:
-            src = [*t, "</s>"]
-            pairs = [] if not t or h.alpha is None else [
-                f"{w}←{src[int(row.argmax())]} {float(row.max()):.2f}"
-                for w, row in zip(words, h.alpha.float(), strict=False)
-            ]  # fmt: skip
-            out.append("  " + " | ".join(pairs))
+            out.append(alignment_line(words, t, h.alpha) if t else "  ")
     return out
+
+
+def alignment_line(words: Sequence[str], src: Sequence[str], alpha) -> str:
+    """``translate_lines``'s line under a translation: each generated word (of ``words``) with
+    the source word (of ``src``, tokenized; ``</s>`` after it) of largest weight in its row of
+    ``alpha [len(words) or more, len(src) + 1]`` (None: no attention, an empty line), in words as
+    written (``l'``, not Moses's escaped ``l&apos;``)."""
+    src = [*src, "</s>"]
+    pairs = [] if alpha is None else [
+        f"{html.unescape(w)}←{html.unescape(src[int(row.argmax())])} {float(row.max()):.2f}"
+        for w, row in zip(words, alpha.float(), strict=False)
+    ]  # fmt: skip
+    return "  " + " | ".join(pairs)
 
 
 # ----------------------------------------------------------------------------------- scoring

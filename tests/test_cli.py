@@ -204,3 +204,12 @@ def test_translate_warns_about_a_line_far_beyond_the_training_lengths(toy_model,
     assert rc == 0 and len(out.splitlines()) == 2
     assert len(err.splitlines()) == 1 and "line 2" in err and "100 words" in err
     assert "12" in err  # the smoke profile trains on sentences of at most 12 words
+
+
+def test_the_alignment_line_shows_words_as_written_not_mosess_escapes():
+    from nmt_lib.evaluate import alignment_line
+
+    alpha = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.0, 0.1, 0.9]])
+    line = alignment_line(["l&apos;", "homme", "&quot;"], ["the", "man&apos;s"], alpha)
+    assert line == """  l'←the 0.70 | homme←man's 0.80 | "←</s> 0.90"""
+    assert alignment_line(["le"], ["the"], None) == "  "
