@@ -122,8 +122,11 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
     sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
     kept = recorded(run, run_dir(out, name))
-    # results made on a machine that had the checkpoint (weights to publish need it here)
-    if kept is not None and name not in prof.publish:
+    # results made on a machine that had the checkpoint (weights still to publish need it here)
+    published = published_dir(prof.name, name, results_dir)
+    if kept is not None and (
+        name not in prof.publish or publish.current(published, run, run_dir(out, name))
+    ):
         print(f"[replicate] {name}: recorded already (no checkpoint here to train on), test BLEU "
               f"{kept['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
         summary = read_json(run_dir(out, name) / "train_summary.json")
@@ -136,7 +139,7 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     t1 = time.time()
     done = evaluated(run, run_dir(out, name))
     if done is not None:  # a replication resumed after this run's evaluation: its recorded times
-        if name in prof.publish and not published_dir(prof.name, name, results_dir).is_dir():
+        if name in prof.publish and not publish.current(published, run, run_dir(out, name)):
             _publish(prof, name, results_dir, prep)
         print(f"[replicate] {name}: evaluated already, test BLEU "
               f"{done['all']['tok']['score']:.2f}", flush=True)  # fmt: skip

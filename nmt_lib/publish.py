@@ -112,6 +112,25 @@ def verify(path: str | os.PathLike) -> None:
             )
 
 
+def current(path: str | os.PathLike, run: RunConfig, run_results: Path) -> bool:
+    """Whether ``path`` holds the published weights of the run whose results are ``run_results``
+    (and config ``run``): its files are whole (:func:`verify`) and its card is the one those
+    results make (the card names the run's updates, hours and test BLEU)."""
+    path = Path(path)
+    try:
+        verify(path)
+    except CheckpointError:
+        return False
+    sums = {}
+    for line in (path / SUMS).read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        sums[name] = digest
+    agreement = read_json(path / "agreement.json") if (path / "agreement.json").is_file() else None
+    return (path / CARD).is_file() and (path / CARD).read_text(encoding="utf-8") == card(
+        run, run_results, sums, agreement
+    )
+
+
 def load(path: str | os.PathLike, device="cpu"):
     """``(model, run_cfg, src_vocab, trg_vocab)`` of the published model ``path``, its files
     checked first (:func:`verify`); the model in float32, in eval mode on ``device``."""

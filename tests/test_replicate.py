@@ -12,7 +12,7 @@ import pytest
 
 from nmt_experiments import comparison, replicate, tables
 from nmt_experiments.results import ResultsMissing, require_results
-from nmt_lib import data
+from nmt_lib import data, publish
 from nmt_lib.config import ConfigError
 from nmt_lib.data import fixtures
 
@@ -188,3 +188,31 @@ def test_the_manifests_commit_is_dirty_for_code_changes_not_for_results(tmp_path
     (tmp_path / "nmt_lib/train.py").write_text("b\n")
     state = replicate.git_state()
     assert state["dirty"] is True and len(state["commit"]) == 40
+
+
+def test_a_published_run_whose_weights_match_its_results_is_not_trained_again(
+    tmp_path, monkeypatch
+):
+    """A clone of results with a run's published weights and no checkpoint: the run is recorded,
+    not trained again; weights that another training of it left (their card is not the one its
+    results make) are published again, which needs its checkpoint, so it trains."""
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "smoke"
+    shutil.copytree(ROOT / "results" / "smoke", out)
+    prof = replicate.load("smoke")
+    config = replicate.run_dir(out, "RNNsearch-50*") / "config.json"
+    c = json.loads(config.read_text(encoding="utf-8"))
+    config.write_text(
+        json.dumps({**c, "data": {**c["data"], "data_dir": str(fixtures.toy_data_dir())}})
+    )
+
+    def train_run(*a, **k):
+        raise AssertionError("trained")
+
+    monkeypatch.setattr(replicate, "train_run", train_run)
+    name, walls = replicate.train_and_evaluate(prof, out, None, "RNNsearch-50*")
+    assert name == "RNNsearch-50*" and walls["evaluate_s"] > 0
+    card = replicate.published_dir("smoke", name, out) / publish.CARD
+    card.write_text(card.read_text(encoding="utf-8").replace("89.01", "88.00"), encoding="utf-8")
+    with pytest.raises(AssertionError, match="trained"):
+        replicate.train_and_evaluate(prof, out, None, "RNNsearch-50*")
