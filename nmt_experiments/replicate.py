@@ -192,7 +192,8 @@ def recorded(run, d: Path) -> dict | None:
     """Run directory ``d``'s ``bleu.json`` where the run's checkpoint is not at hand (a fresh clone
     of the committed results: checkpoints are never committed) and ``d`` records the run whole: its
     ``config.json`` is the run's config, its training ended by its budget (not interrupted) and its
-    evaluation used the run's search settings; else None. Such a run is not trained again."""
+    evaluation used the run's search settings; else None. Such a run is not trained again (one that
+    the profile publishes, where its weights are published already: :func:`nmt_lib.publish.current`)."""
     if find_checkpoint(default_checkpoint_dir(run, d)).is_file():
         return None  # the checkpoint decides (:func:`evaluated`)
     files = [d / f for f in ("config.json", "train_summary.json", "bleu.json")]
