@@ -87,6 +87,12 @@ def export(ckpt, out: str | os.PathLike, run: RunConfig, run_results: Path, test
     return out
 
 
+def recorded_sums(path: Path) -> dict[str, str]:
+    """``{file: sha256}`` as ``path/SHA256SUMS`` records them."""
+    lines = (path / SUMS).read_text(encoding="utf-8").splitlines()
+    return {name: digest for digest, _, name in (line.partition("  ") for line in lines)}
+
+
 def verify(path: str | os.PathLike) -> None:
     """Raise :class:`~nmt_lib.checkpoint.CheckpointError`, in one line naming the file, if a file
     of the published model ``path`` is missing or its sha256 is not the one ``SHA256SUMS`` records."""
@@ -94,10 +100,7 @@ def verify(path: str | os.PathLike) -> None:
     sums = path / SUMS
     if not sums.is_file():
         raise CheckpointError(f"{sums}: missing: {path} is not a published model")
-    want = {}
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        digest, _, name = line.partition("  ")
-        want[name] = digest
+    want = recorded_sums(path)
     for name in FILES:
         f = path / name
         if name not in want:
@@ -121,10 +124,7 @@ def current(path: str | os.PathLike, run: RunConfig, run_results: Path) -> bool:
         verify(path)
     except CheckpointError:
         return False
-    sums = {}
-    for line in (path / SUMS).read_text(encoding="utf-8").splitlines():
-        digest, _, name = line.partition("  ")
-        sums[name] = digest
+    sums = recorded_sums(path)
     agreement = read_json(path / "agreement.json") if (path / "agreement.json").is_file() else None
     return (path / CARD).is_file() and (path / CARD).read_text(encoding="utf-8") == card(
         run, run_results, sums, agreement
