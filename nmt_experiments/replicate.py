@@ -113,9 +113,9 @@ def _budget(t, start: float) -> str:
 
 def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, dict]:
     """Train (resumably), decode and evaluate one model of ``profile`` (a name, or a loaded
-    profile) into ``<results>/runs/<model>/``; returns ``(name, wall times)``. A run already
-    :func:`evaluated` is not evaluated again: its times are the recorded ones (the training clock
-    of ``train_summary.json``, the evaluation's ``seconds``)."""
+    profile) into ``<results>/runs/<model>/``; returns ``(name, wall times)``: the training clock
+    of ``train_summary.json`` (the whole training, across resumptions) and the evaluation's. A run
+    already :func:`evaluated` is not evaluated again: its evaluation time is the recorded one."""
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     run, out = prof.runs[name], results_path(prof.name, results_dir)
     prep = prepare(run.data)
@@ -132,10 +132,11 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
         summary = read_json(run_dir(out, name) / "train_summary.json")
         return name, {"train_s": round(summary["hours"] * 3600, 1),
                       "evaluate_s": round(kept["seconds"], 1)}  # fmt: skip
-    t0 = time.time()
-    print(f"[replicate] {name}: training (at most {_budget(run.train, t0)}), then decoding the "
-          "test set", flush=True)  # fmt: skip
+    if evaluated(run, run_dir(out, name)) is None:
+        print(f"[replicate] {name}: training (at most {_budget(run.train, time.time())}), then "
+              "decoding the test set", flush=True)  # fmt: skip
     summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
+    train_s = round(summary["hours"] * 3600, 1)  # its whole training, across resumptions
     t1 = time.time()
     done = evaluated(run, run_dir(out, name))
     if done is not None:  # a replication resumed after this run's evaluation: its recorded times
@@ -143,17 +144,16 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
             _publish(prof, name, results_dir, prep)
         print(f"[replicate] {name}: evaluated already, test BLEU "
               f"{done['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
-        return name, {"train_s": round(summary["hours"] * 3600, 1),
-                      "evaluate_s": round(done["seconds"], 1)}  # fmt: skip
+        return name, {"train_s": train_s, "evaluate_s": round(done["seconds"], 1)}
     result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
     if name in prof.publish:  # the weights a reader translates with (nmt_lib.publish)
         _publish(prof, name, results_dir, prep)
     print(
         f"[replicate] {name}: {summary['updates']} updates ({summary['stopped_by']}) in "
-        f"{t1 - t0:.0f} s, test BLEU {result['all']['tok']['score']:.2f}",
+        f"{train_s:.0f} s, test BLEU {result['all']['tok']['score']:.2f}",
         flush=True,
     )
-    return name, {"train_s": round(t1 - t0, 1), "evaluate_s": round(time.time() - t1, 1)}
+    return name, {"train_s": train_s, "evaluate_s": round(time.time() - t1, 1)}
 
 
 def _publish(prof, name: str, results_dir, prep) -> None:

@@ -61,7 +61,9 @@ def test_gpu_reference_trains_one_run_from_a_pack_with_its_provenance(tmp_path):
         replicate.load("smoke", root, runs=["RNNsearch-99"])
 
 
-def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, monkeypatch):
+def test_a_study_profile_of_other_architectures_replicates_end_to_end(
+    tmp_path, monkeypatch, capsys
+):
     """``python -m nmt_experiments.replicate --train PROFILE`` on a profile of the models before and after
     the paper (here two of them, tiny, on the toy corpus): each is trained, decoded and evaluated
     through the same commands as RNNsearch, and the results directory gets its manifest."""
@@ -83,6 +85,8 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     assert manifest["runs"] == ["Luong-dot-s1", "Transformer-s1", "Luong-dot-s2"]
     for name, arch in (("Luong-dot-s1", "Luong"), ("Transformer-s1", "Transformer")):
         run = replicate.run_dir(out, name)
+        hours = json.loads((run / "train_summary.json").read_text())["hours"]
+        assert manifest["wall_seconds"][name]["train_s"] == round(hours * 3600, 1)  # the clock
         assert manifest["configs"][name]["model"]["arch"] == arch
         bleu = json.loads((run / "bleu.json").read_text())
         assert bleu  # decoded and scored like the paper's models
@@ -111,9 +115,12 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(tmp_path, 
     monkeypatch.setattr(replicate, "evaluate_run", lambda run, *a, **k: calls.append(run.name)
                         or evaluate(run, *a, **k))  # fmt: skip
     (replicate.run_dir(out, "Transformer-s1") / "bleu.json").unlink()
+    capsys.readouterr()
     assert replicate.main(["--train", str(profile), "--results-dir", str(out),
                            "--data-dir", str(fixtures.toy_data_dir())]) == 0  # fmt: skip
     assert calls == ["Transformer-s1"]
+    said = capsys.readouterr().out  # an evaluated run is not announced as training
+    assert "Luong-dot-s1: evaluated already" in said and "Luong-dot-s1: training" not in said
     again = json.loads((out / "manifest.json").read_text())
     kept = again["wall_seconds"]["Luong-dot-s1"]
     assert kept["evaluate_s"] == round(json.loads((replicate.run_dir(out, "Luong-dot-s1")
