@@ -14,6 +14,7 @@ import torch
 from nmt_lib.__main__ import build_parser, main, parse_sets
 from nmt_lib.config import ConfigError
 from nmt_lib.data import fixtures
+from nmt_lib.evaluate import alignment_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -207,8 +208,6 @@ def test_translate_warns_about_a_line_far_beyond_the_training_lengths(toy_model,
 
 
 def test_the_alignment_line_shows_words_as_written_not_mosess_escapes():
-    from nmt_lib.evaluate import alignment_line
-
     alpha = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.0, 0.1, 0.9]])
     line = alignment_line(["l&apos;", "homme", "&quot;"], ["the", "man&apos;s"], alpha)
     assert line == """  l'←the 0.70 | homme←man's 0.80 | "←</s> 0.90"""

@@ -177,6 +177,9 @@ def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
 
 
 def test_the_manifests_commit_is_dirty_for_code_changes_not_for_results(tmp_path, monkeypatch):
+    """A regeneration deletes and rewrites ``results/``: that leaves the commit clean; a change
+    to the code does not."""
+
     def git(*args):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
                        check=True, capture_output=True)  # fmt: skip
