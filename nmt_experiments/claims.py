@@ -1,18 +1,26 @@
-"""The paper's four claims about its results, judged on ours (:func:`claims`): each with our numbers,
+"""The paper's claims about its results, judged on ours (:func:`claims`): each with our numbers,
 95% intervals and a verdict by the rules below, which the comparison of the models before and after
-the paper (:mod:`nmt_experiments.comparison`) shares. Reads only a results directory (``results/<profile>/``).
+the paper (:mod:`nmt_experiments.comparison`) shares through one judge (:class:`Judge`). Reads only
+a results directory (``results/<profile>/``).
 
 The rules. An interval covers the test set (sentences resampled, the same resamples for every
 model: *paired*) and, where a model has several seeds, training noise (its seeds resampled too:
-:func:`seeded_scores`). A claim that one model beats another by a BLEU difference, or holds up
-better on long sentences by a ratio, gets one of four verdicts (:func:`verdict`): *reproduced*
-(every interval above the margin), *the opposite holds* (an interval below 0), *not reproduced*
-(an interval below the margin: too small), or *not testable here*: the claimed better model is below
-the learning floor (:data:`FLOOR`), or a model that the claim needs to have learned is, or an
-interval contains the margin (these seeds and this test set cannot decide)."""
+:func:`seeded_scores`). A claim is decided only between models that have learned: every model it
+names must be above the learning floor (:data:`FLOOR`), else it is *not testable here*, whichever
+way the numbers point (an untrained baseline says no more about an architecture when it loses than
+when it wins); what the numbers show at this budget may be noted beside the verdict, as an
+observation. Between models above the floor, a claim that one model beats another by a BLEU
+difference gets one of four verdicts (:func:`verdict`): *reproduced* (every interval above the
+margin), *the opposite holds* (an interval below 0), *not reproduced* (an interval below the
+margin: too small), or *not testable here* (an interval contains the margin: these seeds and this
+test set cannot decide). Figure 2's claim has two parts, each with its own verdict: a model holds
+up on long sentences (:meth:`Judge.holds_up`, its own long/short ratio against 1) and it holds up
+better than the models without attention (:meth:`Judge.holds_up_better`). Figure 3's claim is
+judged by the diagonal of the alignments (:func:`attention_summary`)."""
 
 from __future__ import annotations
 
+import argparse
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,23 +37,36 @@ from .results import paper_table, run_dir, seed_groups
 #: MARGIN points (the paper's differences are 4-9 points; below one point a difference is too small
 #: to carry the claim, however certain).
 MARGIN = 1.0
-#: Figure 2's claim in numbers: BLEU on sentences of fewer than SHORT source words against BLEU on
-#: sentences of LONG words or more. A model "holds up better" than another when its long/short
-#: ratio is higher by at least RATIO_MARGIN.
+#: Figure 2's claim in numbers: BLEU on sentences of LONG source words or more divided by BLEU on
+#: sentences of fewer than SHORT words. A model "holds up" when that ratio may be 1 - RATIO_MARGIN
+#: or more (its interval reaches it: no fall beyond the margin is shown), and "holds up better" than
+#: another when its ratio is higher by at least RATIO_MARGIN.
 SHORT, LONG, RATIO_MARGIN = 30, 50, 0.1
-#: The learning floor: a model has learned enough to test a claim about it when its BLEU on the
+#: The learning floor: a model has learned enough to take part in a claim when its BLEU on the
 #: test sentences of fewer than SHORT words (the mean over its seeds) is at least FLOOR. Below it
-#: most of its n-gram matches are the frequent words any output has; a ratio of two such scores,
-#: or a model's failure to beat another, says nothing about its architecture.
+#: most of its n-gram matches are the frequent words any output has: its score, its ratio and its
+#: losing or winning say nothing about its architecture.
 FLOOR = 5.0
 #: Figure 3's claim in numbers: an alignment is "peaked" when a generated word puts PEAKED of its
-#: weight on one source word on average, "mostly monotonic" when MONOTONIC of the steps from one
-#: generated word to the next do not move the heaviest source word left, and a reordering is
-#: "local" when it moves it left by at most LOCAL words.
-PEAKED, MONOTONIC, LOCAL = 0.5, 0.7, 3
+#: weight on one source word on average; it "follows the diagonal" when the rank correlation
+#: between a generated word's position and the position of its heaviest source word is DIAGONAL
+#: or more (the mean over sentences: attention stuck on one source word has none); "mostly
+#: monotonic" when MONOTONIC of the steps from one generated word to the next do not move the
+#: heaviest source word left, and a reordering is "local" when it moves it left by at most LOCAL
+#: words. A sentence whose translation is more than UNK_SHARE ``<unk>``, or whose largest weights
+#: are on average less than NEAR_UNIFORM times the uniform weight, is flagged and left out.
+PEAKED, DIAGONAL, MONOTONIC, LOCAL = 0.5, 0.7, 0.7, 3
+UNK_SHARE, NEAR_UNIFORM = 0.5, 2.0
 #: The verdicts.
 REPRODUCED, NOT_REPRODUCED, OPPOSITE, NOT_TESTABLE = (
     "reproduced", "not reproduced", "the opposite holds", "not testable here")  # fmt: skip
+#: The paper's claim that the book does not judge, and why (Table 1's No-UNK column).
+MOSES_CLAIM = (
+    "The paper's claim that RNNsearch-50* is as good as the phrase-based Moses on the sentences "
+    "without unknown words (No UNK: 36.15 against 35.63) is not judged: no phrase-based system is "
+    "trained on this profile's data, and Moses's score comes from its own, far larger training "
+    "set, so there is nothing to compare RNNsearch-50* with on one footing."
+)
 
 
 def seeded_scores(
@@ -78,28 +99,25 @@ def floor_text(below: dict[str, float]) -> str:
                      for m, b in below.items())  # fmt: skip
 
 
+def below_floor(below: dict[str, float]) -> str:
+    """The reason of a claim that a model below the floor makes not testable, naming each."""
+    return f"below the learning floor of {FLOOR:g} BLEU: {floor_text(below)}"
+
+
 def verdict(
     intervals: list[list[float]],
     margin: float = MARGIN,
-    better_below: dict[str, float] | None = None,
-    others_below: dict[str, float] | None = None,
+    below: dict[str, float] | None = None,
     unit: str = " BLEU",
 ) -> tuple[str, str]:
     """The verdict and its reason for a claim that one model is better than others by ``margin``:
-    ``intervals`` of the differences (better minus other); ``better_below`` / ``others_below``:
-    the models of either side that are below the learning floor, with their short-sentence BLEU.
-    A model below the floor may lose a claim (its rival beats it: the difference is real at this
-    budget) but never wins one or sinks one: then the verdict is *not testable here*."""
-    floor = f"below the learning floor of {FLOOR:g} BLEU"
-    if better_below:
-        return NOT_TESTABLE, f"{floor}: {floor_text(better_below)}"
+    ``intervals`` of the differences (better minus other); ``below``: the models the claim names
+    that are below the learning floor, with their short-sentence BLEU. Any such model, on either
+    side, makes the claim *not testable here*."""
+    if below:
+        return NOT_TESTABLE, below_floor(below)
     if all(lo > margin for lo, _ in intervals):
-        why = f"every difference's 95% interval is above +{margin:g}{unit}"
-        if others_below:
-            why += f"; not learned yet at this budget, {floor}: {floor_text(others_below)}"
-        return REPRODUCED, why
-    if others_below:
-        return NOT_TESTABLE, f"{floor}: {floor_text(others_below)}"
+        return REPRODUCED, f"every difference's 95% interval is above +{margin:g}{unit}"
     if any(hi < 0 for _, hi in intervals):
         return OPPOSITE, "a difference's 95% interval is below 0"
     if any(hi < margin for _, hi in intervals):
@@ -108,175 +126,322 @@ def verdict(
                           "and this test set cannot decide")  # fmt: skip
 
 
+def holds_verdict(interval: list[float], margin: float = RATIO_MARGIN) -> tuple[str, str]:
+    """The verdict of "a model shows no deterioration on long sentences" from the 95% interval
+    of its long/short ratio: *reproduced* when the interval reaches ``1 - margin`` (no fall beyond
+    the margin is shown; the reason says so when the interval still lies below 1), *not
+    reproduced* when it lies wholly below."""
+    lo, hi = interval
+    at = 1 - margin
+    if hi < at:
+        return (
+            NOT_REPRODUCED,
+            f"the ratio's 95% interval lies below {at:g} (1 − {margin:g}): it falls",
+        )
+    why = f"the ratio's 95% interval reaches {at:g} (1 − {margin:g}): no fall beyond the margin"
+    if hi < 1:
+        why += "; it lies below 1, so some fall within the margin"
+    return REPRODUCED, why
+
+
 def difference(point: float, iv: list[float]) -> str:
     """A difference and its 95% interval, as the claims tables print it: ``+1.20 [+0.40, +2.00]``."""
     return f"{point:+.2f} [{iv[0]:+.2f}, {iv[1]:+.2f}]"
 
 
-def alignment_stats(alpha) -> dict:
-    """Sharpness and monotonicity of one attention matrix ``alpha [generated words, source words]``:
-    mean largest weight, the uniform weight, the number of steps from one generated word to the
-    next, how many of them do not move the heaviest source word left, and the sizes of the moves
-    left."""
+def rank_correlation(x, y) -> float:
+    """Spearman's rank correlation of ``x`` and ``y`` (ties get their mean rank); 0 where either
+    is constant (attention stuck on one source word follows no diagonal)."""
+
+    def ranks(v):
+        v = np.asarray(v, dtype=np.float64)
+        _, inverse, counts = np.unique(v, return_inverse=True, return_counts=True)
+        mean_rank = np.cumsum(counts) - (counts + 1) / 2  # each distinct value's mean 0-based rank
+        return mean_rank[inverse]
+
+    rx, ry = ranks(x), ranks(y)
+    if len(rx) < 2 or rx.std() == 0 or ry.std() == 0:
+        return 0.0
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def alignment_stats(alpha, words: Sequence[str] = ()) -> dict:
+    """Sharpness, diagonal and monotonicity of one attention matrix ``alpha [generated words,
+    source words]`` (``words``: the generated words, EOS left out): mean largest weight, the uniform
+    weight, the rank correlation of a generated word's position with its heaviest source word's
+    (:func:`rank_correlation`), the number of steps from one generated word to the next, how many
+    of them do not move the heaviest source word left, the sizes of the moves left, the share of
+    ``<unk>`` among the words, and why the sentence is flagged (mostly ``<unk>``, near uniform)."""
     a = np.asarray(alpha, dtype=np.float64)
-    steps = np.diff(a.argmax(1))
+    heaviest = a.argmax(1)
+    steps = np.diff(heaviest)
+    peak, uniform = float(a.max(1).mean()), 1 / a.shape[1]
+    unk = sum(w == "<unk>" for w in words) / max(len(words), 1)
+    flags = ([f"{unk:.0%} of its words <unk>"] if unk > UNK_SHARE else []) + (
+        [f"largest weight {peak:.2f}, near the uniform {uniform:.2f}"]
+        if peak < NEAR_UNIFORM * uniform else []
+    )  # fmt: skip
     return {
         "words": len(a),
-        "peak": float(a.max(1).mean()),
-        "uniform": 1 / a.shape[1],
+        "peak": peak,
+        "uniform": uniform,
+        "diagonal": rank_correlation(np.arange(len(a)), heaviest),
         "steps": len(steps),
         "monotonic_steps": int((steps >= 0).sum()),
         "moves_left": [int(-d) for d in steps if d < 0],
+        "unk": unk,
+        "flags": flags,
     }
 
 
+def without_eos(record: dict) -> tuple[list, list[str]]:
+    """An ``attention.json`` record's weights and generated words without the EOS row of a
+    finished translation (it aligns the end, not a word)."""
+    words, alpha = record["hyp_tokens"], record["alpha"]
+    if words[-1:] == ["</s>"]:
+        return alpha[:-1], words[:-1]
+    return alpha, words
+
+
 def attention_summary(records: list[dict]) -> dict:
-    """The alignments of ``attention.json``'s records, summed up: how many sentences have them,
-    the mean largest weight and uniform weight, the share of monotonic steps, and how many moves
-    left there are and how many of them are local (at most ``LOCAL`` words). The EOS row of a
-    finished translation aligns its end, not a word: left out (an empty translation has no row
-    left, and no alignment)."""
-    alphas = [r["alpha"][:-1] if r["hyp_tokens"][-1:] == ["</s>"] else r["alpha"]
-              for r in records if r.get("alpha")]  # fmt: skip
-    st = [alignment_stats(a) for a in alphas if len(a)]
+    """The alignments of ``attention.json``'s records, summed up over the sentences that are not
+    flagged (:func:`alignment_stats`; EOS rows left out, :func:`without_eos`): how many sentences
+    have them, the flagged ones (``[(index in records, why)]``), the mean largest weight and uniform
+    weight, the mean rank correlation with the diagonal, the share of monotonic steps, and how many
+    moves left there are and how many of them are local (at most ``LOCAL`` words)."""
+    st, flagged = [], []
+    for i, r in enumerate(records):
+        if not r.get("alpha"):
+            continue
+        alpha, words = without_eos(r)
+        if not len(alpha):
+            continue
+        s = alignment_stats(alpha, words)
+        if s["flags"]:
+            flagged.append((i, "; ".join(s["flags"])))
+        else:
+            st.append(s)
     back = [b for s in st for b in s["moves_left"]]
+    mean = lambda k: float(np.mean([s[k] for s in st])) if st else 0.0  # noqa: E731
     return {
         "sentences": len(st),
-        "peak": float(np.mean([s["peak"] for s in st])) if st else 0.0,
-        "uniform": float(np.mean([s["uniform"] for s in st])) if st else 0.0,
+        "flagged": flagged,
+        "peak": mean("peak"),
+        "uniform": mean("uniform"),
+        "diagonal": mean("diagonal"),
         "monotonic": sum(s["monotonic_steps"] for s in st) / max(sum(s["steps"] for s in st), 1),
         "moves_left": len(back),
         "local": sum(b <= LOCAL for b in back),
     }
 
 
-def ratio_claim(
-    better: str, others: list[str], stats: dict, lengths, n_samples: int = 1000
-) -> tuple[str, str, str]:
-    """Figure 2's claim for the model ``better`` against ``others``: its BLEU(>= LONG) / BLEU(<
-    SHORT) ratio is higher by :data:`RATIO_MARGIN`, judged (:func:`verdict`) only between models
-    above the learning floor (a ratio of two chance-level scores says nothing). ``stats``: each
-    model's list of per-seed statistics. Returns our numbers, the verdict and its reason."""
-    lengths = np.asarray(lengths)
-    short, long_ = lengths < SHORT, lengths >= LONG
-    ratio, low = {}, {}
-    for m in [better, *others]:
+class Judge:
+    """The claims of one study, judged by one set of rules: each model's per-sentence statistics
+    (``stats``: ``{model: [stats of each seed, [N, 10]]}``), the source lengths, their scores (the
+    mean over seeds), their resamples (:func:`seeded_scores`) and the models below the floor. Each
+    method returns one row of a claims table: ``claim``, ``paper``, ``ours``, ``verdict``,
+    ``reason`` and ``observation`` (what the numbers show outside the verdict, or empty)."""
+
+    def __init__(self, stats: dict[str, list[np.ndarray]], lengths, n_samples: int = 1000):
+        self.stats, self.lengths, self.n = stats, np.asarray(lengths), n_samples
+        self.score = {m: float(np.mean([bleu.bleu_from_stats(s, True) for s in ss]))
+                      for m, ss in stats.items()}  # fmt: skip
+        self.samples = {m: seeded_scores(ss, n_samples, draw=m) for m, ss in stats.items()}
+        self.low = {m: b for m, ss in stats.items() if (b := short_bleu(ss, lengths)) < FLOOR}
+
+    @classmethod
+    def of(cls, out: Path, groups: dict[str, list[str]], n_samples: int = 1000) -> Judge:
+        """The judge of the runs ``groups`` (``{model: its runs, one per seed}``) in ``out``."""
+        stats, lengths = {}, None
+        for m, runs in groups.items():
+            ds = [read_json(run_dir(out, r) / "bleu_by_length.json") for r in runs]
+            stats[m], lengths = [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
+        return cls(stats, lengths, n_samples)
+
+    def below(self, models: Sequence[str]) -> dict[str, float]:
+        """The models of ``models`` below the learning floor, with their short-sentence BLEU."""
+        return {m: self.low[m] for m in models if m in self.low}
+
+    def named(self, m: str) -> str:
+        """``"RNNsearch-50 10.90 (3 seeds)"``."""
+        k = len(self.stats[m])
+        return f"{m} {self.score[m]:.2f}" + (f" ({k} seeds)" if k > 1 else " (1 seed)")
+
+    def row(self, claim, paper, ours, v, why, observation="") -> dict:
+        return {"claim": claim, "paper": paper, "ours": ours, "verdict": v, "reason": why,
+                "observation": observation}  # fmt: skip
+
+    def beats(self, claim: str, paper: str, pairs: list[tuple[str, str]]) -> dict:
+        """``claim``: in each pair ``(better, other)``, ``better`` beats ``other`` by
+        :data:`MARGIN` BLEU (paired differences over the test sentences and the seeds). Where a
+        model below the floor takes part, the observation says which model leads at this budget."""
+        ds = [(self.score[a] - self.score[b], bleu.interval(self.samples[a] - self.samples[b]))
+              for a, b in pairs]  # fmt: skip
+        below = self.below([m for p in pairs for m in p])
+        v, why = verdict([iv for _, iv in ds], MARGIN, below)
+        seen = ""
+        if below:
+            ahead = [f"{a} {'leads' if iv[0] > MARGIN else 'does not lead'} {b} by more than "
+                     f"{MARGIN:g} BLEU" for (a, b), (_, iv) in zip(pairs, ds, strict=True)]  # fmt: skip
+            seen = (f"At this budget, outside the verdict: {'; '.join(ahead)}. That says which "
+                    "model learned faster, not which architecture is better.")  # fmt: skip
+        ours = "; ".join(f"{self.named(a)} vs {self.named(b)}, difference {difference(*d)}"
+                         for (a, b), d in zip(pairs, ds, strict=True))  # fmt: skip
+        return self.row(claim, paper, ours, v, why, seen)
+
+    def ratio(self, m: str) -> tuple[float, list[float], np.ndarray]:
+        """``m``'s BLEU(>= LONG) / BLEU(< SHORT): the mean over its seeds' scores, its 95%
+        interval and its resamples."""
+        short, long_ = self.lengths < SHORT, self.lengths >= LONG
         with np.errstate(divide="ignore", invalid="ignore"):
-            samples = (seeded_scores(stats[m], n_samples, long_, m)
-                       / seeded_scores(stats[m], n_samples, short, m))  # fmt: skip
-        point = np.mean([bleu.bleu_from_stats(s[long_], True) for s in stats[m]]) / max(
-            np.mean([bleu.bleu_from_stats(s[short], True) for s in stats[m]]), 1e-9
-        )
-        ratio[m] = (float(point), samples)
-        if (b := short_bleu(stats[m], lengths)) < FLOOR:
-            low[m] = b
+            samples = (seeded_scores(self.stats[m], self.n, long_, m)
+                       / seeded_scores(self.stats[m], self.n, short, m))  # fmt: skip
+        at = lambda sel: np.mean([bleu.bleu_from_stats(s[sel], True) for s in self.stats[m]])  # noqa: E731
+        return float(at(long_) / max(at(short), 1e-9)), bleu.interval(samples), samples
 
-    def txt(m):
-        lo, hi = bleu.interval(ratio[m][1])
-        return f"{m} {ratio[m][0]:.2f} [{lo:.2f}, {hi:.2f}]"
+    def ratios_text(self, models: Sequence[str]) -> str:
+        n_long = int((self.lengths >= LONG).sum())
+        parts = [f"{m} {p:.2f} [{lo:.2f}, {hi:.2f}]"
+                 for m in models for p, (lo, hi), _ in [self.ratio(m)]]  # fmt: skip
+        return (f"BLEU(≥{LONG}) / BLEU(<{SHORT}): " + "; ".join(parts)
+                + f" ({n_long} test sentences of ≥{LONG} words)")  # fmt: skip
 
-    ours = (f"BLEU(≥{LONG}) / BLEU(<{SHORT}): " + "; ".join(txt(m) for m in [better, *others])
-            + f" ({int(long_.sum())} test sentences of ≥{LONG} words)")  # fmt: skip
-    if not long_.any() or not short.any():
-        return ours, NOT_TESTABLE, f"no test sentences of ≥{LONG} or of <{SHORT} words"
-    above = [m for m in others if m not in low]
-    if better not in low and not above:
-        return ours, NOT_TESTABLE, (
-            f"no model to compare with above the learning floor of {FLOOR:g} BLEU: "
-            f"{floor_text({m: low[m] for m in others})}")  # fmt: skip
-    ivs = [bleu.interval(ratio[better][1] - ratio[m][1]) for m in above]
-    v, why = verdict(ivs, RATIO_MARGIN, {better: low[better]} if better in low else None,
-                     unit=" in the ratio")  # fmt: skip
-    if v != NOT_TESTABLE and len(above) < len(others):
-        why += f" (compared with {', '.join(above)}; the others are below the learning floor)"
-    return ours, v, why
+    def _no_lengths(self) -> bool:
+        return not (self.lengths >= LONG).any() or not (self.lengths < SHORT).any()
+
+    def holds_up(self, claim: str, paper: str, m: str) -> dict:
+        """Figure 2's first part: ``m`` shows no deterioration on sentences of LONG words or
+        more, its own ratio against 1 (:func:`holds_verdict`); testable when ``m`` is above the
+        floor."""
+        ours = self.ratios_text([m])
+        if self._no_lengths():
+            return self.row(claim, paper, ours, NOT_TESTABLE,
+                            f"no test sentences of ≥{LONG} or of <{SHORT} words")  # fmt: skip
+        if below := self.below([m]):
+            return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
+        return self.row(claim, paper, ours, *holds_verdict(self.ratio(m)[1]))
+
+    def holds_up_better(self, claim: str, paper: str, better: str, others: list[str]) -> dict:
+        """Figure 2's second part: ``better``'s ratio is higher than each of ``others``' by
+        :data:`RATIO_MARGIN`, judged against those of ``others`` above the floor; not testable
+        when ``better`` is below it or none of ``others`` is above it."""
+        ours = self.ratios_text([better, *others])
+        if self._no_lengths():
+            return self.row(claim, paper, ours, NOT_TESTABLE,
+                            f"no test sentences of ≥{LONG} or of <{SHORT} words")  # fmt: skip
+        if below := self.below([better]):
+            return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
+        above = [m for m in others if m not in self.low]
+        if not above:
+            return self.row(claim, paper, ours, NOT_TESTABLE,
+                            f"no model to compare with is above the learning floor of {FLOOR:g} "
+                            f"BLEU: {floor_text(self.below(others))}")  # fmt: skip
+        r = self.ratio(better)[2]
+        ivs = [bleu.interval(r - self.ratio(m)[2]) for m in above]
+        v, why = verdict(ivs, RATIO_MARGIN, unit=" in the ratio")
+        if len(above) < len(others):
+            why += (f" (compared with {', '.join(above)}; left out, "
+                    f"{below_floor(self.below(others))})")  # fmt: skip
+        return self.row(claim, paper, ours, v, why)
+
+    def aligns(self, claim: str, paper: str, m: str, records: list[dict], who: str) -> dict:
+        """Figure 3's claim on ``m``'s attention ``records`` (``who``: which run they are, for the
+        table): peaked (:data:`PEAKED`), along the diagonal (:data:`DIAGONAL`), mostly monotonic
+        with local moves left; flagged sentences are named and left out (:func:`attention_summary`)."""
+        a = attention_summary(records)
+        n, peak, diag, mono = a["sentences"], a["peak"], a["diagonal"], a["monotonic"]
+        back, local = a["moves_left"], a["local"]
+        flagged = "; ".join(f"{_panel(records, i)}: {why}" for i, why in a["flagged"])
+        ours = (f"{who}, {n} sentences: mean largest weight {peak:.2f} (uniform: "
+                f"{a['uniform']:.2f}); rank correlation with the diagonal {diag:.2f}; "
+                f"{mono:.0%} of the steps monotonic; {back} moves left, {local} of at most "
+                f"{LOCAL} words" + (f". Flagged and left out: {flagged}" if flagged else ""))  # fmt: skip
+        if below := self.below([m]):
+            return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
+        if not n:
+            return self.row(claim, paper, ours, NOT_TESTABLE, "no translated sentence with "
+                            "attention weights that is not flagged")  # fmt: skip
+        if peak < PEAKED:
+            return self.row(claim, paper, ours, NOT_TESTABLE, f"the attention is diffuse "
+                            f"(largest weight {peak:.2f} < {PEAKED}): its heaviest source word "
+                            "says little")  # fmt: skip
+        if diag >= DIAGONAL and mono >= MONOTONIC and local >= back - local:
+            return self.row(claim, paper, ours, REPRODUCED, f"peaked; along the diagonal "
+                            f"({diag:.2f} ≥ {DIAGONAL}); {mono:.0%} ≥ {MONOTONIC:.0%} monotonic "
+                            "steps; most moves left local")  # fmt: skip
+        return self.row(claim, paper, ours, NOT_REPRODUCED, f"rank correlation with the diagonal "
+                        f"{diag:.2f} (< {DIAGONAL}?), {mono:.0%} monotonic steps (< "
+                        f"{MONOTONIC:.0%}?) or mostly long moves left")  # fmt: skip
+
+
+def _panel(records: list[dict], i: int) -> str:
+    """How a claims table names record ``i`` of ``attention.json``: Figure 3's panel (a)-(d) for
+    the first four (the paper's sentences, ``nmt_lib.paper.FIG3_SOURCES``), else its test index."""
+    if i < 4:
+        return f"Figure 3 ({'abcd'[i]})"
+    r = records[i]
+    return f"test sentence {r['index'] + 1}" if r.get("index") is not None else f"sentence {i + 1}"
 
 
 def claims(out: Path, n_samples: int = 1000) -> list[dict]:
-    """The paper's four claims about its results, with our numbers (a model trained with several
+    """The paper's claims about its results, with our numbers (a model trained with several
     seeds: the mean over them), 95% intervals over test sentences and seeds (:func:`seeded_scores`;
-    one seed: the paired test-set bootstrap) and a verdict by :func:`verdict`'s rules, with the
-    reason; the alignment claim reads the attention of RNNsearch-50's first run, the one Figure 3
-    draws. Reads only ``out``."""
-    stats, lengths, groups = {}, None, seed_groups(out)
-    for m in MODELS[:4]:
-        ds = [read_json(run_dir(out, r) / "bleu_by_length.json") for r in groups[m]]
-        stats[m], lengths = [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
-    score = {m: float(np.mean([bleu.bleu_from_stats(s, True) for s in stats[m]])) for m in stats}
-    samples = {m: seeded_scores(stats[m], n_samples, draw=m) for m in stats}
-    low = {m: b for m in stats if (b := short_bleu(stats[m], lengths)) < FLOOR}
+    one seed: the paired test-set bootstrap) and a verdict by the rules of :class:`Judge`, with the
+    reason; Figure 2's claim in its two parts; the alignment claim reads the attention of
+    RNNsearch-50's first run, the one Figure 3 draws. (The Moses claim is not judged:
+    :data:`MOSES_CLAIM`.) Reads only ``out``."""
+    groups = seed_groups(out)
+    judge = Judge.of(out, {m: groups[m] for m in MODELS[:4]}, n_samples)
     paper = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
-    rows = []
-
-    def diff(a, b):
-        return score[a] - score[b], bleu.interval(samples[a] - samples[b])
-
-    def named(m):  # "RNNsearch-50 10.90 (3 seeds)"
-        return f"{m} {score[m]:.2f}" + (f" ({len(stats[m])} seeds)" if len(stats[m]) > 1 else "")
-
-    def ours(a, b, d):
-        return f"{named(a)} vs {named(b)}, difference {difference(*d)}"
-
-    def judged(better: list[str], others: list[str], ds) -> dict:
-        pick = lambda ms: {m: low[m] for m in ms if m in low} or None  # noqa: E731
-        v, why = verdict([iv for _, iv in ds], MARGIN, pick(better), pick(others))
-        return {"verdict": v, "reason": why}
-
-    # 1-2: Table 1, BLEU All, differences paired on the test sentences
+    vs = lambda a, b: f"{a} {paper[a]:.2f} vs {b} {paper[b]:.2f}"  # noqa: E731
     pairs = [("RNNsearch-30", "RNNencdec-30"), ("RNNsearch-50", "RNNencdec-50")]
-    ds = [diff(a, b) for a, b in pairs]
-    rows.append({
-        "claim": "RNNsearch beats RNNencdec at both training lengths (Table 1)",
-        "paper": "; ".join(f"{a} {paper[a]:.2f} vs {b} {paper[b]:.2f}" for a, b in pairs),
-        "ours": "; ".join(ours(a, b, d) for (a, b), d in zip(pairs, ds, strict=True)),
-        **judged(["RNNsearch-30", "RNNsearch-50"], ["RNNencdec-30", "RNNencdec-50"], ds),
-    })  # fmt: skip
-    d = diff("RNNsearch-30", "RNNencdec-50")
-    rows.append({
-        "claim": "RNNsearch-30 beats RNNencdec-50, which saw longer sentences (Table 1)",
-        "paper": f"RNNsearch-30 {paper['RNNsearch-30']:.2f} vs RNNencdec-50 "
-                 f"{paper['RNNencdec-50']:.2f}",
-        "ours": ours("RNNsearch-30", "RNNencdec-50", d),
-        **judged(["RNNsearch-30"], ["RNNencdec-50"], [d]),
-    })  # fmt: skip
+    first = groups["RNNsearch-50"][0]
+    return [
+        judge.beats("RNNsearch beats RNNencdec at both training lengths (Table 1)",
+                    "; ".join(vs(a, b) for a, b in pairs), pairs),
+        judge.beats("RNNsearch-30 beats RNNencdec-50, which saw longer sentences (Table 1)",
+                    vs("RNNsearch-30", "RNNencdec-50"), [("RNNsearch-30", "RNNencdec-50")]),
+        judge.holds_up(f"RNNsearch-50 shows no deterioration on sentences of {LONG} words or "
+                       "more (Figure 2)",
+                       "Figure 2: RNNsearch-50's curve does not fall, even past 50 words",
+                       "RNNsearch-50"),
+        judge.holds_up_better("RNNencdec's BLEU falls with length where RNNsearch-50's holds up "
+                              "(Figure 2)",
+                              "Figure 2: both RNNencdec curves fall with length; RNNsearch-50's "
+                              "does not", "RNNsearch-50", ["RNNencdec-30", "RNNencdec-50"]),
+        judge.aligns("The alignments follow the diagonal, mostly monotonic, with local "
+                     "reorderings (Figure 3)",
+                     "Figure 3: weights concentrated near the diagonal; e.g. European Economic "
+                     "Area → zone économique européenne reversed", "RNNsearch-50",
+                     read_json(run_dir(out, first) / "attention.json"),
+                     "RNNsearch-50 (" + ("its first seed" if first == "RNNsearch-50" else first)
+                     + ", Figure 3's model)"),
+    ]  # fmt: skip
 
-    # 3: Figure 2, long/short BLEU ratios
-    ours, v, why = ratio_claim("RNNsearch-50", ["RNNencdec-30", "RNNencdec-50"], stats, lengths,
-                               n_samples)  # fmt: skip
-    rows.append({
-        "claim": f"RNNencdec's BLEU falls as sentences get longer; RNNsearch-50 holds up on "
-                 f"sentences of {LONG} words or more (Figure 2)",
-        "paper": "Figure 2: both RNNencdec curves fall with length; RNNsearch-50's does not "
-                 "fall, even past 50 words",
-        "ours": ours, "verdict": v, "reason": why,
-    })  # fmt: skip
 
-    # 4: Figure 3, alignments of RNNsearch-50
-    a = attention_summary(read_json(run_dir(out, "RNNsearch-50") / "attention.json"))
-    n, peak, uniform, mono = a["sentences"], a["peak"], a["uniform"], a["monotonic"]
-    back, local = a["moves_left"], a["local"]
-    if not n:
-        v, why = NOT_TESTABLE, "no translated sentence with attention weights"
-    elif peak < PEAKED:
-        v = NOT_TESTABLE
-        why = (
-            f"the attention is diffuse (largest weight {peak:.2f} < {PEAKED}): its "
-            "heaviest source word says little"
-        )
-    elif mono >= MONOTONIC and local >= back - local:
-        v = REPRODUCED
-        why = f"peaked, {mono:.0%} ≥ {MONOTONIC:.0%} monotonic steps, most moves left local"
-    else:
-        v = NOT_REPRODUCED
-        why = f"{mono:.0%} monotonic steps (< {MONOTONIC:.0%}) or mostly long moves left"
-    rows.append({
-        "claim": "The alignments are mostly monotonic, with local reorderings (Figure 3)",
-        "paper": "Figure 3: weights concentrated near the diagonal; e.g. European Economic "
-                 "Area → zone économique européenne reversed",
-        "ours": f"{n} sentences: mean largest weight {peak:.2f} (uniform: {uniform:.2f}); "
-                f"{mono:.0%} of the steps monotonic; {back} moves left, {local} of at "
-                f"most {LOCAL} words",
-        "verdict": v,
-        "reason": why,
-    })  # fmt: skip
-    return rows
+def note(out: Path, profile: str | None = None) -> str:
+    """The claims table's note: the profile (``profile``, else the results directory's name), the
+    intervals, the margins, the floor, and the claim left out."""
+    seeded = any(len(runs) > 1 for runs in seed_groups(out).values())
+    return (
+        f"Profile `{profile or out.name}`. 95% intervals: paired bootstrap, 1000 resamples of the test set"
+        f"{' and of the seeds of a model that has several' if seeded else ''}, tokenized BLEU. "
+        f"Margin: {MARGIN:g} BLEU; in the ratio, {RATIO_MARGIN:g}. Learning floor: {FLOOR:g} "
+        f"BLEU on sentences of fewer than {SHORT} words. Paper: results/paper/table1.csv and "
+        f"Figures 2-3. {MOSES_CLAIM}"
+    )
+
+
+def main(argv=None) -> int:
+    from .tables import write_table  # tables builds on this module's verdicts
+
+    ap = argparse.ArgumentParser(prog="python -m nmt_experiments.claims", description=__doc__)
+    ap.add_argument("results_dir", type=Path, help="a profile's results, e.g. results/lite")
+    out = ap.parse_args(argv).results_dir
+    write_table(out, "claims", claims(out), note(out))
+    print(f"[claims] wrote claims.csv and claims.md into {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

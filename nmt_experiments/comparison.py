@@ -18,24 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from nmt_lib import bleu
 from nmt_lib.config import home
 from nmt_lib.data.vocab import SPECIALS, UNK
 from nmt_lib.io import read_json
 
 from . import tables
-from .claims import (
-    FLOOR,
-    LONG,
-    MARGIN,
-    SHORT,
-    difference,
-    ratio_claim,
-    seeded_scores,
-    short_bleu,
-    verdict,  # fmt: skip
-)
-from .results import eval_curve, run_dir, seed_groups, tokens_per_update
+from .claims import FLOOR, LONG, MARGIN, SHORT, Judge, short_bleu
+from .results import eval_curve, paper_table, run_dir, seed_groups, tokens_per_update
 
 RESULTS = home() / "results" / "compare"
 #: What each architecture attends with (the table's "attention" column; a format string).
@@ -50,6 +39,12 @@ ATTENTION = {
 #: Sutskever et al. (2014), Table 1: one LSTM ensemble member on the source as it is and reversed
 #: (test perplexity 5.8 → 4.7, BLEU 25.9 → 30.6, §3.3).
 SUTSKEVER_REVERSAL = "test BLEU 25.9 → 30.6 and perplexity 5.8 → 4.7 (§3.3)"
+#: Vaswani et al. (2017), Table 2: EN-FR newstest2014.
+VASWANI_CLAIM = (
+    "EN-FR newstest2014 (Table 2): Transformer (big) 41.8 BLEU, above every earlier single model "
+    "(the best, MoE, 40.56) and ensemble (ConvS2S, 41.29), at under a quarter of the training "
+    "cost of the best; Transformer (base) 38.1"
+)
 #: The architectures with attention.
 ATTENDING = ("RNNsearch", "Luong", "Transformer")
 #: Vaswani et al. (2017), the base model: 100,000 updates of about 25,000 target tokens (§5.1-5.2),
@@ -220,67 +215,50 @@ def outputs(out: Path = RESULTS) -> list[dict]:
 
 def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
     """The claims the comparison tests, at equal updates, with our numbers, 95% intervals over
-    seeds and test sentences (:func:`nmt_experiments.claims.seeded_scores`) and a verdict by the rules of
-    :func:`nmt_experiments.claims.verdict`:
+    seeds and test sentences and a verdict by the rules of :class:`nmt_experiments.claims.Judge`
+    (a claim is decided only between models above the learning floor):
 
     1. Bahdanau et al.'s Table 1: RNNsearch-50 beats RNNencdec-50 (by ``MARGIN`` BLEU);
-    2. per attention model, Bahdanau et al.'s Figure 2: attention removes the fixed vector's
-       bottleneck, so BLEU on sentences of ``LONG`` words or more, relative to BLEU on sentences of
-       fewer than ``SHORT``, is higher than that of the models without attention
-       (:func:`nmt_experiments.claims.ratio_claim`, between models above the learning floor);
+    2. per attention model, Bahdanau et al.'s Figure 2 in its two parts: (a) its BLEU on sentences
+       of ``LONG`` words or more, relative to BLEU on sentences of fewer than ``SHORT``, shows no
+       fall; (b) that ratio is higher than the models' without attention;
     3. Sutskever et al.'s: reversing the source helps an LSTM encoder-decoder (by ``MARGIN``);
     4. Vaswani et al.'s: the Transformer beats the recurrent attention models (by ``MARGIN``)."""
     found = models(out)
-    stats, lengths = {}, None
-    for m, runs in found.items():
-        stats[m], lengths = _stats(out, runs)
+    judge = Judge.of(out, found, n_samples)
     arch = {m: config(out, runs[0])["model"]["arch"] for m, runs in found.items()}
     reverse = {m: config(out, runs[0])["model"].get("reverse_source", False)
                for m, runs in found.items()}  # fmt: skip
-    low = {m: b for m in found if (b := short_bleu(stats[m], lengths)) < FLOOR}
-    score = {m: float(np.mean([bleu.bleu_from_stats(s, True) for s in stats[m]])) for m in found}
-    samples = {m: seeded_scores(stats[m], n_samples, draw=m) for m in found}
-    seeds = lambda m: f"{len(stats[m])} seed{'s' * (len(stats[m]) > 1)}"  # noqa: E731
+    paper_t1 = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
     rows = []
-
-    def diff_row(claim, paper, a, bs):
-        ds = [(score[a] - score[b], bleu.interval(samples[a] - samples[b])) for b in bs]
-        pick = lambda ms: {m: low[m] for m in ms if m in low} or None  # noqa: E731
-        v, why = verdict([iv for _, iv in ds], MARGIN, pick([a]), pick(bs))
-        rows.append({
-            "claim": claim, "paper": paper,
-            "ours": "; ".join(f"{a} {score[a]:.2f} ({seeds(a)}) vs {b} {score[b]:.2f} "
-                              f"({seeds(b)}), difference {difference(*d)}"
-                              for b, d in zip(bs, ds, strict=True)),
-            "verdict": v, "reason": why,
-        })  # fmt: skip
-
     if "RNNsearch-50" in found and "RNNencdec-50" in found:
-        diff_row("RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)",
-                 "RNNsearch-50 26.75 vs RNNencdec-50 17.82", "RNNsearch-50", ["RNNencdec-50"])  # fmt: skip
+        rows.append(judge.beats(
+            "RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)",
+            f"RNNsearch-50 {paper_t1['RNNsearch-50']:.2f} vs RNNencdec-50 "
+            f"{paper_t1['RNNencdec-50']:.2f}", [("RNNsearch-50", "RNNencdec-50")]))  # fmt: skip
     attn = [m for m in found if arch[m] in ATTENDING]
     plain = [m for m in found if m not in attn]
     for m in attn:
-        ours, v, why = ratio_claim(m, plain, stats, lengths, n_samples)
-        rows.append({
-            "claim": f"{m}: attention keeps BLEU on long sentences, where models without "
-                     f"attention lose it (Bahdanau et al., Figure 2)",
-            "paper": "RNNsearch-50's curve does not fall past 50 words; RNNencdec's do",
-            "ours": ours, "verdict": v, "reason": why,
-        })  # fmt: skip
+        rows.append(judge.holds_up(
+            f"{m} shows no deterioration on sentences of {LONG} words or more (Bahdanau et "
+            "al., Figure 2)", "RNNsearch-50's curve does not fall past 50 words", m))  # fmt: skip
+        rows.append(judge.holds_up_better(
+            f"{m} holds up on long sentences better than the models without attention "
+            "(Bahdanau et al., Figure 2)", "RNNsearch-50's curve does not fall; RNNencdec's do",
+            m, plain))  # fmt: skip
     lstm = [m for m in found if arch[m] == "Seq2seq"]
     back = [m for m in lstm if reverse[m]]
     fwd = [m for m in lstm if not reverse[m]]
     if fwd and back:
-        diff_row("Reversing the source helps an LSTM encoder-decoder without attention "
-                 "(Sutskever et al.)", SUTSKEVER_REVERSAL, back[0], fwd[:1])  # fmt: skip
+        rows.append(judge.beats(
+            "Reversing the source helps an LSTM encoder-decoder without attention "
+            "(Sutskever et al.)", SUTSKEVER_REVERSAL, [(back[0], fwd[0])]))  # fmt: skip
     tf = [m for m in attn if arch[m] == "Transformer"]
     recurrent = [m for m in attn if m not in tf]
     if tf and recurrent:
-        diff_row("The Transformer beats the recurrent attention models (Vaswani et al.)",
-                 "EN-FR newstest2014 (Table 2): Transformer (big) 41.8 BLEU, above every "
-                 "earlier model (GNMT+RL 39.92), at under a quarter of the training cost of "
-                 "the best; Transformer (base) 38.1", tf[0], recurrent)  # fmt: skip
+        rows.append(judge.beats(
+            "The Transformer beats the recurrent attention models (Vaswani et al.)",
+            VASWANI_CLAIM, [(tf[0], m) for m in recurrent]))  # fmt: skip
     return rows
 
 

@@ -224,6 +224,32 @@ def verdict_counts(verdicts: list[str]) -> str:
     return ", ".join(f"{verdicts.count(v)} {v}" for v in order if verdicts.count(v))
 
 
+def ranked_text(rows: list[dict]) -> str:
+    """``rows`` (a comparison table: ``model``, ``All``, ``All sd``) ranked by BLEU, as a sentence:
+    neighbours whose difference is within the spread over seeds are a tie, joined by ``≈`` (the
+    spread: the larger of the two models' standard deviations; a model with one seed has the
+    median of the others')."""
+    sds = sorted(float(r["All sd"]) for r in rows if r.get("All sd") not in (None, ""))
+    typical = sds[len(sds) // 2] if sds else 0.0
+    sd = lambda r: typical if r.get("All sd") in (None, "") else float(r["All sd"])  # noqa: E731
+    ranked = sorted(rows, key=lambda r: -float(r["All"]))
+    text = f"{ranked[0]['model']} {float(ranked[0]['All']):.2f}"
+    for a, b in zip(ranked, ranked[1:], strict=False):
+        tie = float(a["All"]) - float(b["All"]) < max(sd(a), sd(b))
+        text += f"{' ≈ ' if tie else ', '}{b['model']} {float(b['All']):.2f}"
+    return text
+
+
+def claims_markdown(rows: list[dict]) -> str:
+    """A claims table as the book shows it: each claim first in one plain sentence (the claim, its
+    verdict and why, and what the numbers show outside the verdict), then the table of the paper's
+    numbers and ours."""
+    lines = [f"- **{r['claim']}**: *{r['verdict']}*; {r['reason']}."
+             + (f" {r['observation']}" if r.get("observation") else "") for r in rows]  # fmt: skip
+    table = [{k: r[k] for k in ("claim", "paper", "ours", "verdict")} for r in rows]
+    return "\n".join(lines) + "\n\n" + markdown_table(table)
+
+
 def readme_results(profile: str = "lite") -> str:
     """The README's first-screen summary of the committed results: ``profile``'s Table 1 beside the
     paper's, its claims' verdicts, and the `gpu` run where there is one. Written into README.md by
@@ -255,7 +281,7 @@ def readme_results(profile: str = "lite") -> str:
     compare = results_path("compare")
     if (compare / "claims.csv").is_file():
         with open(compare / "comparison.csv", encoding="utf-8") as f:
-            ranked = sorted(csv.DictReader(f), key=lambda r: -float(r["All"]))
+            ranked = ranked_text(list(csv.DictReader(f)))
         with open(compare / "claims.csv", encoding="utf-8") as f:
             judged = [r["verdict"] for r in csv.DictReader(f)]
         cmp = read_json(compare / "manifest.json")
@@ -269,7 +295,8 @@ def readme_results(profile: str = "lite") -> str:
             "",
             "Beside them, on the same data and sizes, the models before and after the paper "
             f'(`results/compare/`, the book\'s part "Before and after the paper"), {budget}: '
-            + ", ".join(f"{r['model']} {float(r['All']):.2f}" for r in ranked)
+            + ranked
+            + " (≈: a tie, within the spread over seeds)"
             + f". Of the {len(judged)} claims that comparison tests: {verdict_counts(judged)}.",
         ]
     gpu = results_path("gpu")
