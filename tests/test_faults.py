@@ -179,8 +179,9 @@ def test_translate_refuses_beam_0_and_names_the_line_of_bad_input(capsys, tmp_pa
     bad = tmp_path / "in.txt"
     bad.write_bytes(b"a good line\nthe \xff cat\n")
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
-    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50",
-                        "-i", str(bad), "--out", str(tmp_path / "r"))  # fmt: skip
+    # the committed model (the input is read once a model is loaded)
+    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50*", "-i",
+                        str(bad))  # fmt: skip
     assert rc == 1 and f"{bad}, line 2: not UTF-8 (byte 0xff at column 5)" in err
 
 
