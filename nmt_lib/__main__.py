@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("pack", help="the prepared data and dev/test files, for another machine")
     common(p)
-    p.add_argument("pack_dir", help="directory to write (a folder per run when several)")
+    p.add_argument("pack_dir", help="a new directory to write (a folder per run when several); "
+                   "an existing one must be empty or a pack, which is replaced")  # fmt: skip
     p.set_defaults(func=cmd_pack)
 
     p = sub.add_parser("translate", help="translate raw English lines with beam search")

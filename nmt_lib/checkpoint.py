@@ -44,8 +44,11 @@ FORMAT = "nmt_lib.checkpoint/2"
 _FORMATS = (FORMAT, "nmt_lib.checkpoint/1")  # what load_checkpoint reads
 
 #: What a checkpoint holds besides tensors and plain values: the numpy RNG state's ``key`` (an array of
-#: uint32), which ``torch.load(weights_only=True)`` is allowed to rebuild while reading one.
-SAFE_GLOBALS = [np._core.multiarray._reconstruct, np.ndarray, np.dtype, np.dtypes.UInt32DType]
+#: uint32), which ``torch.load(weights_only=True)`` is allowed to rebuild while reading one (numpy 1
+#: named its function ``numpy.core.multiarray._reconstruct``).
+_reconstruct = np._core.multiarray._reconstruct
+SAFE_GLOBALS = [_reconstruct, (_reconstruct, "numpy.core.multiarray._reconstruct"), np.ndarray,
+                np.dtype, np.dtypes.UInt32DType]  # fmt: skip
 
 #: Settings that must not change when a run is resumed (budgets, evaluation, checkpointing,
 #: precision, device and search settings may).

@@ -118,9 +118,10 @@ def manifest_sums(path: Path) -> tuple[Path, dict[str, str]]:
     manifest = path.parent.parent / "manifest.json"
     try:
         published = read_json(manifest).get("published", {})
-    except (OSError, ValueError, AttributeError):
+        sums = next(s for run, s in published.items() if run_dir_name(run) == path.name)
+    except (OSError, ValueError, AttributeError, StopIteration):  # ConfigError: a run name
         return manifest, {}
-    return manifest, next((s for run, s in published.items() if run_dir_name(run) == path.name), {})
+    return manifest, sums if isinstance(sums, dict) else {}
 
 
 def verify(path: str | os.PathLike) -> None:
