@@ -128,7 +128,7 @@ def main():
                       trg_tokens_incl_eos=tokens, sents=sentences, tok_per_s_incl_eos=tokens / dt,
                       tok_per_s_words=(tokens - sentences) / dt)  # fmt: skip
     else:
-        model.load_state_dict(torch.load(args.ckpt))
+        model.load_state_dict(torch.load(args.ckpt, weights_only=True))
         model.eval()
         xs = [s + [2] for s in ids(sv, read(args.data / "test.src"))]
 

@@ -161,6 +161,11 @@ def _publish(prof, name: str, results_dir, prep) -> None:
     run, out = prof.runs[name], run_dir(results_path(prof.name, results_dir), name)
     target = published_dir(prof.name, name, results_dir)
     publish.export(default_checkpoint_dir(run, out), target, run, out, prep.test)
+    manifest = results_path(prof.name, results_dir) / "manifest.json"
+    if manifest.is_file():  # the sums that nmt_lib.publish.verify checks the new files against
+        recorded = read_json(manifest)
+        recorded.setdefault("published", {})[name] = publish.recorded_sums(target)
+        write_json(manifest, recorded)
     print(f"[replicate] {name}: weights published -> {target}", flush=True)
 
 
@@ -364,8 +369,9 @@ def provenance(prof, git: dict | None = None) -> dict:
 
 def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dict:
     """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results): the
-    :func:`provenance`, the device and precision of every run, the sacreBLEU signatures and the
-    wall times."""
+    :func:`provenance`, the device and precision of every run, the sacreBLEU signatures, the wall
+    times and the sha256 of each published model's files (``published``: what
+    :func:`nmt_lib.publish.verify` checks them against)."""
     signatures, devices, precisions = {}, {}, {}
     for name in prof.runs:
         bleu = read_json(run_dir(out, name) / "bleu.json")
@@ -377,6 +383,9 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
     manifest["hardware"]["precision_per_run"] = precisions  # train.precision as resolved ("auto")
     manifest["sacrebleu_signatures"] = signatures
     manifest["wall_seconds"] = walls
+    published = {name: published_dir(prof.name, name, out) for name in prof.publish}
+    manifest["published"] = {name: publish.recorded_sums(d) for name, d in published.items()
+                             if (d / publish.SUMS).is_file()}  # fmt: skip
     write_json(out / "manifest.json", manifest)
     return manifest
 

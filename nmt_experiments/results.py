@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from nmt_lib.config import home, run_dir_name
+from nmt_lib.config import PROFILE_DIR, home, profile_path, run_dir_name
 from nmt_lib.io import read_json
 
 
@@ -23,11 +23,31 @@ def results_path(profile: str, results_dir: str | os.PathLike | None = None) -> 
     return Path(results_dir) if results_dir else home() / "results" / profile
 
 
+def check_profile(profile: str, results_dir: str | os.PathLike | None = None) -> None:
+    """Raise :class:`ResultsMissing` saying so, with the profiles that exist, if ``profile`` is
+    neither a profile (:func:`nmt_lib.config.profile_path`, or a study's of
+    ``nmt_lib/profiles/studies/``) nor the name of a results directory (``results_dir`` given:
+    nothing to check)."""
+    if results_dir is not None or results_path(profile).is_dir():
+        return
+    if profile_path(profile).is_file() or (PROFILE_DIR / "studies" / f"{profile}.toml").is_file():
+        return
+    known = sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+    studies = sorted(p.stem for p in (PROFILE_DIR / "studies").glob("*.toml"))
+    raise ResultsMissing(
+        f"no profile {profile!r}: the profiles are {', '.join(known)} (and the studies' "
+        f"{', '.join(studies)}), or a profile file's path"
+    )
+
+
 def require_results(path: Path, *names: str) -> Path:
-    """Check that ``path`` holds ``names`` (report mode); never trains to make them."""
+    """Check that ``path`` holds ``names`` (report mode); never trains to make them. A ``path``
+    of ``results/`` whose name is no profile says so (:func:`check_profile`)."""
     missing = [n for n in names if not (path / n).exists()]
     if missing:
         profile = path.name
+        if Path(path) == results_path(profile):
+            check_profile(profile)
         raise ResultsMissing(
             f"{path} has no {', '.join(missing)}. Report mode only reads committed results; to "
             f"create them run `python tools/notebooks.py --profile {profile} --train` "

@@ -124,8 +124,14 @@ def cmd_pack(a) -> int:
     return 0
 
 
+#: Lines that ``translate`` reads, translates and writes at a time (one from a terminal): its memory
+#: does not grow with the input's length, and the translations of a long input appear as it goes.
+CHUNK_LINES = 1024
+
+
 def cmd_translate(a) -> int:
     import shlex
+    from contextlib import nullcontext
 
     from .checkpoint import CheckpointError, default_checkpoint_dir
     from .evaluate import find_checkpoint, load_trained, load_vocabs, translate_lines
@@ -138,9 +144,6 @@ def cmd_translate(a) -> int:
     cfg = runs[0]
     if a.output and a.output != "-" and Path(a.output).is_dir():
         raise IsADirectoryError(f"{a.output}: is a directory: -o takes the name of a file to write")
-    lines, bad = _read_lines(a.input)
-    for msg in bad:  # translated as empty lines, so that the output stays line by line
-        print(f"nmt_lib translate: {msg}: translated as an empty line", file=sys.stderr)
     ckpt = find_checkpoint(
         a.checkpoint
         or default_checkpoint_dir(cfg, _out(a, profile) / "runs" / run_dir_name(cfg.name))
@@ -150,6 +153,7 @@ def cmd_translate(a) -> int:
     if not ckpt.is_file() and not a.checkpoint and published.is_dir():
         from . import publish
 
+        ckpt = published
         model, saved, src_vocab, trg_vocab = publish.load(published, device)
     elif not ckpt.is_file():
         raise CheckpointError(
@@ -161,14 +165,17 @@ def cmd_translate(a) -> int:
     else:
         model, saved, trained_on = load_trained(ckpt, device, with_data=True)
         src_vocab, trg_vocab = load_vocabs(ckpt, trained_on)
+    if saved.model != cfg.model:  # a checkpoint of another run (another family, other sizes)
+        differ = [
+            k for k in vars(cfg.model) if getattr(saved.model, k, None) != getattr(cfg.model, k)
+        ]
+        raise CheckpointError(
+            f"{ckpt}: holds a model of run {saved.name!r} ({saved.model.arch}), not one of run "
+            f"{cfg.name!r} ({cfg.model.arch}; they differ in model.{', model.'.join(differ)}): "
+            f"translate with --run {shlex.quote(saved.name)}, or with {cfg.name!r}'s checkpoint"
+        )
     on = backend(saved.train.backend)
     on.tune_process()
-    name = "standard input" if a.input in (None, "-") else a.input
-    for k, line in enumerate(lines, 1):
-        if (n := len(line.split())) > 2 * saved.data.max_len:
-            print(f"nmt_lib translate: {name}, line {k}: {n} words, far beyond the "
-                  f"{saved.data.max_len} words of the longest training sentences (data.max_len); "
-                  "expect a poor translation", file=sys.stderr)  # fmt: skip
     search = cfg.search
     if a.beam is not None or a.normalize:
         from dataclasses import replace
@@ -178,36 +185,67 @@ def cmd_translate(a) -> int:
             beam=search.beam if a.beam is None else a.beam,
             normalize=a.normalize or search.normalize,
         )
-    out = translate_lines(
-        model, lines, src_vocab, trg_vocab, search, saved.data.src_lang, saved.data.trg_lang,
-        device, cfg.train.precision, a.ignore_unk, a.alignment, a.replace_unk,
-        on,
-    )  # fmt: skip
-    text = "".join(line + "\n" for line in out)
-    if a.output and a.output != "-":
-        from .io import atomic_write
-
-        with atomic_write(a.output) as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    name = "standard input" if a.input in (None, "-") else a.input
+    bad = 0
+    with (
+        nullcontext(sys.stdin.buffer) if a.input in (None, "-") else open(a.input, "rb") as src,
+        _output(a.output) as sink,
+    ):
+        for chunk in _chunks(_read_lines(src, name), 1 if src.isatty() else CHUNK_LINES):
+            lines = []
+            for k, line, msg in chunk:
+                if msg:  # translated as an empty line, so that the output stays line by line
+                    bad += 1
+                    print(f"nmt_lib translate: {msg}: translated as an empty line", file=sys.stderr)
+                elif (n := len(line.split())) > 2 * saved.data.max_len:
+                    print(f"nmt_lib translate: {name}, line {k}: {n} words, far beyond the "
+                          f"{saved.data.max_len} words of the longest training sentences "
+                          "(data.max_len); expect a poor translation", file=sys.stderr)  # fmt: skip
+                lines.append(line)
+            out = translate_lines(
+                model, lines, src_vocab, trg_vocab, search, saved.data.src_lang,
+                saved.data.trg_lang, device, cfg.train.precision, a.ignore_unk, a.alignment,
+                a.replace_unk, on,
+            )  # fmt: skip
+            sink.write("".join(line + "\n" for line in out))
+            sink.flush()
     return 1 if bad else 0
 
 
-def _read_lines(path: str | None) -> tuple[list[str], list[str]]:
-    """The lines of ``path`` (stdin for None or ``-``), as UTF-8, and a message naming each line
-    that is not UTF-8 (an empty line in its place)."""
-    name = "standard input" if path in (None, "-") else path
-    raw = sys.stdin.buffer.read() if path in (None, "-") else Path(path).read_bytes()
-    lines, bad = [], []
-    for k, line in enumerate(raw.split(b"\n"), 1):
+def _output(path: str | None):
+    """Where ``translate`` writes: standard output, or the file ``path`` (written atomically: it
+    appears, whole, once every line is translated)."""
+    from contextlib import nullcontext
+
+    from .io import atomic_write
+
+    return nullcontext(sys.stdout) if path in (None, "-") else atomic_write(path)
+
+
+def _chunks(items, n: int):
+    """``items`` (an iterable) in lists of ``n`` (the last one shorter)."""
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == n:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _read_lines(stream, name: str):
+    """``(number, text, message)`` for each line of the binary ``stream`` (``name``: what messages
+    call it), read as it goes: the text decoded from UTF-8 (its ``\\n`` and trailing ``\\r``
+    dropped), or, for a line that is not UTF-8, an empty text and a message naming the line. A
+    final line without a newline is a line."""
+    for k, raw in enumerate(stream, 1):
+        line = raw[:-1] if raw.endswith(b"\n") else raw
         try:
-            lines.append(line.decode("utf-8").rstrip("\r"))
+            yield k, line.decode("utf-8").rstrip("\r"), None
         except UnicodeDecodeError as e:
-            lines.append("")
-            bad.append(f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column "
-                       f"{e.start + 1})")  # fmt: skip
-    return (lines[:-1] if lines and lines[-1] == "" else lines), bad
+            yield k, "", (f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column "
+                          f"{e.start + 1})")  # fmt: skip
 
 
 def _positive(text: str) -> int:
@@ -258,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("pack", help="the prepared data and dev/test files, for another machine")
     common(p)
-    p.add_argument("pack_dir", help="directory to write (a folder per run when several)")
+    p.add_argument("pack_dir", help="a new directory to write (a folder per run when several); "
+                   "an existing one must be empty or a pack, which is replaced")  # fmt: skip
     p.set_defaults(func=cmd_pack)
 
     p = sub.add_parser("translate", help="translate raw English lines with beam search")

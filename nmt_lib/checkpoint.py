@@ -11,9 +11,11 @@ when read, instead of training on from damaged weights. GroundHog saved every 10
 ``train.checkpoint_minutes`` and at the end, as ``last.pt`` (and ``best.pt`` with early stopping) in
 a directory outside the results (:func:`default_checkpoint_dir`).
 
-Checkpoints are trusted local files of this project (they hold numpy and python RNG states, so they
-are loaded with ``weights_only=False``). A truncated, damaged or garbage file, or one written for
-another model or data setting, raises :class:`CheckpointError` naming the file.
+Checkpoints are read with ``torch.load(weights_only=True)``: tensors and plain values, and the numpy
+array of the numpy RNG state (:data:`SAFE_GLOBALS`, allowed while reading a checkpoint only); a file
+whose pickle needs anything else (an object that would run code when read) is refused. A truncated,
+damaged or garbage file, or one written for another model or data setting, raises
+:class:`CheckpointError` naming the file.
 
 The file is a header line ``nmt_lib.checkpoint/2``, a line with the sha256 of the rest, and then
 ``torch.save``'s bytes. Files of format 1 (``torch.save``'s bytes alone) are still read, unchecked.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import pickle
 import random
 from pathlib import Path
 
@@ -39,6 +42,13 @@ LAST, BEST = "last.pt", "best.pt"
 
 FORMAT = "nmt_lib.checkpoint/2"
 _FORMATS = (FORMAT, "nmt_lib.checkpoint/1")  # what load_checkpoint reads
+
+#: What a checkpoint holds besides tensors and plain values: the numpy RNG state's ``key`` (an array of
+#: uint32), which ``torch.load(weights_only=True)`` is allowed to rebuild while reading one (numpy 1
+#: named its function ``numpy.core.multiarray._reconstruct``).
+_reconstruct = np._core.multiarray._reconstruct
+SAFE_GLOBALS = [_reconstruct, (_reconstruct, "numpy.core.multiarray._reconstruct"), np.ndarray,
+                np.dtype, np.dtypes.UInt32DType]  # fmt: skip
 
 #: Settings that must not change when a run is resumed (budgets, evaluation, checkpointing,
 #: precision, device and search settings may).
@@ -137,11 +147,23 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
                 "them): delete it to start afresh, or restore a copy"
             )
     try:
-        state = torch.load(io.BytesIO(body), map_location=map_location, weights_only=False)
-    except Exception as e:  # truncated zip, garbage bytes, pickle errors, ...
+        with torch.serialization.safe_globals(SAFE_GLOBALS):
+            state = torch.load(io.BytesIO(body), map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError:  # an object that is not a tensor, a plain value or SAFE_GLOBALS
+        try:
+            found = torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(body))
+        except Exception:
+            found = []
         raise CheckpointError(
-            f"{path}: not a readable checkpoint ({type(e).__name__}: {e}); it may be truncated or "
-            "corrupt: delete it to start afresh, or restore a copy"
+            f"{path}: refused: it holds objects other than tensors and plain values "
+            f"({', '.join(found) or 'unknown'}), which could run code when read; use a checkpoint "
+            "written by nmt_lib"
+        ) from None
+    except Exception as e:  # truncated zip, garbage bytes, ...
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({type(e).__name__}: {first}); it may be truncated "
+            "or corrupt: delete it to start afresh, or restore a copy"
         ) from None
     if not isinstance(state, dict) or state.get("format") not in _FORMATS:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__

@@ -12,14 +12,16 @@ model that overrides them (``arch``, ``max_len``, a longer budget for RNNsearch-
     data = { max_len = 50 }
 
 Defaults live here, in one place, and are the paper's (``PAPER.md`` §6, §9; each departure a row of
-``book/deviations.md``). Unknown keys and wrong types are errors that name the file and the key. The
-resolved config of every run is saved next to its results (:func:`to_dict`).
+``book/deviations.md``). Unknown keys, wrong types and values out of their range (NaN and infinities
+included: every number must be finite) are errors that name the file and the key; a run's name is a
+name, never a path. The resolved config of every run is saved next to its results (:func:`to_dict`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tomllib
 import types
@@ -210,8 +212,12 @@ class DataConfig:
     seed: int = 1234
 
     def __post_init__(self):
-        if self.max_len <= 0 or self.batch_size <= 0 or self.sort_k_batches <= 0:
-            raise ConfigError("data.max_len, data.batch_size and data.sort_k_batches must be > 0")
+        for name in ("max_len", "batch_size", "sort_k_batches", "src_words", "trg_words"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"data.{name} must be > 0, got {getattr(self, name)}")
+        if self.max_train_pairs is not None and self.max_train_pairs <= 0:
+            raise ConfigError(f"data.max_train_pairs must be > 0 (or unset), got "
+                              f"{self.max_train_pairs}")  # fmt: skip
 
     def resolved_data_dir(self) -> Path:
         """``data_dir`` if set, else ``NMT_DATA``, else ``data/wmt14`` under :func:`home`: a setting
@@ -275,10 +281,19 @@ class TrainConfig:
                 raise ConfigError(
                     f"train.{name} must be one of {list(allowed)}, not {getattr(self, name)!r}"
                 )
-        if self.lr < 0 or self.clip_norm <= 0:
+        if self.lr < 0:
+            raise ConfigError(f"train.lr must be >= 0, got {self.lr}")
+        for name in ("clip_norm", "eps"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"train.{name} must be > 0, got {getattr(self, name)}")
+        if not 0 < self.rho < 1:
+            raise ConfigError(f"train.rho must be in (0, 1), got {self.rho}")
+        if self.checkpoint_minutes < 0:
             raise ConfigError(
-                f"train.lr must be >= 0 and train.clip_norm > 0: {self.lr}, {self.clip_norm}"
+                f"train.checkpoint_minutes must be >= 0, got {self.checkpoint_minutes}"
             )
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"train.threads must be >= 1 (or unset), got {self.threads}")
         if not 0 < self.adam_beta2 < 1:
             raise ConfigError(f"train.adam_beta2 must be in (0, 1), got {self.adam_beta2}")
         if self.lr_schedule == "inverse_sqrt" and not self.warmup_updates:
@@ -319,6 +334,12 @@ class SearchConfig:
     def __post_init__(self):
         if self.beam < 1:
             raise ConfigError(f"search.beam must be >= 1, got {self.beam}")
+        if self.batch_size < 1:
+            raise ConfigError(f"search.batch_size must be >= 1, got {self.batch_size}")
+        if self.min_len_ratio < 0:
+            raise ConfigError(f"search.min_len_ratio must be >= 0, got {self.min_len_ratio}")
+        if self.max_len_ratio <= 0:
+            raise ConfigError(f"search.max_len_ratio must be > 0, got {self.max_len_ratio}")
 
 
 @dataclass(frozen=True)
@@ -357,7 +378,10 @@ _SECTIONS = {"model": ModelConfig, "data": DataConfig, "train": TrainConfig, "se
 
 
 def _coerce(cls, value, where: str):
-    """Check ``value`` against the annotation ``cls`` (int, float, str, bool, tuples, optionals)."""
+    """Check ``value`` against the annotation ``cls`` (int, float, str, bool, tuples, optionals);
+    no number may be NaN or infinite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
     origin = typing.get_origin(cls)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(cls)
@@ -426,6 +450,11 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
     unknown = sorted(set(doc) - {"name", "description", "runs", "publish", *_SECTIONS})
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {unknown}")
+    for key in ("runs", *_SECTIONS):
+        _table(doc.get(key, {}), f"{path}: {key}")
+    for key in ("name", "description"):
+        if not isinstance(doc.get(key, ""), str):
+            raise ConfigError(f"{path}: {key}: expected a string, got {doc[key]!r}")
     for sec, values in section_overrides.items():  # blamed on the override, not on the file
         if sec == "model":  # the types here; the values with each run's (below)
             for k, v in values.items():
@@ -437,11 +466,14 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
             _checked(_SECTIONS[sec], values, f"--set {sec}")
     runs = {}
     for run_name, run in doc.get("runs", {}).items():
+        check_name(run_name, f"{path}: runs.{run_name!r}")
+        _table(run, f"{path}: runs.{run_name!r}")
         bad = sorted(set(run) - set(_SECTIONS))
         if bad:
             raise ConfigError(f"{path}: runs.{run_name!r}: unknown key(s) {bad}")
         parts = {}
         for sec, cls in _SECTIONS.items():
+            _table(run.get(sec, {}), f"{path}: runs.{run_name!r}.{sec}")
             values = {**doc.get(sec, {}), **run.get(sec, {}), **section_overrides.get(sec, {})}
             where = f"{path}: runs.{run_name!r}.{sec}"
             parts[sec] = model_config(values, where) if sec == "model" else make(cls, values, where)
@@ -455,11 +487,32 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
             raise ConfigError(f"{path}: {e}") from None
     if not runs:
         raise ConfigError(f'{path}: a profile needs at least one [runs."<name>"] table')
-    publish = tuple(doc.get("publish", ()))
+    publish = doc.get("publish", [])
+    if not isinstance(publish, list) or not all(isinstance(n, str) for n in publish):
+        raise ConfigError(f"{path}: publish: expected a list of run names, got {publish!r}")
+    publish = tuple(publish)
     if missing := [n for n in publish if n not in runs]:
         raise ConfigError(f"{path}: publish names no run of the profile: {missing}")
-    name = doc.get("name", path.stem)
+    name = check_name(doc.get("name", path.stem), f"{path}: name")
     return Profile(name, doc.get("description", ""), runs, str(path), publish)
+
+
+def _table(value, where: str) -> dict:
+    """``value`` if it is a TOML table, else :class:`ConfigError` naming ``where``."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a table, got {value!r}")
+    return value
+
+
+def check_name(name: str, where: str) -> str:
+    """``name`` (a run's, a profile's) if it can name a directory (no separator or NUL, not ``.``,
+    ``..`` or empty), else :class:`ConfigError` naming ``where``: results never go outside
+    ``--out``."""
+    if name in ("", ".", "..") or any(c in name for c in "/\\\0"):
+        raise ConfigError(
+            f"{where}: {name!r} is not a name (a name has no '/', '\\' or NUL and is not '.' or '..')"
+        )
+    return name
 
 
 def to_dict(cfg) -> dict:
@@ -480,5 +533,6 @@ def run_from_dict(d: dict) -> RunConfig:
 
 
 def run_dir_name(run_name: str) -> str:
-    """A file-system-safe name: ``RNNsearch-50*`` -> ``RNNsearch-50star``."""
-    return run_name.replace("*", "star")
+    """A file-system-safe name: ``RNNsearch-50*`` -> ``RNNsearch-50star``; a name that is a path
+    (:func:`check_name`) raises :class:`ConfigError`."""
+    return check_name(run_name, "run name").replace("*", "star")

@@ -112,17 +112,29 @@ class Busy(RuntimeError):
     """A lock held by another process; the message names what is locked and the process."""
 
 
+class LockLink(OSError):
+    """A lock file that is a symbolic link; the message names it."""
+
+
 @contextmanager
 def locked(path: str | os.PathLike, what: str):
     """Hold an exclusive lock (``flock``) on the file ``path`` while the block runs; the file holds
     this process's id and is removed at the end. If another process holds it, raise :class:`Busy`
     at once: "<what> is in use by process <pid>". The operating system releases a lock when its
     process ends, however it ends, so a crashed process never leaves one held (only its file, which
-    the next holder takes over)."""
+    the next holder takes over). A symbolic link at ``path`` is refused (:class:`LockLink`): the
+    lock would write into the file it points to."""
     path = Path(path)
     while True:
-        with naming(path):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            with naming(path):
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            raise LockLink(f"{path}: the lock file of {what} is a symbolic link (to "
+                           f"{os.readlink(path)}); it is not followed: remove it, then rerun"
+                           ) from None  # fmt: skip
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -134,7 +146,7 @@ def locked(path: str | os.PathLike, what: str):
             raise Busy(f"{what} is in use by process {pid} (lock {path}): wait for it to end, or "
                        "stop it, then rerun") from None  # fmt: skip
         try:  # the previous holder may have removed the file between our open and our lock
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            same = os.lstat(path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             same = False
         if same:

@@ -11,9 +11,14 @@ each such run's evaluation, ``results/<profile>/published/<run>/``:
 * ``MODEL_CARD.md``: what the model is, how it was trained, its test BLEU (the run's ``bleu.json``:
   Table 1's row), how its 16-bit weights translate against the checkpoint, and the sha256 of
   every file;
-* ``SHA256SUMS``: the sha256 of the four files above; :func:`load` refuses a file that differs.
+* ``SHA256SUMS``: the sha256 of the four files above; :func:`load` refuses a file that differs,
+  from it or from the sums that the profile's results record outside this folder (``published``
+  in ``results/<profile>/manifest.json``, where the replication writes them).
 
-:func:`load` builds the model in float32 from these files. ``translate`` uses them when the run has no
+:func:`load` builds the model in float32 from these files, refusing weights that are not the
+model's names, shapes and float16 or not finite. An export clears the staging directories
+(``published/.publish.*``) that a killed one left; one export of a profile runs at a time (a lock,
+``published/.publish.lock``). ``translate`` uses them when the run has no
 checkpoint of its own here (``python -m nmt_lib translate --profile lite --run 'RNNsearch-50*'``), and
 the book's translator runs them in the page (``book/_static/translator.js``).
 """
@@ -27,9 +32,9 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError
-from .config import RunConfig, run_from_dict, to_dict
-from .io import read_json, sha256_file, write_json
+from .checkpoint import CheckpointError, check_finite
+from .config import RunConfig, run_dir_name, run_from_dict, to_dict
+from .io import locked, read_json, sha256_file, write_json
 
 FILES = ("model.safetensors", "config.json", "src.vocab.txt", "trg.vocab.txt")
 SUMS = "SHA256SUMS"
@@ -55,8 +60,6 @@ def export(ckpt, out: str | os.PathLike, run: RunConfig, run_results: Path, test
     replacing what was there only once all of them are written. ``run_results``: the run's
     results directory (its ``bleu.json`` and ``train_summary.json`` go into the card); ``test``:
     the prepared test set, for the card's comparison of 16-bit and checkpoint translations."""
-    from safetensors.torch import save_file
-
     from .evaluate import find_checkpoint, load_trained, load_vocabs
 
     ckpt = find_checkpoint(ckpt)
@@ -64,6 +67,18 @@ def export(ckpt, out: str | os.PathLike, run: RunConfig, run_results: Path, test
     src, trg = load_vocabs(ckpt, trained_on)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    with locked(out.parent / ".publish.lock", f"{out.parent} (a publication)"):
+        for d in out.parent.glob(".publish.*"):  # the staging of an export that was killed
+            if d.is_dir() and not d.is_symlink():
+                shutil.rmtree(d, ignore_errors=True)
+        _export_into(out, model, saved, src, trg, run, run_results, test)
+    return out
+
+
+def _export_into(out: Path, model, saved, src, trg, run, run_results, test) -> None:
+    """:func:`export`'s files, staged in ``published/.publish.*`` and renamed ``out``."""
+    from safetensors.torch import save_file
+
     stage = Path(tempfile.mkdtemp(prefix=".publish.", dir=out.parent))
     try:
         save_file(half_weights(model), str(stage / FILES[0]), metadata={"dtype": "float16"})
@@ -79,12 +94,15 @@ def export(ckpt, out: str | os.PathLike, run: RunConfig, run_results: Path, test
         for f in stage.iterdir():  # readable by all, as git checks them out
             f.chmod(0o644)
         stage.chmod(0o755)
-        if out.exists():
-            shutil.rmtree(out)
+        old = None
+        if out.exists():  # set aside (into an empty staging directory), removed once replaced
+            old = Path(tempfile.mkdtemp(prefix=".publish.old.", dir=out.parent))
+            os.rename(out, old)
         os.rename(stage, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    return out
 
 
 def recorded_sums(path: Path) -> dict[str, str]:
@@ -93,9 +111,23 @@ def recorded_sums(path: Path) -> dict[str, str]:
     return {name: digest for digest, _, name in (line.partition("  ") for line in lines)}
 
 
+def manifest_sums(path: Path) -> tuple[Path, dict[str, str]]:
+    """The profile's ``manifest.json`` beside the published model ``path``
+    (``<results>/published/<run>/`` -> ``<results>/manifest.json``) and the sums it records for it
+    (``{"published": {run: {file: sha256}}}``; none where it has no record of it)."""
+    manifest = path.parent.parent / "manifest.json"
+    try:
+        published = read_json(manifest).get("published", {})
+        sums = next(s for run, s in published.items() if run_dir_name(run) == path.name)
+    except (OSError, ValueError, AttributeError, StopIteration):  # ConfigError: a run name
+        return manifest, {}
+    return manifest, sums if isinstance(sums, dict) else {}
+
+
 def verify(path: str | os.PathLike) -> None:
     """Raise :class:`~nmt_lib.checkpoint.CheckpointError`, in one line naming the file, if a file
-    of the published model ``path`` is missing or its sha256 is not the one ``SHA256SUMS`` records."""
+    of the published model ``path`` is missing or its sha256 is not the one ``SHA256SUMS`` records,
+    or not the one the profile's results record (:func:`manifest_sums`)."""
     path = Path(path)
     sums = path / SUMS
     if not sums.is_file():
@@ -112,6 +144,14 @@ def verify(path: str | os.PathLike) -> None:
             raise CheckpointError(
                 f"{f}: sha256 {got[:16]}… is not the {want[name][:16]}… that {SUMS} records: the "
                 f"file was changed or damaged; restore it (git checkout -- {path})"
+            )
+    manifest, recorded = manifest_sums(path)
+    for name, digest in recorded.items():
+        if name in want and want[name] != digest:
+            raise CheckpointError(
+                f"{path / name}: sha256 {want[name][:16]}… is not the {digest[:16]}… that "
+                f"{manifest} records for it: the published model was changed after its results "
+                f"were written; restore both (git checkout -- {path.parent.parent})"
             )
 
 
@@ -144,14 +184,34 @@ def load(path: str | os.PathLike, device="cpu"):
     verify(path)
     cfg = run_from_dict(read_json(path / FILES[1]))
     model = backend(cfg.train.backend).model(build_model(cfg.model))
-    weights = {k: v.float() for k, v in load_file(str(path / FILES[0])).items()}
+    f = path / FILES[0]
     try:
-        model.load_state_dict(weights)
-    except (RuntimeError, KeyError) as e:
-        raise CheckpointError(
-            f"{path / FILES[0]}: the weights do not fit {cfg.name}: {e}"
-        ) from None
+        weights = load_file(str(f))
+    except Exception as e:  # safetensors' own errors, a header that is not JSON, ...
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise CheckpointError(f"{f}: not a readable safetensors file ({type(e).__name__}: "
+                              f"{first})") from None  # fmt: skip
+    check_weights(weights, model.state_dict(), f, cfg.name)
+    model.load_state_dict({k: v.float() for k, v in weights.items()})
     return model.to(device).eval(), cfg, Vocab.load(path / FILES[2]), Vocab.load(path / FILES[3])
+
+
+def check_weights(weights: dict, expected: dict, f: Path, run: str) -> None:
+    """Raise :class:`~nmt_lib.checkpoint.CheckpointError` naming ``f`` unless ``weights`` have the
+    names and shapes of the model's state dict ``expected``, its floating-point tensors in float16
+    (as :func:`export` writes them) and the others in their own dtype, and are all finite."""
+    if missing := sorted(set(expected) - set(weights)) or sorted(set(weights) - set(expected)):
+        raise CheckpointError(f"{f}: the weights do not fit {run}: {missing[:3]} are missing or "
+                              "unexpected")  # fmt: skip
+    for name, t in weights.items():
+        want = expected[name]
+        dtype = torch.float16 if want.is_floating_point() else want.dtype
+        if t.dtype != dtype or t.shape != want.shape:
+            raise CheckpointError(
+                f"{f}: {name} is {t.dtype} {list(t.shape)}, not the {dtype} {list(want.shape)} "
+                f"of {run}'s published weights"
+            )
+    check_finite(weights, f)
 
 
 def fp16_agreement(model, published: Path, test, run: RunConfig) -> dict:

@@ -179,8 +179,9 @@ def test_translate_refuses_beam_0_and_names_the_line_of_bad_input(capsys, tmp_pa
     bad = tmp_path / "in.txt"
     bad.write_bytes(b"a good line\nthe \xff cat\n")
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
-    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50",
-                        "-i", str(bad), "--out", str(tmp_path / "r"))  # fmt: skip
+    # the committed model (the input is read once a model is loaded)
+    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50*", "-i",
+                        str(bad))  # fmt: skip
     assert rc == 1 and f"{bad}, line 2: not UTF-8 (byte 0xff at column 5)" in err
 
 
@@ -615,3 +616,205 @@ def test_a_full_disk_is_one_line_naming_the_file_and_what_to_do(toy, tmp_path, c
     log.f = Full()
     with pytest.raises(OSError, match=rf"{tmp_path / 'log.jsonl'}.*No space left.*free"):
         log.write({"update": 1})
+
+
+# ------------------------------------------------------------------------------ round three
+def test_pack_refuses_a_target_that_is_not_its_own_pack_and_replaces_its_own(
+    toy, tmp_path, monkeypatch, capsys
+):
+    _, _, root = toy
+    monkeypatch.setenv("NMT_CACHE", str(root / "cache"))
+    mine = tmp_path / "mydir"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work", encoding="utf-8")
+    argv = ["pack", "--profile", "smoke", "--run", "RNNsearch-50", "--data-dir", str(root / "wmt")]
+    rc, err = cli_error(capsys, *argv, str(mine))
+    assert rc == 1 and len(err.splitlines()) == 1
+    assert f"{mine}: exists and is not a pack" in err
+    assert (mine / "thesis.tex").read_text(encoding="utf-8") == "years of work"
+    monkeypatch.chdir(mine)  # `pack .`: the working directory
+    rc, err = cli_error(capsys, *argv, ".")
+    assert rc == 1 and "is not a pack" in err and (mine / "thesis.tex").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mydir"]  # no staging left beside it
+    fresh = tmp_path / "pack"
+    assert main([*argv, str(fresh)]) == 0
+    before = (fresh / "pack.json").read_text(encoding="utf-8")
+    assert main([*argv, str(fresh)]) == 0  # its own pack: replaced
+    assert (fresh / "pack.json").read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mydir", "pack"]
+
+
+class _OpensAFile:
+    """An object whose unpickling creates a file: what a hostile checkpoint carries."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_checkpoint_whose_pickle_runs_code_is_refused_in_one_line(toy, tmp_path, capsys):
+    from nmt_lib.checkpoint import save_checkpoint
+
+    ckpt = trained(toy, tmp_path)
+    last, marker = ckpt / "last.pt", tmp_path / "created-by-the-checkpoint"
+    state = load_checkpoint(last)  # its own content (numpy and python RNG states) loads
+    save_checkpoint(last, {**state, "extra": _OpensAFile(marker)})  # a valid sha256 line
+    with pytest.raises(CheckpointError, match=rf"{last}: refused: .*io.open"):
+        load_checkpoint(last)
+    src = tmp_path / "in.txt"
+    src.write_text("a b c\n", encoding="utf-8")
+    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50",
+                        "--checkpoint", str(last), "-i", str(src))  # fmt: skip
+    assert rc == 1 and len(err.splitlines()) == 1 and f"{last}: refused" in err
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/absolute", "a/b", "..", "a\\b"])
+def test_a_run_name_that_is_a_path_is_refused_naming_the_run(tmp_path, capsys, name):
+    from nmt_lib.config import PROFILE_DIR
+
+    prof = tmp_path / "p.toml"
+    text = (PROFILE_DIR / "smoke.toml").read_text(encoding="utf-8")
+    prof.write_text(text + f'\n[runs.{json.dumps(name)}]\nmodel = {{ arch = "RNNsearch" }}\n',
+                    encoding="utf-8")  # fmt: skip
+    rc, err = cli_error(capsys, "train", "--profile", str(prof), "--out", str(tmp_path / "out"))
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert f"{prof}: runs.{name!r}: {name!r} is not a name" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.toml"]
+
+
+@pytest.mark.parametrize(
+    "setting, says",
+    [("train.clip_norm=nan", "train.clip_norm: expected a finite number, got nan"),
+     ("search.max_len_ratio=-1", "search.max_len_ratio must be > 0, got -1.0"),
+     ("search.max_len_ratio=nan", "search.max_len_ratio: expected a finite number"),
+     ("search.batch_size=0", "search.batch_size must be >= 1, got 0"),
+     ("train.lr=inf", "train.lr: expected a finite number, got inf"),
+     ("train.rho=1.5", "train.rho must be in (0, 1), got 1.5")],
+)  # fmt: skip
+def test_a_setting_out_of_its_range_is_one_line_naming_it(capsys, setting, says):
+    rc, err = cli_error(capsys, "train", "--profile", "smoke", "--set", setting)
+    assert rc == 2 and len(err.splitlines()) == 1 and says in err
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [("runs = 5", "runs: expected a table, got 5"),
+     ('model = 5\n[runs."a"]\ntrain = { max_updates = 1 }', "model: expected a table, got 5"),
+     ('[runs."a"]\ntrain = 7', "runs.'a'.train: expected a table, got 7"),
+     ('runs = { a = 3 }', "runs.'a': expected a table, got 3"),
+     ('publish = 5\n[runs."a"]\ntrain = { max_updates = 1 }', "publish: expected a list"),
+     ('[runs."a"]\ntrain = { max_updates = 1, clip_norm = nan }', "clip_norm: expected a finite")],
+)  # fmt: skip
+def test_a_profile_of_wrong_shapes_is_one_line_not_a_traceback(tmp_path, capsys, text, says):
+    prof = tmp_path / "p.toml"
+    prof.write_text(text + "\n", encoding="utf-8")
+    rc, err = cli_error(capsys, "train", "--profile", str(prof), "--out", str(tmp_path / "out"))
+    assert rc == 2 and len(err.splitlines()) == 1 and f"{prof}: " in err and says in err
+
+
+def _translate_published(monkeypatch, tmp_path, *argv):
+    """``translate`` with the committed smoke model (no checkpoint here: an empty cache)."""
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "empty-cache"))
+    return main(["translate", "--profile", "smoke", "--run", "RNNsearch-50*", *argv])
+
+
+def test_translate_reads_translates_and_writes_in_bounded_chunks(tmp_path, monkeypatch, capsys):
+    import io
+    import sys
+
+    import nmt_lib.__main__ as cli
+
+    class Source(io.BytesIO):
+        read_lines = 0
+
+        def __iter__(self):
+            while line := self.readline():
+                Source.read_lines += 1
+                yield line
+
+    calls, real = [], evaluate.translate_lines
+
+    def translate_lines(model, lines, *a, **kw):
+        calls.append((len(lines), Source.read_lines, len(sys.stdout.getvalue().splitlines())))
+        return real(model, lines, *a, **kw)
+
+    monkeypatch.setattr(cli, "CHUNK_LINES", 3)
+    monkeypatch.setattr(evaluate, "translate_lines", translate_lines)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(Source(b"the cat .\n" * 7)))
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    assert _translate_published(monkeypatch, tmp_path) == 0
+    # (lines translated, lines read so far, lines written before): 3 at a time, written as it goes
+    assert calls == [(3, 3, 0), (3, 6, 3), (1, 7, 6)]
+    assert len(sys.stdout.getvalue().splitlines()) == 7
+
+
+def test_a_final_line_without_a_newline_that_is_not_utf8_keeps_its_place(
+    tmp_path, monkeypatch, capsys
+):
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_bytes(b"the cat .\n\xff\xfe the end")
+    assert _translate_published(monkeypatch, tmp_path, "-i", str(src), "-o", str(out)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"nmt_lib translate: {src}, line 2: not UTF-8 (byte 0xff at column 1): "
+                   "translated as an empty line"]  # fmt: skip
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 3 and lines[0] and lines[1:] == ["", ""]  # two lines, the second empty
+
+
+def test_a_checkpoint_of_another_model_is_refused_saying_what_it_holds(toy, tmp_path, capsys):
+    from nmt_lib.config import load_profile
+
+    cfg, prep, root = toy
+    other = load_profile("smoke").runs["RNNencdec-50"]  # on the toy run's data
+    encdec = replace(cfg, name=other.name, model=other.model)
+    s = train_run(updates(encdec, 2), tmp_path / "r", prep, progress=False)
+    src = tmp_path / "in.txt"
+    src.write_text("a b c\n", encoding="utf-8")
+    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--data-dir", str(root / "wmt"),
+                        "--run", "RNNsearch-50", "--checkpoint", s["checkpoint_dir"], "-i",
+                        str(src), "--alignment")  # fmt: skip
+    assert rc == 1 and len(err.splitlines()) == 1
+    assert "holds a model of run 'RNNencdec-50' (RNNencdec), not one of run 'RNNsearch-50'" in err
+
+
+@pytest.mark.parametrize("where", ["results", "checkpoints", "evaluation"])
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(toy, tmp_path, where):
+    from nmt_lib.io import LockLink
+
+    cfg, prep, _ = toy
+    out, ckpt = tmp_path / "r", tmp_path / "ckpt"
+    if where == "evaluation":
+        train_run(updates(cfg, 2), out, prep, checkpoint_dir=ckpt, progress=False)
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me\n", encoding="utf-8")
+    link = {"results": out, "checkpoints": ckpt, "evaluation": out}[where] / (
+        ".evaluate.lock" if where == "evaluation" else ".train.lock"
+    )
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim)
+    with pytest.raises(LockLink, match=rf"{link}: the lock file of .* is a symbolic link"):
+        if where == "evaluation":
+            evaluate.evaluate_run(cfg, out, prep, checkpoint=ckpt, nll_sentences=2,
+                                  figure_sources=())  # fmt: skip
+        else:
+            train_run(updates(cfg, 2), out, prep, checkpoint_dir=ckpt, progress=False)
+    assert victim.read_text(encoding="utf-8") == "keep me\n" and link.is_symlink()
+
+
+def test_an_unknown_profile_says_so_and_lists_the_profiles(capsys, tmp_path):
+    from nmt_experiments.results import ResultsMissing, require_results, results_path
+    from tools import notebooks
+
+    with pytest.raises(
+        ResultsMissing, match=r"no profile 'doesnotexist': the profiles are .*smoke"
+    ):
+        require_results(results_path("doesnotexist"), "manifest.json")
+    assert notebooks.main(["--profile", "doesnotexist", "--out-dir", str(tmp_path / "nb")]) == 1
+    err = capsys.readouterr().err
+    assert "no profile 'doesnotexist'" in err and "--train" not in err
+    assert not (tmp_path / "nb").exists()  # refused before any notebook ran
+    with pytest.raises(ResultsMissing, match=r"--profile lite --train"):  # a profile: train it
+        require_results(tmp_path / "lite", "manifest.json")

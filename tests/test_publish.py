@@ -126,3 +126,83 @@ def test_each_committed_model_card_is_its_table_1_row():
         agreement = json.loads((path / "agreement.json").read_text(encoding="utf-8"))
         if agreement["same"] < 0.99 * agreement["sentences"]:
             assert "test BLEU with the float16 weights" in card, path
+
+
+def _tampered(published, tmp_path, edit) -> tuple[Path, Path]:
+    """A copy of the published model beside a manifest recording its sums, its weights edited by
+    ``edit`` (a function of the tensors; None: random bytes) and SHA256SUMS rewritten to match:
+    ``(published copy, manifest)``."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from nmt_lib.io import sha256_file, write_json
+
+    _, _, out = published
+    copy = tmp_path / "res" / "published" / "RNNsearch-50star"
+    shutil.copytree(out, copy)
+    manifest = tmp_path / "res" / "manifest.json"
+    write_json(manifest, {"published": {"RNNsearch-50*": publish.recorded_sums(copy)}})
+    f = copy / "model.safetensors"
+    if edit is None:
+        f.write_bytes(torch.randint(0, 256, (4096,), dtype=torch.uint8).numpy().tobytes())
+    else:
+        tensors = load_file(str(f))
+        save_file(edit(tensors), str(f))
+    sums = {name: sha256_file(copy / name) for name in publish.FILES}
+    (copy / publish.SUMS).write_text("".join(f"{h}  {n}\n" for n, h in sums.items()))
+    return copy, manifest
+
+
+def _negate_one(t):
+    name = next(iter(t))
+    return {**t, name: -t[name]}
+
+
+def _one_nan(t):
+    name = next(iter(t))
+    w = t[name].clone()
+    w.view(-1)[0] = float("nan")
+    return {**t, name: w}
+
+
+def test_weights_edited_with_their_sums_are_refused_against_the_manifest(published, tmp_path):
+    copy, manifest = _tampered(published, tmp_path, _negate_one)
+    with pytest.raises(CheckpointError) as e:
+        publish.load(copy)
+    msg = str(e.value)
+    assert "\n" not in msg and str(copy / "model.safetensors") in msg and str(manifest) in msg
+
+
+@pytest.mark.parametrize(
+    "edit, says",
+    [(_one_nan, "non-finite weights"),
+     (lambda t: {k: v.to(torch.int64) for k, v in t.items()}, "torch.int64"),
+     (lambda t: {k: v.float() for k, v in t.items()}, "torch.float32"),
+     (lambda t: {k: v[:1] for k, v in t.items()}, "torch.float16 [1"),
+     (None, "not a readable safetensors file")],
+    ids=["nan", "int64", "float32", "shapes", "garbage"],
+)  # fmt: skip
+def test_published_weights_of_wrong_dtype_shape_or_value_are_one_line(
+    published, tmp_path, edit, says
+):
+    copy, manifest = _tampered(published, tmp_path, edit)
+    manifest.unlink()  # SHA256SUMS alone agrees with them: the weights themselves are checked
+    with pytest.raises(CheckpointError) as e:
+        publish.load(copy)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(str(copy / "model.safetensors")) and says in msg
+
+
+def test_an_export_clears_the_staging_a_killed_one_left(published, tmp_path):
+    root, ckpt, _ = published
+    target = tmp_path / "published" / "RNNsearch-50star"
+    stale = tmp_path / "published" / ".publish.k1ll3d"
+    stale.mkdir(parents=True)
+    (stale / "model.safetensors").write_bytes(b"a copy of the weights")
+    cfg = load_trained(ckpt)[1]
+    publish.export(ckpt, target, cfg, root / "results" / "runs" / "RNNsearch-50star")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["RNNsearch-50star"]
+    publish.verify(target)
+    publish.export(ckpt, target, cfg, root / "results" / "runs" / "RNNsearch-50star")  # replaced
+    assert sorted(p.name for p in target.parent.iterdir()) == ["RNNsearch-50star"]

@@ -40,6 +40,8 @@ import nbformat
 import papermill
 from papermill.exceptions import PapermillExecutionError
 
+from nmt_experiments.results import ResultsMissing, check_profile
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 OUT_DIR = ROOT / "book" / "_build" / "notebooks"  # then <profile>/
@@ -140,6 +142,7 @@ def run_all(
 ) -> dict[str, float]:
     """Execute the notebooks in order into ``out_dir`` (default ``book/_build/notebooks/<profile>``);
     returns the wall time in seconds of each."""
+    check_profile(profile, results_dir)
     out_dir = Path(out_dir) if out_dir else OUT_DIR / Path(profile).stem
     out_dir.mkdir(parents=True, exist_ok=True)
     if data_dir is None and profile == "smoke":
@@ -184,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["NMT_JOBS"] = str(a.jobs)  # the notebook kernels inherit it
     try:
         run_all(a.profile, a.train, a.results_dir, a.data_dir, a.only, a.out_dir)
-    except NotebookError as e:
+    except (NotebookError, ResultsMissing) as e:
         print(f"[notebooks] FAILED: {e}", file=sys.stderr)
         return 1
     return 0

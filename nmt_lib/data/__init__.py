@@ -702,8 +702,12 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
     """Write what training and evaluation with ``cfg`` need into ``out``, for a machine without the
     WMT'14 files (a GPU machine): the prepared training data, copies of the dev and test files, and
     ``pack.json`` with the prepared data's key and the sha256 of every input file. Train there with
-    ``data.packed = out``."""
-    out = Path(out)
+    ``data.packed = out``. The pack is written into a new directory beside ``out``, then renamed
+    ``out``; an ``out`` that exists must be an empty directory or a pack (which it replaces):
+    anything else raises :class:`~nmt_lib.data.corpus.DataError`, before any work, and is left as
+    it is."""
+    out = Path(out).absolute()
+    _check_pack_target(out)
     prep = prepare(cfg)
     found = corpus.locate(cfg)
     root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
@@ -720,13 +724,42 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
         write_json(tmp / PACK, {"key": prep.key, "settings": _settings(cfg),
                                 "train": list(cfg.train), "train_keys": train_keys,
                                 "data_sha256": input_sha256(cfg)})  # fmt: skip
-        if out.exists():
-            shutil.rmtree(out)
+        _check_pack_target(out)  # still empty or a pack
+        old = None
+        if out.exists():  # set aside (renamed into an empty directory), removed once replaced
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.rename(out, old)
         os.rename(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _check_pack_target(out: Path) -> None:
+    """Raise :class:`~nmt_lib.data.corpus.DataError` unless ``out`` is missing, an empty directory,
+    or a pack that :func:`pack` wrote (``pack.json`` and its two directories, nothing else)."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise corpus.DataError(f"{out}: exists and is not a directory: pack writes a new directory "
+                               "(or replaces a pack of its own); name another one")  # fmt: skip
+    entries = sorted(os.listdir(out))
+    if not entries:
+        return
+    if PACK in entries and set(entries) <= {PACK, "prepared", "data"}:
+        try:
+            if "key" in read_pack(out):
+                return
+        except (corpus.DataError, TypeError):
+            pass
+    raise corpus.DataError(
+        f"{out}: exists and is not a pack written by `python -m nmt_lib pack` ({len(entries)} "
+        f"entries, e.g. {entries[0]!r}): pack replaces only a pack of its own, never anything "
+        "else; name a new directory"
+    )
 
 
 def input_sha256(cfg: DataConfig) -> dict[str, str]:
