@@ -135,6 +135,7 @@ glue("claims_short", claims.SHORT, display=False)
 glue("claims_long", claims.LONG, display=False)
 glue("claims_diagonal", claims.DIAGONAL, display=False)
 glue("claims_n", len(judged), display=False)
+glue("claims_counts", tables.verdict_counts([r["verdict"] for r in judged]), display=False)
 glue("claims_moses", claims.MOSES_CLAIM, display=False)
 groups = seed_groups(out)
 stats = {m: [np.array(read_json(run_dir(out, r) / "bleu_by_length.json")["stats_tok"])
@@ -300,7 +301,8 @@ plt.close(fig)
 #   resamples the seeds as well as the test sentences (`nmt_experiments.claims.seeded_scores`).
 #   {glue:md}`claims_noise`
 #
-# In this build, {glue:text}`claims_below` below the floor. The rules are in the code, fixed
+# In this build, {glue:text}`claims_below` below the floor, and the verdicts are:
+# {glue:text}`claims_counts`. The rules are in the code, fixed
 # before the runs they judge:
 #
 # ::::{admonition} The code: `claims`
