@@ -159,7 +159,7 @@ alpha0
 # learned in miniature. The annotations are fixed random vectors, one per source word, and the
 # decoder state $s_{i-1}$ a fixed random vector per target position; only $W_a$, $U_a$, $v_a$ are
 # trained, to maximise $\log \alpha_{i, \pi(i)}$ for the reordering $\pi$ a translator would use.
-# This is a toy with a given answer, not the trained model (that is {doc}`11_alignments`).
+# This is a toy with a given answer, not the trained model (that is {doc}`09_alignments`).
 
 # %%
 src = ["the", "European", "Economic", "Area", "<end>"]

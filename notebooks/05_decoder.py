@@ -156,7 +156,7 @@ torch.set_default_dtype(torch.float64)
 #
 # This is what the reference backend (`train.backend = "reference"`) trains. The fast backend
 # computes the same function faster, for instance the deep output and the softmax of *all* steps
-# in one product after the loop, since they do not feed back into the recurrence ({doc}`08_fast`).
+# in one product after the loop, since they do not feed back into the recurrence ({doc}`14_fast`).
 #
 # ## The numeric check
 #

@@ -8,7 +8,7 @@
 # `nmt_lib.models.transformer` computes exactly them.
 #
 # **What you need.** The paper's alignment model ({doc}`04_alignment`) and Luong et al.'s scores
-# ({doc}`13_luong`). Notation: {doc}`../notation`.
+# ({doc}`11_luong`). Notation: {doc}`../notation`.
 #
 # ## The paper's claim
 #
@@ -51,7 +51,7 @@ torch.set_default_dtype(torch.float64)
 # \operatorname{Attention}(Q, K, V) = \operatorname{softmax}\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big) V .
 # $$ (tf-attention)
 #
-# It is Luong's `dot` score ({doc}`13_luong`) with a scale: for random vectors whose entries are
+# It is Luong's `dot` score ({doc}`11_luong`) with a scale: for random vectors whose entries are
 # independent with mean 0 and variance 1, the dot product of two $d_k$-vectors has mean 0 and
 # variance $d_k$, and $1/\sqrt{d_k}$ keeps the softmax out of its saturated regime. The scale is
 # calibrated for entries of mean 0: with nonzero means the dot product's variance is larger and

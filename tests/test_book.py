@@ -413,7 +413,7 @@ def test_alignment_explorer_runs_offline(html, chromium, tmp_path):
     """The alignments chapter's explorer: its script runs in the built page with no network, fills
     the sentence list and shows the first generated word's weights over the source words."""
     dom = browse(chromium, tmp_path, "--virtual-time-budget=20000", "--dump-dom",
-                 (html / "chapters/11_alignments.html").as_uri())  # fmt: skip
+                 (html / "chapters/09_alignments.html").as_uri())  # fmt: skip
     box = dom[dom.index('class="nmt-explorer"') :]
     assert box.count("<option") >= 4, "no sentence in the explorer's list"
     src = re.search(r'class="nmt-row nmt-src">(.*?)</div>', box, re.S).group(1)
@@ -425,7 +425,7 @@ def test_alignment_explorer_runs_offline(html, chromium, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "page", ["intro.html", "chapters/04_alignment.html", "chapters/10_experiments.html"]
+    "page", ["intro.html", "chapters/04_alignment.html", "chapters/08_experiments.html"]
 )
 def test_screenshot(html, chromium, tmp_path, page):
     shots = html.parent / "screenshots"
