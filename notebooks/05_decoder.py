@@ -1,20 +1,19 @@
 # %% [markdown]
 # # The RNNsearch decoder and the deep maxout output
 #
-# **What you will derive.** The whole of RNNsearch, end to end: the bidirectional encoder, the
-# decoder's initial state, one decoder step in the order the authors' code runs it, and the *deep
-# output* with maxout units that turns a state into a distribution over 30,000 words. The check at
-# the end recomputes $\log p(\mathbf y \mid \mathbf x)$ from the raw parameters with nothing but
-# loops and the equations of this page, and compares it with `nmt_lib`.
+# **What you will derive.** The rest of RNNsearch, and with it the whole model, end to end: one
+# decoder step in the order the authors' code runs it, and the *deep output* with maxout units
+# that turns a state into a distribution over 30,000 words. The check at the end recomputes
+# $\log p(\mathbf y \mid \mathbf x)$ from the raw parameters with nothing but loops and the
+# equations of this page and the last, and compares it with `nmt_lib`.
 #
-# **What you need.** The GRU ({doc}`02_gru`), the encoder–decoder ({doc}`03_encdec`) and the
-# alignment model ({doc}`04_alignment`). Notation: {doc}`../notation`.
+# **What you need.** The GRU ({doc}`02_gru`), the encoder–decoder ({doc}`03_encdec`), and the
+# annotations, the initial state and the alignment model ({doc}`04_alignment`). Notation:
+# {doc}`../notation`.
 #
 # ## The paper's claim
 #
-# Appendix A.2: the encoder is a bidirectional RNN whose annotations
-# $h_j = [\overrightarrow h_j; \overleftarrow h_j]$ summarise both the preceding and the following
-# words; the decoder is a GRU whose gates all see the context $c_i$; the output is a "deep output"
+# Appendix A.2: the decoder is a GRU whose gates all see the context $c_i$; the output is a "deep output"
 # (Pascanu et al. 2014) with a single maxout hidden layer (Goodfellow et al. 2013).
 
 # %% tags=["parameters"]
@@ -39,21 +38,8 @@ torch.set_default_dtype(torch.float64)
 # %% [markdown]
 # ## The equations
 #
-# **Encoder.** Two GRUs read the embedded source, forwards and backwards, sharing the embedding
-# $\bar e$; the annotation of word $j$ concatenates their states:
-#
-# $$
-# \overrightarrow h_j = \operatorname{GRU}_{\rightarrow}(\bar e(x_j), \overrightarrow h_{j-1}),\quad
-# \overleftarrow h_j = \operatorname{GRU}_{\leftarrow}(\bar e(x_j), \overleftarrow h_{j+1}),\quad
-# h_j = \begin{bmatrix}\overrightarrow h_j \\ \overleftarrow h_j\end{bmatrix}.
-# $$ (dec-annot)
-#
-# **Initial state.** From the backward state at the first word, which has read the whole sentence
-# (Appendix A.2.2):
-#
-# $$
-# s_0 = \tanh\big(W_s \overleftarrow h_1 + b_s\big).
-# $$ (dec-s0)
+# The encoder gives the annotations $h_j$, {eq}`enc-annot`, and the decoder starts from
+# $s_0 = \tanh(W_s \overleftarrow h_1 + b_s)$, {eq}`enc-s0` ({doc}`04_alignment`).
 #
 # **One decoder step**, for $i = 1, \dots, T_y$, in the order of the authors' code (GroundHog). The
 # context comes from the *previous* state ({doc}`04_alignment`):
@@ -185,7 +171,7 @@ def gru_ref(g, e, h, extra=0.0):
 
 
 def rnnsearch_reference(model, x, y):
-    """log p(y_i | y_<i, x) and alpha for ONE sentence, from equations (dec-annot)-(dec-state)."""
+    """log p(y_i | y_<i, x) and alpha for ONE sentence, from equations (enc-annot)-(dec-state)."""
     enc, dec, att = model.encoder, model.decoder, model.decoder.attention
     e_src = [enc.E_bar[w] + enc.b_E for w in x]  # embeddings with GroundHog's bias
     n = enc.n
@@ -197,8 +183,8 @@ def rnnsearch_reference(model, x, y):
     for e in reversed(e_src):
         h = gru_ref(enc.backward_gru, e, h)
         bwd.insert(0, h)
-    H = [torch.cat([f, b]) for f, b in zip(fwd, bwd, strict=True)]  # (dec-annot)
-    s = tanh(dec.W_s @ bwd[0] + dec.b_s)  # (dec-s0)
+    H = [torch.cat([f, b]) for f, b in zip(fwd, bwd, strict=True)]  # (enc-annot)
+    s = tanh(dec.W_s @ bwd[0] + dec.b_s)  # (enc-s0)
     logps, alphas, e_prev = [], [], torch.zeros(dec.E.shape[1])
     for w in y:
         energies = torch.stack([att.v_a @ tanh(att.W_a @ s + att.U_a @ h_j) for h_j in H])
@@ -222,7 +208,7 @@ for b in range(2):
     assert_close(logp[b, :Ty], logp_ref)
     assert_close(alpha[b, :Ty, :Tx], alpha_ref)
 assert (logp[~y_mask] == 0).all() and (alpha[1, :, 3:] == 0).all()  # padding
-print("nmt_lib RNNsearch == equations (dec-annot)-(dec-state), float64, per sentence and padded")
+print("nmt_lib RNNsearch == equations (enc-annot)-(dec-state), float64, per sentence and padded")
 
 # %% [markdown]
 # Every log-probability and every alignment weight of the padded batch equals the per-sentence
@@ -287,8 +273,6 @@ plt.close(fig)
 #
 # ## Summary
 #
-# - The bidirectional encoder gives one annotation per source word, {eq}`dec-annot`; the decoder
-#   starts from the backward state at the first word, {eq}`dec-s0`.
 # - A decoder step attends from $s_{i-1}$, {eq}`dec-ctx`, reads out through a maxout deep output,
 #   {eq}`dec-maxout`–{eq}`dec-softmax`, and then updates its state with the emitted word and the
 #   same context in every gate, {eq}`dec-state` — GroundHog's order.
