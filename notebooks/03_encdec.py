@@ -185,6 +185,23 @@ plt.close(fig)
 # {glue:text}`encdec_n` numbers. RNNsearch removes the constraint: every annotation $h_j$ stays
 # available to the decoder, and the bidirectional encoder makes each $h_j$ about the words
 # *around* $j$ ({doc}`04_alignment`).
+
+# %% tags=["hide-input"]
+from nmt_experiments import diagrams
+
+fig = diagrams.encdec_and_search()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_encdec", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} diagram_encdec
+# :name: fig-diagram_encdec
+#
+# RNNencdec (left) reads the source into one vector $c$, the forward encoder's last state, which
+# enters every decoder step; RNNsearch (right, {doc}`04_alignment` and {doc}`05_decoder`) keeps an
+# annotation per source word and gives every step a context $c_i$ of its own, a weighted mean of
+# all of them.
+# ```
 #
 # ## Summary
 #

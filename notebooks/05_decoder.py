@@ -35,7 +35,24 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
+# %% tags=["hide-input"]
+from nmt_experiments import diagrams
+
+fig = diagrams.rnnsearch()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_rnnsearch", fig, display=False)
+plt.close(fig)
+
 # %% [markdown]
+# ```{glue:figure} diagram_rnnsearch
+# :name: fig-diagram_rnnsearch
+#
+# RNNsearch at one target position $i$: the two encoder GRUs, whose states side by side are the
+# annotations $h_j$ ({doc}`04_alignment`); the alignment model, which weighs each annotation from
+# the previous state $s_{i-1}$ (line widths: the weights $\alpha_{ij}$); the context $c_i$; and
+# the decoder step: the distribution of $y_i$ from $s_{i-1}$, $y_{i-1}$ and $c_i$, then the next
+# state $s_i$ from $s_{i-1}$, the emitted $y_i$ and the same $c_i$.
+# ```
+#
 # ## The equations
 #
 # The encoder gives the annotations $h_j$, {eq}`enc-annot`, and the decoder starts from
@@ -76,6 +93,23 @@ torch.set_default_dtype(torch.float64)
 # s_i = (1 - z_i) \circ s_{i-1} + z_i \circ \tilde s_i .
 # \end{aligned}
 # $$ (dec-state)
+
+# %% tags=["hide-input"]
+from nmt_experiments import diagrams
+
+fig = diagrams.groundhog_order()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_groundhog", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} diagram_groundhog
+# :name: fig-diagram_groundhog
+#
+# Two decoder steps in GroundHog's order, what is computed from what: (1) the context $c_i$ from
+# $s_{i-1}$ and the annotations, (2) the distribution of $y_i$ from $s_{i-1}$, $y_{i-1}$ and
+# $c_i$, (3) the word $y_i$, (4) the next state from $s_{i-1}$, $y_i$ and the same $c_i$; then the
+# same for $i+1$.
+# ```
 #
 # **Which index?** The paper's Eq. 4 scores $y_i$ from $(y_{i-1}, s_i, c_i)$ with
 # $s_i = f(s_{i-1}, y_{i-1}, c_i)$; its Appendix A.2.2 keeps that recurrence but reads out from

@@ -42,7 +42,25 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+
+from nmt_experiments import diagrams
+
+fig = diagrams.luong()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_luong", fig, display=False)
+plt.close(fig)
+
 # %% [markdown]
+# ```{glue:figure} diagram_luong
+# :name: fig-diagram_luong
+#
+# One decoder step of Luong et al.'s global attention: the LSTM state $h_t$ first, the attention
+# from it over the source states, the attentional state $\tilde h_t$ that the output reads, and
+# $\tilde h_t$ fed to the next step (input feeding). Compare the paper's order in
+# {numref}`fig-diagram_groundhog`.
+# ```
+#
 # ## The equations
 #
 # The book writes Luong et al.'s model in its own notation ({doc}`../notation`): their target

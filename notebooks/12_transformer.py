@@ -41,7 +41,22 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
+# %% tags=["hide-input"]
+from nmt_experiments import diagrams
+
+fig = diagrams.transformer()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_transformer", fig, display=False)
+plt.close(fig)
+
 # %% [markdown]
+# ```{glue:figure} diagram_transformer
+# :name: fig-diagram_transformer
+#
+# The Transformer: an encoder of $N$ blocks of self-attention and a feed-forward layer over all
+# source positions at once; a decoder of $N$ blocks that attend to the words so far (masked), then
+# to the encoder's output, then a feed-forward layer. No recurrence anywhere.
+# ```
+#
 # ## The equations
 #
 # **Scaled dot-product attention.** Queries $Q$, keys $K$ and values $V$ (one per row); each query
