@@ -5,7 +5,8 @@
 # decoder step in the order the authors' code runs it, and the *deep output* with maxout units
 # that turns a state into a distribution over 30,000 words. The check at the end recomputes
 # $\log p(\mathbf y \mid \mathbf x)$ from the raw parameters with nothing but loops and the
-# equations of this page and the last, and compares it with `nmt_lib`.
+# equations of this page and the last, and compares it with `nmt_lib`. At the end a toy RNNsearch
+# is trained in the page, and its alignment turns from uniform to diagonal.
 #
 # **What you need.** The GRU ({doc}`02_gru`), the encoder–decoder ({doc}`03_encdec`), and the
 # annotations, the initial state and the alignment model ({doc}`04_alignment`). Notation:
