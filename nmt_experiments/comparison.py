@@ -418,9 +418,9 @@ def recipes_note(out: Path = RESULTS) -> str:
 
 
 OUTPUTS_NOTE = (
-    "newstest2014, Table 1's All (tokenized, <unk> allowed), the mean over seeds. unfinished: "
+    "newstest2014, Table 1's All (tokenized, `<unk>` allowed), the mean over seeds. unfinished: "
     "hypotheses still open at the search's length limit. looping: translations in which a 3-word "
-    "sequence without <unk> occurs 3 times or more."
+    "sequence without `<unk>` occurs 3 times or more."
 )
 
 
