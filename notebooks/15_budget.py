@@ -12,7 +12,9 @@
 #
 # **What you need.** The training recipe of {doc}`06_training`. The study is run by
 # `python -m nmt_experiments.budget --train --jobs 2` (two arms at a time, one core each) and read here
-# from the committed `results/budget/`; this page never trains.
+# from the committed `results/budget/`; this page never trains. Like {doc}`14_fast`, it is
+# engineering: the course needs only its outcome, the `lite` recipe that {doc}`08_experiments`
+# names.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lite"
