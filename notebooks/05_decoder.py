@@ -399,8 +399,8 @@ plt.close(fig)
 # Before training every weight is {glue:text}`toy_uniform:.2f`, one over the probe's
 # length: the mean weight on the diagonal is {glue:text}`toy_diag0:.2f`. After
 # {glue:text}`toy_snap1` updates it is {glue:text}`toy_diag1:.2f`, after {glue:text}`toy_snap2`
-# {glue:text}`toy_diag2:.2f`, and after {glue:text}`toy_snap3` {glue:text}`toy_diag3:.2f`, when the
-# median loss of the last 50 updates is {glue:text}`toy_loss_end:.3f` nats per sentence. The model was never told where
+# updates {glue:text}`toy_diag2:.2f`, and after {glue:text}`toy_snap3` updates
+# {glue:text}`toy_diag3:.2f`, when the median loss of the last 50 updates is {glue:text}`toy_loss_end:.3f` nats per sentence. The model was never told where
 # to look: the diagonal is what makes copying most probable, found by backpropagation through the
 # softmax of {eq}`dec-ctx`. The real model learns the same way, with a less obvious answer
 # ({doc}`09_alignments`).
