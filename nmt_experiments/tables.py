@@ -173,18 +173,28 @@ def comparison_table(*outs: Path) -> list[dict]:
 BOOK_COLUMN_PX = 650
 
 
+def md_text(text: str) -> str:
+    """``text`` as Markdown that will reach HTML: ``<`` and ``>`` outside backtick code spans
+    written as entities, so that a word such as ``<unk>`` or ``</s>`` shows instead of being read
+    as a tag (which the browser drops). Code spans are left as they are: Markdown escapes them."""
+    parts = str(text).split("`")
+    return "`".join(p if k % 2 else p.replace("<", "&lt;").replace(">", "&gt;")
+                    for k, p in enumerate(parts))  # fmt: skip
+
+
 def _cell(v) -> str:
     if v is None:
         return ""
     if isinstance(v, bool):
         return "yes" if v else ""
-    return f"{v:,}" if isinstance(v, int) else str(v)
+    return f"{v:,}" if isinstance(v, int) else md_text(v)
 
 
 def _min_px(col: str, rows: list[dict]) -> float:
     """The narrowest a column can be shown: its longest word (a browser wraps cells at spaces),
     at about 8.6 px a character, plus the cell's padding (fitted to the book's measured tables)."""
-    words = [w for s in [col] + [_cell(r.get(col)) for r in rows] for w in s.split()]
+    shown = [col] + [html.unescape(_cell(r.get(col))) for r in rows]
+    words = [w for s in shown for w in s.split()]
     return 8.6 * max((len(w) for w in words), default=1) + 24
 
 
@@ -204,7 +214,7 @@ def markdown_table(rows: list[dict], fit: float | None = BOOK_COLUMN_PX) -> str:
     parts = []
     for group in groups:
         part = cols[:1] + group
-        lines = ["| " + " | ".join(part) + " |", "|" + "---|" * len(part)]
+        lines = ["| " + " | ".join(map(md_text, part)) + " |", "|" + "---|" * len(part)]
         lines += ["| " + " | ".join(_cell(r.get(c)) for c in part) + " |" for r in rows]
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
@@ -322,7 +332,7 @@ def write_table(out: Path, name: str, rows: list[dict], note: str) -> None:
     with atomic_write(out / f"{name}.csv") as f:
         f.write(buf.getvalue())
     with atomic_write(out / f"{name}.md") as f:
-        f.write(markdown_table(rows, fit=None) + "\n" + note.strip() + "\n")
+        f.write(markdown_table(rows, fit=None) + "\n" + md_text(note.strip()) + "\n")
 
 
 def show_table(out: Path, name: str, rows: list[dict], note: str, write: bool) -> str:
@@ -330,7 +340,7 @@ def show_table(out: Path, name: str, rows: list[dict], note: str, write: bool) -
     (replicate mode) also saved as ``<name>.csv`` and ``<name>.md`` in ``out`` (:func:`write_table`)."""
     if write:
         write_table(out, name, rows, note)
-    return markdown_table(rows) + "\n" + note
+    return markdown_table(rows) + "\n" + md_text(note)
 
 
 def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:

@@ -1,8 +1,9 @@
 # %% [markdown]
 # # The RNN encoder–decoder and its bottleneck
 #
-# **What you will derive.** The baseline the paper improves on, RNNencdec (Cho et al. 2014a,
-# Sutskever et al. 2014): an encoder RNN reads the source into one fixed-length vector $c$, and a
+# **What you will derive.** The baseline the paper improves on, RNNencdec (Cho et al. 2014a; the
+# LSTM encoder–decoder of Sutskever et al. 2014 is the same idea with other cells and no $c$ in
+# the decoder's steps, {doc}`10_seq2seq`): an encoder RNN reads the source into one fixed-length vector $c$, and a
 # decoder RNN generates the translation from it. You will write the model's probability of a
 # translation as a product of per-word conditionals, check that `nmt_lib` computes exactly that,
 # and measure the bottleneck the paper is about: how little of the *first* words of a long sentence
@@ -18,7 +19,7 @@
 # to cope with long sentences, especially those that are longer than the sentences in the training
 # corpus". Cho et al. (2014b) showed that the performance of a basic encoder–decoder deteriorates
 # rapidly as the length of an input sentence increases. Figure 2 of the paper measures exactly
-# this ({doc}`10_experiments`).
+# this ({doc}`08_experiments`).
 
 # %% tags=["parameters"]
 profile = "lite"
@@ -184,6 +185,23 @@ plt.close(fig)
 # {glue:text}`encdec_n` numbers. RNNsearch removes the constraint: every annotation $h_j$ stays
 # available to the decoder, and the bidirectional encoder makes each $h_j$ about the words
 # *around* $j$ ({doc}`04_alignment`).
+
+# %% tags=["hide-input"]
+from nmt_experiments import diagrams
+
+fig = diagrams.encdec_and_search()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_encdec", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} diagram_encdec
+# :name: fig-diagram_encdec
+#
+# RNNencdec (left) reads the source into one vector $c$, the forward encoder's last state, which
+# enters every decoder step; RNNsearch (right, {doc}`04_alignment` and {doc}`05_decoder`) keeps an
+# annotation per source word and gives every step a context $c_i$ of its own, a weighted mean of
+# all of them.
+# ```
 #
 # ## Summary
 #
@@ -198,8 +216,8 @@ plt.close(fig)
 #
 # ## Exercises
 #
-# 1. Why must the encoder read an EOS symbol at the end of every source sentence for $c$ to be
-#    well defined with padding?
+# 1. Every source sentence ends with an EOS symbol. What does it give $c$, and what, in a padded
+#    batch, keeps $c$ independent of the padding: the EOS, or something else?
 # 2. Sutskever et al. (2014) reversed the source sentence. Using the illustration above, argue why
 #    that helps an encoder–decoder translate the *beginning* of a sentence.
 # 3. Show that {eq}`encdec-chain` holds for any distribution over finite sequences, whatever the
@@ -209,8 +227,10 @@ plt.close(fig)
 # :class: dropdown
 #
 # 1. With EOS, the last real input is the same symbol for every sentence, so $c$ is "the state after
-#    the sentence ends"; state copying over padding then makes $c$ independent of the padding length
-#    (the check above).
+#    the sentence ends", and the encoder can learn to mark the end in it. It does not make $c$
+#    independent of the padding: that is the encoder's copying of its state over padded positions
+#    (the state after the last real token is carried unchanged to the end of the batch), which the
+#    check above tests.
 # 2. Reversed, the first source words are read last, so they are closest to $c$ (high sensitivity),
 #    and the first target words, which are generated first, depend on them most.
 # 3. By the definition of conditional probability, $p(y_1,\dots,y_T\mid\mathbf x) =

@@ -1,19 +1,24 @@
 # %% [markdown]
-# # The alignment model and the context vector
+# # The annotations, the alignment model and the context vector
 #
-# **What you will derive.** The paper's central idea: instead of one fixed vector for the whole
+# **What you will derive.** First the two things the alignment model reads: the *annotations*
+# $h_j$ of the bidirectional encoder, one per source word, and the decoder's state $s_{i-1}$.
+# Then the paper's central idea: instead of one fixed vector for the whole
 # source sentence, the decoder computes, at every target position $i$, a *context vector* $c_i$, a
 # weighted average of the encoder's annotations, with weights $\alpha_{ij}$ given by a small
 # feed-forward *alignment model*. You will derive the three equations, see why $U_a h_j$ is
 # computed once per sentence, check that `nmt_lib.paper.attention` computes exactly them, and watch an
 # alignment model learn a reordering.
 #
-# **What you need.** The annotations $h_j = [\overrightarrow h_j; \overleftarrow h_j]$ of the
-# bidirectional encoder ({doc}`03_encdec`) and the decoder state $s_{i-1}$
-# ({doc}`05_decoder`). Notation: {doc}`../notation`.
+# **What you need.** The GRU ({doc}`02_gru`) and the encoder–decoder with its decoder state $s_i$
+# ({doc}`03_encdec`). The decoder step that uses $c_i$ is the next chapter's,
+# {doc}`05_decoder`. Notation: {doc}`../notation`.
 #
 # ## The paper's claim
 #
+# Appendix A.2: the encoder is a bidirectional RNN whose annotations
+# $h_j = [\overrightarrow h_j; \overleftarrow h_j]$ summarise both the preceding and the following
+# words.
 # Section 3.1: the probability $\alpha_{ij}$ reflects how important the annotation $h_j$ is, with
 # respect to the previous state $s_{i-1}$, for deciding the next state $s_i$ and generating $y_i$.
 # Letting the decoder choose what to attend to "relieves the encoder from the burden of having to
@@ -39,6 +44,61 @@ from nmt_lib.paper import attention
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
+
+# %% [markdown]
+# ## Before the alignment: the annotations and the decoder state
+#
+# **The annotations.** RNNencdec's encoder ({doc}`03_encdec`) runs one GRU forwards and keeps only
+# its last state. RNNsearch runs two GRUs over the embedded source, forwards and backwards, sharing
+# the embedding $\bar e$, and keeps every position: the annotation of word $j$ concatenates their
+# states,
+#
+# $$
+# \overrightarrow h_j = \operatorname{GRU}_{\rightarrow}(\bar e(x_j), \overrightarrow h_{j-1}),\quad
+# \overleftarrow h_j = \operatorname{GRU}_{\leftarrow}(\bar e(x_j), \overleftarrow h_{j+1}),\quad
+# h_j = \begin{bmatrix}\overrightarrow h_j \\ \overleftarrow h_j\end{bmatrix},
+# $$ (enc-annot)
+#
+# from $\overrightarrow h_0 = \overleftarrow h_{T_x+1} = 0$. Because recurrent networks represent
+# recent inputs best, $h_j$ is about the words *around* $j$: the forward half about $x_j$ and the
+# words before it, the backward half about $x_j$ and the words after it.
+#
+# **The decoder state.** As in RNNencdec, the decoder is a GRU whose state $s_i$ sums up what it has
+# generated so far (its update, with the context in every gate, is {doc}`05_decoder`'s). It starts
+# from the backward state at the first word, which has read the whole sentence (Appendix A.2.2):
+#
+# $$
+# s_0 = \tanh\big(W_s \overleftarrow h_1 + b_s\big).
+# $$ (enc-s0)
+#
+# All the alignment model needs of the decoder is that, before it generates word $i$, there is a
+# state $s_{i-1}$ of $n$ numbers.
+#
+# The encoder computes {eq}`enc-annot` for a padded batch, each direction with the padding's mask:
+#
+# ```{literalinclude} ../../nmt_lib/paper/encoder.py
+# :pyobject: Encoder.forward
+# ```
+#
+# The check: every sentence of a padded batch gets the annotations of its two GRUs run over it
+# alone, the backward one over the reversed words.
+
+# %%
+from nmt_lib.paper.encoder import Encoder
+
+encoder = Encoder(11, 4, 3, bidirectional=True)
+for p in encoder.parameters():
+    torch.nn.init.normal_(p, std=0.5)
+x = torch.tensor([[5, 6, 7, 2], [9, 2, 0, 0]])  # EOS = 2, <pad> = 0
+x_mask = x != 0
+h_batch = encoder(x, x_mask)  # [B, Tx, 2n]
+for b in range(2):
+    T = int(x_mask[b].sum())
+    e = encoder.embed(x[b : b + 1, :T])  # [1, T, m], no padding at all
+    h_fwd = encoder.forward_gru(e)  # h→_1 .. h→_T
+    h_bwd = encoder.backward_gru(e.flip(1)).flip(1)  # h←_1 .. h←_T
+    assert_close(h_batch[b, :T], torch.cat([h_fwd, h_bwd], -1)[0])  # (enc-annot)
+print("annotations of a padded batch == each sentence's forward and backward GRUs, concatenated")
 
 # %% [markdown]
 # ## The equations
@@ -159,7 +219,7 @@ alpha0
 # learned in miniature. The annotations are fixed random vectors, one per source word, and the
 # decoder state $s_{i-1}$ a fixed random vector per target position; only $W_a$, $U_a$, $v_a$ are
 # trained, to maximise $\log \alpha_{i, \pi(i)}$ for the reordering $\pi$ a translator would use.
-# This is a toy with a given answer, not the trained model (that is {doc}`11_alignments`).
+# This is a toy with a given answer, not the trained model (that is {doc}`09_alignments`).
 
 # %%
 src = ["the", "European", "Economic", "Area", "<end>"]

@@ -1,20 +1,20 @@
 # %% [markdown]
 # # The RNNsearch decoder and the deep maxout output
 #
-# **What you will derive.** The whole of RNNsearch, end to end: the bidirectional encoder, the
-# decoder's initial state, one decoder step in the order the authors' code runs it, and the *deep
-# output* with maxout units that turns a state into a distribution over 30,000 words. The check at
-# the end recomputes $\log p(\mathbf y \mid \mathbf x)$ from the raw parameters with nothing but
-# loops and the equations of this page, and compares it with `nmt_lib`.
+# **What you will derive.** The rest of RNNsearch, and with it the whole model, end to end: one
+# decoder step in the order the authors' code runs it, and the *deep output* with maxout units
+# that turns a state into a distribution over 30,000 words. The check at the end recomputes
+# $\log p(\mathbf y \mid \mathbf x)$ from the raw parameters with nothing but loops and the
+# equations of this page and the last, and compares it with `nmt_lib`. At the end a toy RNNsearch
+# is trained in the page, and its alignment turns from uniform to diagonal.
 #
-# **What you need.** The GRU ({doc}`02_gru`), the encoder–decoder ({doc}`03_encdec`) and the
-# alignment model ({doc}`04_alignment`). Notation: {doc}`../notation`.
+# **What you need.** The GRU ({doc}`02_gru`), the encoder–decoder ({doc}`03_encdec`), and the
+# annotations, the initial state and the alignment model ({doc}`04_alignment`). Notation:
+# {doc}`../notation`.
 #
 # ## The paper's claim
 #
-# Appendix A.2: the encoder is a bidirectional RNN whose annotations
-# $h_j = [\overrightarrow h_j; \overleftarrow h_j]$ summarise both the preceding and the following
-# words; the decoder is a GRU whose gates all see the context $c_i$; the output is a "deep output"
+# Appendix A.2: the decoder is a GRU whose gates all see the context $c_i$; the output is a "deep output"
 # (Pascanu et al. 2014) with a single maxout hidden layer (Goodfellow et al. 2013).
 
 # %% tags=["parameters"]
@@ -36,24 +36,28 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
+# %% tags=["hide-input"]
+from nmt_experiments import diagrams
+
+fig = diagrams.rnnsearch()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_rnnsearch", fig, display=False)
+plt.close(fig)
+
 # %% [markdown]
+# ```{glue:figure} diagram_rnnsearch
+# :name: fig-diagram_rnnsearch
+#
+# RNNsearch at one target position $i$: the two encoder GRUs, whose states side by side are the
+# annotations $h_j$ ({doc}`04_alignment`); the alignment model, which weighs each annotation from
+# the previous state $s_{i-1}$ (line widths: the weights $\alpha_{ij}$); the context $c_i$; and
+# the decoder step: the distribution of $y_i$ from $s_{i-1}$, $y_{i-1}$ and $c_i$, then the next
+# state $s_i$ from $s_{i-1}$, the emitted $y_i$ and the same $c_i$.
+# ```
+#
 # ## The equations
 #
-# **Encoder.** Two GRUs read the embedded source, forwards and backwards, sharing the embedding
-# $\bar e$; the annotation of word $j$ concatenates their states:
-#
-# $$
-# \overrightarrow h_j = \operatorname{GRU}_{\rightarrow}(\bar e(x_j), \overrightarrow h_{j-1}),\quad
-# \overleftarrow h_j = \operatorname{GRU}_{\leftarrow}(\bar e(x_j), \overleftarrow h_{j+1}),\quad
-# h_j = \begin{bmatrix}\overrightarrow h_j \\ \overleftarrow h_j\end{bmatrix}.
-# $$ (dec-annot)
-#
-# **Initial state.** From the backward state at the first word, which has read the whole sentence
-# (Appendix A.2.2):
-#
-# $$
-# s_0 = \tanh\big(W_s \overleftarrow h_1 + b_s\big).
-# $$ (dec-s0)
+# The encoder gives the annotations $h_j$, {eq}`enc-annot`, and the decoder starts from
+# $s_0 = \tanh(W_s \overleftarrow h_1 + b_s)$, {eq}`enc-s0` ({doc}`04_alignment`).
 #
 # **One decoder step**, for $i = 1, \dots, T_y$, in the order of the authors' code (GroundHog). The
 # context comes from the *previous* state ({doc}`04_alignment`):
@@ -90,6 +94,21 @@ torch.set_default_dtype(torch.float64)
 # s_i = (1 - z_i) \circ s_{i-1} + z_i \circ \tilde s_i .
 # \end{aligned}
 # $$ (dec-state)
+
+# %% tags=["hide-input"]
+fig = diagrams.groundhog_order()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_groundhog", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} diagram_groundhog
+# :name: fig-diagram_groundhog
+#
+# Two decoder steps in GroundHog's order, what is computed from what: (1) the context $c_i$ from
+# $s_{i-1}$ and the annotations, (2) the distribution of $y_i$ from $s_{i-1}$, $y_{i-1}$ and
+# $c_i$, (3) the word $y_i$, (4) the next state from $s_{i-1}$, $y_i$ and the same $c_i$; then the
+# same for $i+1$.
+# ```
 #
 # **Which index?** The paper's Eq. 4 scores $y_i$ from $(y_{i-1}, s_i, c_i)$ with
 # $s_i = f(s_{i-1}, y_{i-1}, c_i)$; its Appendix A.2.2 keeps that recurrence but reads out from
@@ -156,7 +175,7 @@ torch.set_default_dtype(torch.float64)
 #
 # This is what the reference backend (`train.backend = "reference"`) trains. The fast backend
 # computes the same function faster, for instance the deep output and the softmax of *all* steps
-# in one product after the loop, since they do not feed back into the recurrence ({doc}`08_fast`).
+# in one product after the loop, since they do not feed back into the recurrence ({doc}`14_fast`).
 #
 # ## The numeric check
 #
@@ -185,7 +204,7 @@ def gru_ref(g, e, h, extra=0.0):
 
 
 def rnnsearch_reference(model, x, y):
-    """log p(y_i | y_<i, x) and alpha for ONE sentence, from equations (dec-annot)-(dec-state)."""
+    """log p(y_i | y_<i, x) and alpha for ONE sentence, from equations (enc-annot)-(dec-state)."""
     enc, dec, att = model.encoder, model.decoder, model.decoder.attention
     e_src = [enc.E_bar[w] + enc.b_E for w in x]  # embeddings with GroundHog's bias
     n = enc.n
@@ -197,8 +216,8 @@ def rnnsearch_reference(model, x, y):
     for e in reversed(e_src):
         h = gru_ref(enc.backward_gru, e, h)
         bwd.insert(0, h)
-    H = [torch.cat([f, b]) for f, b in zip(fwd, bwd, strict=True)]  # (dec-annot)
-    s = tanh(dec.W_s @ bwd[0] + dec.b_s)  # (dec-s0)
+    H = [torch.cat([f, b]) for f, b in zip(fwd, bwd, strict=True)]  # (enc-annot)
+    s = tanh(dec.W_s @ bwd[0] + dec.b_s)  # (enc-s0)
     logps, alphas, e_prev = [], [], torch.zeros(dec.E.shape[1])
     for w in y:
         energies = torch.stack([att.v_a @ tanh(att.W_a @ s + att.U_a @ h_j) for h_j in H])
@@ -222,7 +241,7 @@ for b in range(2):
     assert_close(logp[b, :Ty], logp_ref)
     assert_close(alpha[b, :Ty, :Tx], alpha_ref)
 assert (logp[~y_mask] == 0).all() and (alpha[1, :, 3:] == 0).all()  # padding
-print("nmt_lib RNNsearch == equations (dec-annot)-(dec-state), float64, per sentence and padded")
+print("nmt_lib RNNsearch == equations (enc-annot)-(dec-state), float64, per sentence and padded")
 
 # %% [markdown]
 # Every log-probability and every alignment weight of the padded batch equals the per-sentence
@@ -285,10 +304,109 @@ plt.close(fig)
 # along a line through the decoder's state space.
 # ```
 #
+# ## A toy run: the alignment learns
+#
+# The whole model of this page, at toy sizes, trained in the page (when the book is built; it
+# takes well under a minute of one core). The task is to copy a sequence of 4 to 8 random digits:
+# the translation of each sentence is the sentence itself, so the right alignment is known, the
+# diagonal, and nothing tells the model about it. The model is `build_model` with the paper's
+# initialisation, so $v_a = 0$ and every alignment starts uniform ({doc}`04_alignment`); it trains
+# on the summed loss per sentence with Adam and the gradient clipped to norm 1 (the paper's
+# Adadelta is {doc}`06_training`'s subject; Adam is faster on a toy). A fixed probe sentence shows
+# the weights $\alpha_{ij}$ as training goes on.
+
+# %%
+from nmt_experiments import plots
+
+torch.set_default_dtype(torch.float32)  # the toy run: float32, as training is
+digits, lengths, batch_size, updates = 10, (4, 8), 32, 800
+snapshots = (0, 250, 400, updates)  # the updates at which the probe's alignment is drawn
+gen = torch.Generator().manual_seed(0)
+
+
+def copy_batch(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """n random digit sequences (ids 3.., EOS = 2, padded with 0) and their mask."""
+    L = torch.randint(lengths[0], lengths[1] + 1, (n,), generator=gen)
+    x = torch.zeros(n, int(L.max()) + 1, dtype=torch.long)
+    for b, k in enumerate(L.tolist()):
+        x[b, :k] = torch.randint(3, 3 + digits, (k,), generator=gen)
+        x[b, k] = 2  # EOS
+    return x, x != 0
+
+
+torch.manual_seed(0)
+toy_cfg = ModelConfig(src_vocab=3 + digits, trg_vocab=3 + digits, m=16, n=32, n_align=32, l=16,
+                      output_rank=None)  # fmt: skip
+toy = build_model(toy_cfg)  # the paper's initialisation: v_a = 0
+opt = torch.optim.Adam(toy.parameters(), lr=1e-2)
+probe = torch.tensor([[5, 9, 4, 11, 7, 12, 2]])  # the digits 2 6 1 8 4 9, then EOS
+names = [str(w - 3) for w in probe[0, :-1].tolist()] + ["</s>"]
+seen, diagonal, losses = {}, [], []
+for u in range(updates + 1):
+    if u % 25 == 0 or u in snapshots:
+        with torch.no_grad():
+            _, a = toy(probe, probe != 0, probe, probe != 0)  # a[0, i, j] = alpha_ij
+        diagonal.append((u, a[0].diagonal().mean().item()))
+        if u in snapshots:
+            seen[u] = a[0].numpy()
+    if u == updates:
+        break
+    x, x_mask = copy_batch(batch_size)
+    logp, _ = toy(x, x_mask, x, x_mask)  # the target is the source
+    loss = -logp.sum() / batch_size  # nats per sentence
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(toy.parameters(), 1.0)
+    opt.step()
+    losses.append(loss.item())
+
+glue("toy_updates", updates, display=False)
+glue("toy_uniform", 1 / probe.shape[1], display=False)
+for k, u in enumerate(snapshots):
+    glue(f"toy_snap{k}", u, display=False)
+    glue(f"toy_diag{k}", float(seen[u].diagonal().mean()), display=False)
+glue("toy_loss_end", sorted(losses[-50:])[25], display=False)  # the median of the last 50
+fig = plots.fig3_alignments(
+    [{"src": names, "trg": names, "alpha": seen[u], "title": f"after {u} updates"}
+     for u in snapshots]
+)  # fmt: skip
+glue("toy_align_fig", fig, display=False)
+plt.close(fig)
+fig, ax = plt.subplots(figsize=(6.0, 2.6))
+ax.plot(*zip(*diagonal, strict=True), "k-")
+ax.axhline(1 / probe.shape[1], color="gray", ls=":", label="uniform")
+ax.set(xlabel="update", ylabel="mean weight on\nthe diagonal", ylim=(0, 1))
+ax.legend(frameon=False)
+fig.tight_layout()
+glue("toy_diag_fig", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} toy_align_fig
+# :name: fig-toy-alignment
+#
+# The alignment of a toy RNNsearch for one probe sentence (copy the digits), as training goes on:
+# each row is one output position's weights over the input positions, 0 black and 1 white.
+# ```
+#
+# ```{glue:figure} toy_diag_fig
+# :name: fig-toy-diagonal
+#
+# The mean weight that the probe's output positions put on the input position they copy, over the
+# training of the toy RNNsearch.
+# ```
+#
+# Before training every weight is {glue:text}`toy_uniform:.2f`, one over the probe's
+# length: the mean weight on the diagonal is {glue:text}`toy_diag0:.2f`. After
+# {glue:text}`toy_snap1` updates it is {glue:text}`toy_diag1:.2f`, after {glue:text}`toy_snap2`
+# updates {glue:text}`toy_diag2:.2f`, and after {glue:text}`toy_snap3` updates
+# {glue:text}`toy_diag3:.2f`, when the median loss of the last 50 updates is {glue:text}`toy_loss_end:.3f` nats per sentence. The model was never told where
+# to look: the diagonal is what makes copying most probable, found by backpropagation through the
+# softmax of {eq}`dec-ctx`. The real model learns the same way, with a less obvious answer
+# ({doc}`09_alignments`).
+#
 # ## Summary
 #
-# - The bidirectional encoder gives one annotation per source word, {eq}`dec-annot`; the decoder
-#   starts from the backward state at the first word, {eq}`dec-s0`.
 # - A decoder step attends from $s_{i-1}$, {eq}`dec-ctx`, reads out through a maxout deep output,
 #   {eq}`dec-maxout`–{eq}`dec-softmax`, and then updates its state with the emitted word and the
 #   same context in every gate, {eq}`dec-state` — GroundHog's order.

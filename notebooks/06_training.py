@@ -27,6 +27,7 @@ results_dir = None
 data_dir = None
 
 # %%
+import csv
 import math
 
 import matplotlib.pyplot as plt
@@ -34,7 +35,7 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_experiments import replicate
+from nmt_experiments import budget, replicate
 from nmt_lib.config import ModelConfig, TrainConfig
 from nmt_lib.data import TrainIterator, prepare
 from nmt_lib.evaluate import sentence_nll
@@ -86,10 +87,21 @@ _ = torch.manual_seed(0)
 #
 # early in training, Adadelta with the paper's settings behaves like plain SGD with learning rate
 # 1 on a unit-norm gradient: every update moves the parameters by about the same distance,
-# whatever the loss scale. With a *mean* over tokens instead, the gradient is some 2000 times
-# smaller, rarely clipped, and — since $\epsilon$ still dominates — the steps are that much
-# smaller too. The sum and the clipping are therefore not details: they set the effective
-# learning rate.
+# whatever the loss scale.
+#
+# **What a mean over tokens changes.** Dividing the loss by the $N$ target words of the minibatch
+# divides its gradient by $N$ and leaves its direction as it is. In the budget study's runs
+# ({doc}`15_budget`, the reduced model) the summed loss's gradient has a median norm of
+# {glue:text}`train_norm_sum:,.0f` and is clipped at {glue:text}`train_clipped_sum:.0f`% of the
+# updates, while the token mean's has a median norm of {glue:text}`train_norm_token:.2f` and is
+# clipped at {glue:text}`train_clipped_token:.1f`%. After the clip the two are about the same
+# size: the sum's gradient is always cut to norm 1, the mean's is near 1 already. So the mean does
+# *not* make the steps some thousand times smaller. What it changes is the rule for their length:
+# with the sum and the clip, every update has the same norm, 1 (normalised gradient descent, for as
+# long as the gradient stays above the threshold); with the mean, an update's length follows its
+# gradient's norm whenever that is below 1, so it shrinks as the loss flattens, and a minibatch's
+# weight no longer depends on how many words it holds. The sum and the clipping are therefore not
+# details: together they set the effective learning rate.
 #
 # ## The library functions
 #
@@ -127,6 +139,11 @@ _ = torch.manual_seed(0)
 # %%
 with torch.device("meta"):  # the paper-size model, counted without allocating it
     glue("train_P", f"{count_parameters(RNNsearch(ModelConfig())):,}", display=False)
+with open(budget.RESULTS / "arms.csv", newline="", encoding="utf-8") as f:  # the budget study
+    arms = {row["arm"]: row for row in csv.DictReader(f)}
+for arm, key in (("paper", "sum"), ("adam-1e-3-loss-token", "token")):
+    glue(f"train_norm_{key}", float(arms[arm]["median gradient norm"]), display=False)
+    glue(f"train_clipped_{key}", float(arms[arm]["clipped (%)"]), display=False)
 t = TrainConfig(max_updates=1)
 theta = torch.randn(7, dtype=torch.float64, requires_grad=True)
 opt = torch.optim.Adadelta([theta], lr=t.lr, rho=t.rho, eps=t.eps)
@@ -236,9 +253,11 @@ plt.close(fig)
 # mean update size is {glue:text}`train_step_sum:.3f`; with the mean, clipping fires at
 # {glue:text}`train_clip_mean:.0f`% and updates average {glue:text}`train_step_mean:.4f`. After
 # the same 80 updates the dev NLL per sentence is {glue:text}`train_dev_sum:.1f` nats with the
-# sum and {glue:text}`train_dev_mean:.1f` with the mean. The model here is tiny, so $(1-\rho)g^2$
-# is not negligible against $\epsilon$ as it is at the paper's 84 million parameters, but the
-# mechanism of {eq}`train-step` is already visible.
+# sum and {glue:text}`train_dev_mean:.1f` with the mean. The two kinds of update are of a size, as
+# the argument above says: the mean is clipped less often, and its steps are the shorter only where
+# its gradient's norm falls below 1. The model here is tiny, so $(1-\rho)g^2$ is not negligible
+# against $\epsilon$ as it is at the paper's {glue:text}`train_P` parameters, but the mechanism of
+# {eq}`train-step` is already visible.
 #
 # ## Summary
 #
@@ -246,10 +265,11 @@ plt.close(fig)
 #   norm is clipped to 1, {eq}`train-clip`; Adadelta with $\rho = 0.95$, $\epsilon = 10^{-6}$ takes
 #   the step, {eq}`train-adadelta`.
 # - With the paper's model size, $\epsilon$ dominates Adadelta's denominators early on, so a
-#   clipped update is a step of norm about 1, {eq}`train-step`; a mean loss makes the steps about
-#   2000 times smaller. Use the sum.
+#   clipped update is a step of norm about 1, {eq}`train-step`. A mean over tokens divides the
+#   gradient by the number of words, but after the clip its updates are about as large: what it
+#   changes is that their length then follows the gradient's norm instead of being fixed at 1.
 # - This recipe was made for the paper's 300,000 updates. In a budget of minutes it barely starts
-#   learning: {doc}`09_budget` measures named alternatives (`train.optimizer`, `train.loss`, ...)
+#   learning: {doc}`15_budget` measures named alternatives (`train.optimizer`, `train.loss`, ...)
 #   per CPU-minute, and the reduced `lite` profile trains with the one that learned fastest.
 # - `nmt_lib.train` computes exactly these (checked above, and in `tests/`), and records the
 #   gradient norm and clip rate of every run in its training log.

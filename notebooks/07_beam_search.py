@@ -15,9 +15,10 @@
 # Section 4.2: "Once a model is trained, we use a beam search to find a translation that
 # approximately maximizes the conditional probability". That is all the paper says: no beam
 # width, no length normalisation. Where it is silent this page follows the authors' GroundHog
-# `sample.py` (beam 10, unnormalised costs by default). The reduced profiles choose how to rank
-# finished hypotheses on dev data instead ({doc}`09_budget`, "Search settings"): the `lite`
-# profile, and the comparison of {doc}`15_compare` that shares its recipe, rank them
+# `sample.py`: unnormalised costs by default, and a beam width that the command line gives (it has
+# no default; GroundHog's test and demo scripts pass 10, as our profiles do). The reduced profiles choose how to rank
+# finished hypotheses on dev data instead ({doc}`15_budget`, "Search settings"): the `lite`
+# profile, and the comparison of {doc}`13_compare` that shares its recipe, rank them
 # {glue:text}`beam_lite_rule`. Both are rows of {doc}`../deviations`.
 
 # %% tags=["parameters"]
@@ -95,7 +96,7 @@ glue("beam_lite_rule", "by their cost per word (`search.normalize`)" if lite_nor
 # :pyobject: Steps
 # ```
 #
-# The fast backend computes the same step faster ({doc}`08_fast`). The length rules:
+# The fast backend computes the same step faster ({doc}`14_fast`). The length rules:
 #
 # ```{literalinclude} ../../nmt_lib/search.py
 # :pyobject: length_limits
@@ -246,7 +247,7 @@ plt.close(fig)
 # these toy models, a beam of 10 for {glue:text}`beam_exact_10:.0f`%. Real translation models
 # have 30,000 words per step and sentences of 30 words, so the search is never exact; whether
 # more probable means *better* translations is a question for the experiments
-# ({doc}`10_experiments`).
+# ({doc}`08_experiments`).
 #
 # ## Summary
 #

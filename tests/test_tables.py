@@ -11,12 +11,21 @@ from nmt_experiments.tables import (
     README_MARKS,
     gap_to_paper,
     markdown_table,
+    md_text,
     readme_results,
     table1,
     table2,
     write_table,
 )
 from nmt_lib.config import home
+
+
+def test_markdown_writes_tags_as_text_outside_code():
+    """A word such as <unk> in a header, a cell or a note would be read as an HTML tag, and
+    dropped by the browser ("All,  replaced"); in a code span Markdown escapes it itself."""
+    md = markdown_table([{"model": "A", "All, <unk> replaced": 1.0, "hyp": "x <unk> y"}])
+    assert "<unk>" not in md and md.count("&lt;unk&gt;") == 2
+    assert md_text("the `<unk>` and </s>") == "the `<unk>` and &lt;/s&gt;"
 
 
 def test_markdown_and_csv_tables(tmp_path):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The comparison study of the book's part "Before and after the paper", every stage, from the
 # repository root; rerunning resumes where it stopped (finished arms and runs are skipped, on a
-# fresh clone of their committed results too; the others continue from their checkpoints). About twenty hours on 2 cores (chapter 15 gives what it
+# fresh clone of their committed results too; the others continue from their checkpoints). About twenty hours on 2 cores (chapter 13 gives what it
 # took).
 #   1. the recipe sweep, each arm scored on dev; then search settings on dev for each family
 #   2. the comparison's profile written from them, every model trained and evaluated

@@ -8,13 +8,14 @@
 # score is the paper's alignment model, and check that `nmt_lib.models.luong` computes exactly it.
 #
 # **What you need.** The paper's alignment model ({doc}`04_alignment`), its decoder
-# ({doc}`05_decoder`), the LSTM ({doc}`12_seq2seq`). Notation: {doc}`../notation`.
+# ({doc}`05_decoder`), the LSTM ({doc}`10_seq2seq`). Notation: {doc}`../notation`.
 #
 # ## The paper's claim
 #
 # Bahdanau et al. compute the context from the *previous* decoder state, put it *inside* the
-# recurrence (it enters the GRU's gates) and in the deep output. Luong et al. call this the
-# "Bahdanau" attention and propose a simpler path: compute the recurrent state first, attend from
+# recurrence (it enters the GRU's gates) and in the deep output. (Later papers and libraries call
+# this "Bahdanau attention"; Luong et al. do not, they compare with it as Bahdanau et al.'s model.)
+# Luong et al. propose a simpler path: compute the recurrent state first, attend from
 # it, and combine the context with it only for the output. Their claim: global attention with a
 # simple score is as good, and cheaper; feeding $\hat s_{i-1}$ back into the recurrence
 # (input feeding) gives the decoder the information of past alignment decisions that the
@@ -41,14 +42,32 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+
+from nmt_experiments import diagrams
+
+fig = diagrams.luong()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_luong", fig, display=False)
+plt.close(fig)
+
 # %% [markdown]
+# ```{glue:figure} diagram_luong
+# :name: fig-diagram_luong
+#
+# One decoder step of Luong et al.'s global attention: the LSTM state $h_t$ first, the attention
+# from it over the source states, the attentional state $\tilde h_t$ that the output reads, and
+# $\tilde h_t$ fed to the next step (input feeding). Compare the paper's order in
+# {numref}`fig-diagram_groundhog`.
+# ```
+#
 # ## The equations
 #
 # The book writes Luong et al.'s model in its own notation ({doc}`../notation`): their target
 # step $t$ is our $i$, their source position $s$ our $j$, their decoder state $h_t$ our $s_i$,
 # their source states $\bar h_s$ our $h_j$, their attentional hidden state $\tilde h_t$ our
 # $\hat s_i$ and their weights $a_t(s)$ our $\alpha_{ij}$ (the code, `nmt_lib.models.luong`, keeps their
-# names). The encoder is an LSTM ({doc}`12_seq2seq`); its top-layer states $h_1, \dots, h_{T_x}$
+# names). The encoder is an LSTM ({doc}`10_seq2seq`); its top-layer states $h_1, \dots, h_{T_x}$
 # are the source states, and its final state starts the decoder. At target step $i$:
 #
 # $$

@@ -8,7 +8,7 @@
 # `nmt_lib.models.transformer` computes exactly them.
 #
 # **What you need.** The paper's alignment model ({doc}`04_alignment`) and Luong et al.'s scores
-# ({doc}`13_luong`). Notation: {doc}`../notation`.
+# ({doc}`11_luong`). Notation: {doc}`../notation`.
 #
 # ## The paper's claim
 #
@@ -41,7 +41,22 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
+# %% tags=["hide-input"]
+from nmt_experiments import diagrams
+
+fig = diagrams.transformer()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_transformer", fig, display=False)
+plt.close(fig)
+
 # %% [markdown]
+# ```{glue:figure} diagram_transformer
+# :name: fig-diagram_transformer
+#
+# The Transformer: an encoder of $N$ blocks of self-attention and a feed-forward layer over all
+# source positions at once; a decoder of $N$ blocks that attend to the words so far (masked), then
+# to the encoder's output, then a feed-forward layer. No recurrence anywhere.
+# ```
+#
 # ## The equations
 #
 # **Scaled dot-product attention.** Queries $Q$, keys $K$ and values $V$ (one per row); each query
@@ -51,7 +66,7 @@ torch.set_default_dtype(torch.float64)
 # \operatorname{Attention}(Q, K, V) = \operatorname{softmax}\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big) V .
 # $$ (tf-attention)
 #
-# It is Luong's `dot` score ({doc}`13_luong`) with a scale: for random vectors whose entries are
+# It is Luong's `dot` score ({doc}`11_luong`) with a scale: for random vectors whose entries are
 # independent with mean 0 and variance 1, the dot product of two $d_k$-vectors has mean 0 and
 # variance $d_k$, and $1/\sqrt{d_k}$ keeps the softmax out of its saturated regime. The scale is
 # calibrated for entries of mean 0: with nonzero means the dot product's variance is larger and

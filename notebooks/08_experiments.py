@@ -76,7 +76,7 @@ glue("exp_recipe", recipe, display=False)
 # sha256 of every data file, the hardware, the library versions and the wall times. A reduced
 # profile trains smaller models on less data for less time than the paper: compare its numbers
 # with each other and with the paper's *pattern*, not with the paper's values. Its models were
-# trained with {glue:text}`exp_recipe` (see {doc}`09_budget` for why a budget of minutes needs
+# trained with {glue:text}`exp_recipe` (see {doc}`15_budget` for why a budget of minutes needs
 # another recipe than the paper's).
 #
 # ## How the numbers are computed
@@ -189,6 +189,13 @@ t2m = {r["model"]: r for r in t2}
 glue("t2_search50_updates", f"{t2m['RNNsearch-50']['updates']:,}", display=False)
 glue("t2_search50_paper_updates", f"{t2m['RNNsearch-50']['paper updates']:,}", display=False)
 glue("t2_search50_dev", t2m["RNNsearch-50"]["dev NLL"], display=False)
+# exercise 3: the pairs of one of the paper's epochs, updates x minibatch / epochs, for every row
+per_epoch = [r["paper updates"] * 80 / r["paper epochs"] / 1e6 for r in t2]
+glue("t2_epoch_pairs_lo", min(per_epoch), display=False)
+glue("t2_epoch_pairs_hi", max(per_epoch), display=False)
+glue(
+    "t2_corpus_pairs", float(paper_table("corpus")["training_pairs"]["value"]) / 1e6, display=False
+)
 glue("t2_encdec50_dev", t2m["RNNencdec-50"]["dev NLL"], display=False)
 glue("t2_search50_paper_dev", t2m["RNNsearch-50"]["paper dev NLL"], display=False)
 glue("t2_encdec50_paper_dev", t2m["RNNencdec-50"]["paper dev NLL"], display=False)
@@ -221,7 +228,7 @@ glue("t2_compare", f"{first['ours']}: {first['verdict']}", display=False)
 #
 # {glue:text}`t2_footing` The first claim as a claim about the architectures, at equal updates on
 # the same batches and with the recipe chosen on dev for each model, is the comparison's
-# ({doc}`15_compare`): {glue:text}`t2_compare`.
+# ({doc}`13_compare`): {glue:text}`t2_compare`.
 #
 # ## Figure 2: BLEU against sentence length
 
@@ -274,7 +281,7 @@ plt.close(fig)
 # which here means that the ratio's interval reaches 1 − {glue:text}`claims_ratio_margin`
 # (*reproduced*) rather than lying wholly below it (*not reproduced*: it falls). Its second part
 # is the contrast: RNNsearch-50's ratio is higher than RNNencdec's by at least
-# {glue:text}`claims_ratio_margin`. The alignment claim (Figure 3, {doc}`11_alignments`) is judged
+# {glue:text}`claims_ratio_margin`. The alignment claim (Figure 3, {doc}`09_alignments`) is judged
 # by the diagonal: the rank correlation, within each sentence, between a generated word's position
 # and the position of the source word it attends to most (EOS rows left out; attention stuck on
 # one source word has none), at least {glue:text}`claims_diagonal` on average, beside the share of
@@ -282,7 +289,7 @@ plt.close(fig)
 # near uniform is flagged in the table and left out.
 #
 # The same rules judge these claims and those of the comparison with the models before and after
-# the paper ({doc}`15_compare`):
+# the paper ({doc}`13_compare`):
 #
 # - **The learning floor.** A model has learned enough to take part in a claim when its BLEU on
 #   the test sentences of fewer than {glue:text}`claims_short` words is at least
@@ -375,8 +382,9 @@ Markdown(tables.show_table(out, "gap", gap, note_g, write=train))
 #    sentences? What do you sum instead?
 # 2. The No-UNK subset is defined by the shortlists. A profile with a smaller shortlist has a
 #    smaller No-UNK subset. Which way does that bias the No-UNK BLEU, and why?
-# 3. Table 2's updates × 80 / epochs is about 10.6 million for every row of the paper. What does
-#    that tell you about how the paper counted epochs for the -30 models?
+# 3. Table 2's updates × 80 / epochs is between {glue:text}`t2_epoch_pairs_lo:.1f` and
+#    {glue:text}`t2_epoch_pairs_hi:.1f` million for every row of the paper. What does that tell you
+#    about how the paper counted epochs for the -30 models?
 #
 # :::{admonition} Solutions
 # :class: dropdown
@@ -387,6 +395,10 @@ Markdown(tables.show_table(out, "gap", gap, note_g, write=train))
 # 2. A smaller shortlist keeps only sentences made of frequent words, which are easier to
 #    translate: the No-UNK subset gets easier and the score goes up; comparing it with the paper's
 #    is comparing different subsets.
-# 3. An epoch is a pass over the whole ≈10.6M-pair file, including the pairs longer than 30 words
-#    that the -30 models skip (GroundHog counts passes over the file).
+# 3. The -30 and -50 models see the same number of pairs per epoch, so an epoch is a pass over one
+#    file of about {glue:text}`t2_epoch_pairs_hi:.1f` million pairs, including the pairs longer
+#    than 30 words that the -30 models skip (GroundHog counts passes over the file). That file is
+#    smaller than the {glue:text}`t2_corpus_pairs:.0f` million pairs that other papers give for
+#    the same selected corpus (`results/paper/corpus.csv`, the number the gap table uses): the
+#    paper does not say what it left out, perhaps pairs its preprocessing dropped.
 # :::

@@ -8,11 +8,13 @@
 # page trains one model, RNNsearch-50 at the `lite` profile's sizes, for the same wall-clock time
 # in several *arms* that each change one thing — the optimizer, its learning rate, how the loss
 # is normalised, the model size, the batch size, the shortlist — and compares what each arm has
-# learned at equal time. The `lite` profile of {doc}`10_experiments` trains with the winner.
+# learned at equal time. The `lite` profile of {doc}`08_experiments` trains with the winner.
 #
 # **What you need.** The training recipe of {doc}`06_training`. The study is run by
 # `python -m nmt_experiments.budget --train --jobs 2` (two arms at a time, one core each) and read here
-# from the committed `results/budget/`; this page never trains.
+# from the committed `results/budget/`; this page never trains. Like {doc}`14_fast`, it is
+# engineering: the course needs only its outcome, the `lite` recipe that {doc}`08_experiments`
+# names.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lite"
@@ -423,7 +425,7 @@ for key, value in values.items():
 # RNNsearch-50 with the chosen recipe scores {glue:text}`bu_long_bleu:.2f` BLEU after
 # {glue:text}`bu_long_min:.0f` minutes of one core. RNNsearch minus RNNencdec, same recipe and
 # budget: {glue:text}`bu_pair`, {glue:text}`bu_pair_verdict` the +1 BLEU that the claims of
-# {doc}`10_experiments` require. On Figure 3's four sentences its generated words put on average
+# {doc}`08_experiments` require. On Figure 3's four sentences its generated words put on average
 # {glue:text}`bu_att_peak:.2f` of their attention on one source word, and
 # {glue:text}`bu_att_mono:.0f` % of the steps from one word to the next keep or advance the
 # heaviest source word. A line through the two test scores of the chosen recipe (after the study's
@@ -452,8 +454,12 @@ per_update = {
     "ours": 6 * forward_macs(chosen.model, *lengths) * chosen.data.batch_size,
 }
 fit = found["fit"]
-ours_updates = found["updates_per_minute"] * lite.train.max_hours * 60
-ratio = paper_updates * per_update["paper"] / (ours_updates * per_update["ours"])
+# what the lite run made (Table 2 of the experiments chapter: the mean over the seeds) and the
+# compute ratio of its gap table, both from results/lite
+lite_out = results_path("lite")
+ours_updates = {r["model"]: r for r in tables.table2(lite_out)}["RNNsearch-50"]["updates"]
+gap_rows = {r["model"]: r for r in tables.gap_to_paper(lite_out)}
+ratio = gap_rows["RNNsearch-50"]["paper / ours compute"]
 glue("bu_paper_updates", paper_updates, display=False)
 glue("bu_flop_ratio", per_update["paper"] / per_update["ours"], display=False)
 glue("bu_lite_minutes", lite.train.max_hours * 60, display=False)
@@ -482,9 +488,11 @@ glue(
 # %% [markdown]
 # The paper's RNNsearch-50 made {glue:text}`bu_paper_updates:,.0f` updates, each
 # {glue:text}`bu_flop_ratio:.0f` times the multiply-adds of one of ours (its embeddings, states
-# and shortlists are larger). At the chosen arm's speed, the {glue:text}`bu_lite_minutes:.0f`
-# minutes that the `lite` profile gives RNNsearch-50 make about {glue:text}`bu_lite_updates:,.0f`
-# updates: the paper spent {glue:text}`bu_compute_ratio:,.0f` times that computation.
+# and shortlists are larger). In the {glue:text}`bu_lite_minutes:.0f` minutes that the `lite`
+# profile gives it, our RNNsearch-50 made {glue:text}`bu_lite_updates:,.0f` updates (the mean of
+# its seeds, Table 2 of {doc}`08_experiments`): the paper spent {glue:text}`bu_compute_ratio:,.0f`
+# times that computation (the gap table of the same chapter, which counts the multiply-adds of
+# every update at the training data's mean sentence lengths).
 #
 # Over its {glue:text}`bu_at:.0f` minutes the chosen arm's dev NLL fell about linearly in the
 # logarithm of its updates $u$: $\text{NLL} \approx$ {glue:text}`bu_fit_alpha:.1f` $-$
@@ -496,7 +504,7 @@ glue(
 # 30,000-word shortlists. A straight line in $\ln u$ cannot be followed far: learning curves bend
 # towards a floor that a quarter of an hour does not reveal, so these numbers say what a few times
 # more budget buys, not what the paper's would. What the gap means for BLEU is what
-# {doc}`10_experiments` measures.
+# {doc}`08_experiments` measures.
 #
 # ## The paper's recipe at the `lite` budget
 #
@@ -523,7 +531,7 @@ Markdown(tables.markdown_table(old_rows))
 # %% [markdown]
 # Trained with {glue:text}`bu_old_recipe` (commit {glue:text}`bu_old_commit`), for
 # {glue:text}`bu_old_minutes:.0f` minutes per model (RNNsearch-50\* twice that), no model passed
-# {glue:text}`bu_old_best:.2f` BLEU. {doc}`10_experiments` shows the same five models trained with
+# {glue:text}`bu_old_best:.2f` BLEU. {doc}`08_experiments` shows the same five models trained with
 # the recipe chosen here.
 #
 # ## The same recipe at the paper's sizes, on a GPU

@@ -45,7 +45,21 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
+# %% tags=["hide-input"]
+from nmt_experiments import diagrams
+
+fig = diagrams.seq2seq()  # nmt_experiments/diagrams.py draws every picture of a model
+glue("diagram_seq2seq", fig, display=False)
+plt.close(fig)
+
 # %% [markdown]
+# ```{glue:figure} diagram_seq2seq
+# :name: fig-diagram_seq2seq
+#
+# Sutskever et al.'s encoder–decoder: stacked LSTMs read the source reversed, then the decoder
+# LSTMs start from the encoder's last states and read the previous word; nothing attends.
+# ```
+#
 # ## The equations
 #
 # **The LSTM** (Hochreiter & Schmidhuber 1997, with the forget gate of Gers et al. 2000) keeps a

@@ -9,7 +9,7 @@
 # figure from the committed `attention.json` and shows the committed sentences.
 #
 # **What you need.** The alignment model ({doc}`04_alignment`) and the experiments
-# ({doc}`10_experiments`), whose runs this page reads.
+# ({doc}`08_experiments`), whose runs this page reads.
 #
 # ## The paper's claims
 #
@@ -173,15 +173,18 @@ Markdown((out / "long_sentences.md").read_text(encoding="utf-8"))
 # wrong word, as the paper does. The alignment points from each generated word to the source
 # words it was generated from, so an `<unk>` can be replaced by the source word of largest
 # weight, $x_{\arg\max_j \alpha_{ij}}$ (`nmt_lib.unk`): names, numbers and many rare words are
-# written the same in French. This is what the paper's group (Jean et al., 2015) and Luong et al.
-# (2015) did right after it; here it is beyond the paper, a column of its own in Table 1 beside the
-# paper's. RNNencdec has no alignment, nothing that points back at a source word, so its `<unk>`
+# written the same in French. This is what the paper's group did right after it (Jean et al.,
+# 2015). Luong, Sutskever et al. (2015) had replaced `<unk>` a little earlier, in a model without
+# attention: it learned to write, with each unknown word, the relative position of its source
+# word, taught by the alignments of an external word aligner on the training data, not by
+# attention weights. Here the replacement is beyond the paper, a column of its own in Table 1
+# beside the paper's. RNNencdec has no alignment, nothing that points back at a source word, so its `<unk>`
 # stay. The table gives each model with attention's test BLEU before and after, and how much of
 # its output is `<unk>` (a model with several seeds: the mean over them); below it, translations
 # that the replacement changed, the copied words in bold.
 #
-# Luong et al. take one step more: a copied word is looked up in a dictionary of word pairs
-# aligned on the training data, so that *Mubarak* becomes *Moubarak*. `nmt_lib.unk.dictionary`
+# Luong, Sutskever et al. take one step more: a copied word is looked up in a dictionary of word
+# pairs that their aligner found in the training data, so that *Mubarak* becomes *Moubarak*. `nmt_lib.unk.dictionary`
 # counts one without an aligner: for each copied source word, the target word outside the
 # shortlist (an `<unk>` stands for such a word) that shares the most training pairs with it, by
 # Dice's coefficient, if at least 2 pairs and 0.3. Where the results hold it
@@ -265,13 +268,15 @@ else:
 # (`book/_static/translator.js`): the same Moses tokenization, shortlist, encoder and decoder
 # steps, and the same beam search as `nmt_lib.search.beam_search` (beam size, cost or cost per
 # word, length limits), which `tests/test_translator.py` holds to the Python one word for word.
-# The model is loaded on the first click only. Under the translation, its alignment: one row per
+# The model is loaded on the first click only. It is the longer-trained RNNsearch-50*, not the
+# RNNsearch-50 whose weights Figure 3 and the explorer above show: two models with the same
+# wiring but other weights, so their translations and alignments of a sentence can differ. Under the translation, its alignment: one row per
 # generated word, one column per source word, the darker the cell, the larger $\alpha_{ij}$;
 # point at a cell for its number.
 #
 # A word outside the target shortlist comes out as `<unk>`. With *replace each `<unk>`* ticked,
 # each `<unk>` is replaced by the source word it attends to most, $x_{\arg\max_j \alpha_{ij}}$,
-# as `nmt_lib.unk` does (beyond the paper: Jean et al. and Luong et al., 2015): names, numbers
+# as `nmt_lib.unk` does (beyond the paper: Jean et al., 2015): names, numbers
 # and rare words are often written the same in French. An `<unk>` whose heaviest weight is on
 # the source's end of sentence stays. RNNencdec could not do this: it reads the source into one
 # vector and has no alignment, nothing that points from a generated word back to a source word.

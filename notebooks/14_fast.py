@@ -12,6 +12,8 @@
 #
 # **What you need.** The GRU ({doc}`02_gru`), the decoder ({doc}`05_decoder`), training
 # ({doc}`06_training`) and beam search ({doc}`07_beam_search`). Notation: {doc}`../notation`.
+# This chapter and the next are the book's engineering part: the course ({doc}`../intro`) does not
+# need them.
 #
 # ## The paper's claim
 #
