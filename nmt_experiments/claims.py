@@ -437,8 +437,10 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m nmt_experiments.claims", description=__doc__)
     ap.add_argument("results_dir", type=Path, help="a profile's results, e.g. results/lite")
-    out = ap.parse_args(argv).results_dir
-    write_table(out, "claims", claims(out), note(out))
+    ap.add_argument("--profile", help="the profile's name in the note (default: the directory's)")
+    a = ap.parse_args(argv)
+    out = a.results_dir
+    write_table(out, "claims", claims(out), note(out, a.profile))
     print(f"[claims] wrote claims.csv and claims.md into {out}")
     return 0
 
