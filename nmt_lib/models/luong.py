@@ -18,6 +18,16 @@ it; the context does not enter the recurrence (only ``h̃_t`` does, through inpu
 output layer; ``concat`` is Bahdanau's additive score, ``dot`` and ``general`` are bilinear.
 ``h̃_0 = 0``, and at ``t = 1`` the previous word is a zero embedding, as in the paper's models.
 
+Without input feeding (``model.input_feed = false``) the decoder's recurrence does not wait for
+``h̃``: teacher forcing then runs ``torch.nn.LSTM`` over the whole target sequence and attends
+from all ``h_t`` at once (the same function as the steps, ``tests/test_luong.py``); with it, step
+by step.
+
+Not Luong et al.'s (a deviation of the Multi30k testbed, ``model.dropout``, default 0 = none; their
+own dropout, 0.2, was in these places): while training, dropout on the source and target
+embeddings, between stacked layers (``torch.nn.LSTM``'s ``dropout``) and on ``h̃_t`` before the
+output layer (input feeding passes the undropped ``h̃_t`` on).
+
 A decoder state is a :class:`LuongState`: ``h``, ``c`` of every LSTM layer and ``h̃``, one row per
 sentence (or hypothesis); the encoding a :class:`LuongEncoded`. The encoder is
 :mod:`nmt_lib.models.seq2seq`'s (``reverse_source`` applies). The decoding step reads the previous
@@ -34,8 +44,8 @@ from torch.nn import functional as F
 
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
-from ..paper.steps import Searchable, teacher_forced
-from .seq2seq import LSTMState, layers_first, reverse_words, rows_first, run_lstm
+from ..paper.steps import Searchable, target_log_prob, teacher_forced
+from .seq2seq import LSTMState, layers_first, lstm, reverse_words, rows_first, run_lstm
 from .steps import ReadFirstSteps
 
 
@@ -68,18 +78,18 @@ class LuongState(NamedTuple):
 class Luong(Searchable, nn.Module):
     """Embeddings ``E_bar``, ``E``; encoder and decoder LSTMs; the score's ``W_a`` (``[n, n]`` for
     general, ``[n', 2n]`` and ``v_a [n']`` for concat, none for dot); ``W_c [n, 2n]``; the output
-    layer ``W_y [K_y, n]``, ``b_y``."""
+    layer ``W_y [K_y, n]``, ``b_y``; ``model.dropout`` (module docstring)."""
 
     State = LuongState
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg, self.p = cfg, cfg.dropout
         n, m = cfg.n, cfg.m
         self.E_bar = nn.Parameter(torch.empty(cfg.src_vocab, m))
         self.E = nn.Parameter(torch.empty(cfg.trg_vocab, m))
-        self.encoder = nn.LSTM(m, n, cfg.layers, batch_first=True)
-        self.decoder = nn.LSTM(m + (n if cfg.input_feed else 0), n, cfg.layers, batch_first=True)
+        self.encoder = lstm(m, cfg)
+        self.decoder = lstm(m + (n if cfg.input_feed else 0), cfg)
         if cfg.score == "general":
             self.W_a = nn.Parameter(torch.empty(n, n))
         elif cfg.score == "concat":
@@ -89,12 +99,16 @@ class Luong(Searchable, nn.Module):
         self.W_y = nn.Parameter(torch.empty(cfg.trg_vocab, n))
         self.b_y = nn.Parameter(torch.zeros(cfg.trg_vocab))
 
+    def drop(self, t: Tensor) -> Tensor:
+        """Dropout of probability ``model.dropout`` while training; ``t`` itself at 0."""
+        return F.dropout(t, self.p, self.training) if self.p else t
+
     def encode(self, x: Tensor, x_mask: Tensor) -> LuongEncoded:
         """``h̄ [B, Tx, n]``; the part of the score that depends on ``h̄_s`` alone, once per
         sentence; the encoder's final state (:class:`LuongEncoded`)."""
         if self.cfg.reverse_source:
             x = reverse_words(x, x_mask)
-        h, final = run_lstm(self.encoder, F.embedding(x, self.E_bar), x_mask)
+        h, final = run_lstm(self.encoder, self.drop(F.embedding(x, self.E_bar)), x_mask)
         keys = None  # dot
         if self.cfg.score == "general":
             keys = F.linear(h, self.W_a)  # W_a h̄_s
@@ -133,13 +147,14 @@ class Luong(Searchable, nn.Module):
         their order (also with ``reverse_source``): the decoder reads ``y_{t-1}`` (and
         ``h̃_{t-1}``), attends from ``h_t``, and ``h̃_t`` gives the distribution of ``y_t``."""
         h_tilde, R = s_prev.h_tilde, s_prev.h_tilde.shape[0]
-        e_prev = h_tilde.new_zeros(R, self.cfg.m) if y_prev is None else F.embedding(y_prev, self.E)
+        e_prev = (h_tilde.new_zeros(R, self.cfg.m) if y_prev is None
+                  else self.drop(F.embedding(y_prev, self.E)))  # fmt: skip
         inp = torch.cat([e_prev, h_tilde], 1) if self.cfg.input_feed else e_prev
         out, state = self.decoder(inp[:, None], layers_first(LSTMState(s_prev.h, s_prev.c)))
         h = out[:, 0]  # h_t, the top layer
         c, a = self.attend(enc, h)
         h_tilde = torch.tanh(F.linear(torch.cat([c, h], 1), self.W_c))
-        logp = Decoder.log_softmax(F.linear(h_tilde, self.W_y, self.b_y))
+        logp = Decoder.log_softmax(F.linear(self.drop(h_tilde), self.W_y, self.b_y))
         if self.cfg.reverse_source:  # the weights of the source words, in their own order
             a = reverse_words(a, enc.mask.repeat_interleave(R // enc.mask.shape[0], 0))
         return logp, LuongState(*rows_first(state), h_tilde), a
@@ -148,7 +163,24 @@ class Luong(Searchable, nn.Module):
         """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`)."""
         return ReadFirstSteps(self)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
-        """Teacher forcing, step by step (input feeding makes every step wait for the previous
-        ``h̃``): ``logp [B, Ty]`` and ``a [B, Ty, Tx]``, 0 at padding."""
-        return teacher_forced(self, x, x_mask, y, y_mask)
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
+                smoothing: float = 0.0):  # fmt: skip
+        """Teacher forcing: ``logp [B, Ty]`` and ``a [B, Ty, Tx]``, 0 at padding; ``smoothing``:
+        label smoothing's ``logp`` (:func:`~nmt_lib.paper.steps.target_log_prob`), for training.
+        Step by step with input feeding (every step waits for the previous ``h̃``); without it,
+        the decoder LSTM over the whole sequence and the attention of all steps at once."""
+        if self.cfg.input_feed:
+            return teacher_forced(self, x, x_mask, y, y_mask, smoothing)
+        enc = self.encode(x, x_mask)
+        (B, Ty), n = y.shape, self.cfg.n
+        e = self.drop(F.embedding(y, self.E))  # [B, Ty, m]
+        e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # y_0 = 0 .. y_{Ty-1}
+        h, _ = run_lstm(self.decoder, e_prev, y_mask, layers_first(LSTMState(enc.h, enc.c)))
+        h = h.reshape(B * Ty, n)  # Ty consecutive states per sentence, as a beam's G
+        c, a = self.attend(enc, h)  # [B * Ty, n], [B * Ty, Tx]
+        h_tilde = torch.tanh(F.linear(torch.cat([c, h], 1), self.W_c))
+        logp = Decoder.log_softmax(F.linear(self.drop(h_tilde), self.W_y, self.b_y))
+        logp = target_log_prob(logp.view(B, Ty, -1), y, smoothing).masked_fill(~y_mask, 0.0)
+        if self.cfg.reverse_source:  # the weights of the source words, in their own order
+            a = reverse_words(a, enc.mask.repeat_interleave(Ty, 0))
+        return logp, a.view(B, Ty, -1).masked_fill(~y_mask[..., None], 0.0)

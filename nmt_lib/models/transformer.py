@@ -14,8 +14,8 @@ MultiHead(x, enc))``, and its self-attention sees only earlier positions. Inputs
 PE``. The decoder's input at target position ``i`` is ``y_{i-1}``, a zero embedding at ``i = 1`` (as
 the paper's models have no previous word there), and ``p(y_i | y_<i, x) = softmax(W_y x_i + b_y)``
 from its last layer. ``model.dropout`` (Vaswani et al.: 0.1; default 0) drops, while training, the
-sums ``√d E w + PE`` and each sub-layer's output before it is added and normalised; no label
-smoothing.
+sums ``√d E w + PE`` and each sub-layer's output before it is added and normalised; label
+smoothing (Vaswani et al.: 0.1) is a training setting, ``train.label_smoothing``.
 
 The decoding step reads the previous word first (``step``, :mod:`nmt_lib.models.steps`). What a
 search carries from one word to the next is what the positions before ``i`` offer to position
@@ -39,7 +39,7 @@ from torch.nn import functional as F
 
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
-from ..paper.steps import Searchable
+from ..paper.steps import Searchable, target_log_prob
 from .steps import ReadFirstSteps
 
 
@@ -212,11 +212,13 @@ class Transformer(Searchable, Dropped):
             x, a = layer(x, causal, enc.kv[:, k], enc.mask)
         return F.linear(x, self.W_y, self.b_y), a.mean(1)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
+                smoothing: float = 0.0):  # fmt: skip
         """Teacher forcing, all positions at once: ``logp [B, Ty]`` and the alignments ``[B, Ty,
-        Tx]``, 0 at padding."""
+        Tx]``, 0 at padding; ``smoothing``: label smoothing's ``logp``
+        (:func:`~nmt_lib.paper.steps.target_log_prob`), for training."""
         logits, a = self.decode(self.encode(x, x_mask), y[:, :-1])
-        logp = Decoder.log_softmax(logits).gather(-1, y[..., None]).squeeze(-1)
+        logp = target_log_prob(Decoder.log_softmax(logits), y, smoothing)
         return logp.masked_fill(~y_mask, 0.0), a.masked_fill(~y_mask[..., None], 0.0)
 
     def init_state(self, enc: TransformerEncoded) -> Cache:
