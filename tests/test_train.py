@@ -573,3 +573,27 @@ def test_a_training_step_minimises_the_smoothed_loss(toy, on):
     s = tr.step()
     assert s["loss"] == pytest.approx(-float(logp.detach().sum()), rel=1e-5)
     assert s["loss"] > float(plain) * 1.01  # not the NLL
+
+
+def test_multi30k_trains_and_scores_each_flickr_test_set(tmp_path, monkeypatch):
+    """The smoke RNNsearch on the toy corpus in Multi30k's layout (plain-text val and both Flickr
+    test sets): training reads it through the data directory rules, and ``bleu.json`` has the
+    BLEU of each test set beside that of both."""
+    from nmt_lib import evaluate
+    from nmt_lib.config import load_profile
+
+    root = fixtures.write_toy_multi30k(tmp_path / "m30k")
+    monkeypatch.setenv("NMT_DATA", str(root))
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    multi30k = load_profile("studies/multi30k").runs["RNNsearch-50-s1"].data
+    d = {k: getattr(multi30k, k) for k in ("train", "dev", "test")}
+    cfg = load_profile("smoke", data=d, train={"threads": 1, "precision": "fp32", "device": "cpu",
+                                               "max_updates": 2})  # fmt: skip
+    cfg = cfg.runs["RNNsearch-50"]
+    prep = data.prepare(cfg.data, workers=1, progress=False)
+    train_run(cfg, tmp_path / "r", prep, progress=False)
+    result = evaluate.evaluate_run(cfg, tmp_path / "r", prep, nll_sentences=5)
+    assert result["all"]["n"] == 40
+    assert {p: s["n"] for p, s in result["parts"].items()} == {
+        "multi30k.test_2016_flickr": 20, "multi30k.test_2017_flickr": 20}  # fmt: skip
+    assert json.loads((tmp_path / "r" / "bleu.json").read_text())["parts"] == result["parts"]

@@ -44,8 +44,16 @@ from torch.nn import functional as F
 
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
-from ..paper.steps import Searchable, target_log_prob, teacher_forced
-from .seq2seq import LSTMState, layers_first, lstm, reverse_words, rows_first, run_lstm
+from ..paper.steps import Searchable, keep
+from .seq2seq import (
+    LSTMState,
+    layers_first,
+    lstm,
+    real_log_prob,
+    reverse_words,
+    rows_first,
+    run_lstm,
+)
 from .steps import ReadFirstSteps
 
 
@@ -142,6 +150,16 @@ class Luong(Searchable, nn.Module):
         a = e.masked_fill(~enc.mask[:, None], float("-inf")).softmax(-1)  # [B, G, Tx]
         return (a.to(enc.h_bar.dtype) @ enc.h_bar).view(-1, n), a.view(-1, Tx)
 
+    def attentional(self, enc: LuongEncoded, s_prev: LuongState, e_prev: Tensor):
+        """The step up to ``h̃_t``: the decoder reads ``e_prev`` (``E y_{t-1}``, and ``h̃_{t-1}``
+        with input feeding) and attends from its ``h_t``. Returns ``h̃_t [R, n]``, the LSTM's new
+        ``(h, c)`` (``torch.nn.LSTM``'s layout) and ``a_t [R, Tx]``."""
+        inp = torch.cat([e_prev, s_prev.h_tilde], 1) if self.cfg.input_feed else e_prev
+        out, state = self.decoder(inp[:, None], layers_first(LSTMState(s_prev.h, s_prev.c)))
+        h = out[:, 0]  # h_t, the top layer
+        c, a = self.attend(enc, h)
+        return torch.tanh(F.linear(torch.cat([c, h], 1), self.W_c)), state, a
+
     def step(self, enc: LuongEncoded, s_prev: LuongState, y_prev: Tensor | None):
         """``log p(y_t | ·) [G * B, K]``, the new state and ``a_t`` over the source words in
         their order (also with ``reverse_source``): the decoder reads ``y_{t-1}`` (and
@@ -149,11 +167,7 @@ class Luong(Searchable, nn.Module):
         h_tilde, R = s_prev.h_tilde, s_prev.h_tilde.shape[0]
         e_prev = (h_tilde.new_zeros(R, self.cfg.m) if y_prev is None
                   else self.drop(F.embedding(y_prev, self.E)))  # fmt: skip
-        inp = torch.cat([e_prev, h_tilde], 1) if self.cfg.input_feed else e_prev
-        out, state = self.decoder(inp[:, None], layers_first(LSTMState(s_prev.h, s_prev.c)))
-        h = out[:, 0]  # h_t, the top layer
-        c, a = self.attend(enc, h)
-        h_tilde = torch.tanh(F.linear(torch.cat([c, h], 1), self.W_c))
+        h_tilde, state, a = self.attentional(enc, s_prev, e_prev)
         logp = Decoder.log_softmax(F.linear(self.drop(h_tilde), self.W_y, self.b_y))
         if self.cfg.reverse_source:  # the weights of the source words, in their own order
             a = reverse_words(a, enc.mask.repeat_interleave(R // enc.mask.shape[0], 0))
@@ -167,20 +181,32 @@ class Luong(Searchable, nn.Module):
                 smoothing: float = 0.0):  # fmt: skip
         """Teacher forcing: ``logp [B, Ty]`` and ``a [B, Ty, Tx]``, 0 at padding; ``smoothing``:
         label smoothing's ``logp`` (:func:`~nmt_lib.paper.steps.target_log_prob`), for training.
-        Step by step with input feeding (every step waits for the previous ``h̃``); without it,
-        the decoder LSTM over the whole sequence and the attention of all steps at once."""
-        if self.cfg.input_feed:
-            return teacher_forced(self, x, x_mask, y, y_mask, smoothing)
+        With input feeding the steps up to ``h̃_t`` one at a time (each waits for the previous
+        ``h̃``; :meth:`attentional`); without it, the decoder LSTM over the whole sequence and the
+        attention of all steps at once. Then the output layer over every real position at once
+        (:func:`~nmt_lib.models.seq2seq.real_log_prob`)."""
         enc = self.encode(x, x_mask)
         (B, Ty), n = y.shape, self.cfg.n
         e = self.drop(F.embedding(y, self.E))  # [B, Ty, m]
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # y_0 = 0 .. y_{Ty-1}
-        h, _ = run_lstm(self.decoder, e_prev, y_mask, layers_first(LSTMState(enc.h, enc.c)))
-        h = h.reshape(B * Ty, n)  # Ty consecutive states per sentence, as a beam's G
-        c, a = self.attend(enc, h)  # [B * Ty, n], [B * Ty, Tx]
-        h_tilde = torch.tanh(F.linear(torch.cat([c, h], 1), self.W_c))
-        logp = Decoder.log_softmax(F.linear(self.drop(h_tilde), self.W_y, self.b_y))
-        logp = target_log_prob(logp.view(B, Ty, -1), y, smoothing).masked_fill(~y_mask, 0.0)
+        if self.cfg.input_feed:
+            state, h_tilde, a = self.init_state(enc), [], []
+            for t in range(Ty):
+                ht, new, at = self.attentional(enc, state, e_prev[:, t])
+                h_tilde.append(ht)
+                a.append(at)
+                # past a sentence's end its state is carried unchanged (a state of fixed shape)
+                state = keep(y_mask[:, t], LuongState(*rows_first(new), ht), state)
+            h_tilde, a = torch.stack(h_tilde, 1), torch.stack(a, 1)  # [B, Ty, n], [B, Ty, Tx]
+        else:
+            # unpacked, as Seq2seq's decoder: the padding (on the right) is never read or scored
+            h, _ = self.decoder(e_prev, layers_first(LSTMState(enc.h, enc.c)))
+            h = h.reshape(B * Ty, n)  # Ty consecutive states per sentence, as a beam's G
+            c, a = self.attend(enc, h)  # [B * Ty, n], [B * Ty, Tx]
+            h_tilde = torch.tanh(F.linear(torch.cat([c, h], 1), self.W_c)).view(B, Ty, n)
+            a = a.view(B, Ty, -1)
+        logp = real_log_prob(self.drop(h_tilde), y, y_mask, self.W_y, self.b_y, smoothing)
         if self.cfg.reverse_source:  # the weights of the source words, in their own order
-            a = reverse_words(a, enc.mask.repeat_interleave(Ty, 0))
-        return logp, a.view(B, Ty, -1).masked_fill(~y_mask[..., None], 0.0)
+            mask = enc.mask.repeat_interleave(Ty, 0)
+            a = reverse_words(a.reshape(B * Ty, -1), mask).view(B, Ty, -1)
+        return logp, a.masked_fill(~y_mask[..., None], 0.0)

@@ -68,6 +68,16 @@ def run_lstm(lstm: nn.LSTM, e: Tensor, mask: Tensor | None, state: tuple | None 
     return out, final
 
 
+def real_log_prob(u: Tensor, y: Tensor, y_mask: Tensor, W: Tensor, b: Tensor,
+                  smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the output layer's inputs ``u [B, Ty, ·]``:
+    ``softmax(W u_i + b)`` at the real positions of ``y_mask`` only, the padding's never computed;
+    ``smoothing``: label smoothing's (:func:`~nmt_lib.paper.steps.target_log_prob`)."""
+    logp = Decoder.log_softmax(F.linear(u[y_mask], W, b))  # [N, K], N real positions
+    logp = target_log_prob(logp, y[y_mask], smoothing)
+    return logp.new_zeros(y.shape).masked_scatter(y_mask, logp)
+
+
 def lstm(inputs: int, cfg) -> nn.LSTM:
     """A stacked ``torch.nn.LSTM`` of ``cfg.layers`` layers of ``cfg.n`` units, batch-first, with
     ``cfg.dropout`` between its layers (while training)."""
@@ -183,10 +193,11 @@ class Seq2seq(Searchable, nn.Module):
         e = self.drop(F.embedding(y, self.E))  # [B, Ty, m]
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # y_0 = 0 .. y_{Ty-1}
         inp = self.decoder_inputs(enc, e_prev)
-        h, _ = run_lstm(self.decoder, inp, y_mask, layers_first(self.init_state(enc)))
-        logits = F.linear(self.output_inputs(enc, self.drop(h)), self.W_y, self.b_y)  # [B, Ty, K]
-        logp = target_log_prob(Decoder.log_softmax(logits), y, smoothing)
-        return logp.masked_fill(~y_mask, 0.0), None
+        # unpacked: the padding is on the right, where no real position's output reads it, and its
+        # outputs are never scored (packing would cost more than the padding's steps)
+        h, _ = self.decoder(inp, layers_first(self.init_state(enc)))
+        u = self.output_inputs(enc, self.drop(h))  # [B, Ty, ·]
+        return real_log_prob(u, y, y_mask, self.W_y, self.b_y, smoothing), None
 
     def decoder_inputs(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
         """:meth:`decoder_input` of all steps, ``[B, Ty, ·]``."""

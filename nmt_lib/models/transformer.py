@@ -39,7 +39,8 @@ from torch.nn import functional as F
 
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
-from ..paper.steps import Searchable, target_log_prob
+from ..paper.steps import Searchable
+from .seq2seq import real_log_prob
 from .steps import ReadFirstSteps
 
 
@@ -204,22 +205,29 @@ class Transformer(Searchable, Dropped):
         """The logits of ``y_1 .. y_T`` ``[B, T, K]`` given ``prefix`` ``[B, T - 1]`` (the words
         ``y_1 .. y_{T-1}``), and the last layer's encoder–decoder weights ``[B, T, Tx]``
         (averaged over the heads)."""
+        x, a = self.decode_states(enc, prefix)
+        return F.linear(x, self.W_y, self.b_y), a
+
+    def decode_states(self, enc: TransformerEncoded, prefix: Tensor) -> tuple[Tensor, Tensor]:
+        """:meth:`decode` before the output layer: the last decoder layer's outputs ``[B, T, d]``
+        and its weights."""
         e = F.embedding(prefix, self.E)
         e = torch.cat([e.new_zeros(e.shape[0], 1, e.shape[2]), e], 1)  # y_0 = 0
         x, T = self.inputs(e), e.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=e.device).tril()[None]  # [1, T, T]
         for k, layer in enumerate(self.decoder):
             x, a = layer(x, causal, enc.kv[:, k], enc.mask)
-        return F.linear(x, self.W_y, self.b_y), a.mean(1)
+        return x, a.mean(1)
 
     def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
                 smoothing: float = 0.0):  # fmt: skip
         """Teacher forcing, all positions at once: ``logp [B, Ty]`` and the alignments ``[B, Ty,
         Tx]``, 0 at padding; ``smoothing``: label smoothing's ``logp``
         (:func:`~nmt_lib.paper.steps.target_log_prob`), for training."""
-        logits, a = self.decode(self.encode(x, x_mask), y[:, :-1])
-        logp = target_log_prob(Decoder.log_softmax(logits), y, smoothing)
-        return logp.masked_fill(~y_mask, 0.0), a.masked_fill(~y_mask[..., None], 0.0)
+        enc = self.encode(x, x_mask)
+        h, a = self.decode_states(enc, y[:, :-1])
+        logp = real_log_prob(h, y, y_mask, self.W_y, self.b_y, smoothing)
+        return logp, a.masked_fill(~y_mask[..., None], 0.0)
 
     def init_state(self, enc: TransformerEncoded) -> Cache:
         """No positions yet: the empty cache ``[B, layers, 2, 0, d]``."""
