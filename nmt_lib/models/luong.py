@@ -44,7 +44,7 @@ from torch.nn import functional as F
 
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
-from ..paper.steps import Searchable, keep
+from ..paper.steps import Searchable
 from .seq2seq import (
     LSTMState,
     layers_first,
@@ -160,6 +160,42 @@ class Luong(Searchable, nn.Module):
         c, a = self.attend(enc, h)
         return torch.tanh(F.linear(torch.cat([c, h], 1), self.W_c)), state, a
 
+    def input_fed(self, enc: LuongEncoded, e_prev: Tensor, y_mask: Tensor):
+        """The steps of :meth:`attentional` over ``e_prev [B, Ty, m]`` with input feeding, the
+        decoder LSTM's cells written out (``torch.nn.LSTM``'s equations and gate order ``i, f, g,
+        o``, its dropout between layers): the first layer's input products with ``E y_{t-1}`` for
+        all steps at once, then per step only those with ``h̃_{t-1}`` and the states; past a
+        sentence's end its state is carried unchanged. Returns ``h̃ [B, Ty, n]`` and ``a [B, Ty,
+        Tx]``."""
+        lstm, m, L = self.decoder, self.cfg.m, self.cfg.layers
+        W = [getattr(lstm, f"weight_ih_l{k}") for k in range(L)]
+        U = [getattr(lstm, f"weight_hh_l{k}") for k in range(L)]
+        b = [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") for k in range(L)]
+        # [B, 4n] per step: E y_{t-1}'s part, all at once (unbound once: a step's slice of the
+        # whole would give its gradient a zero-filled [B, Ty, 4n] each)
+        a_e = F.linear(e_prev, W[0][:, :m], b[0]).unbind(1)
+        h, c = list(enc.h.unbind(1)), list(enc.c.unbind(1))  # each layer's [B, n]
+        h_tilde = enc.h.new_zeros(enc.h.shape[0], self.cfg.n)
+        out_h, out_a = [], []
+        for t, real in enumerate(y_mask[..., None].unbind(1)):
+            x = None
+            for k in range(L):
+                if k == 0:
+                    gates = a_e[t] + F.linear(h_tilde, W[0][:, m:])
+                else:
+                    x = F.dropout(x, lstm.dropout, self.training) if lstm.dropout else x
+                    gates = F.linear(x, W[k], b[k])
+                i, f, g, o = (gates + F.linear(h[k], U[k])).chunk(4, 1)
+                c_k = torch.sigmoid(f) * c[k] + torch.sigmoid(i) * torch.tanh(g)
+                x = torch.sigmoid(o) * torch.tanh(c_k)  # h_t of layer k
+                h[k], c[k] = torch.where(real, x, h[k]), torch.where(real, c_k, c[k])
+            ctx, a_t = self.attend(enc, x)
+            ht = torch.tanh(F.linear(torch.cat([ctx, x], 1), self.W_c))
+            out_h.append(ht)
+            out_a.append(a_t)
+            h_tilde = torch.where(real, ht, h_tilde)
+        return torch.stack(out_h, 1), torch.stack(out_a, 1)
+
     def step(self, enc: LuongEncoded, s_prev: LuongState, y_prev: Tensor | None):
         """``log p(y_t | ·) [G * B, K]``, the new state and ``a_t`` over the source words in
         their order (also with ``reverse_source``): the decoder reads ``y_{t-1}`` (and
@@ -190,14 +226,7 @@ class Luong(Searchable, nn.Module):
         e = self.drop(F.embedding(y, self.E))  # [B, Ty, m]
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # y_0 = 0 .. y_{Ty-1}
         if self.cfg.input_feed:
-            state, h_tilde, a = self.init_state(enc), [], []
-            for t in range(Ty):
-                ht, new, at = self.attentional(enc, state, e_prev[:, t])
-                h_tilde.append(ht)
-                a.append(at)
-                # past a sentence's end its state is carried unchanged (a state of fixed shape)
-                state = keep(y_mask[:, t], LuongState(*rows_first(new), ht), state)
-            h_tilde, a = torch.stack(h_tilde, 1), torch.stack(a, 1)  # [B, Ty, n], [B, Ty, Tx]
+            h_tilde, a = self.input_fed(enc, e_prev, y_mask)
         else:
             # unpacked, as Seq2seq's decoder: the padding (on the right) is never read or scored
             h, _ = self.decoder(e_prev, layers_first(LSTMState(enc.h, enc.c)))

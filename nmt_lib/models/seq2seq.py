@@ -72,8 +72,13 @@ def real_log_prob(u: Tensor, y: Tensor, y_mask: Tensor, W: Tensor, b: Tensor,
                   smoothing: float = 0.0) -> Tensor:  # fmt: skip
     """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the output layer's inputs ``u [B, Ty, ·]``:
     ``softmax(W u_i + b)`` at the real positions of ``y_mask`` only, the padding's never computed;
-    ``smoothing``: label smoothing's (:func:`~nmt_lib.paper.steps.target_log_prob`)."""
-    logp = Decoder.log_softmax(F.linear(u[y_mask], W, b))  # [N, K], N real positions
+    ``b``: ``[K]``, or ``[B, K]``, one per sentence; ``smoothing``: label smoothing's
+    (:func:`~nmt_lib.paper.steps.target_log_prob`)."""
+    if b.dim() == 1:
+        logits = F.linear(u[y_mask], W, b)  # [N, K], N real positions
+    else:  # each position its sentence's row of b
+        logits = F.linear(u[y_mask], W) + b.index_select(0, y_mask.nonzero()[:, 0])
+    logp = Decoder.log_softmax(logits)
     logp = target_log_prob(logp, y[y_mask], smoothing)
     return logp.new_zeros(y.shape).masked_scatter(y_mask, logp)
 
@@ -196,8 +201,14 @@ class Seq2seq(Searchable, nn.Module):
         # unpacked: the padding is on the right, where no real position's output reads it, and its
         # outputs are never scored (packing would cost more than the padding's steps)
         h, _ = self.decoder(inp, layers_first(self.init_state(enc)))
-        u = self.output_inputs(enc, self.drop(h))  # [B, Ty, ·]
-        return real_log_prob(u, y, y_mask, self.W_y, self.b_y, smoothing), None
+        return self.scored(enc, self.drop(h), y, y_mask, smoothing), None
+
+    def scored(self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor,
+               smoothing: float = 0.0) -> Tensor:  # fmt: skip
+        """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the decoder's top outputs ``h [B,
+        Ty, n]``: the output layer over :meth:`output_inputs`, at the real positions."""
+        u = self.output_inputs(enc, h)  # [B, Ty, ·]
+        return real_log_prob(u, y, y_mask, self.W_y, self.b_y, smoothing)
 
     def decoder_inputs(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
         """:meth:`decoder_input` of all steps, ``[B, Ty, ·]``."""
