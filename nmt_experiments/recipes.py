@@ -400,9 +400,9 @@ studies/multi30k-recipes.toml; dropout and label smoothing are deviations of thi
 trained to convergence: stopped once its val NLL has not improved for 4 evaluations (1,000 updates),
 at most 6,000 updates (16.6 epochs), its best checkpoint kept; seed k orders the batches and
 initialises the model; three seeds for the models of the claims, one for the others. fp32. Data:
---data-dir (or NMT_DATA) = the Multi30k directory (nmt_lib.data.corpus).
-`python -m nmt_experiments.replicate --train nmt_lib/profiles/studies/multi30k.toml --data-dir <multi30k>
---jobs 2` (resumable) writes results/multi30k/."""
+NMT_DATA = the Multi30k directory (nmt_lib.data.corpus). `MULTI30K=<that directory>
+tools/multi30k_study.sh` runs the sweep, writes this profile and trains every run (resumable) into
+results/multi30k/."""
 
 #: The testbeds: WMT'14 at lite's data and a fixed budget (the comparison), Multi30k to convergence.
 WMT14 = Testbed("compare", PROFILE, RESULTS, COMPARE, {"max_updates": UPDATES},
