@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -352,3 +353,17 @@ def test_multi30k_test_parts_alone(toy30k):
     root, cache = toy30k
     prep = prepare(multi30k(root, cache, test="multi30k.test_2016_flickr"), workers=1)
     assert {i[0] for i in prep.test.ids} == {"multi30k.test_2016_flickr"} and len(prep.test) == 20
+
+
+def test_multi30k_reads_the_releases_gzipped_files(toy30k):
+    """The release's own files are gzipped (``data/task1/raw/<split>.<lang>.gz``): read the same."""
+    import gzip
+
+    root, cache = toy30k
+    plain = prepare(multi30k(root, cache / "a"), workers=1)
+    for lang in ("en", "fr"):
+        f = root / f"multi30k.task1.val.{lang}"
+        Path(f"{f}.gz").write_bytes(gzip.compress(f.read_bytes()))
+        f.unlink()
+    zipped = prepare(multi30k(root, cache / "b"), workers=1)
+    assert zipped.dev.x == plain.dev.x and zipped.dev.ref_raw == plain.dev.ref_raw
