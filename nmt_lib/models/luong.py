@@ -167,10 +167,10 @@ class Luong(Searchable, nn.Module):
         all steps at once, then per step only those with ``h̃_{t-1}`` and the states; past a
         sentence's end its state is carried unchanged. Returns ``h̃ [B, Ty, n]`` and ``a [B, Ty,
         Tx]``."""
-        lstm, m, L = self.decoder, self.cfg.m, self.cfg.layers
-        W = [getattr(lstm, f"weight_ih_l{k}") for k in range(L)]
-        U = [getattr(lstm, f"weight_hh_l{k}") for k in range(L)]
-        b = [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") for k in range(L)]
+        rnn, m, L = self.decoder, self.cfg.m, self.cfg.layers
+        W = [getattr(rnn, f"weight_ih_l{k}") for k in range(L)]
+        U = [getattr(rnn, f"weight_hh_l{k}") for k in range(L)]
+        b = [getattr(rnn, f"bias_ih_l{k}") + getattr(rnn, f"bias_hh_l{k}") for k in range(L)]
         # [B, 4n] per step: E y_{t-1}'s part, all at once (unbound once: a step's slice of the
         # whole would give its gradient a zero-filled [B, Ty, 4n] each)
         a_e = F.linear(e_prev, W[0][:, :m], b[0]).unbind(1)
@@ -183,7 +183,7 @@ class Luong(Searchable, nn.Module):
                 if k == 0:
                     gates = a_e[t] + F.linear(h_tilde, W[0][:, m:])
                 else:
-                    x = F.dropout(x, lstm.dropout, self.training) if lstm.dropout else x
+                    x = F.dropout(x, rnn.dropout, self.training) if rnn.dropout else x
                     gates = F.linear(x, W[k], b[k])
                 i, f, g, o = (gates + F.linear(h[k], U[k])).chunk(4, 1)
                 c_k = torch.sigmoid(f) * c[k] + torch.sigmoid(i) * torch.tanh(g)
@@ -218,7 +218,7 @@ class Luong(Searchable, nn.Module):
         """Teacher forcing: ``logp [B, Ty]`` and ``a [B, Ty, Tx]``, 0 at padding; ``smoothing``:
         label smoothing's ``logp`` (:func:`~nmt_lib.paper.steps.target_log_prob`), for training.
         With input feeding the steps up to ``h̃_t`` one at a time (each waits for the previous
-        ``h̃``; :meth:`attentional`); without it, the decoder LSTM over the whole sequence and the
+        ``h̃``; :meth:`input_fed`); without it, the decoder LSTM over the whole sequence and the
         attention of all steps at once. Then the output layer over every real position at once
         (:func:`~nmt_lib.models.seq2seq.real_log_prob`)."""
         enc = self.encode(x, x_mask)
