@@ -4,6 +4,11 @@
     python -m nmt_experiments.recipes --train --jobs 2   # every arm (resumable), scored on the whole dev set
     python -m nmt_experiments.recipes --search           # beam search settings of each family's chosen arm
     python -m nmt_experiments.recipes                    # rewrite the tables from the runs
+    python -m nmt_experiments.recipes --write-profile    # the comparison's profile from the choices
+
+``--testbed multi30k`` does the same for the second testbed (:data:`MULTI30K`): the sweep
+``studies/multi30k-recipes.toml`` into ``results/multi30k/recipes/``, which writes the study's
+profile ``studies/multi30k.toml``.
 
 The arms are the runs of ``nmt_lib/profiles/studies/recipes.toml``, named ``<model>.<setting>``:
 the arms of one model form its *family*. Every arm trains for the same number of updates on the
@@ -22,6 +27,7 @@ import dataclasses
 import itertools
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from nmt_lib.config import PROFILE_DIR, home, load_profile, run_dir_name, to_dict
 from nmt_lib.io import read_json, write_json
@@ -275,48 +281,94 @@ def _inline(d: dict) -> str:
     return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in d.items()) + " }"
 
 
-def compare_profile(out: Path = RESULTS, compare_out: Path | None = None) -> str:
-    """The text of ``studies/compare.toml``: every model of :data:`MODELS` with the recipe of its
-    family's chosen arm (:func:`chosen`: the model and training settings in which that arm differs
-    from the sweep's common ones) and its family's chosen search (``search.csv``), for
-    :data:`UPDATES` updates, one run per seed (:func:`run_name`); the best of Luong's scores
-    (:func:`best_luong`) gets every seed once its first is evaluated."""
-    doc, arms, search = _chosen_recipes(out)
+class Testbed(NamedTuple):
+    """A comparison and the sweep that chooses its recipes: ``sweep``, the sweep's profile;
+    ``results``, its results directory; ``profile``, the comparison's profile it writes;
+    ``budget``, the ``[train]`` settings of every comparison run; ``provisional``, the arm a family
+    takes while its sweep has not chosen one (None: every family must have chosen)."""
+
+    name: str
+    sweep: Path
+    results: Path
+    profile: Path
+    budget: dict
+    description: str
+    provisional: dict | None = None
+
+
+#: Multi30k's study: every run trained until its val NLL has not improved for 4 evaluations (1,000
+#: updates), at most 6,000 updates (16.6 epochs), its best checkpoint kept.
+MULTI30K_BUDGET = {"max_updates": 6000, "patience": 4}
+#: The arms Multi30k's study takes before its sweep has chosen (a middle dropout, the rate that
+#: WMT'14's sweep chose): what ``studies/multi30k.toml`` holds until the sweep is run.
+MULTI30K_PROVISIONAL = {
+    "RNNsearch-50": "RNNsearch-50.adam-1e-3-dropout-0.2",
+    "RNNencdec-50": "RNNencdec-50.adam-1e-3-dropout-0.2",
+    "Seq2seq-50": "Seq2seq-50.adam-1e-3-dropout-0.2",
+    "Luong-50": "Luong-50.adam-1e-3-dropout-0.2",
+    "Transformer-50": "Transformer-50.warmup-1e-3-dropout-0.1",
+}
+
+
+def compare_profile(out: Path | None = None, compare_out: Path | None = None,
+                    testbed: Testbed | None = None) -> str:  # fmt: skip
+    """The text of the comparison's profile (``studies/compare.toml``; ``studies/multi30k.toml``
+    for :data:`MULTI30K`): every model of :data:`MODELS` with the recipe of its family's chosen
+    arm (:func:`chosen`: the model and training settings in which that arm differs from the
+    sweep's common ones, or the testbed's provisional arm while its sweep has not chosen) and its
+    family's chosen search (``search.csv``; without it, normalised and at most 1.5 times the
+    source), for the testbed's budget (:data:`UPDATES` updates on WMT'14), one run per seed
+    (:func:`run_name`); the best of Luong's scores (:func:`best_luong`) gets every seed once its
+    first is evaluated."""
+    testbed = testbed or WMT14
+    out = out or testbed.results
+    doc, arms, search = _chosen_recipes(out, testbed.sweep)
+    chosen_ = dict(arms)
+    if testbed.provisional:
+        arms = {**testbed.provisional, **arms}
     luong = best_luong(compare_out or out.parent)
     common = {sec: dict(doc[sec]) for sec in ("data", "model", "train", "search")}
-    common["train"]["max_updates"] = UPDATES
+    common["train"].update(testbed.budget)
     runs = []
     for seed in SEEDS:
         for model, (fam, settings) in MODELS.items():
             if seed != SEEDS[0] and model not in SEEDED and model != luong:
                 continue
             arm = doc["runs"][arms[fam]]
-            runs.append((run_name(model, seed), arms[fam], {
+            why = " (provisional: the sweep has not chosen)" if fam not in chosen_ else ""
+            runs.append((run_name(model, seed), arms[fam] + why, {
                 "model": {**arm.get("model", {}), **settings},
                 "data": {"seed": seed},
                 "train": {**arm.get("train", {}), "seed": seed},
-                "search": _search(search[fam]),
+                "search": _search(search[fam]) if fam in search else DEFAULT_SEARCH,
             }))  # fmt: skip
-    return _profile_text("compare", COMPARE_DESCRIPTION.format(updates=UPDATES), common, runs)
+    flag = "" if testbed is WMT14 else f" --testbed {testbed.name}"
+    return _profile_text(testbed.name, testbed.description, common, runs, flag)
 
 
-def _chosen_recipes(out: Path) -> tuple[dict, dict[str, str], dict[str, dict]]:
+#: The search of a family whose search the sweep has not chosen yet (a provisional arm's).
+DEFAULT_SEARCH = {"normalize": True, "max_len_ratio": 1.5}
+
+
+def _chosen_recipes(out: Path, sweep: Path = PROFILE) -> tuple[dict, dict[str, str], dict]:
     """The sweep's profile (as TOML data), each family's chosen arm (:func:`chosen`) and its
-    chosen row of ``search.csv``."""
+    chosen row of ``search.csv`` (none before the sweep has run)."""
     import tomllib
 
-    doc = tomllib.loads(PROFILE.read_text(encoding="utf-8"))
-    search = {r["model"]: r for r in _read_csv(out / "search.csv") if r["chosen"] == "True"}
-    return doc, chosen(out), search
+    doc = tomllib.loads(sweep.read_text(encoding="utf-8"))
+    rows = _read_csv(out / "search.csv") if (out / "search.csv").is_file() else []
+    search = {r["model"]: r for r in rows if r["chosen"] == "True"}
+    return doc, chosen(out, sweep), search
 
 
-def _profile_text(name: str, description: str, common: dict, runs: list) -> str:
+def _profile_text(name: str, description: str, common: dict, runs: list, flag: str = "") -> str:
     """A profile written by ``--write-profile``: its ``common`` sections, then each run of
     ``runs`` (``(name, the arm whose recipe it takes, {section: settings})``)."""
     lines = [
         f'name = "{name}"',
         'description = """' + description + '"""',
-        "# written by `python -m nmt_experiments.recipes --write-profile` from the sweep's results",
+        f"# written by `python -m nmt_experiments.recipes{flag} --write-profile` from the sweep's"
+        " results",
         "",
     ]
     for sec, values in common.items():
@@ -337,6 +389,29 @@ recipe and search settings chosen on dev for its family (results/compare/recipes
 studies/recipes.toml); three seeds for the models of the claims, one for the others. fp32 on every
 machine. `python -m nmt_experiments.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2`
 (resumable), then `python -m nmt_experiments.comparison`."""
+
+MULTI30K_DESCRIPTION = """Before and after the paper on the second testbed, where every model
+learns: Multi30k task 1 En->Fr (Elliott et al. 2016; 29,000 training pairs, val 1,014,
+test_2016_flickr and test_2017_flickr 1,000 each, the test set multi30k.test_flickr), Moses-tokenized,
+word vocabularies of the 5,997 most frequent words per side of its training pairs (about the words
+seen twice or more: 6,221 English, 6,563 French), lite's sizes. The models of studies/compare.toml,
+each with the recipe and search chosen on val for its family (results/multi30k/recipes/, the profile
+studies/multi30k-recipes.toml; dropout and label smoothing are deviations of this testbed), every run
+trained to convergence: stopped once its val NLL has not improved for 4 evaluations (1,000 updates),
+at most 6,000 updates (16.6 epochs), its best checkpoint kept; seed k orders the batches and
+initialises the model; three seeds for the models of the claims, one for the others. fp32. Data:
+NMT_DATA = the Multi30k directory (nmt_lib.data.corpus). `MULTI30K=<that directory>
+tools/multi30k_study.sh` runs the sweep, writes this profile and trains every run (resumable) into
+results/multi30k/."""
+
+#: The testbeds: WMT'14 at lite's data and a fixed budget (the comparison), Multi30k to convergence.
+WMT14 = Testbed("compare", PROFILE, RESULTS, COMPARE, {"max_updates": UPDATES},
+                COMPARE_DESCRIPTION.format(updates=UPDATES))  # fmt: skip
+MULTI30K = Testbed("multi30k", PROFILE_DIR / "studies" / "multi30k-recipes.toml",
+                   home() / "results" / "multi30k" / "recipes",
+                   PROFILE_DIR / "studies" / "multi30k.toml", MULTI30K_BUDGET, MULTI30K_DESCRIPTION,
+                   MULTI30K_PROVISIONAL)  # fmt: skip
+TESTBEDS = {"compare": WMT14, "multi30k": MULTI30K}
 
 
 # ------------------------------------------------------------- the same recipes on a GPU
@@ -395,6 +470,12 @@ NOTE = (
     "per sentence, the whole dev set (newstest2012+2013); dev BLEU: greedy, its first 500 "
     "sentences. The chosen arm (lowest dev NLL) is the model's recipe in the comparison."
 )
+MULTI30K_NOTE = (
+    "Each arm trained on the same batches (seed 1) until its val NLL had not improved for 3 "
+    "evaluations (at most 3,000 updates), its best checkpoint kept; dev NLL: per sentence, the whole "
+    "val set of Multi30k; dev BLEU: greedy, its first 500 sentences. The chosen arm (lowest dev "
+    "NLL) is the model's recipe in the Multi30k study."
+)
 SEARCH_NOTE = (
     f"The chosen arm of each model decodes {SEARCH_SENTENCES} dev sentences (beam 10) with each "
     "setting; the highest dev BLEU is the model's search in the comparison."
@@ -409,24 +490,33 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--data-dir")
     ap.add_argument("--arms", nargs="*", help="only these arms")
-    ap.add_argument("--results-dir", type=Path, default=RESULTS)
-    ap.add_argument("--profile", default=PROFILE, help="the study's profile (default: recipes)")
-    ap.add_argument("--write-profile", nargs="?", const=COMPARE, type=Path, metavar="PATH",
-                    help="write the comparison's profile (default: studies/compare.toml) and its GPU "
-                    "view's (studies/compare-gpu.toml) from the chosen recipes and searches")  # fmt: skip
+    ap.add_argument("--testbed", choices=sorted(TESTBEDS), default="compare",
+                    help="compare: WMT'14 (default); multi30k: the Multi30k testbed's sweep and "
+                    "study (its profile, results and comparison)")  # fmt: skip
+    ap.add_argument("--results-dir", type=Path, help="default: the testbed's")
+    ap.add_argument("--profile", help="the sweep's profile (default: the testbed's)")
+    ap.add_argument("--write-profile", nargs="?", const=True, type=Path, metavar="PATH",
+                    help="write the comparison's profile (default: the testbed's, "
+                    "studies/compare.toml, with its GPU view studies/compare-gpu.toml) from the "
+                    "chosen recipes and searches")  # fmt: skip
     a = ap.parse_args(argv)
-    out, prof = a.results_dir, a.profile
+    bed = TESTBEDS[a.testbed]
+    out, prof = a.results_dir or bed.results, Path(a.profile) if a.profile else bed.sweep
     if a.train:
         train(a.jobs, a.data_dir, out, a.arms, prof)
     rows = table(out, prof)
     if rows:
-        tables.write_table(out, "recipes", rows, NOTE)
+        note = NOTE if bed is WMT14 else MULTI30K_NOTE
+        tables.write_table(out, "recipes", rows, note)
     if a.search:
         tables.write_table(out, "search", search_table(out, a.data_dir, prof), SEARCH_NOTE)
     if a.write_profile:
-        a.write_profile.write_text(compare_profile(out), encoding="utf-8")
-        GPU_COMPARE.write_text(gpu_profile(out), encoding="utf-8")
-        print(f"[recipes] wrote {a.write_profile} and {GPU_COMPARE}")
+        target = bed.profile if a.write_profile is True else a.write_profile
+        target.write_text(compare_profile(out, testbed=bed._replace(sweep=prof)), encoding="utf-8")
+        print(f"[recipes] wrote {target}")
+        if bed is WMT14:
+            GPU_COMPARE.write_text(gpu_profile(out), encoding="utf-8")
+            print(f"[recipes] wrote {GPU_COMPARE}")
     print(json.dumps(chosen(out, prof), indent=1) if rows else "[recipes] no arm finished yet")
     return 0
 

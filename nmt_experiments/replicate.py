@@ -32,7 +32,7 @@ import torch
 
 from nmt_lib import publish
 from nmt_lib.checkpoint import default_checkpoint_dir, portable
-from nmt_lib.config import ConfigError, home, load_profile, model_config, to_dict
+from nmt_lib.config import ConfigError, home, load_profile, run_from_dict, to_dict
 from nmt_lib.data import data_summary, input_sha256, prepare
 from nmt_lib.data.fixtures import toy_data_dir
 from nmt_lib.evaluate import evaluate_run, find_checkpoint
@@ -186,11 +186,10 @@ def evaluated(run, d: Path) -> dict | None:
 def same_run(saved: dict, run) -> bool:
     """Whether the config ``saved`` (a run's ``config.json``, in the layout of any version) is
     ``run``'s."""
-    try:  # the model section in its family's layout; the others as they are
-        model = to_dict(model_config(saved.get("model", {}), "config.model"))
-    except (ConfigError, TypeError):
+    try:  # every section as this version reads it: its settings' defaults where it predates them
+        return to_dict(run_from_dict(saved)) == to_dict(run)
+    except (ConfigError, TypeError, KeyError):
         return False
-    return {**saved, "model": model} == to_dict(run)
 
 
 def recorded(run, d: Path) -> dict | None:

@@ -277,7 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
                        " (under torchrun: --run-name)")  # fmt: skip
         p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                        help="override a setting for every run, e.g. train.max_updates=100")  # fmt: skip
-        p.add_argument("--data-dir", help="the WMT'14 layout (sets data.data_dir; beats NMT_DATA)")
+        p.add_argument(
+            "--data-dir",
+            help="the data directory: the WMT'14 layout, or Multi30k's (sets data.data_dir; beats NMT_DATA)",
+        )
         p.add_argument("--out", help="results directory of the profile (default results/<profile>)")
 
     p = sub.add_parser("train", help="train the profile's models (resumes from checkpoints)")

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .config import RunConfig, to_dict
+from .config import CONFIGS, RunConfig, to_dict
 from .io import atomic_write
 
 #: A run's checkpoint files in its checkpoint directory: the latest, and the best on dev NLL (with
@@ -57,7 +57,7 @@ FINGERPRINT = {
     "data": ("train", "src_lang", "trg_lang", "src_words", "trg_words", "max_len",
              "max_train_pairs", "batch_size", "sort_k_batches", "seed"),
     "train": ("optimizer", "rho", "eps", "lr", "loss", "lr_schedule", "lr_decay", "warmup_updates",
-              "clip_norm", "seed"),
+              "clip_norm", "seed", "label_smoothing"),
 }  # fmt: skip
 
 
@@ -178,6 +178,9 @@ def fingerprint(cfg: RunConfig | dict) -> dict:
     out = {}
     for sec, keys in FINGERPRINT.items():
         part = d.get(sec, {})
+        if sec == "model" and part.get("arch", "RNNsearch") in CONFIGS:  # and a model field, its
+            arch = part.get("arch", "RNNsearch")  # family's default (model.dropout, say)
+            part = {**to_dict(CONFIGS[arch](arch=arch)), **part}
         for k in sorted(part) if keys is None else keys:
             out[f"{sec}.{k}"] = part.get(k, defaults[sec].get(k))
     return out

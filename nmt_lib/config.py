@@ -93,12 +93,16 @@ class ModelConfig(Embeddings):
     output_rank: int | None = 620  # GroundHog's W_o = W2 W1 (rank 620); None = the paper's W_o
     gate_bias: bool = False  # GroundHog: only the GRU candidate has a bias; True adds r/z biases
     embedding_bias: bool = True  # GroundHog's embedder is a linear layer with a learned bias
+    # dropout while training (the paper: none; a deviation of the Multi30k testbed): the source and
+    # target embeddings and the deep output's t_i before W_o (nmt_lib.paper.decoder)
+    dropout: float = 0.0
 
     def __post_init__(self):
         super().__post_init__()
         _positive(self, "n", "n_align", "l")
         if self.n_dec is not None and self.n_dec <= 0:
             raise ConfigError(f"model.n_dec must be positive or None, got {self.n_dec}")
+        _dropout(self)
 
 
 @dataclass(frozen=True)
@@ -111,10 +115,14 @@ class LSTMConfig(Embeddings):
     layers: int = 1  # stacked LSTM layers
     reverse_source: bool = False  # Sutskever et al.: the encoder reads the source words reversed
     forget_bias: float = 0.0  # the forget-gate bias at initialisation (Jozefowicz et al.: 1)
+    # dropout while training (Sutskever et al.: none; Zaremba et al.'s places): the embeddings,
+    # between stacked layers, the decoder's top output before the output layer
+    dropout: float = 0.0
 
     def __post_init__(self):
         super().__post_init__()
         _positive(self, "n", "layers")
+        _dropout(self)
 
 
 @dataclass(frozen=True)
@@ -152,8 +160,12 @@ class TransformerConfig(Embeddings):
             raise ConfigError(
                 f"model.m ({self.m}) must be a multiple of model.heads ({self.heads})"
             )
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"model.dropout must be in [0, 1), got {self.dropout}")
+        _dropout(self)
+
+
+def _dropout(cfg) -> None:
+    if not 0 <= cfg.dropout < 1:
+        raise ConfigError(f"model.dropout must be in [0, 1), got {cfg.dropout}")
 
 
 #: The config class of each architecture (``model.arch``): the paper's two
@@ -245,6 +257,10 @@ class TrainConfig:
     lr: float = 1.0  # Adadelta: 1 (GroundHog); Adam: e.g. 1e-3
     # the minibatch loss: "sum" of its token NLLs (the paper), its "sentence" or "token" mean
     loss: str = "sum"
+    # label smoothing ε (Szegedy et al. 2016; Vaswani et al.: 0.1; the paper: 0): the loss of a
+    # target position is the cross-entropy against (1 - ε) on the reference word and ε spread
+    # evenly over the K - 1 rows but <pad> (nmt_lib.paper.steps.target_log_prob)
+    label_smoothing: float = 0.0
     adam_beta2: float = 0.999  # Adam's beta_2 (Vaswani et al.: 0.98)
     # or "plateau": lr *= lr_decay after each evaluation without progress; or "inverse_sqrt"
     # (Vaswani et al.): after the warm-up, lr * sqrt(warmup_updates / update)
@@ -294,6 +310,10 @@ class TrainConfig:
             )
         if self.threads is not None and self.threads < 1:
             raise ConfigError(f"train.threads must be >= 1 (or unset), got {self.threads}")
+        if not 0 <= self.label_smoothing < 1:
+            raise ConfigError(
+                f"train.label_smoothing must be in [0, 1), got {self.label_smoothing}"
+            )
         if not 0 < self.adam_beta2 < 1:
             raise ConfigError(f"train.adam_beta2 must be in (0, 1), got {self.adam_beta2}")
         if self.lr_schedule == "inverse_sqrt" and not self.warmup_updates:

@@ -11,7 +11,8 @@ results directory:
   the paper);
 * ``bleu.json``: BLEU All and No-UNK (Table 1), each as multi-bleu-style tokenized BLEU and as
   sacrebleu's detokenized BLEU with its signature (:mod:`nmt_lib.bleu`), and All with ``<unk>``
-  replaced (``unk_replaced``, a model with attention);
+  replaced (``unk_replaced``, a model with attention); for a test set of several parts
+  (Multi30k's ``multi30k.test_flickr``) also All of each part (``parts``);
 * ``bleu_by_length.json``: Figure 2. Buckets by **source** length in words (EOS not counted), width
   10 (``0-9, 10-19, ..., 50-59, >=60``; PAPER.md A11), corpus BLEU per bucket from summed n-gram
   statistics, on the full test set (UNK included, as the caption says). The per-sentence lengths and
@@ -509,6 +510,11 @@ def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentence
     result = {"run": run_cfg.name, "checkpoint": portable(ckpt, run_cfg), "search": to_dict(search),
               "precision": resolve_precision(prec, dev)}  # fmt: skip
     result["all"] = score(hyp_tok, test, everything, lang)
+    parts = dict.fromkeys(part for part, _, _ in test.ids)
+    if len(parts) > 1:  # a test set of several (Multi30k's two Flickr sets): each one's BLEU too
+        where = {p: [i for i in everything if test.ids[i][0] == p] for p in parts}
+        result["parts"] = {p: score([hyp_tok[i] for i in idx], test, idx, lang)
+                           for p, idx in where.items()}  # fmt: skip
     result["unfinished"] = sum(not h.finished for h in hyps)
     # beyond the paper: each <unk> replaced by the source word it attends to most (nmt_lib.unk)
     replaced = replace_corpus(model, test.x, hyps, test.src_tok, vocab, 64, dev, prec)

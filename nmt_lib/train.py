@@ -15,7 +15,9 @@
 * the named alternatives of reduced budgets (``TrainConfig``): ``optimizer = "adam"``, ``loss =
   "sentence"`` or ``"token"`` (the sum divided by the update's sentences or target tokens, so that
   ``clip_norm`` bounds the gradient of that mean), a linear warm-up and a learning rate that decays
-  when an evaluation brings no progress (``lr_schedule = "plateau"``);
+  when an evaluation brings no progress (``lr_schedule = "plateau"``), and label smoothing
+  (``label_smoothing``, the loss then the summed smoothed cross-entropy, which the log's
+  ``train_nll`` reports; the dev NLL stays the NLL);
 * budgets in updates, epochs or hours, whichever comes first; every ``eval_every`` updates the dev
   NLL (per-sentence NLL averaged over ``dev_nll_sentences`` fixed dev sentences, or the whole dev
   set, Table 2's measure) and the BLEU of greedy translations of
@@ -109,7 +111,7 @@ class Trainer:
                         p.copy_(buf)
         # the loss and its gradients: eager, or replayed as CUDA graphs (train.cuda_graphs)
         self.backward = self.on.backward(model, self.params, self.precision, self.device,
-                                         t.cuda_graphs)  # fmt: skip
+                                         t.cuda_graphs, t.label_smoothing)  # fmt: skip
         self.update = 0
         self.elapsed = 0.0  # seconds of training, summed over resumes
         self.best_dev_nll = math.inf

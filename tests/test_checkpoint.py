@@ -201,3 +201,20 @@ def test_a_checkpoint_saved_with_every_architectures_model_keys_still_fits_its_r
     old["model"]["n_align"] = 7
     with pytest.raises(CheckpointError, match="model.n_align"):
         check_compatible({"config": old}, run, "old.pt")
+
+
+@pytest.mark.parametrize("arch", ["RNNsearch", "Seq2seq"])
+def test_a_checkpoint_that_predates_a_setting_fits_its_run_with_the_default(arch):
+    """A checkpoint written before ``model.dropout`` and ``train.label_smoothing`` existed fits
+    the run with their defaults (the paper's: none), and no run with another value."""
+    from nmt_lib.checkpoint import check_compatible
+    from nmt_lib.config import RunConfig, TrainConfig, model_config
+
+    run = RunConfig(name="r", model=model_config(arch=arch), train=TrainConfig(max_updates=1))
+    old = to_dict(run)
+    del old["model"]["dropout"], old["train"]["label_smoothing"]
+    check_compatible({"config": old}, run, "old.pt")
+    for other in (replace(run, model=replace(run.model, dropout=0.3)),
+                  replace(run, train=replace(run.train, label_smoothing=0.1))):  # fmt: skip
+        with pytest.raises(CheckpointError, match="dropout|label_smoothing"):
+            check_compatible({"config": old}, other, "old.pt")

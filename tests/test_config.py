@@ -149,6 +149,8 @@ def test_setting_beats_env_beats_default(monkeypatch, tmp_path):
         ({"max_updates": -5}, "train.max_updates must be > 0"),
         ({"dev_nll_sentences": -1}, "train.dev_nll_sentences must be >= 0"),
         ({"clip_norm": 0.0}, "train.clip_norm"),
+        ({"label_smoothing": 1.0}, r"train.label_smoothing must be in \[0, 1\)"),
+        ({"label_smoothing": -0.1}, r"train.label_smoothing must be in \[0, 1\)"),
     ],
 )
 def test_recipe_settings_are_validated(train, message):
@@ -157,7 +159,7 @@ def test_recipe_settings_are_validated(train, message):
 
 
 def test_the_paper_recipe_is_the_default():
-    from nmt_lib.config import TrainConfig
+    from nmt_lib.config import LSTMConfig, LuongConfig, ModelConfig, TrainConfig, TransformerConfig
 
     t = TrainConfig(max_updates=1)
     assert (t.optimizer, t.lr, t.rho, t.eps, t.loss, t.clip_norm) == (
@@ -169,6 +171,10 @@ def test_the_paper_recipe_is_the_default():
         1.0,
     )
     assert (t.lr_schedule, t.warmup_updates, t.dev_nll_sentences) == ("constant", 0, 0)
+    assert t.label_smoothing == 0.0  # the paper: none; nor dropout, in any family
+    assert {cls().dropout for cls in (ModelConfig, LSTMConfig, LuongConfig, TransformerConfig)} == {
+        0
+    }
     paper = load_profile("paper").runs["RNNsearch-50"].train
     assert (paper.optimizer, paper.loss, paper.lr_schedule) == ("adadelta", "sum", "constant")
 

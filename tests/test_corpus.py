@@ -100,7 +100,7 @@ def test_unknown_corpus_lists_known_names(tmp_path):
         DataError, match=r"unknown training corpus 'nope'; known: .*europarl-v7\.fr-en"
     ):
         locate(DataConfig(train=("nope",)), tmp_path)
-    with pytest.raises(DataError, match=r"unknown test set 'newstest2099'; known: newstest2014"):
+    with pytest.raises(DataError, match=r"unknown test set 'newstest2099'; known: .*newstest2014"):
         locate(DataConfig(train=("toy",), test="newstest2099"), tmp_path)
     with pytest.raises(DataError, match="unknown corpus"):
         get_corpus("bitexts")
@@ -111,8 +111,8 @@ def test_locates_the_toy_fixture_and_a_corpus_of_ones_own(tmp_path):
     (tmp_path / "train/mine.en.xz").write_bytes(lzma.compress(b"a\n"))
     (tmp_path / "train/mine.fr.gz").write_bytes(gzip.compress(b"b\n"))
     found = locate(DataConfig(train=("toy", "mine")), tmp_path)
-    assert found.test.src == tmp_path / "test-full/newstest2014-fren-src.en.sgm"
-    assert found.test.ref == tmp_path / "test-full/newstest2014-fren-ref.fr.sgm"
+    assert found.test[0].src == tmp_path / "test-full/newstest2014-fren-src.en.sgm"
+    assert found.test[0].ref == tmp_path / "test-full/newstest2014-fren-ref.fr.sgm"
     assert [d.name for d in found.dev] == ["newstest2012", "newstest2013"]
     assert found.train[0].pairs == ((tmp_path / "train/toy.en", tmp_path / "train/toy.fr"),)
     assert found.train[1].pairs == ((tmp_path / "train/mine.en.xz", tmp_path / "train/mine.fr.gz"),)

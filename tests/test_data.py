@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from nmt_lib import data as data_mod
 from nmt_lib.config import load_profile
 from nmt_lib.data import Batch, TrainIterator, data_summary, eval_batches, prepare
 from nmt_lib.data.corpus import DataError, read_lines
-from nmt_lib.data.fixtures import write_toy_wmt
+from nmt_lib.data.fixtures import write_toy_multi30k, write_toy_wmt
 from nmt_lib.data.text import tokenize
 from nmt_lib.data.vocab import EOS, PAD, UNK
 
@@ -293,3 +294,76 @@ def test_a_pack_trains_and_evaluates_without_the_data_directory(toy, tmp_path):
         prepare(cfg, workers=1)
     with pytest.raises(DataError, match="not a pack"):
         prepare(smoke(root, cache, packed=str(tmp_path)), workers=1)
+
+
+# ------------------------------------------------------------------------------- Multi30k testbed
+def multi30k(root, cache, **over):
+    """The Multi30k profile's data settings on the toy corpus in Multi30k's layout."""
+    cfg = load_profile("studies/multi30k").runs["RNNsearch-50-s1"].data
+    return dataclasses.replace(cfg, data_dir=str(root), cache_dir=str(cache), **over)
+
+
+@pytest.fixture
+def toy30k(tmp_path):
+    return write_toy_multi30k(tmp_path / "multi30k"), tmp_path / "cache"
+
+
+def test_multi30k_reads_plain_text_dev_and_both_flickr_test_sets(toy30k, monkeypatch):
+    root, cache = toy30k
+    monkeypatch.setenv("NMT_DATA", str(root))  # the data directory rules: the environment
+    cfg = dataclasses.replace(multi30k(root, cache), data_dir=None, src_words=20, trg_words=20)
+    prep = prepare(cfg, workers=1)
+    assert len(prep.dev) == 20 and len(prep.test) == 40
+    assert [i[0] for i in prep.test.ids] == ["multi30k.test_2016_flickr"] * 20 + [
+        "multi30k.test_2017_flickr"] * 20  # fmt: skip
+    assert prep.test.ids[20][2] == "1"  # line numbers within each part
+    first = next(read_lines(root / "multi30k.task1.test_2017_flickr.en"))
+    assert prep.test.src_raw[20] == first and prep.test.src_tok[20] == tokenize(first, "en")
+    assert prep.stats["test"]["parts"] == {"multi30k.test_2016_flickr": 20,
+                                           "multi30k.test_2017_flickr": 20}  # fmt: skip
+    assert len(prep.src_vocab) == len(prep.trg_vocab) == 23  # the training side's 20 words
+    assert prep.stats["train"]["lines_read"] == 300
+    # the Moses-tokenized first training line, in the shortlist's words
+    en = next(read_lines(root / "multi30k.task1.train.en"))
+    assert prep.src_vocab.decode(prep.train.pair(0)[0]) == [
+        w if w in prep.src_vocab else "<unk>" for w in tokenize(en, "en")
+    ]
+
+
+@pytest.mark.parametrize("split", ["train", "val", "test_2017_flickr"])
+def test_multi30k_truncated_misaligned_or_missing_file_is_named(toy30k, split):
+    root, cache = toy30k
+    f = root / f"multi30k.task1.{split}.fr"
+    text = f.read_text(encoding="utf-8")
+    f.write_text(text[:-7], encoding="utf-8")  # cut in the last line
+    with pytest.raises(DataError, match=rf"task1\.{split}\.fr: ends without a newline.*truncated"):
+        prepare(multi30k(root, cache), workers=1)
+    f.write_text("".join(text.splitlines(keepends=True)[:-2]), encoding="utf-8")  # two lines short
+    n = {"train": 300}.get(split, 20)
+    msg = (rf"{split}\.en has {n} lines, .*{split}\.fr has {n - 2}" if split == "train"
+           else rf"{split}\.en has {n} lines and .*{split}\.fr {n - 2}")  # fmt: skip
+    with pytest.raises(DataError, match=msg):
+        prepare(multi30k(root, cache), workers=1)
+    f.unlink()
+    with pytest.raises(DataError, match=rf"lacks files.*\n.*task1\.{split}\.fr\[\.gz\|\.xz\]"):
+        prepare(multi30k(root, cache), workers=1)
+
+
+def test_multi30k_test_parts_alone(toy30k):
+    root, cache = toy30k
+    prep = prepare(multi30k(root, cache, test="multi30k.test_2016_flickr"), workers=1)
+    assert {i[0] for i in prep.test.ids} == {"multi30k.test_2016_flickr"} and len(prep.test) == 20
+
+
+def test_multi30k_reads_the_releases_gzipped_files(toy30k):
+    """The release's own files are gzipped (``data/task1/raw/<split>.<lang>.gz``): read the same."""
+    import gzip
+
+    root, cache = toy30k
+    plain = prepare(multi30k(root, cache / "a"), workers=1)
+    for lang in ("en", "fr"):
+        f = root / f"multi30k.task1.val.{lang}"
+        Path(f"{f}.gz").write_bytes(gzip.compress(f.read_bytes()))
+        f.unlink()
+    zipped = prepare(multi30k(root, cache / "b"), workers=1)
+    assert zipped.dev.x == plain.dev.x and zipped.dev.ref_raw == plain.dev.ref_raw

@@ -19,6 +19,8 @@ from test_seq2seq import (
     setup,
 )
 
+from nmt_lib.paper.steps import teacher_forced
+
 
 def reference(model, x, y):
     """Per sentence, unpadded: the decoder LSTM reads ``[E y_{t-1}; h̃_{t-1}]``, attends from its
@@ -57,7 +59,8 @@ def reference(model, x, y):
 
 CASES = [{"score": "dot"}, {"score": "general"}, {"score": "concat"},
          {"score": "general", "input_feed": False},
-         {"score": "concat", "layers": 2, "reverse_source": True}]  # fmt: skip
+         {"score": "concat", "layers": 2, "reverse_source": True},
+         {"score": "dot", "layers": 2, "input_feed": False, "reverse_source": True}]  # fmt: skip
 
 
 @pytest.mark.parametrize("overrides", CASES)
@@ -67,6 +70,19 @@ def test_luong_equals_literal_equations(overrides):
     logp_ref, align_ref = reference(model, x, y)
     torch.testing.assert_close(logp, logp_ref, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(align, align_ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("score", ["dot", "general", "concat"])
+def test_without_input_feeding_the_whole_sequence_is_the_steps(score):
+    """Without input feeding, teacher forcing runs the decoder LSTM over the whole sequence
+    (``torch.nn.LSTM``) and attends from all its states at once: the log-probabilities and
+    alignments of the steps, driven one position at a time (float64)."""
+    model, x, x_mask, y, y_mask = setup("Luong", score=score, layers=2, input_feed=False,
+                                        reverse_source=score == "general")  # fmt: skip
+    logp, align = model(x, x_mask, y, y_mask)
+    logp_s, align_s = teacher_forced(model, x, x_mask, y, y_mask)
+    torch.testing.assert_close(logp, logp_s, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(align, align_s, rtol=1e-12, atol=1e-12)
 
 
 def test_alignment_sums_to_one_and_ignores_padding():

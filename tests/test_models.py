@@ -73,3 +73,55 @@ def test_the_studies_are_lite_but_the_architecture_and_its_recipe(study):
 
 def lite_archs(lite):
     return {run.model.arch for run in lite.runs.values()}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_label_smoothing_of_every_family_is_that_of_its_steps_distributions(arch):
+    """``forward(..., smoothing=ε)`` of every architecture (both backends for the paper's) is
+    ``(1 - ε) log p(y_i) + ε / (K - 1) Σ_{k ≠ <pad>} log p(k)`` of the distributions its decoding
+    steps give over the reference."""
+    from nmt_lib.fast import accelerate
+
+    torch.manual_seed(0)
+    model = build_model(model_config(arch=arch, **SMALL, layers=2)).double()
+    x = torch.tensor([[4, 5, 7, 2], [6, 2, 0, 0]])
+    y = torch.tensor([[6, 3, 4, 2], [5, 2, 0, 0]])
+    enc, steps = model.encode(x, x != 0), model.steps()
+    state, want = steps.start(enc), []
+    for i in range(y.shape[1]):
+        logp, _, carry = steps.readout(enc, state)
+        q = torch.full_like(logp, 0.1 / (logp.shape[1] - 1))
+        q[:, 0] = 0
+        q[torch.arange(2), y[:, i]] += 0.9
+        want.append((q * logp).sum(-1))
+        state = steps.advance(carry, y[:, i])
+    want = torch.stack(want, 1).masked_fill(y == 0, 0.0)
+    models = [model] + ([accelerate(model)] if arch in ("RNNsearch", "RNNencdec") else [])
+    for m in models:
+        got, _ = m(x, x != 0, y, y != 0, smoothing=0.1)
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_dropout_only_while_training(arch):
+    """``model.dropout``: in eval mode the model is its dropout-0 self (the same parameters give
+    the same log-probabilities, on both backends for the paper's models); while training, its
+    outputs change."""
+    from nmt_lib.fast import accelerate
+
+    torch.manual_seed(0)
+    cfg = model_config(arch=arch, **SMALL, layers=2)
+    plain = build_model(cfg).double()
+    dropped = build_model(dataclasses.replace(cfg, dropout=0.5)).double()
+    dropped.load_state_dict(plain.state_dict())
+    x = torch.tensor([[4, 5, 7, 2], [6, 2, 0, 0]])
+    y = torch.tensor([[6, 3, 4, 2], [5, 2, 0, 0]])
+    fast = arch in ("RNNsearch", "RNNencdec")
+    pairs = [(plain, dropped)] + ([(accelerate(plain), accelerate(dropped))] if fast else [])
+    for a, b in pairs:
+        a.train(), b.eval()
+        torch.testing.assert_close(b(x, x != 0, y, y != 0)[0], a(x, x != 0, y, y != 0)[0])
+        b.train()
+        assert not torch.allclose(b(x, x != 0, y, y != 0)[0], a(x, x != 0, y, y != 0)[0])
+    with pytest.raises(ConfigError, match="model.dropout"):
+        model_config(arch=arch, **SMALL, dropout=1.0)

@@ -82,13 +82,13 @@ def test_sweep_end_to_end(tmp_path, monkeypatch):
         assert [r["chosen"] == "True" for r in mine] == [r is best for r in mine]
 
 
-def fake_sweep(out, best: dict):
-    """A finished sweep of the real profile in ``out``: the arm ``best[family]`` lowest in dev NLL,
-    the second search setting chosen for every family."""
+def fake_sweep(out, best: dict, profile=recipes.PROFILE):
+    """A finished sweep of the real profile (or ``profile``) in ``out``: the arm ``best[family]``
+    lowest in dev NLL, the second search setting chosen for every family."""
     from nmt_experiments import tables
     from nmt_lib.io import write_json
 
-    prof = load_profile(recipes.PROFILE)
+    prof = load_profile(profile)
     for name in prof.runs:
         d = out / "runs" / name
         d.mkdir(parents=True)
@@ -204,3 +204,33 @@ def test_the_sweep_says_which_chosen_rates_it_brackets(tmp_path):
     assert "RNNencdec-50's 1e-2 is the highest rate tried" in text
     assert "Seq2seq-50's 3e-4 is the lowest rate tried" in text
     assert "Luong-50's 1e-3 was the only rate tried with its other settings" in text
+
+
+def test_the_multi30k_study_is_written_from_its_sweep(tmp_path):
+    """studies/multi30k.toml is what ``--testbed multi30k --write-profile`` makes of its sweep (the
+    provisional arms while it has not chosen); every model of the comparison, the claims' with
+    three seeds, trained to convergence (val NLL with patience under an upper bound in updates) on
+    Multi30k's data; a chosen arm replaces a provisional one."""
+    bed = recipes.MULTI30K
+    assert bed.profile.read_text(encoding="utf-8") == recipes.compare_profile(testbed=bed)
+    runs = load_profile(bed.profile).runs
+    assert {recipes.run_name(m, 1) for m in recipes.MODELS} <= set(runs)
+    assert len(runs) == len(recipes.MODELS) + 2 * len(recipes.SEEDED)
+    for run in runs.values():
+        assert run.data.train == ("multi30k.train",) and run.data.dev == ("multi30k.val",)
+        assert run.data.test == "multi30k.test_flickr" and run.model.trg_vocab == 6000
+        assert run.train.max_updates == 6000 and run.train.patience == 4
+        assert run.model.dropout > 0  # every family's (a deviation of this testbed)
+    tf = runs["Transformer-50-s2"].train
+    assert tf.label_smoothing == 0.1 and tf.lr_schedule == "inverse_sqrt"
+    sweep = load_profile(bed.sweep).runs
+    assert {recipes.family(n) for n in sweep} == {f for f, _ in recipes.MODELS.values()}
+    assert set(recipes.MULTI30K_PROVISIONAL.values()) <= set(sweep)
+    out = tmp_path / "multi30k" / "recipes"
+    fake = {f: a.split(".", 1)[1] for f, a in recipes.MULTI30K_PROVISIONAL.items()}
+    fake["RNNsearch-50"] = "adam-3e-3-dropout-0.4"
+    fake_sweep(out, fake, bed.sweep)
+    prof = tmp_path / "m.toml"
+    prof.write_text(recipes.compare_profile(out, testbed=bed))
+    chosen = load_profile(prof).runs["RNNsearch-50-s3"]
+    assert chosen.model.dropout == 0.4 and chosen.train.lr == 3e-3

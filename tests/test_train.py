@@ -541,3 +541,59 @@ def test_stop_signals_records_and_restores_the_handlers():
         signal.raise_signal(signal.SIGTERM)
         assert received == [signal.SIGTERM]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_label_smoothing_is_the_closed_form_cross_entropy():
+    """``train.label_smoothing`` ε: the loss of a position is ``-Σ_k q_k log p_k`` with ``q`` =
+    ``1 - ε`` on the reference word and ``ε / (K - 1)`` on every row but ``<pad>``, written out."""
+    from nmt_lib.paper.steps import target_log_prob
+
+    logits = torch.tensor([[0.5, 2.0, -1.0, 0.0], [1.0, 0.0, 3.0, -2.0]], dtype=torch.float64)
+    logp, y, eps = logits.log_softmax(-1), torch.tensor([1, 2]), 0.1
+    q = torch.tensor([[0, eps / 3, eps / 3, eps / 3]] * 2, dtype=torch.float64)
+    q[0, 1] += 1 - eps
+    q[1, 2] += 1 - eps
+    torch.testing.assert_close(-target_log_prob(logp, y, eps), -(q * logp).sum(-1))
+    # the numbers themselves, position 1: -(0.9 log p_1 + 0.1/3 (log p_1 + log p_2 + log p_3))
+    p = [math.exp(v) / sum(math.exp(u) for u in (0.5, 2.0, -1.0, 0.0)) for v in (2.0, -1.0, 0.0)]
+    expected = -(0.9 * math.log(p[0]) + 0.1 / 3 * sum(map(math.log, p)))
+    assert -target_log_prob(logp, y, eps)[0].item() == pytest.approx(expected, rel=1e-12)
+    assert torch.equal(target_log_prob(logp, y), logp.gather(1, y[:, None])[:, 0])  # ε = 0
+
+
+@pytest.mark.parametrize("on", ["fast", "reference"])
+def test_a_training_step_minimises_the_smoothed_loss(toy, on):
+    cfg, prep, _ = toy
+    cfg = with_train(cfg, label_smoothing=0.2, backend=on)
+    tr = trainer(cfg, prep)
+    batch = next(copy.deepcopy(tr.iterator))
+    ref = copy.deepcopy(tr.model)
+    logp, _ = ref(batch.x, batch.x_mask, batch.y, batch.y_mask, smoothing=0.2)
+    plain = -ref.score(batch.x, batch.x_mask, batch.y, batch.y_mask).sum()
+    s = tr.step()
+    assert s["loss"] == pytest.approx(-float(logp.detach().sum()), rel=1e-5)
+    assert s["loss"] > float(plain.detach()) * 1.01  # not the NLL
+
+
+def test_multi30k_trains_and_scores_each_flickr_test_set(tmp_path, monkeypatch):
+    """The smoke RNNsearch on the toy corpus in Multi30k's layout (plain-text val and both Flickr
+    test sets): training reads it through the data directory rules, and ``bleu.json`` has the
+    BLEU of each test set beside that of both."""
+    from nmt_lib import evaluate
+    from nmt_lib.config import load_profile
+
+    root = fixtures.write_toy_multi30k(tmp_path / "m30k")
+    monkeypatch.setenv("NMT_DATA", str(root))
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    multi30k = load_profile("studies/multi30k").runs["RNNsearch-50-s1"].data
+    d = {k: getattr(multi30k, k) for k in ("train", "dev", "test")}
+    cfg = load_profile("smoke", data=d, train={"threads": 1, "precision": "fp32", "device": "cpu",
+                                               "max_updates": 2})  # fmt: skip
+    cfg = cfg.runs["RNNsearch-50"]
+    prep = data.prepare(cfg.data, workers=1, progress=False)
+    train_run(cfg, tmp_path / "r", prep, progress=False)
+    result = evaluate.evaluate_run(cfg, tmp_path / "r", prep, nll_sentences=5)
+    assert result["all"]["n"] == 40
+    assert {p: s["n"] for p, s in result["parts"].items()} == {
+        "multi30k.test_2016_flickr": 20, "multi30k.test_2017_flickr": 20}  # fmt: skip
+    assert json.loads((tmp_path / "r" / "bleu.json").read_text())["parts"] == result["parts"]

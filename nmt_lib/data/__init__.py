@@ -3,7 +3,8 @@
 :func:`prepare` runs the whole pipeline once and caches the result under ``<cache_dir>/prep/<key>/``:
 
 1. locate the files (:mod:`nmt_lib.data.corpus`); dev = newstest2012 + newstest2013 (6003 sentences),
-   test = newstest2014 full (3003);
+   test = newstest2014 full (3003); on Multi30k (the second testbed, plain text), dev = val (1,014),
+   test = test_2016_flickr + test_2017_flickr (2,000, each sentence naming its part);
 2. Moses-tokenize every file (:mod:`nmt_lib.data.text`, cached per file in shards; a training file is
    tokenized only as far as step 3 reads it);
 3. stream the training pairs, corpus after corpus in the configured order, and drop (never truncate)
@@ -266,7 +267,12 @@ def _read_eval(
     """Raw and tokenized text of one or more SGML test sets, concatenated in order."""
     out = {"ids": [], "src_raw": [], "ref_raw": [], "src_tok": [], "ref_tok": [], "keys": []}
     for f in files:
-        src, ref = list(corpus.read_sgml(f.src)), list(corpus.read_sgml(f.ref))
+        if f.plain:  # one sentence per line (Multi30k): ids (part, "", line number)
+            pairs = corpus.read_plain_pair(f.src, f.ref)
+            src = [corpus.Segment("", str(i), a) for i, (a, _) in enumerate(pairs, 1)]
+            ref = [corpus.Segment("", str(i), b) for i, (_, b) in enumerate(pairs, 1)]
+        else:
+            src, ref = list(corpus.read_sgml(f.src)), list(corpus.read_sgml(f.ref))
         if len(src) != len(ref) or any(a[:2] != b[:2] for a, b in zip(src, ref, strict=True)):
             raise corpus.DataError(
                 f"{f.src} ({len(src)} segments) and {f.ref} ({len(ref)} segments) do not have the "
@@ -529,7 +535,7 @@ def _dev_test(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers, pr
     """Dev and test as read (tokenized), and the sets of their sources and references that no
     training pair may share (step 3)."""
     dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
-    test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
+    test = _read_eval("test", found.test, cfg, tok_dir, workers, progress)
     return dev, test, (set(dev["src_tok"] + test["src_tok"]), set(dev["ref_tok"] + test["ref_tok"]))
 
 
@@ -557,6 +563,9 @@ def _train_inputs(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers
     for tf in found.train:
         parts, keys = [], []
         for sp, tp in tf.pairs:
+            if tf.plain:  # whole lines: a file cut short is refused before it is read
+                for p in (sp, tp):
+                    corpus.check_whole_lines(p)
             ns, nt = (text.file_info(p, tok_dir).lines for p in (sp, tp))
             if ns != nt:
                 raise _mismatch(sp, ns, tp, nt)
@@ -716,7 +725,7 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         shutil.copytree(prep.path, tmp / "prepared")
-        for ev in (found.test, *found.dev):
+        for ev in (*found.test, *found.dev):
             for p in (ev.src, ev.ref):
                 dest = tmp / "data" / p.relative_to(root)
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -769,7 +778,7 @@ def input_sha256(cfg: DataConfig) -> dict[str, str]:
         return read_pack(cfg.packed)["data_sha256"]
     root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
     found = corpus.locate(cfg, root)
-    paths = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]
+    paths = [p for ev in (*found.test, *found.dev) for p in (ev.src, ev.ref)]
     paths += [p for tf in found.train for pair in tf.pairs for p in pair]
     return {str(Path(p).relative_to(root)): text.file_info(p, memo).sha256 for p in paths}
 
@@ -785,7 +794,7 @@ def verify_inputs(cfg: DataConfig) -> list[Path]:
         return []
     root, memo_dir = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
     found = corpus.locate(cfg, root)
-    paths = [p for ev in (found.test, *found.dev) for p in (ev.src, ev.ref)]
+    paths = [p for ev in (*found.test, *found.dev) for p in (ev.src, ev.ref)]
     paths += [p for tf in found.train for pair in tf.pairs for p in pair]
     changed = [Path(p) for p in paths if sha256_file(p) != text.file_info(p, memo_dir).sha256]
     if changed:
@@ -818,7 +827,7 @@ def _prepare_packed(cfg: DataConfig, tok_dir: Path, workers, progress, verify=Fa
     data_dir = root / "data"
     found = corpus.locate(replace(cfg, train=()), data_dir)
     dev = _read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
-    test = _read_eval("test", (found.test,), cfg, tok_dir, workers, progress)
+    test = _read_eval("test", found.test, cfg, tok_dir, workers, progress)
     key = _key(pk["train_keys"], dev, test, settings)
     prep = _prepared(root / "prepared", cfg, data_dir, settings, dev, test, verify)
     if not key == prep.key == pk["key"]:

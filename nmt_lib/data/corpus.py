@@ -1,11 +1,25 @@
-"""The WMT'14 files: a registry of known corpora, where they live in a data directory, how to read them.
+"""The data files: a registry of known corpora, where they live in a data directory, how to read them.
 
-The data directory mirrors the official WMT'14 downloads (PAPER.md §1, paper §4.1)::
+A WMT'14 data directory mirrors the official WMT'14 downloads (PAPER.md §1, paper §4.1)::
 
     test-full/newstest2014-fren-{src,ref}.{en,fr}.sgm    test: newstest2014, 3003 sentences
     dev/newstest2012-{src,ref}.{en,fr}.sgm               dev part 1 (3003)
     dev/newstest2013-{src,ref}.{en,fr}.sgm               dev part 2 (3000)
     train/<corpus>.{en,fr}[.gz|.xz]                      line-aligned training corpora
+
+The second testbed, Multi30k task 1 (Elliott et al. 2016; image captions, CC BY), is a directory of
+its own, found by the same rules (``data.data_dir``, else ``NMT_DATA``), holding the release's
+plain-text files (``data/task1/raw/<split>.<lang>.gz`` of github.com/multi30k/dataset, named
+``multi30k.task1.<split>.<lang>[.gz|.xz]``)::
+
+    multi30k.task1.train.{en,fr}               train (29,000)      corpus ``multi30k.train``
+    multi30k.task1.val.{en,fr}                 dev (1,014)         ``multi30k.val``
+    multi30k.task1.test_2016_flickr.{en,fr}    test (1,000)        ``multi30k.test_2016_flickr``
+    multi30k.task1.test_2017_flickr.{en,fr}    test (1,000)        ``multi30k.test_2017_flickr``
+
+and the test set ``multi30k.test_flickr``, both Flickr test sets in that order (its sentences
+keep their part's name: BLEU per part, :mod:`nmt_lib.evaluate`). Its dev and test sets are plain
+text (``Corpus.plain``), one sentence per line.
 
 Everything here streams: a training file is read line by line, decompressed on the fly, so memory does
 not grow with the corpus. Bad input raises :class:`DataError` naming the file and the line.
@@ -53,6 +67,10 @@ class Corpus:
     archive: Archive | None = None
     note: str = ""  # where it comes from, when there is no archive
     pretokenized: bool = False  # already Moses-tokenized upstream: split on spaces only
+    # plain text of whole lines (``<stem>.<lang>[.gz|.xz]``, every line ending in a newline, as
+    # Multi30k's files): a dev/test set in that form, not SGML; a last line without its newline is
+    # refused as a truncated file
+    plain: bool = False
 
 
 def _sgm(stem: str, langs=("en", "fr")) -> tuple[tuple[str, str], ...]:
@@ -176,8 +194,30 @@ def _registry() -> dict[str, Corpus]:
             )
         ),
         Corpus("toy", "train", ("train/toy",), note="written by nmt_lib.data.fixtures.write_toy_wmt"),
+        *_multi30k(),
     ]
     return {x.name: x for x in c}
+
+
+_MULTI30K = (
+    "Multi30k task 1 (Elliott et al. 2016, CC BY): data/task1/raw/{split}.{{en,fr}}.gz of "
+    "https://github.com/multi30k/dataset, decompressed or not, named multi30k.task1.{split}.<lang>"
+)
+_MULTI30K_TEST = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
+
+
+def _multi30k() -> list[Corpus]:
+    """Multi30k task 1's splits (module docstring), in a data directory of their own."""
+    def one(split: str, kind: str) -> Corpus:
+        stem = f"multi30k.task1.{split}"
+        return Corpus(f"multi30k.{split}", kind, (stem,), note=_MULTI30K.format(split=split),
+                      plain=True)  # fmt: skip
+
+    both = tuple(f"multi30k.task1.{s}" for s in _MULTI30K_TEST[:2])
+    flickr = Corpus("multi30k.test_flickr", "test", both, plain=True,
+                    note=_MULTI30K.format(split="test_{2016,2017}_flickr"))  # fmt: skip
+    return [one("train", "train"), one("val", "dev"), *(one(s, "test") for s in _MULTI30K_TEST),
+            flickr]  # fmt: skip
 
 
 #: Every corpus this library knows by name.
@@ -221,16 +261,18 @@ class EvalFiles(NamedTuple):
     name: str
     src: Path
     ref: Path
+    plain: bool = False  # plain text, one sentence per line (Corpus.plain), not SGML
 
 
 class TrainFiles(NamedTuple):
     name: str
     pairs: tuple[tuple[Path, Path], ...]  # (source file, target file) per part
     pretokenized: bool
+    plain: bool = False  # whole lines only (Corpus.plain): a last line without newline is refused
 
 
 class Located(NamedTuple):
-    test: EvalFiles
+    test: tuple[EvalFiles, ...]  # the test set's parts, in order (one, but multi30k.test_flickr)
     dev: tuple[EvalFiles, ...]
     train: tuple[TrainFiles, ...]
 
@@ -243,13 +285,22 @@ def locate(cfg, data_dir: Path | None = None) -> Located:
     missing: dict[str, tuple[Corpus, list[str]]] = {}  # corpus name -> (corpus, missing paths)
     s, t = cfg.src_lang, cfg.trg_lang
 
-    def eval_files(name: str, kind: str) -> EvalFiles:
-        c = get_corpus(name, kind)
-        src, ref = data_dir / f"{c.parts[0]}-src.{s}.sgm", data_dir / f"{c.parts[0]}-ref.{t}.sgm"
-        for p in (src, ref):
-            if not p.is_file():
-                missing.setdefault(name, (c, []))[1].append(str(p))
-        return EvalFiles(name, src, ref)
+    def eval_files(name: str, kind: str) -> tuple[EvalFiles, ...]:
+        c, parts = get_corpus(name, kind), []
+        for stem in c.parts:
+            if c.plain:  # <stem>.<lang>[.gz|.xz], named by its part when the set has several
+                src, ref = (find_plain(data_dir / f"{stem}.{lang}") or data_dir / f"{stem}.{lang}"
+                            for lang in (s, t))  # fmt: skip
+                part = name if len(c.parts) == 1 else f"multi30k.{stem.rsplit('.', 1)[-1]}"
+            else:
+                src, ref = data_dir / f"{stem}-src.{s}.sgm", data_dir / f"{stem}-ref.{t}.sgm"
+                part = name
+            for p in (src, ref):
+                if not p.is_file():
+                    where = f"{p}[.gz|.xz]" if c.plain else str(p)
+                    missing.setdefault(name, (c, []))[1].append(where)
+            parts.append(EvalFiles(part, src, ref, c.plain))
+        return tuple(parts)
 
     def train_files(name: str) -> TrainFiles:
         c = CORPORA.get(name)
@@ -272,10 +323,10 @@ def locate(cfg, data_dir: Path | None = None) -> Located:
                     where = data_dir / f"{stem}.{lang}"
                     missing.setdefault(name, (c, []))[1].append(f"{where}[.gz|.xz]")
             pairs.append(tuple(found))
-        return TrainFiles(name, tuple(pairs), c.pretokenized)
+        return TrainFiles(name, tuple(pairs), c.pretokenized, c.plain)
 
     test = eval_files(cfg.test, "test")
-    dev = tuple(eval_files(n, "dev") for n in cfg.dev)
+    dev = tuple(part for n in cfg.dev for part in eval_files(n, "dev"))
     train = tuple(train_files(n) for n in cfg.train)
     if missing:
         lines = [
@@ -334,6 +385,47 @@ def count_lines(path: str | Path) -> int:
     except _BROKEN as e:
         raise _broken(path, e, f"after {n} lines") from None
     return n + (last != b"\n")
+
+
+def check_whole_lines(path: str | Path) -> None:
+    """Refuse a file of whole lines (``Corpus.plain``) whose last line has no newline: a file cut
+    short, mid-sentence (DataError naming it). An empty file is refused too."""
+    path = Path(path)
+    try:
+        if str(path).endswith((".gz", ".xz")):
+            with _open_binary(path) as f:
+                last = b""
+                while block := f.read(1 << 20):
+                    last = block[-1:]
+        else:
+            with open(path, "rb") as f:
+                f.seek(0, 2)
+                if f.tell():
+                    f.seek(-1, 2)
+                last = f.read(1)
+    except _BROKEN as e:
+        raise _broken(path, e, "while checking its end") from None
+    if last != b"\n":
+        why = "is empty" if not last else "ends without a newline, in mid-line"
+        raise DataError(f"{path}: {why}: truncated? (every line of this corpus ends in a newline)")
+
+
+def read_plain_pair(src: str | Path, ref: str | Path) -> list[tuple[str, str]]:
+    """The sentence pairs of a plain-text dev/test set (``Corpus.plain``): line ``i`` of ``src``
+    and of ``ref``. A truncated file (:func:`check_whole_lines`), two files of different line counts
+    or an empty line raises DataError naming the file (and line)."""
+    for p in (src, ref):
+        check_whole_lines(p)
+    a, b = list(read_lines(src)), list(read_lines(ref))
+    if len(a) != len(b):
+        raise DataError(f"{src} has {len(a)} lines and {ref} {len(b)}: a dev/test set's two sides "
+                        "must be line-aligned (a file truncated or from another split?)")  # fmt: skip
+    for path, lines in ((src, a), (ref, b)):
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                raise DataError(f"{path}:{lineno}: empty line (every test and dev sentence has "
+                                "text)")  # fmt: skip
+    return list(zip(a, b, strict=True))
 
 
 #: What a truncated or damaged .gz/.xz file raises while it is read.

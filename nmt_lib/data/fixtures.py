@@ -166,6 +166,21 @@ def write_toy_wmt(
     return root
 
 
+def write_toy_multi30k(root: Path, n_train: int = 300, seed: int = 0, n_val: int = 20,
+                       n_test: int = 20) -> Path:  # fmt: skip
+    """Write the toy pair into ``root`` in the layout of the Multi30k testbed
+    (:mod:`nmt_lib.data.corpus`) and return ``root``: ``multi30k.task1.<split>.{en,fr}``, plain
+    text, for the splits ``train`` (``n_train`` lines), ``val`` (``n_val``), ``test_2016_flickr``
+    and ``test_2017_flickr`` (``n_test`` each). Same arguments, same bytes."""
+    root, rng = Path(root), random.Random(seed)
+    sizes = {"train": n_train, "val": n_val, "test_2016_flickr": n_test, "test_2017_flickr": n_test}
+    for split, n in sizes.items():
+        pairs = [toy_pair(rng) for _ in range(n)]
+        for col, lang in enumerate(("en", "fr")):
+            _write_lines(root / f"multi30k.task1.{split}.{lang}", [p[col] for p in pairs])
+    return root
+
+
 def toy_run(root: str | Path, run: str = "RNNsearch-50", **train):
     """For tests: a small toy corpus (400 training pairs, 20 dev and 20 test sentences) written under
     ``root``, and the smoke profile's ``run`` on it, trained in float32 on one CPU thread with

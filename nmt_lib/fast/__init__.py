@@ -66,15 +66,18 @@ class Reference:
     _adadelta = torch.optim.Adadelta
 
     def backward(
-        self, model, params, precision: str, device, cuda_graphs: bool = False
-    ) -> Callable:
+        self, model, params, precision: str, device, cuda_graphs: bool = False,
+        smoothing: float = 0.0,
+    ) -> Callable:  # fmt: skip
         """``loss_backward(x, x_mask, y, y_mask, denom) -> loss``: the summed NLL of a batch, its
         gradient divided by ``denom`` left in each parameter's ``grad``; as CUDA graphs with
         ``cuda_graphs`` on a GPU (:class:`~nmt_lib.fast.graphs.GraphedLoss`, the same loss and
-        gradients replayed)."""
+        gradients replayed). ``smoothing``: label smoothing (``train.label_smoothing``), the loss
+        then the summed smoothed cross-entropy (:func:`nmt_lib.paper.steps.target_log_prob`)."""
         device = torch.device(device)
+        smooth = {"smoothing": smoothing} if smoothing else {}  # any model's forward without it
         if cuda_graphs and device.type == "cuda":
-            graphs = GraphedLoss(model, params, precision)
+            graphs = GraphedLoss(model, params, precision, smoothing=smoothing)
 
             def replayed(x, x_mask, y, y_mask, denom=1):
                 loss = graphs.backward(x, x_mask, y, y_mask)
@@ -90,7 +93,7 @@ class Reference:
 
         def eager(x, x_mask, y, y_mask, denom=1):
             with autocast(device, precision):
-                logp, _ = model(x, x_mask, y, y_mask)  # [B, Ty]
+                logp, _ = model(x, x_mask, y, y_mask, **smooth)  # [B, Ty]
             loss = -logp.float().sum()
             (loss / denom if denom != 1 else loss).backward()
             return loss

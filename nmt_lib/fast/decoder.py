@@ -21,6 +21,7 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from ..paper.decoder import Decoder
+from ..paper.steps import target_log_prob as smoothed
 from .attention import attend, attend_backward
 from .scan import (
     ROW_TILE,
@@ -48,8 +49,12 @@ def teacher_forced(
     c: Tensor | None = None,
     fused=None,
     tile: int = ROW_TILE,
+    smoothing: float = 0.0,
 ) -> tuple[Tensor, Tensor | None]:
     """The paper decoder's steps over the reference ``y`` from ``s0``, faster (module docstring).
+    The decoder's dropout (``model.dropout``, while training) drops ``ē(y)`` once for both its uses
+    and ``t_i``; label smoothing (``smoothing``, :func:`~nmt_lib.paper.steps.target_log_prob`)
+    takes the whole distribution, in plain PyTorch.
 
     Args:
         dec: the paper decoder whose parameters are used.
@@ -61,7 +66,7 @@ def teacher_forced(
     """
     # time-major ([Ty, B, ·]): the recurrence reads each step's rows in one block
     e = embedding(y.t(), dec.E)  # [Ty, B, m]
-    e = e if dec.b_E is None else e + dec.b_E
+    e = dec.drop(e if dec.b_E is None else e + dec.b_E)  # model.dropout, while training
     a = dec.gru.project(e)  # [Ty, B, 3n]: input pre-activations of all steps, one matmul
     U_rz, U = dec.gru.recurrent_weights()
     if dec.attention is None:
@@ -90,9 +95,12 @@ def teacher_forced(
     # sorts the indices, repeated ones here)
     rows = lambda x: x.flatten(0, 1).index_select(0, real)  # noqa: E731
     c_rows = c.index_select(0, real % c.shape[0]) if alpha is None else rows(c_all)
-    t = dec.deep_output(rows(s_prev), rows(e_prev), c_rows)  # [64k, l]
-    u, W = (t, dec.W_o) if dec.output_rank is None else (F.linear(t, dec.W1), dec.W2)
-    logp = target_log_prob(u, W, dec.b_y, rows(y.t()), fused)[:N]  # [N] float32
+    t = dec.drop(dec.deep_output(rows(s_prev), rows(e_prev), c_rows))  # [64k, l]
+    if smoothing:  # every word's log-probability: the plain way
+        logp = smoothed(Decoder.log_softmax(dec.output(t)), rows(y.t()), smoothing)[:N]
+    else:
+        u, W = (t, dec.W_o) if dec.output_rank is None else (F.linear(t, dec.W1), dec.W2)
+        logp = target_log_prob(u, W, dec.b_y, rows(y.t()), fused)[:N]  # [N] float32
     if N == y_mask.numel():  # every position
         return logp.view(y.t().shape).masked_fill(~y_mask.t(), 0.0).t(), alpha
     return logp.new_zeros(y.t().shape).masked_scatter(y_mask.t(), logp).t(), alpha

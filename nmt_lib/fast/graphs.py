@@ -31,8 +31,10 @@ class GraphedLoss:
     of the model that ran on another stream may be alive during a capture (it ties the parameters'
     gradient accumulators to that stream)."""
 
-    def __init__(self, model, params, precision: str = "fp32", multiple: int = 8):
+    def __init__(self, model, params, precision: str = "fp32", multiple: int = 8,
+                 smoothing: float = 0.0):  # fmt: skip
         self.model, self.params, self.multiple = model, list(params), multiple
+        self.smooth = {"smoothing": smoothing} if smoothing else {}  # train.label_smoothing
         self.dtype = torch.bfloat16 if precision == "bf16" else None
         self.graphs: dict[tuple, tuple] = {}
         self.pool = self.out = None
@@ -40,7 +42,7 @@ class GraphedLoss:
     def loss_and_grads(self, x, x_mask, y, y_mask) -> tuple[Tensor, list[Tensor | None]]:
         with torch.autocast("cuda", self.dtype, enabled=self.dtype is not None,
                             cache_enabled=False):  # fmt: skip
-            logp, _ = self.model(x, x_mask, y, y_mask)
+            logp, _ = self.model(x, x_mask, y, y_mask, **self.smooth)
         loss = -logp.sum()  # logp: float32 or wider
         return loss, list(torch.autograd.grad(loss, self.params, allow_unused=True))
 

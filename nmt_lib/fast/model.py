@@ -34,7 +34,7 @@ def encode(enc: Encoder, x: Tensor, x_mask: Tensor, fused=None, tile: int = ROW_
     b = torch.cat([g.input_bias() for g in grus])  # [D*3n]
     # time-major ([Tx, ·]): the recurrence reads each step's rows in one block
     e = embedding(x.t(), enc.E_bar)
-    e = e if enc.b_E is None else e + enc.b_E
+    e = enc.drop(e if enc.b_E is None else e + enc.b_E)  # model.dropout, while training
     a = nn.functional.linear(e, W, b)  # [Tx, B, D*3n]: one matmul, all of them
     a, mask = a.view(T, B, D, 3 * n).transpose(1, 2), x_mask.t()[:, None]  # [Tx, D, B, ·]
     if D == 2:  # the backward direction reads x_{Tx} .. x_1
@@ -89,13 +89,14 @@ class Fast(Options, EncoderDecoder):
     with the batch sorted by target length for them, and :class:`~nmt_lib.fast.steps.DecodeSteps`
     as its decoding step."""
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
+                smoothing: float = 0.0):  # fmt: skip
         # longest target first: the decoder's recurrence then drops sentences as they end
         order = y_mask.sum(1).argsort(descending=True, stable=True)
         x, x_mask, y, y_mask = (t[order] for t in (x, x_mask, y, y_mask))
         enc = self.encode(x, x_mask)
         logp, alpha = teacher_forced(self.decoder, self.init_state(enc), y, y_mask, enc.h, enc.Uh,
-                                     enc.mask, enc.c, self.fused, self.tile)  # fmt: skip
+                                     enc.mask, enc.c, self.fused, self.tile, smoothing)  # fmt: skip
         back = torch.empty_like(order)
         back[order] = torch.arange(len(order), device=order.device)  # the caller's order again
         return logp[back], None if alpha is None else alpha[back]

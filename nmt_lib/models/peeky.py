@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.nn import functional as F
 
-from .seq2seq import LSTMEncoded, Seq2seq
+from .seq2seq import LSTMEncoded, Seq2seq, real_log_prob
 
 
 class Peeky(Seq2seq):
@@ -46,6 +47,14 @@ class Peeky(Seq2seq):
     def decoder_inputs(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
         c = self.summary(enc)[:, None].expand(-1, e_prev.shape[1], -1)
         return torch.cat([e_prev, c], -1)
+
+    def scored(self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor,
+               smoothing: float = 0.0) -> Tensor:  # fmt: skip
+        """:meth:`Seq2seq.scored`, with ``W_y [h_i; c] = W_y^(h) h_i + W_y^(c) c``: the summary's
+        part once per sentence, not at every position (the same function)."""
+        n = self.cfg.n
+        per_sentence = F.linear(self.summary(enc), self.W_y[:, n:], self.b_y)  # [B, K]
+        return real_log_prob(h, y, y_mask, self.W_y[:, :n], per_sentence, smoothing)
 
     def output_inputs(self, enc: LSTMEncoded, h: Tensor) -> Tensor:
         c = self.summary(enc)[:, None].expand(-1, h.shape[1], -1)

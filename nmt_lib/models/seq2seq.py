@@ -17,6 +17,14 @@ as the encoder's final ``(h, c)`` of every layer; at step ``i`` it reads the pre
 ``p(y_i | y_<i, x) = softmax(W_y h_i + b_y)`` from its top layer's ``h_i``. No attention: the
 fixed-size state is the "bottleneck" the paper removes.
 
+Not Sutskever et al.'s (a deviation of the Multi30k testbed, ``model.dropout``, default 0 = none):
+while training, dropout (Zaremba et al. 2014's places, never on the recurrence) on the source and
+target embeddings, between stacked layers (``torch.nn.LSTM``'s ``dropout``) and on the decoder's
+top ``h_i`` before the output layer.
+
+Teacher forcing runs ``torch.nn.LSTM`` over the whole sequence (encoder and decoder), which the
+step by step decoding reproduces (``tests/test_seq2seq.py``).
+
 The model has the interface that training, search and evaluation use (``forward``, ``encode``,
 ``init_state``, ``steps``, ``score``); its decoding step reads the previous word first
 (``step``, :mod:`nmt_lib.models.steps`). Its encoding is :class:`LSTMEncoded`, its decoder state an
@@ -33,7 +41,7 @@ from torch.nn import functional as F
 
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
-from ..paper.steps import Searchable
+from ..paper.steps import Searchable, target_log_prob
 from .steps import ReadFirstSteps
 
 
@@ -58,6 +66,28 @@ def run_lstm(lstm: nn.LSTM, e: Tensor, mask: Tensor | None, state: tuple | None 
     out, final = lstm(packed, state)
     out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=e.shape[1])
     return out, final
+
+
+def real_log_prob(u: Tensor, y: Tensor, y_mask: Tensor, W: Tensor, b: Tensor,
+                  smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the output layer's inputs ``u [B, Ty, ·]``:
+    ``softmax(W u_i + b)`` at the real positions of ``y_mask`` only, the padding's never computed;
+    ``b``: ``[K]``, or ``[B, K]``, one per sentence; ``smoothing``: label smoothing's
+    (:func:`~nmt_lib.paper.steps.target_log_prob`)."""
+    if b.dim() == 1:
+        logits = F.linear(u[y_mask], W, b)  # [N, K], N real positions
+    else:  # each position its sentence's row of b
+        logits = F.linear(u[y_mask], W) + b.index_select(0, y_mask.nonzero()[:, 0])
+    logp = Decoder.log_softmax(logits)
+    logp = target_log_prob(logp, y[y_mask], smoothing)
+    return logp.new_zeros(y.shape).masked_scatter(y_mask, logp)
+
+
+def lstm(inputs: int, cfg) -> nn.LSTM:
+    """A stacked ``torch.nn.LSTM`` of ``cfg.layers`` layers of ``cfg.n`` units, batch-first, with
+    ``cfg.dropout`` between its layers (while training)."""
+    between = cfg.dropout if cfg.layers > 1 else 0.0  # torch warns of dropout after a last layer
+    return nn.LSTM(inputs, cfg.n, cfg.layers, batch_first=True, dropout=between)
 
 
 class LSTMState(NamedTuple):
@@ -93,19 +123,24 @@ class LSTMEncoded(NamedTuple):
 
 class Seq2seq(Searchable, nn.Module):
     """Embeddings ``E_bar [K_x, m]``, ``E [K_y, m]``; the encoder and decoder LSTMs (``layers``
-    stacked, ``n`` units); the output layer ``W_y [K_y, n]``, ``b_y``. ``model.reverse_source``."""
+    stacked, ``n`` units); the output layer ``W_y [K_y, n]``, ``b_y``. ``model.reverse_source``;
+    ``model.dropout`` (module docstring)."""
 
     State = LSTMState
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.cfg = cfg
+        self.cfg, self.p = cfg, cfg.dropout
         self.E_bar = nn.Parameter(torch.empty(cfg.src_vocab, cfg.m))
         self.E = nn.Parameter(torch.empty(cfg.trg_vocab, cfg.m))
-        self.encoder = nn.LSTM(cfg.m, cfg.n, cfg.layers, batch_first=True)
-        self.decoder = nn.LSTM(self.decoder_input_size(), cfg.n, cfg.layers, batch_first=True)
+        self.encoder = lstm(cfg.m, cfg)
+        self.decoder = lstm(self.decoder_input_size(), cfg)
         self.W_y = nn.Parameter(torch.empty(cfg.trg_vocab, self.output_input_size()))
         self.b_y = nn.Parameter(torch.zeros(cfg.trg_vocab))
+
+    def drop(self, t: Tensor) -> Tensor:
+        """Dropout of probability ``model.dropout`` while training; ``t`` itself at 0."""
+        return F.dropout(t, self.p, self.training) if self.p else t
 
     def decoder_input_size(self) -> int:
         return self.cfg.m
@@ -117,7 +152,7 @@ class Seq2seq(Searchable, nn.Module):
         """The encoder's final state, every layer's (:class:`LSTMEncoded`)."""
         if self.cfg.reverse_source:
             x = reverse_words(x, x_mask)
-        _, final = run_lstm(self.encoder, F.embedding(x, self.E_bar), x_mask)
+        _, final = run_lstm(self.encoder, self.drop(F.embedding(x, self.E_bar)), x_mask)
         return LSTMEncoded(x_mask, *rows_first(final))
 
     def init_state(self, enc: LSTMEncoded) -> LSTMState:
@@ -128,7 +163,7 @@ class Seq2seq(Searchable, nn.Module):
         """``E y_{i-1}`` ``[rows, m]``, zeros at the first step (``y_prev`` None)."""
         if y_prev is None:
             return like.new_zeros(rows, self.cfg.m)
-        return F.embedding(y_prev, self.E)
+        return self.drop(F.embedding(y_prev, self.E))
 
     def decoder_input(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
         """What the decoder LSTM reads at a step: here the previous word's embedding (``e_prev``
@@ -146,25 +181,34 @@ class Seq2seq(Searchable, nn.Module):
         e_prev = self.embed_prev(y_prev, s_prev.h.shape[0], s_prev.h)
         inp = self.decoder_input(enc, e_prev)[:, None]  # [R, 1, ·]
         h, state = self.decoder(inp, layers_first(s_prev))
-        logits = F.linear(self.output_input(enc, h[:, 0]), self.W_y, self.b_y)
+        logits = F.linear(self.output_input(enc, self.drop(h[:, 0])), self.W_y, self.b_y)
         return Decoder.log_softmax(logits), rows_first(state), None
 
     def steps(self) -> ReadFirstSteps:
         """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`)."""
         return ReadFirstSteps(self)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
+                smoothing: float = 0.0):  # fmt: skip
         """Teacher forcing, all target positions at once: the decoder LSTM over ``0, E y_1 ..
         E y_{T_y - 1}`` from the encoder's state, the output layer over its top outputs.
-        ``logp [B, Ty]`` (0 at padding), None."""
+        ``logp [B, Ty]`` (0 at padding), None; ``smoothing``: label smoothing's
+        (:func:`~nmt_lib.paper.steps.target_log_prob`), for training."""
         enc = self.encode(x, x_mask)
-        e = F.embedding(y, self.E)  # [B, Ty, m]
+        e = self.drop(F.embedding(y, self.E))  # [B, Ty, m]
         e_prev = torch.cat([torch.zeros_like(e[:, :1]), e[:, :-1]], 1)  # y_0 = 0 .. y_{Ty-1}
         inp = self.decoder_inputs(enc, e_prev)
-        h, _ = run_lstm(self.decoder, inp, y_mask, layers_first(self.init_state(enc)))
-        logits = F.linear(self.output_inputs(enc, h), self.W_y, self.b_y)  # [B, Ty, K]
-        logp = Decoder.log_softmax(logits).gather(-1, y[..., None]).squeeze(-1)
-        return logp.masked_fill(~y_mask, 0.0), None
+        # unpacked: the padding is on the right, where no real position's output reads it, and its
+        # outputs are never scored (packing would cost more than the padding's steps)
+        h, _ = self.decoder(inp, layers_first(self.init_state(enc)))
+        return self.scored(enc, self.drop(h), y, y_mask, smoothing), None
+
+    def scored(self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor,
+               smoothing: float = 0.0) -> Tensor:  # fmt: skip
+        """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the decoder's top outputs ``h [B,
+        Ty, n]``: the output layer over :meth:`output_inputs`, at the real positions."""
+        u = self.output_inputs(enc, h)  # [B, Ty, ·]
+        return real_log_prob(u, y, y_mask, self.W_y, self.b_y, smoothing)
 
     def decoder_inputs(self, enc: LSTMEncoded, e_prev: Tensor) -> Tensor:
         """:meth:`decoder_input` of all steps, ``[B, Ty, ·]``."""

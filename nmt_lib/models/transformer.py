@@ -14,8 +14,8 @@ MultiHead(x, enc))``, and its self-attention sees only earlier positions. Inputs
 PE``. The decoder's input at target position ``i`` is ``y_{i-1}``, a zero embedding at ``i = 1`` (as
 the paper's models have no previous word there), and ``p(y_i | y_<i, x) = softmax(W_y x_i + b_y)``
 from its last layer. ``model.dropout`` (Vaswani et al.: 0.1; default 0) drops, while training, the
-sums ``√d E w + PE`` and each sub-layer's output before it is added and normalised; no label
-smoothing.
+sums ``√d E w + PE`` and each sub-layer's output before it is added and normalised; label
+smoothing (Vaswani et al.: 0.1) is a training setting, ``train.label_smoothing``.
 
 The decoding step reads the previous word first (``step``, :mod:`nmt_lib.models.steps`). What a
 search carries from one word to the next is what the positions before ``i`` offer to position
@@ -40,6 +40,7 @@ from torch.nn import functional as F
 from ..config import ModelConfig
 from ..paper.decoder import Decoder
 from ..paper.steps import Searchable
+from .seq2seq import real_log_prob
 from .steps import ReadFirstSteps
 
 
@@ -204,20 +205,29 @@ class Transformer(Searchable, Dropped):
         """The logits of ``y_1 .. y_T`` ``[B, T, K]`` given ``prefix`` ``[B, T - 1]`` (the words
         ``y_1 .. y_{T-1}``), and the last layer's encoder–decoder weights ``[B, T, Tx]``
         (averaged over the heads)."""
+        x, a = self.decode_states(enc, prefix)
+        return F.linear(x, self.W_y, self.b_y), a
+
+    def decode_states(self, enc: TransformerEncoded, prefix: Tensor) -> tuple[Tensor, Tensor]:
+        """:meth:`decode` before the output layer: the last decoder layer's outputs ``[B, T, d]``
+        and its weights."""
         e = F.embedding(prefix, self.E)
         e = torch.cat([e.new_zeros(e.shape[0], 1, e.shape[2]), e], 1)  # y_0 = 0
         x, T = self.inputs(e), e.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=e.device).tril()[None]  # [1, T, T]
         for k, layer in enumerate(self.decoder):
             x, a = layer(x, causal, enc.kv[:, k], enc.mask)
-        return F.linear(x, self.W_y, self.b_y), a.mean(1)
+        return x, a.mean(1)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
+                smoothing: float = 0.0):  # fmt: skip
         """Teacher forcing, all positions at once: ``logp [B, Ty]`` and the alignments ``[B, Ty,
-        Tx]``, 0 at padding."""
-        logits, a = self.decode(self.encode(x, x_mask), y[:, :-1])
-        logp = Decoder.log_softmax(logits).gather(-1, y[..., None]).squeeze(-1)
-        return logp.masked_fill(~y_mask, 0.0), a.masked_fill(~y_mask[..., None], 0.0)
+        Tx]``, 0 at padding; ``smoothing``: label smoothing's ``logp``
+        (:func:`~nmt_lib.paper.steps.target_log_prob`), for training."""
+        enc = self.encode(x, x_mask)
+        h, a = self.decode_states(enc, y[:, :-1])
+        logp = real_log_prob(h, y, y_mask, self.W_y, self.b_y, smoothing)
+        return logp, a.masked_fill(~y_mask[..., None], 0.0)
 
     def init_state(self, enc: TransformerEncoded) -> Cache:
         """No positions yet: the empty cache ``[B, layers, 2, 0, d]``."""

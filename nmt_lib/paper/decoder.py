@@ -14,7 +14,11 @@ GroundHog's step order (PAPER.md §2.4, §7 A1), for ``i = 1..T_y``:
        s̃_i = tanh(W ē(y_i) + b + U (r_i ∘ s_{i-1}) + C c_i)
        s_i = (1 - z_i) ∘ s_{i-1} + z_i ∘ s̃_i          (copied past the sentence end)
 
-``s_0 = tanh(W_s h←_1 + b_s)`` (RNNsearch) or ``tanh(W_s c + b_s)`` (RNNencdec). The model drives
+``s_0 = tanh(W_s h←_1 + b_s)`` (RNNsearch) or ``tanh(W_s c + b_s)`` (RNNencdec).
+
+Not the paper's (a deviation of the Multi30k testbed, ``model.dropout``, default 0 = none): while
+training, dropout on the target embeddings ``ē(y)`` and on the deep output ``t_i`` before ``W_o``
+(GroundHog's place for its ``dropout`` option); the recurrence itself is never dropped. The model drives
 these steps over a reference in training (:func:`nmt_lib.paper.steps.teacher_forced`) and one word
 at a time in a search (:mod:`nmt_lib.paper.steps`).
 """
@@ -38,6 +42,7 @@ class Decoder(nn.Module):
         output_rank: rank of ``W_o = W2 W1`` (GroundHog 620), or None for the paper's full ``W_o``.
         init_size: size of the input of ``W_s`` (n: ``h←_1`` or ``c``).
         embedding_bias, gate_bias: see :class:`~nmt_lib.paper.encoder.Encoder` and :class:`GRU`.
+        dropout: dropout on ``ē(y)`` and ``t_i`` while training (module docstring; 0: none).
     """
 
     def __init__(
@@ -52,8 +57,10 @@ class Decoder(nn.Module):
         init_size: int,
         embedding_bias: bool = True,
         gate_bias: bool = False,
+        dropout: float = 0.0,
     ):
         super().__init__()
+        self.p = dropout
         self.E = nn.Parameter(torch.empty(K_y, m))
         self.b_E = nn.Parameter(torch.zeros(m)) if embedding_bias else None
         self.gru = GRU(m, n, gate_bias)  # W, W_z, W_r, U, U_z, U_r, b (+ b_z, b_r)
@@ -76,9 +83,13 @@ class Decoder(nn.Module):
         self.output_rank = output_rank
 
     def embed(self, y: Tensor) -> Tensor:
-        """``ē(y)``: ``[...]`` long -> ``[..., m]``."""
+        """``ē(y)``: ``[...]`` long -> ``[..., m]`` (dropped while training, ``dropout``)."""
         e = F.embedding(y, self.E)
-        return e if self.b_E is None else e + self.b_E
+        return self.drop(e if self.b_E is None else e + self.b_E)
+
+    def drop(self, t: Tensor) -> Tensor:
+        """Dropout of probability ``p`` while training; ``t`` itself with ``p = 0`` (the paper)."""
+        return F.dropout(t, self.p, self.training) if self.p else t
 
     def init_state(self, h_init: Tensor) -> Tensor:
         """``s_0 = tanh(W_s h_init + b_s)``: ``[B, n] -> [B, n]`` (App. A.2.2).
@@ -117,9 +128,10 @@ class Decoder(nn.Module):
         """Deep output with maxout (:meth:`deep_output`), before the softmax (App. A.2.2).
 
         Returns:
-            ``[..., K_y]`` = ``W_o t_i + b_y``, ``W_o = W2 W1`` when ``output_rank`` is set.
+            ``[..., K_y]`` = ``W_o t_i + b_y``, ``W_o = W2 W1`` when ``output_rank`` is set
+            (``t_i`` dropped while training, ``dropout``).
         """
-        return self.output(self.deep_output(s_prev, e_prev, c))
+        return self.output(self.drop(self.deep_output(s_prev, e_prev, c)))
 
     def output(self, t: Tensor) -> Tensor:
         """``W_o t_i + b_y``: ``[..., l] -> [..., K_y]`` (:meth:`logits` after the deep output)."""

@@ -12,6 +12,9 @@ effectively starts at each sentence's own last real token (its EOS).
 
 RNNencdec uses only the forward direction: ``c = h→_{T_x}`` (§2.3, A.2.2). The same function,
 faster: :func:`nmt_lib.fast.model.encode`.
+
+Not the paper's (a deviation of the Multi30k testbed, ``model.dropout``, default 0 = none): while
+training, dropout on ``ē(x_j)``, one mask for both directions.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class Encoder(nn.Module):
         K_x: source vocabulary rows; m: embedding size; n: hidden units per direction.
         bidirectional: True (RNNsearch) or False (RNNencdec: forward direction only).
         embedding_bias: GroundHog's learned embedding bias; gate_bias: see :class:`GRU`.
+        dropout: dropout on ``ē(x_j)`` while training (module docstring; 0: the paper's none).
     """
 
     def __init__(
@@ -39,18 +43,23 @@ class Encoder(nn.Module):
         bidirectional: bool = True,
         embedding_bias: bool = True,
         gate_bias: bool = False,
+        dropout: float = 0.0,
     ):
         super().__init__()
-        self.n = n
+        self.n, self.p = n, dropout
         self.E_bar = nn.Parameter(torch.empty(K_x, m))
         self.b_E = nn.Parameter(torch.zeros(m)) if embedding_bias else None
         self.forward_gru = GRU(m, n, gate_bias)
         self.backward_gru = GRU(m, n, gate_bias) if bidirectional else None
 
     def embed(self, x: Tensor) -> Tensor:
-        """``ē(x_j)``: ``[B, Tx]`` long -> ``[B, Tx, m]``."""
+        """``ē(x_j)``: ``[B, Tx]`` long -> ``[B, Tx, m]`` (dropped while training, ``dropout``)."""
         e = nn.functional.embedding(x, self.E_bar)
-        return e if self.b_E is None else e + self.b_E
+        return self.drop(e if self.b_E is None else e + self.b_E)
+
+    def drop(self, e: Tensor) -> Tensor:
+        """Dropout of probability ``p`` while training; ``e`` itself with ``p = 0`` (the paper)."""
+        return nn.functional.dropout(e, self.p, self.training) if self.p else e
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
         """Annotations.

@@ -71,19 +71,20 @@ class EncoderDecoder(Searchable, nn.Module):
         raise NotImplementedError
 
     def forward(
-        self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor
+        self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0
     ) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing: the steps of :mod:`nmt_lib.paper.decoder`, in order, for ``i = 1..T_y``
         (:func:`nmt_lib.paper.steps.teacher_forced`; the same function, faster:
         :mod:`nmt_lib.fast.decoder`).
 
         Args:
-            x: ``[B, Tx]`` long, x_mask: ``[B, Tx]`` bool, y: ``[B, Ty]`` long, y_mask: ``[B, Ty]``.
+            x: ``[B, Tx]`` long, x_mask: ``[B, Tx]`` bool, y: ``[B, Ty]`` long, y_mask: ``[B, Ty]``;
+            smoothing: label smoothing for training (:func:`nmt_lib.paper.steps.target_log_prob`).
         Returns:
             ``logp [B, Ty]`` float32, ``log p(y_i | y_<i, x)``, 0 at padding;
             ``alpha [B, Ty, Tx]`` (RNNsearch) or None (RNNencdec).
         """
-        return teacher_forced(self, x, x_mask, y, y_mask)
+        return teacher_forced(self, x, x_mask, y, y_mask, smoothing)
 
     def readout_step(
         self, enc: Encoded, s_prev: Tensor, y_prev: Tensor | None
@@ -113,10 +114,11 @@ class RNNsearch(EncoderDecoder):
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
         n, n_dec = cfg.n, cfg.n_dec or cfg.n
-        self.encoder = Encoder(cfg.src_vocab, cfg.m, n, True, cfg.embedding_bias, cfg.gate_bias)
+        self.encoder = Encoder(cfg.src_vocab, cfg.m, n, True, cfg.embedding_bias, cfg.gate_bias,
+                               cfg.dropout)  # fmt: skip
         self.decoder = Decoder(
             cfg.trg_vocab, cfg.m, n_dec, 2 * n, cfg.l, cfg.n_align, cfg.output_rank, n,
-            cfg.embedding_bias, cfg.gate_bias,
+            cfg.embedding_bias, cfg.gate_bias, cfg.dropout,
         )  # fmt: skip
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
@@ -136,10 +138,11 @@ class RNNencdec(EncoderDecoder):
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
         n, n_dec = cfg.n, cfg.n_dec or cfg.n
-        self.encoder = Encoder(cfg.src_vocab, cfg.m, n, False, cfg.embedding_bias, cfg.gate_bias)
+        self.encoder = Encoder(cfg.src_vocab, cfg.m, n, False, cfg.embedding_bias, cfg.gate_bias,
+                               cfg.dropout)  # fmt: skip
         self.decoder = Decoder(
             cfg.trg_vocab, cfg.m, n_dec, n, cfg.l, None, cfg.output_rank, n,
-            cfg.embedding_bias, cfg.gate_bias,
+            cfg.embedding_bias, cfg.gate_bias, cfg.dropout,
         )  # fmt: skip
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:

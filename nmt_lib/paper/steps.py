@@ -90,19 +90,35 @@ def exclude(x: Tensor, no_eos: Tensor, ignore_unk: bool) -> None:
     x[:, EOS].masked_fill_(no_eos, -math.inf)
 
 
-def teacher_forced(model, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor):
+def target_log_prob(logp: Tensor, y: Tensor, smoothing: float = 0.0) -> Tensor:
+    """``log p(y)``: ``logp [..., K]`` (log-probabilities) at the words ``y [...]``, ``[...]``.
+
+    With label smoothing ``ε = smoothing`` (``train.label_smoothing``; not the paper's, which has
+    none): minus the cross-entropy of ``p`` against the smoothed target ``q = (1 - ε) [k = y] +
+    ε / (K - 1) [k ≠ <pad>]``, whose loss is ``-(1 - ε) log p(y) - ε / (K - 1) Σ_{k ≠ <pad>}
+    log p(k)``: what training minimises in place of ``-log p(y)``; ``ε = 0`` is ``log p(y)``."""
+    gathered = logp.gather(-1, y[..., None]).squeeze(-1)
+    if not smoothing:
+        return gathered
+    spread = (logp.sum(-1) - logp[..., PAD]) / (logp.shape[-1] - 1)
+    return (1 - smoothing) * gathered + smoothing * spread
+
+
+def teacher_forced(model, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
+                   smoothing: float = 0.0):  # fmt: skip
     """``log p(y_i | y_<i, x)`` ``[B, Ty]`` (0 at padding) and the alignments ``[B, Ty, Tx]`` (0 at
     padding; None for a model without attention) of the reference ``y``, through the model's steps
     (``model.steps()``, whose scores are log-probabilities), one target position at a time: for
     the paper's models (:class:`Steps`) the order of the decoder's module docstring,
     (:mod:`nmt_lib.paper.decoder`): attention and readout from ``s_{i-1}`` and ``y_{i-1}``, then
     ``s_i`` from ``y_i`` and the same ``c_i``. The model's state is carried unchanged past each
-    sentence's end (a state of fixed shape)."""
+    sentence's end (a state of fixed shape). ``smoothing``: label smoothing's ``log p(y_i)``
+    (:func:`target_log_prob`), for training."""
     enc, steps = model.encode(x, x_mask), model.steps()
     state, logp, alpha = steps.start(enc), [], []
     for i in range(y.shape[1]):
         logp_next, alpha_i, carry = steps.readout(enc, state)
-        logp.append(logp_next.gather(-1, y[:, i, None]).squeeze(-1))
+        logp.append(target_log_prob(logp_next, y[:, i], smoothing))
         alpha.append(alpha_i)
         s, y_i = steps.advance(carry, y[:, i])
         state = keep(y_mask[:, i], s, state[0]), y_i  # copied past the sentence end
