@@ -20,7 +20,6 @@ judged by the diagonal of the alignments (:func:`attention_summary`)."""
 
 from __future__ import annotations
 
-import argparse
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -430,20 +429,3 @@ def note(out: Path, profile: str | None = None) -> str:
         f"BLEU on sentences of fewer than {SHORT} words. Paper: results/paper/table1.csv and "
         f"Figures 2-3. {MOSES_CLAIM}"
     )
-
-
-def main(argv=None) -> int:
-    from .tables import write_table  # tables builds on this module's verdicts
-
-    ap = argparse.ArgumentParser(prog="python -m nmt_experiments.claims", description=__doc__)
-    ap.add_argument("results_dir", type=Path, help="a profile's results, e.g. results/lite")
-    ap.add_argument("--profile", help="the profile's name in the note (default: the directory's)")
-    a = ap.parse_args(argv)
-    out = a.results_dir
-    write_table(out, "claims", claims(out), note(out, a.profile))
-    print(f"[claims] wrote claims.csv and claims.md into {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

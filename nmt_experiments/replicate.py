@@ -41,8 +41,9 @@ from nmt_lib.paper import FIG3_SOURCES
 from nmt_lib.runtime import cpu_flags, cpu_info
 from nmt_lib.train import train_run
 
+from . import claims
 from .results import published_dir, results_path, run_dir
-from .tables import README_MARKS, readme_results
+from .tables import README_MARKS, readme_results, write_table
 
 
 def load(profile: str, data_dir: str | os.PathLike | None = None, runs=None, **overrides):
@@ -404,7 +405,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unk-dictionary", metavar="PROFILE",
                     help="measure <unk> replaced through a dictionary counted on the training data, "
                     "on the profile's committed translations (unk_dictionary.json)")  # fmt: skip
+    ap.add_argument("--claims", metavar="PROFILE",
+                    help="judge the paper's claims on the profile's committed results (its "
+                    "claims.csv and claims.md; --results-dir for another directory of that profile)")  # fmt: skip
     a = ap.parse_args(argv)
+    if a.claims:
+        out = results_path(a.claims, a.results_dir)
+        write_table(out, "claims", claims.claims(out), claims.note(out, a.claims))
+        print(f"[replicate] wrote claims.csv and claims.md into {out}")
+        return 0
     if a.unk_dictionary:
         r = unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
         if r is None:
@@ -416,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"through the dictionary {x['dictionary']['tok']['score']:.2f} "
                   f"({x['looked_up']} of {x['copied']} copied words looked up)")  # fmt: skip
         return 0
-    if not (a.readme or a.train):
+    if not (a.readme or a.train):  # --claims and --unk-dictionary have returned
         ap.error(
             "nothing to do without --readme or --train; the notebooks, and a profile's replication "
             "through them, run with python tools/notebooks.py --profile NAME [--train]"
