@@ -33,7 +33,8 @@ from common import (
 )
 from naive import naive_decode
 
-from nmt_lib import search
+from nmt_lib import decoding
+from nmt_lib.config import SearchConfig
 from nmt_lib.data import pad
 from nmt_lib.fast import accelerate, backend
 from nmt_lib.paper.model import build_model
@@ -74,8 +75,10 @@ def main():
 
     def ours(beam, workers=args.workers):
         with fixed_length(args.length):
-            return search.decode_corpus(model, xs, beam, args.batch, device=args.device,
-                                        workers=workers, backend=backend("fast"))  # fmt: skip
+            return decoding.decode_corpus(
+                model, xs, SearchConfig(beam=max(beam, 1), batch_size=args.batch),
+                greedy=beam == 0, device=args.device, workers=workers, on=backend("fast"),
+            )
 
     def naive(beam):
         return [naive_decode(P, cfg, x, m, max(beam, 1), args.length) for x, m in batches]

@@ -65,12 +65,13 @@ from .checkpoint import (
 from .config import RunConfig, SearchConfig, run_from_dict, to_dict
 from .data import pad
 from .data.vocab import EOS, UNK
+from .decoding import decode_corpus
 from .fast import backend
 from .io import NO_SPACE, atomic_write, locked, naming, signals_deferred, write_json
 from .models import build_model
 from .paper import FIG3_SOURCES
 from .runtime import autocast, resolve_device, resolve_precision
-from .search import Hypothesis, decode_corpus
+from .search import Hypothesis
 from .unk import replace
 
 
@@ -143,12 +144,8 @@ def decode(
     :func:`nmt_lib.fast.backend`), or None for the model's own ``steps()``."""
     device = device or next(model.parameters()).device
     with autocast(torch.device(device), precision):
-        return decode_corpus(
-            model, xs, beam=search.beam, batch_size=search.batch_size, normalize=search.normalize,
-            min_len_ratio=search.min_len_ratio, max_len_ratio=search.max_len_ratio,
-            ignore_unk=ignore_unk, return_alpha=return_alpha, device=device, progress=progress,
-            journal=journal, backend=on,
-        )  # fmt: skip
+        return decode_corpus(model, xs, search, False, ignore_unk, return_alpha, device, progress,
+                             journal=journal, on=on)
 
 
 # ------------------------------------------------------------------------------- likelihoods
@@ -258,11 +255,8 @@ def dev_metrics(model, prep, cfg: RunConfig, device, full: bool = False) -> dict
     if n > 0:
         model.eval()
         with autocast(torch.device(device), t.precision):
-            hyps = decode_corpus(
-                model, prep.dev.x[:n], beam=0, batch_size=cfg.search.batch_size,
-                min_len_ratio=cfg.search.min_len_ratio, max_len_ratio=cfg.search.max_len_ratio,
-                device=device, backend=backend(t.backend),
-            )  # fmt: skip
+            hyps = decode_corpus(model, prep.dev.x[:n], cfg.search, greedy=True, device=device,
+                                 on=backend(t.backend))
         hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
         ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
         out["dev_bleu"] = bleu.bleu_tok(hyp, ref).score

@@ -253,7 +253,8 @@ def test_a_results_directory_that_cannot_be_made_is_refused_before_the_data_are_
 
 
 def test_an_interrupted_decoding_goes_on_where_it_stopped(toy, tmp_path, monkeypatch):
-    from nmt_lib import search
+    from nmt_lib import decoding, search
+    from nmt_lib.config import SearchConfig
     from nmt_lib.paper.model import build_model
 
     cfg, prep, _ = toy
@@ -263,7 +264,7 @@ def test_an_interrupted_decoding_goes_on_where_it_stopped(toy, tmp_path, monkeyp
 
     def run(**kw):
         with torch.no_grad():
-            return search.decode_corpus(model, xs, beam=3, batch_size=4, workers=1, **kw)
+            return decoding.decode_corpus(model, xs, SearchConfig(beam=3, batch_size=4), workers=1, **kw)
 
     straight = run()
     calls, real, fail_at = [], search.beam_search, [3]
@@ -476,7 +477,7 @@ def test_a_training_file_changed_behind_its_size_and_time_is_noticed_on_resume(t
 
 
 def test_a_beam_beyond_the_vocabulary_or_the_memory_is_refused(toy, tmp_path, capsys, monkeypatch):
-    from nmt_lib import search
+    from nmt_lib import decoding
 
     ckpt = trained(toy, tmp_path)
     (tmp_path / "in.txt").write_text("the cat\n", encoding="utf-8")
@@ -484,7 +485,7 @@ def test_a_beam_beyond_the_vocabulary_or_the_memory_is_refused(toy, tmp_path, ca
            "-i", str(tmp_path / "in.txt"), "--data-dir", str(toy[2] / "wmt")]  # fmt: skip
     rc, err = cli_error(capsys, *sel, "--beam", "64")  # the toy model has 63 target rows
     assert rc == 1 and len(err.splitlines()) == 1 and "beam 64" in err and "63" in err
-    monkeypatch.setattr(search, "available_memory", lambda device: 1000)
+    monkeypatch.setattr(decoding, "available_memory", lambda device: 1000)
     rc, err = cli_error(capsys, *sel, "--beam", "60")
     assert rc == 1 and len(err.splitlines()) == 1 and "beam 60" in err and "memory" in err
 

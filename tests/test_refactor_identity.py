@@ -47,8 +47,15 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
 }
 
-FILES = ("hyp.test.tok.txt", "hyp.test.detok.txt", "hyp.test.no_unk.tok.txt",
-         "hyp.test.unk_replaced.tok.txt", "bleu_by_length.json", "nll.json", "attention.json")  # fmt: skip
+FILES = (
+    "hyp.test.tok.txt",
+    "hyp.test.detok.txt",
+    "hyp.test.no_unk.tok.txt",
+    "hyp.test.unk_replaced.tok.txt",
+    "bleu_by_length.json",
+    "nll.json",
+    "attention.json",
+)
 TIMES = ("seconds", "checkpoint")  # wall time and a path: not results
 
 
@@ -74,19 +81,38 @@ def results(root: Path, capsys) -> dict[str, str]:
     evals = [(r.get("dev_nll"), r.get("dev_bleu"), r.get("loss")) for r in log]
     got["train_log"] = sha(json.dumps(evals).encode())
     found = " ".join(prep.test.src_tok[0])  # a Figure 3 source found in the test set
-    evaluate_run(cfg, out, prep, checkpoint=ckpt, nll_sentences=20,
-                 figure_sources=("the cat sleeps .", found), progress=False)  # fmt: skip
+    evaluate_run(
+        cfg,
+        out,
+        prep,
+        checkpoint=ckpt,
+        nll_sentences=20,
+        figure_sources=("the cat sleeps .", found),
+        progress=False,
+    )
     for name in FILES:
         got[name] = sha((out / name).read_bytes())
     bleu = json.loads((out / "bleu.json").read_text())
     got["bleu.json"] = sha(json.dumps({k: v for k, v in bleu.items() if k not in TIMES}).encode())
     src = root / "in.txt"
     src.write_text("\n".join([*prep.test.src_raw[:6], "", "the cat sleeps ."]) + "\n")
-    sel = ["translate", "--profile", "smoke", "--run", "RNNsearch-50", "--checkpoint", str(ckpt),
-           "--data-dir", str(root / "wmt"), "-i", str(src)]  # fmt: skip
+    sel = [
+        "translate",
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50",
+        "--checkpoint",
+        str(ckpt),
+        "--data-dir",
+        str(root / "wmt"),
+        "-i",
+        str(src),
+    ]
     capsys.readouterr()
-    for k, extra in enumerate(([], ["--alignment", "--replace-unk"], ["--beam", "2", "--normalize",
-                                                                      "--ignore-unk"])):  # fmt: skip
+    for k, extra in enumerate(
+        ([], ["--alignment", "--replace-unk"], ["--beam", "2", "--normalize", "--ignore-unk"])
+    ):
         assert main([*sel, *extra]) == 0
         got[f"translate{k}"] = sha(capsys.readouterr().out.encode())
     return got

@@ -15,10 +15,12 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+from nmt_lib.config import SearchConfig
 from nmt_lib.data import pad
 from nmt_lib.data.vocab import EOS, PAD, UNK
+from nmt_lib.decoding import batch_decoder, decode_corpus, in_threads
 from nmt_lib.paper.steps import Steps
-from nmt_lib.search import batch_decoder, beam_search, decode_corpus, greedy_search, in_threads
+from nmt_lib.search import beam_search, greedy_search
 
 
 class TinyEncoded(NamedTuple):
@@ -234,11 +236,11 @@ def test_nothing_finished_falls_back_to_best_live():
 
 def test_decode_corpus_keeps_input_order():
     model = TinyModel(K=7, seed=5)
-    hyps = decode_corpus(model, SOURCES, beam=3, batch_size=2, **RULES)
+    hyps = decode_corpus(model, SOURCES, SearchConfig(beam=3, batch_size=2, **RULES))
     for src, h in zip(SOURCES, hyps, strict=True):
         x, m = pad([src])
         assert beam_search(model, x, m, beam=3, **RULES)[0].tokens == h.tokens
-    greedy = decode_corpus(model, SOURCES, beam=0, batch_size=4, **RULES)
+    greedy = decode_corpus(model, SOURCES, SearchConfig(batch_size=4, **RULES), greedy=True)
     assert [h.tokens for h in greedy] == [
         h.tokens for h in greedy_search(model, *pad(SOURCES), **RULES)
     ]
@@ -303,7 +305,7 @@ def test_decode_corpus_in_threads_is_the_same(backend):
     srcs = [[3 + (5 * i + j) % 10 for j in range(1 + i % 6)] + [EOS] for i in range(11)]
 
     def run(workers):
-        return decode_corpus(model, srcs, beam=3, batch_size=2, workers=workers, **RULES)
+        return decode_corpus(model, srcs, SearchConfig(beam=3, batch_size=2, **RULES), workers=workers)
 
     fp32 = run(1)
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -472,7 +474,7 @@ def test_finished_hypotheses_are_not_carried():
 
 
 def test_length_batches_put_similar_lengths_together_longest_first():
-    from nmt_lib.search import length_batches
+    from nmt_lib.decoding import length_batches
 
     xs = [[1] * n for n in (3, 7, 1, 5, 7, 2)]
     batches = length_batches(xs, 4)
@@ -484,7 +486,8 @@ def test_length_batches_put_similar_lengths_together_longest_first():
 def test_journal_reads_back_complete_batches_and_drops_a_torn_line(tmp_path):
     """What a batch's record keeps comes back as it was; a torn last line (an interruption while
     it was written) and a record of another batching are not read, and the file is cut there."""
-    from nmt_lib.search import Hypothesis, Journal
+    from nmt_lib.decoding import Journal
+    from nmt_lib.search import Hypothesis
 
     path, batches = tmp_path / "j.jsonl", [[0, 1], [2]]
     book = Journal(path, batches)
@@ -511,7 +514,7 @@ def test_batch_decoder_makes_the_steps_once_per_thread_and_decodes_the_batch():
         return model.steps()
 
     srcs = [[5, 6, 7, 2], [8, 2], [3, 4, 2]]
-    decode = batch_decoder(model, srcs, 3, False, None, make_steps, **RULES)
+    decode = batch_decoder(model, srcs, SearchConfig(beam=3, **RULES), False, None, make_steps)
     a, b = decode([0, 2]), decode([1])
     assert made == [1] and len(a) == 2 and len(b) == 1
     x, m = pad([srcs[0], srcs[2]])
