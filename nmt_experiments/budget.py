@@ -104,9 +104,9 @@ def arm_model(out_dir: Path, run: RunConfig):
     """The model that the run in ``out_dir`` ended with (its ``train_summary.json`` names the
     checkpoint), ready to evaluate, the process tuned for its backend."""
     summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
-    model, saved = load_trained(located(summary["model_checkpoint"], run))
-    backend(saved.train.backend).tune_process()
-    return model
+    loaded = load_trained(located(summary["model_checkpoint"], run))
+    loaded.on.tune_process()
+    return loaded.model
 
 
 def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -> dict:

@@ -20,9 +20,15 @@ from __future__ import annotations
 import argparse
 import sys
 import tomllib
+from contextlib import nullcontext
 from pathlib import Path
 
-from .config import ConfigError, home, load_profile, run_dir_name
+from . import translate
+from .checkpoint import CheckpointError, default_checkpoint_dir, find_checkpoint, load_trained
+from .config import ConfigError, home, run_dir_name
+from .io import atomic_write
+from .profile import load_runs
+from .runtime import resolve_device
 
 SECTIONS = ("model", "data", "train", "search")
 
@@ -49,20 +55,9 @@ def parse_sets(items: list[str]) -> dict[str, dict]:
 
 
 def _runs(a) -> tuple[object, list]:
-    """The profile (with overrides) and the selected runs."""
-    sets = parse_sets(a.set or [])
-    if a.data_dir:
-        sets.setdefault("data", {})["data_dir"] = str(a.data_dir)
-    elif a.profile == "smoke":  # its declared data: the generated toy corpus
-        from .data.fixtures import toy_data_dir
-
-        sets.setdefault("data", {}).setdefault("data_dir", str(toy_data_dir()))
-    profile = load_profile(a.profile, **sets)
-    names = a.run or list(profile.runs)
-    unknown = [n for n in names if n not in profile.runs]
-    if unknown:
-        raise ConfigError(f"{profile.path}: no run(s) {unknown}; known: {list(profile.runs)}")
-    return profile, [profile.runs[n] for n in names]
+    """The profile (with overrides) and the selected runs (:func:`nmt_lib.profile.load_runs`)."""
+    profile = load_runs(a.profile, a.data_dir or None, a.run, **parse_sets(a.set or []))
+    return profile, list(profile.runs.values())
 
 
 def _out(a, profile) -> Path:
@@ -130,13 +125,9 @@ CHUNK_LINES = 1024
 
 
 def cmd_translate(a) -> int:
-    import shlex
-    from contextlib import nullcontext
+    from dataclasses import replace
 
-    from .checkpoint import CheckpointError, default_checkpoint_dir
-    from .evaluate import find_checkpoint, load_trained, load_vocabs, translate_lines
-    from .fast import backend
-    from .runtime import resolve_device
+    from .translate import Output
 
     profile, runs = _runs(a)
     if len(runs) != 1:
@@ -144,47 +135,13 @@ def cmd_translate(a) -> int:
     cfg = runs[0]
     if a.output and a.output != "-" and Path(a.output).is_dir():
         raise IsADirectoryError(f"{a.output}: is a directory: -o takes the name of a file to write")
-    ckpt = find_checkpoint(
-        a.checkpoint
-        or default_checkpoint_dir(cfg, _out(a, profile) / "runs" / run_dir_name(cfg.name))
-    )
-    published = _out(a, profile) / "published" / run_dir_name(cfg.name)
-    device = resolve_device(cfg.train.device)
-    if not ckpt.is_file() and not a.checkpoint and published.is_dir():
-        from . import publish
-
-        ckpt = published
-        model, saved, src_vocab, trg_vocab = publish.load(published, device)
-    elif not ckpt.is_file():
-        raise CheckpointError(
-            f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
-            f"{shlex.quote(a.profile)} --run {shlex.quote(cfg.name)}; the committed results publish "
-            "the weights of some runs only: results/<profile>/published/), or name one with "
-            "--checkpoint"
-        )
-    else:
-        model, saved, trained_on = load_trained(ckpt, device, with_data=True)
-        src_vocab, trg_vocab = load_vocabs(ckpt, trained_on)
-    if saved.model != cfg.model:  # a checkpoint of another run (another family, other sizes)
-        differ = [
-            k for k in vars(cfg.model) if getattr(saved.model, k, None) != getattr(cfg.model, k)
-        ]
-        raise CheckpointError(
-            f"{ckpt}: holds a model of run {saved.name!r} ({saved.model.arch}), not one of run "
-            f"{cfg.name!r} ({cfg.model.arch}; they differ in model.{', model.'.join(differ)}): "
-            f"translate with --run {shlex.quote(saved.name)}, or with {cfg.name!r}'s checkpoint"
-        )
-    on = backend(saved.train.backend)
-    on.tune_process()
+    loaded = _translator(a, profile, cfg)
+    loaded.on.tune_process()
     search = cfg.search
     if a.beam is not None or a.normalize:
-        from dataclasses import replace
-
-        search = replace(
-            search,
-            beam=search.beam if a.beam is None else a.beam,
-            normalize=a.normalize or search.normalize,
-        )
+        beam = search.beam if a.beam is None else a.beam
+        search = replace(search, beam=beam, normalize=a.normalize or search.normalize)
+    output = Output(a.ignore_unk, a.alignment, a.replace_unk)
     name = "standard input" if a.input in (None, "-") else a.input
     bad = 0
     with (
@@ -194,31 +151,70 @@ def cmd_translate(a) -> int:
         for chunk in _chunks(_read_lines(src, name), 1 if src.isatty() else CHUNK_LINES):
             lines = []
             for k, line, msg in chunk:
-                if msg:  # translated as an empty line, so that the output stays line by line
-                    bad += 1
-                    print(f"nmt_lib translate: {msg}: translated as an empty line", file=sys.stderr)
-                elif (n := len(line.split())) > 2 * saved.data.max_len:
-                    print(f"nmt_lib translate: {name}, line {k}: {n} words, far beyond the "
-                          f"{saved.data.max_len} words of the longest training sentences "
-                          "(data.max_len); expect a poor translation", file=sys.stderr)  # fmt: skip
+                bad += _warn(loaded.cfg, name, k, line, msg)
                 lines.append(line)
-            out = translate_lines(
-                model, lines, src_vocab, trg_vocab, search, saved.data.src_lang,
-                saved.data.trg_lang, device, cfg.train.precision, a.ignore_unk, a.alignment,
-                a.replace_unk, on,
-            )  # fmt: skip
+            out = translate.translate_lines(loaded, lines, search, output, cfg.train.precision)
             sink.write("".join(line + "\n" for line in out))
             sink.flush()
     return 1 if bad else 0
 
 
+def _translator(a, profile, cfg):
+    """The model that ``translate`` translates with (:class:`nmt_lib.checkpoint.Loaded`): the
+    ``--checkpoint``, else the run's own checkpoint, else its published weights; one of the run
+    ``cfg`` (else one line saying whose it is)."""
+    import shlex
+
+    from . import publish
+
+    run_out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
+    ckpt = find_checkpoint(a.checkpoint or default_checkpoint_dir(cfg, run_out))
+    published = _out(a, profile) / "published" / run_dir_name(cfg.name)
+    device = resolve_device(cfg.train.device)
+    if not ckpt.is_file() and not a.checkpoint and published.is_dir():
+        loaded = publish.load(published, device)
+    elif not ckpt.is_file():
+        raise CheckpointError(
+            f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
+            f"{shlex.quote(a.profile)} --run {shlex.quote(cfg.name)}; the committed results publish "
+            "the weights of some runs only: results/<profile>/published/), or name one with "
+            "--checkpoint"
+        )
+    else:
+        loaded = load_trained(ckpt, device, vocabs=True)
+    saved = loaded.cfg
+    if saved.model != cfg.model:  # a checkpoint of another run (another family, other sizes)
+        differ = [
+            k for k in vars(cfg.model) if getattr(saved.model, k, None) != getattr(cfg.model, k)
+        ]
+        raise CheckpointError(
+            f"{loaded.path}: holds a model of run {saved.name!r} ({saved.model.arch}), not one of "
+            f"run {cfg.name!r} ({cfg.model.arch}; they differ in model.{', model.'.join(differ)}): "
+            f"translate with --run {shlex.quote(saved.name)}, or with {cfg.name!r}'s checkpoint"
+        )
+    return loaded
+
+
+def _warn(saved, name: str, k: int, line: str, msg: str | None) -> int:
+    """Say on standard error what is wrong with line ``k`` of the input ``name``: not text
+    (``msg``; it is translated as an empty line, so that the output stays line by line: 1) or far
+    longer than the training sentences of the run ``saved`` (0)."""
+    if msg:
+        print(f"nmt_lib translate: {msg}: translated as an empty line", file=sys.stderr)
+        return 1
+    if (n := len(line.split())) > 2 * saved.data.max_len:
+        print(
+            f"nmt_lib translate: {name}, line {k}: {n} words, far beyond the "
+            f"{saved.data.max_len} words of the longest training sentences (data.max_len); "
+            "expect a poor translation",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def _output(path: str | None):
     """Where ``translate`` writes: standard output, or the file ``path`` (written atomically: it
     appears, whole, once every line is translated)."""
-    from contextlib import nullcontext
-
-    from .io import atomic_write
-
     return nullcontext(sys.stdout) if path in (None, "-") else atomic_write(path)
 
 

@@ -18,6 +18,7 @@ import torch
 from . import search as searches
 from .config import SearchConfig
 from .data import pad
+from .runtime import autocast
 from .search import DEFAULT, Hypothesis
 
 
@@ -78,6 +79,40 @@ def check_beam(
             f"({workers} batch(es) of {sentences} sentence(s) of up to {src_len} tokens at once), "
             f"more than the {free / 2**20:,.0f} MiB available: use a smaller beam (or "
             "search.batch_size)"
+        )
+
+
+def decode(
+    model,
+    xs: Sequence[Sequence[int]],
+    search: SearchConfig,
+    device=None,
+    precision: str = "fp32",
+    ignore_unk: bool = False,
+    return_alpha: bool = False,
+    progress: bool | None = False,
+    journal: str | os.PathLike | None = None,
+    on=None,
+    greedy: bool = False,
+) -> list[Hypothesis]:
+    """:func:`decode_corpus` in ``precision`` (on the model's device by default): beam search
+    (``search``; greedy with its length rules with ``greedy``) over source id lists (EOS
+    included), in input order; ``journal``:
+    see :func:`decode_corpus`; ``on``: the model's backend (its steps;
+    :func:`nmt_lib.fast.backend`), or None for the model's own ``steps()``."""
+    device = device or next(model.parameters()).device
+    with autocast(torch.device(device), precision):
+        return decode_corpus(
+            model,
+            xs,
+            search,
+            greedy,
+            ignore_unk,
+            return_alpha,
+            device,
+            progress,
+            journal=journal,
+            on=on,
         )
 
 

@@ -79,7 +79,8 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
 
     ckpt = json.loads((run / "train_summary.json").read_text())["checkpoint_dir"]
     assert ckpt.startswith("<cache>/ckpt/") and res["checkpoint"].startswith(ckpt)  # no local path
-    model, cfg = load_trained(tmp_path / "cache" / ckpt.removeprefix("<cache>/"))
+    loaded = load_trained(tmp_path / "cache" / ckpt.removeprefix("<cache>/"))
+    model, cfg = loaded.model, loaded.cfg
     prep = data.prepare(cfg.data, workers=1, progress=False)
     src = prep.test.src_raw[3]
     (rec,) = attention_records(model, prep.test, [src.replace(" ", "  ")],

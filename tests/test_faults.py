@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import data, evaluate
+from nmt_lib import data, evaluate, translate
 from nmt_lib.__main__ import main
 from nmt_lib.checkpoint import CheckpointError, load_checkpoint
 from nmt_lib.data import fixtures
@@ -736,14 +736,14 @@ def test_translate_reads_translates_and_writes_in_bounded_chunks(tmp_path, monke
                 Source.read_lines += 1
                 yield line
 
-    calls, real = [], evaluate.translate_lines
+    calls, real = [], translate.translate_lines
 
-    def translate_lines(model, lines, *a, **kw):
+    def translate_lines(loaded, lines, *a, **kw):
         calls.append((len(lines), Source.read_lines, len(sys.stdout.getvalue().splitlines())))
-        return real(model, lines, *a, **kw)
+        return real(loaded, lines, *a, **kw)
 
     monkeypatch.setattr(cli, "CHUNK_LINES", 3)
-    monkeypatch.setattr(evaluate, "translate_lines", translate_lines)
+    monkeypatch.setattr(translate, "translate_lines", translate_lines)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(Source(b"the cat .\n" * 7)))
     monkeypatch.setattr("sys.stdout", io.StringIO())
     assert _translate_published(monkeypatch, tmp_path) == 0

@@ -50,8 +50,9 @@ def test_the_published_files_and_their_card(published):
 
 def test_loading_gives_the_checkpoints_weights_in_float16(published):
     _, ckpt, out = published
-    model, cfg, src, trg = publish.load(out)
-    ref, ref_cfg = load_trained(ckpt)
+    pub = publish.load(out)
+    model, cfg, trg = pub.model, pub.cfg, pub.trg_vocab
+    ref, ref_cfg = load_trained(ckpt).model, load_trained(ckpt).cfg
     assert cfg == ref_cfg and len(trg) == cfg.model.trg_vocab
     for (name, w), (_, r) in zip(model.state_dict().items(), ref.state_dict().items(), strict=True):
         assert w.dtype == torch.float32, name
@@ -200,7 +201,7 @@ def test_an_export_clears_the_staging_a_killed_one_left(published, tmp_path):
     stale = tmp_path / "published" / ".publish.k1ll3d"
     stale.mkdir(parents=True)
     (stale / "model.safetensors").write_bytes(b"a copy of the weights")
-    cfg = load_trained(ckpt)[1]
+    cfg = load_trained(ckpt).cfg
     publish.export(ckpt, target, cfg, root / "results" / "runs" / "RNNsearch-50star")
     assert sorted(p.name for p in target.parent.iterdir()) == ["RNNsearch-50star"]
     publish.verify(target)

@@ -33,8 +33,9 @@ from nmt_lib.data import fixtures
 from nmt_lib.data.corpus import read_lines, read_sgml
 from nmt_lib.data.text import tokenize
 from nmt_lib.data.vocab import UNK
-from nmt_lib.evaluate import decode, evaluate_run, replace_corpus, translate_lines
+from nmt_lib.evaluate import decode, evaluate_run, replace_corpus
 from nmt_lib.train import train_run
+from nmt_lib.translate import Output, translate_lines
 from tests.test_book import browse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,7 +130,8 @@ def newstest(lang: str) -> list[str]:
 def python_translations(published: Path, sentences):
     """Python's translations of ``sentences`` with the published model: its search (attention
     weights returned) and, per hypothesis, its tokens with each ``<unk>`` replaced."""
-    model, cfg, src, trg = publish.load(published)
+    pub = publish.load(published)
+    model, cfg, src, trg = pub.model, pub.cfg, pub.src_vocab, pub.trg_vocab
     toks = [tokenize(s, "en") for s in sentences]
     xs = [src.encode(t, eos=True) for t in toks]
     hyps = decode(model, xs, cfg.search, return_alpha=True)
@@ -316,9 +318,8 @@ def test_the_fragment_translates_on_a_click_and_loads_the_model_only_then(toy, c
     out = json.loads(html.unescape(re.search(r'<pre id="out">(.*?)</pre>', dom, re.S).group(1)))
     assert not out["loaded_before"], "the code or the model was loaded before the click"
     assert out["status"].startswith("Translated"), out["status"]
-    model, cfg, src, trg = publish.load(published)
-    want = [translate_lines(model, [sentence], src, trg, cfg.search, replace_unk=r)[0]
-            for r in (True, False)]  # fmt: skip
+    pub = publish.load(published)
+    want = [translate_lines(pub, [sentence], output=Output(replace_unk=r))[0] for r in (True, False)]
     assert "<unk>" in want[1] and "<unk>" not in want[0]
     assert [out["replaced"], out["plain"]] == want
     # the heat map: a row per generated word (and <end>), a column per source word (and <end>)
