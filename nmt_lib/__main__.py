@@ -70,8 +70,9 @@ def cmd_train(a) -> int:
     profile, runs = _runs(a)
     for cfg in runs:
         out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
-        s = train_run(cfg, out, resume=not a.no_resume, checkpoint_dir=a.checkpoint_dir,
-                      progress=a.progress)  # fmt: skip
+        s = train_run(
+            cfg, out, resume=not a.no_resume, checkpoint_dir=a.checkpoint_dir, progress=a.progress
+        )
         ev = s.get("last_eval") or {}
         print(
             f"[train] {cfg.name}: {s['updates']} updates, {s['epochs']:.2f} epochs, "
@@ -114,8 +115,10 @@ def cmd_pack(a) -> int:
         if key not in done:
             name = run_dir_name(cfg.name) if len(runs) > 1 else ""
             done[key] = str(data.pack(cfg.data, Path(a.pack_dir) / name))
-        print(f"[pack] {cfg.name}: {done[key]} (train there with --set data.packed={done[key]})",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"[pack] {cfg.name}: {done[key]} (train there with --set data.packed={done[key]})",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -240,8 +243,11 @@ def _read_lines(stream, name: str):
         try:
             yield k, line.decode("utf-8").rstrip("\r"), None
         except UnicodeDecodeError as e:
-            yield k, "", (f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column "
-                          f"{e.start + 1})")  # fmt: skip
+            yield (
+                k,
+                "",
+                (f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column {e.start + 1})"),
+            )
 
 
 def _positive(text: str) -> int:
@@ -254,6 +260,52 @@ def _positive(text: str) -> int:
     return value
 
 
+def _common(p, many: bool = True):
+    """The options of every command: the profile, its runs, overrides, data and results."""
+    p.add_argument("--profile", default="smoke", help="profile name or TOML path (default smoke)")
+    p.add_argument(
+        "--run",
+        "--run-name",
+        action="append",
+        metavar="NAME",
+        help="a run of the profile, e.g. 'RNNsearch-50'"
+        + ("; repeatable; default: all" if many else "")
+        + " (under torchrun: --run-name)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="SECTION.KEY=VALUE",
+        help="override a setting for every run, e.g. train.max_updates=100",
+    )
+    p.add_argument("--data-dir", help="the WMT'14 layout (sets data.data_dir; beats NMT_DATA)")
+    p.add_argument("--out", help="results directory of the profile (default results/<profile>)")
+
+
+def _translate_parser(sub) -> None:
+    """``translate``'s options."""
+    p = sub.add_parser("translate", help="translate raw English lines with beam search")
+    _common(p, many=False)
+    p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
+    p.add_argument("--input", "-i", help="input file (default: stdin)")
+    p.add_argument("--output", "-o", help="output file (default: stdout)")
+    p.add_argument("--beam", type=_positive, help="beam size (default: the profile's search.beam)")
+    p.add_argument("--normalize", action="store_true", help="length-normalized final choice")
+    p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
+    p.add_argument(
+        "--alignment",
+        action="store_true",
+        help="under each translation, the source word each word attends to most",
+    )
+    p.add_argument(
+        "--replace-unk",
+        action="store_true",
+        help="replace each <unk> by the source word it attends to most (beyond the "
+        "paper; models with attention)",
+    )
+    p.set_defaults(func=cmd_translate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m nmt_lib",
@@ -263,53 +315,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
 
-    def common(p, many: bool = True):
-        p.add_argument(
-            "--profile", default="smoke", help="profile name or TOML path (default smoke)"
-        )
-        p.add_argument("--run", "--run-name", action="append", metavar="NAME",
-                       help="a run of the profile, e.g. 'RNNsearch-50'" + (
-                           "; repeatable; default: all" if many else "") +
-                       " (under torchrun: --run-name)")  # fmt: skip
-        p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
-                       help="override a setting for every run, e.g. train.max_updates=100")  # fmt: skip
-        p.add_argument("--data-dir", help="the WMT'14 layout (sets data.data_dir; beats NMT_DATA)")
-        p.add_argument("--out", help="results directory of the profile (default results/<profile>)")
-
     p = sub.add_parser("train", help="train the profile's models (resumes from checkpoints)")
-    common(p)
+    _common(p)
     p.add_argument("--checkpoint-dir", help="checkpoints (default <cache>/ckpt/<run>-<hash>)")
     p.add_argument("--no-resume", action="store_true", help="start afresh, ignore checkpoints")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar (default: only on a terminal)")  # fmt: skip
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: only on a terminal)",
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="decode the test set, BLEU, NLL, attention files")
-    common(p)
+    _common(p)
     p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("pack", help="the prepared data and dev/test files, for another machine")
-    common(p)
-    p.add_argument("pack_dir", help="a new directory to write (a folder per run when several); "
-                   "an existing one must be empty or a pack, which is replaced")  # fmt: skip
+    _common(p)
+    p.add_argument(
+        "pack_dir",
+        help="a new directory to write (a folder per run when several); "
+        "an existing one must be empty or a pack, which is replaced",
+    )
     p.set_defaults(func=cmd_pack)
 
-    p = sub.add_parser("translate", help="translate raw English lines with beam search")
-    common(p, many=False)
-    p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
-    p.add_argument("--input", "-i", help="input file (default: stdin)")
-    p.add_argument("--output", "-o", help="output file (default: stdout)")
-    p.add_argument("--beam", type=_positive, help="beam size (default: the profile's search.beam)")
-    p.add_argument("--normalize", action="store_true", help="length-normalized final choice")
-    p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
-    p.add_argument("--alignment", action="store_true",
-                   help="under each translation, the source word each word attends to most")  # fmt: skip
-    p.add_argument("--replace-unk", action="store_true",
-                   help="replace each <unk> by the source word it attends to most (beyond the "
-                   "paper; models with attention)")  # fmt: skip
-    p.set_defaults(func=cmd_translate)
+    _translate_parser(sub)
     return ap
 
 

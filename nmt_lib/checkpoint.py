@@ -52,18 +52,43 @@ _FORMATS = (FORMAT, "nmt_lib.checkpoint/1")  # what load_checkpoint reads
 #: uint32), which ``torch.load(weights_only=True)`` is allowed to rebuild while reading one (numpy 1
 #: named its function ``numpy.core.multiarray._reconstruct``).
 _reconstruct = np._core.multiarray._reconstruct
-SAFE_GLOBALS = [_reconstruct, (_reconstruct, "numpy.core.multiarray._reconstruct"), np.ndarray,
-                np.dtype, np.dtypes.UInt32DType]  # fmt: skip
+SAFE_GLOBALS = [
+    _reconstruct,
+    (_reconstruct, "numpy.core.multiarray._reconstruct"),
+    np.ndarray,
+    np.dtype,
+    np.dtypes.UInt32DType,
+]
 
 #: Settings that must not change when a run is resumed (budgets, evaluation, checkpointing,
 #: precision, device and search settings may).
 FINGERPRINT = {
     "model": None,  # every field
-    "data": ("train", "src_lang", "trg_lang", "src_words", "trg_words", "max_len",
-             "max_train_pairs", "batch_size", "sort_k_batches", "seed"),
-    "train": ("optimizer", "rho", "eps", "lr", "loss", "lr_schedule", "lr_decay", "warmup_updates",
-              "clip_norm", "seed"),
-}  # fmt: skip
+    "data": (
+        "train",
+        "src_lang",
+        "trg_lang",
+        "src_words",
+        "trg_words",
+        "max_len",
+        "max_train_pairs",
+        "batch_size",
+        "sort_k_batches",
+        "seed",
+    ),
+    "train": (
+        "optimizer",
+        "rho",
+        "eps",
+        "lr",
+        "loss",
+        "lr_schedule",
+        "lr_decay",
+        "warmup_updates",
+        "clip_norm",
+        "seed",
+    ),
+}
 
 
 class CheckpointError(RuntimeError):

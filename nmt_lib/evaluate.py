@@ -69,7 +69,7 @@ from .data.text import detokenize
 from .data.vocab import EOS
 from .decoding import decode
 from .fast import backend
-from .io import NO_SPACE, atomic_write, locked, naming, signals_deferred, write_json
+from .io import NO_SPACE, locked, naming, signals_deferred, write_compact, write_json, write_lines
 from .likelihood import alignments, replace_corpus, sentence_nll  # noqa: F401
 from .paper import FIG3_SOURCES
 from .runtime import resolve_device, resolve_precision
@@ -122,22 +122,6 @@ def _journal(out_dir: Path, ckpt: Path, *what) -> Path:
     st = ckpt.stat()
     key = json.dumps([str(ckpt.resolve()), st.st_size, st.st_mtime_ns, *what], sort_keys=True)
     return out_dir / f".decode.{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
-
-
-def _write_lines(path: Path, lines: Sequence[str]) -> None:
-    with atomic_write(path) as f:
-        f.writelines(line + "\n" for line in lines)
-
-
-def _write_compact(path: Path, obj) -> None:
-    """JSON with one top-level item per line and no indentation inside (long number lists)."""
-    if isinstance(obj, dict):
-        items = [f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in obj.items()]
-        text = "{\n" + ",\n".join(items) + "\n}\n"
-    else:
-        text = "[\n" + ",\n".join(json.dumps(v, ensure_ascii=False) for v in obj) + "\n]\n"
-    with atomic_write(path) as f:
-        f.write(text)
 
 
 # ----------------------------------------------------------------------------- evaluate_run
@@ -289,11 +273,11 @@ def table1_no_unk(job: Job) -> tuple[list[list[str]], dict]:
 def hypothesis_files(job: Job, hyp_tok, no_unk_tok, replaced) -> list[str]:
     """Write the ``hyp.test.*.txt`` files (module docstring); the detokenized hypotheses."""
     detok = [detokenize(h, job.run.data.trg_lang) for h in hyp_tok]
-    _write_lines(job.stage / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
-    _write_lines(job.stage / "hyp.test.detok.txt", detok)
-    _write_lines(job.stage / "hyp.test.no_unk.tok.txt", [" ".join(h) for h in no_unk_tok])
+    write_lines(job.stage / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
+    write_lines(job.stage / "hyp.test.detok.txt", detok)
+    write_lines(job.stage / "hyp.test.no_unk.tok.txt", [" ".join(h) for h in no_unk_tok])
     if replaced is not None:
-        _write_lines(job.stage / "hyp.test.unk_replaced.tok.txt", [" ".join(h) for h in replaced])
+        write_lines(job.stage / "hyp.test.unk_replaced.tok.txt", [" ".join(h) for h in replaced])
     return detok
 
 
@@ -316,7 +300,7 @@ def figure2(job: Job, hyp_tok, detok) -> dict:
         "stats_tok": st_tok.tolist(),
         "stats_detok": st_detok.tolist(),
     }
-    _write_compact(job.stage / "bleu_by_length.json", out)
+    write_compact(job.stage / "bleu_by_length.json", out)
     return out
 
 
@@ -356,7 +340,7 @@ def figure3(job: Job, sources: Sequence[str]) -> list[dict]:
         p.src_vocab,
         job.loaded.on,
     )
-    _write_compact(job.stage / "attention.json", out)
+    write_compact(job.stage / "attention.json", out)
     return out
 
 

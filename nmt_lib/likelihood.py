@@ -73,8 +73,9 @@ def alignments(
     source position that each word of ``y`` attends to most; None for a model without attention."""
     out: list[list[int]] = [[] for _ in xs]
     todo = [i for i in range(len(xs)) if len(ys[i])]
-    pairs = teacher_forced(model, [xs[i] for i in todo], [ys[i] for i in todo], batch_size,
-                           device, precision)  # fmt: skip
+    pairs = teacher_forced(
+        model, [xs[i] for i in todo], [ys[i] for i in todo], batch_size, device, precision
+    )
     for idx, _, alpha in pairs:
         if alpha is None:
             pairs.close()
@@ -84,8 +85,9 @@ def alignments(
     return out
 
 
-def replace_corpus(model, xs, hyps, src_tokens, trg_vocab, batch_size=64, device=None,
-                   precision="fp32") -> list[list[str]] | None:  # fmt: skip
+def replace_corpus(
+    model, xs, hyps, src_tokens, trg_vocab, batch_size=64, device=None, precision="fp32"
+) -> list[list[str]] | None:
     """The decoded ``hyps`` (:class:`~nmt_lib.search.Hypothesis`, EOS dropped) as tokens with
     their ``<unk>`` replaced (:func:`nmt_lib.unk.replace`); None for a model without attention."""
     ys = [h.tokens for h in hyps]

@@ -189,8 +189,9 @@ def load(path: str | os.PathLike, device="cpu") -> Loaded:
         weights = load_file(str(f))
     except Exception as e:  # safetensors' own errors, a header that is not JSON, ...
         first = (str(e).strip().splitlines() or [""])[0]
-        raise CheckpointError(f"{f}: not a readable safetensors file ({type(e).__name__}: "
-                              f"{first})") from None  # fmt: skip
+        raise CheckpointError(
+            f"{f}: not a readable safetensors file ({type(e).__name__}: {first})"
+        ) from None
     check_weights(weights, model.state_dict(), f, cfg.name)
     model.load_state_dict({k: v.float() for k, v in weights.items()})
     src, trg = Vocab.load(path / FILES[2]), Vocab.load(path / FILES[3])
@@ -202,8 +203,9 @@ def check_weights(weights: dict, expected: dict, f: Path, run: str) -> None:
     names and shapes of the model's state dict ``expected``, its floating-point tensors in float16
     (as :func:`export` writes them) and the others in their own dtype, and are all finite."""
     if missing := sorted(set(expected) - set(weights)) or sorted(set(weights) - set(expected)):
-        raise CheckpointError(f"{f}: the weights do not fit {run}: {missing[:3]} are missing or "
-                              "unexpected")  # fmt: skip
+        raise CheckpointError(
+            f"{f}: the weights do not fit {run}: {missing[:3]} are missing or unexpected"
+        )
     for name, t in weights.items():
         want = expected[name]
         dtype = torch.float16 if want.is_floating_point() else want.dtype
@@ -236,10 +238,8 @@ def fp16_agreement(model, published: Path, test, run: RunConfig) -> dict:
 
 def card(run: RunConfig, run_results: Path, sums: dict, agreement: dict | None) -> str:
     """The model card: the run's data, recipe, training, test BLEU and files."""
-    bleu, summary = (
-        read_json(run_results / "bleu.json"),
-        read_json(run_results / "train_summary.json"),
-    )
+    bleu = read_json(run_results / "bleu.json")
+    summary = read_json(run_results / "train_summary.json")
     d, m, t, s = run.data, run.model, run.train, run.search
     b = bleu["all"]["tok"]["score"]
     replaced = bleu.get("unk_replaced", {}).get("tok", {}).get("score")
@@ -261,14 +261,22 @@ def card(run: RunConfig, run_results: Path, sums: dict, agreement: dict | None) 
         f"loss `{t.loss}` |",
         f"| training | {summary['updates']:,} updates ({summary['epochs']:.2f} epochs, "
         f"{summary['hours']:.2f} h, {summary['precision']}), stopped by {summary['stopped_by']}"
-        + (f"; the checkpoint of the best dev NLL (update {summary['best_update']:,})"
-           if t.patience else "") + " |",
+        + (
+            f"; the checkpoint of the best dev NLL (update {summary['best_update']:,})"
+            if t.patience
+            else ""
+        )
+        + " |",
         f"| search | beam {s.beam}, {'cost / length' if s.normalize else 'cost'}, at most "
         f"{s.max_len_ratio:g} × the source length |",
         f"| test BLEU (newstest2014, tokenized, all sentences) | {b:.2f} (Table 1's row)"
-        + (f"; {replaced:.2f} with each `<unk>` replaced by its aligned source word" if replaced
-           is not None else "") + " |",
-    ]  # fmt: skip
+        + (
+            f"; {replaced:.2f} with each `<unk>` replaced by its aligned source word"
+            if replaced is not None
+            else ""
+        )
+        + " |",
+    ]
     if agreement is not None:
         own = agreement.get("bleu_tok")
         lines.append(

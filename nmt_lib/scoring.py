@@ -37,8 +37,9 @@ def find_sentences(evalset, sources: Sequence[str], prefix: bool = False) -> lis
     and with ASCII quotes), or None; with ``prefix``, the first sentence that starts so."""
     raws = [_squash(raw) for raw in evalset.src_raw]
     if prefix:
-        return [next((i for i, r in enumerate(raws) if r.startswith(_squash(s))), None)
-                for s in sources]  # fmt: skip
+        return [
+            next((i for i, r in enumerate(raws) if r.startswith(_squash(s))), None) for s in sources
+        ]
     where = {}
     for i, raw in enumerate(raws):
         where.setdefault(raw, i)
@@ -46,9 +47,16 @@ def find_sentences(evalset, sources: Sequence[str], prefix: bool = False) -> lis
 
 
 def attention_records(
-    model, evalset, sources: Sequence[str], trg_vocab, search: SearchConfig, device=None,
-    precision: str = "fp32", src_vocab=None, on=None,
-) -> list[dict]:  # fmt: skip
+    model,
+    evalset,
+    sources: Sequence[str],
+    trg_vocab,
+    search: SearchConfig,
+    device=None,
+    precision: str = "fp32",
+    src_vocab=None,
+    on=None,
+) -> list[dict]:
     """Figure 3: the best hypothesis and its attention for each of ``sources`` (``alpha[i][j]``:
     output token i over source token j, EOS included on both axes). A source found in ``evalset``
     is decoded from there (``found``, ``index``, with its reference); one that is not, such as the
@@ -57,10 +65,14 @@ def attention_records(
     found = find_sentences(evalset, sources)
     todo = [(k, evalset.x[i], evalset.src_tok[i]) for k, i in enumerate(found) if i is not None]
     if src_vocab is not None:
-        todo += [(k, src_vocab.encode(sources[k].split(), eos=True), sources[k].split())
-                 for k, i in enumerate(found) if i is None]  # fmt: skip
-    hyps = decode(model, [x for _, x, _ in todo], search, device, precision, return_alpha=True,
-                  on=on)  # fmt: skip
+        todo += [
+            (k, src_vocab.encode(sources[k].split(), eos=True), sources[k].split())
+            for k, i in enumerate(found)
+            if i is None
+        ]
+    hyps = decode(
+        model, [x for _, x, _ in todo], search, device, precision, return_alpha=True, on=on
+    )
     by_k = {k: (tok, h) for (k, _, tok), h in zip(todo, hyps, strict=True)}
     out = []
     for k, (src, i) in enumerate(zip(sources, found, strict=True)):

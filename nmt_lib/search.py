@@ -285,14 +285,10 @@ def beam_search(
     """GroundHog's beam search over a batch of sentences (module docstring, PAPER.md §4): the
     live hypotheses a :class:`Beam`, the best finished ones :class:`Finished`.
 
-    Args:
-        model: the model interface; x: ``[B, Tx]`` long; x_mask: ``[B, Tx]`` bool.
-        beam: beam size; normalize: choose the best by ``cost / length`` (length incl. EOS).
-        min_len_ratio, max_len_ratio: the length rules; ignore_unk: never emit ``<unk>``.
-        return_alpha: also return the best hypothesis's attention ``[len, |x|]``.
-        steps: ``model.steps()``, made once for several batches of one thread (or None).
-    Returns:
-        ``B`` hypotheses in input order.
+    ``x [B, Tx]`` long, ``x_mask [B, Tx]`` bool; ``normalize``: choose the best by ``cost /
+    length`` (length incl. EOS); ``return_alpha``: also the best hypothesis's attention ``[len,
+    |x|]``; ``steps``: ``model.steps()``, made once for several batches of one thread (or None).
+    ``B`` hypotheses in input order.
     """
     B, Tx = x.shape
     min_len, max_len = length_limits(x_mask, min_len_ratio, max_len_ratio)

@@ -186,7 +186,9 @@ def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
     model = backend_named(backend).model(model)
     calls, orig = [], model.steps
     monkeypatch.setattr(model, "steps", lambda *a: calls.append(1) or orig(*a))
-    decoding.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], SearchConfig(beam=3, batch_size=1), workers=1)
+    decoding.decode_corpus(
+        model, [[3, 4, 5, 2], [6, 2]], SearchConfig(beam=3, batch_size=1), workers=1
+    )
     assert calls == [1]
 
 

@@ -239,7 +239,9 @@ def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(mon
                         lambda s, rows: calls.append(rows) or word_projections(s, rows))  # fmt: skip
     monkeypatch.setattr(model, "steps", lambda w=None: given.append(w) or orig_steps(w))
     fast = backend_named("fast")
-    with_table = decoding.decode_corpus(model, xs, SearchConfig(beam=3, batch_size=2), workers=2, on=fast)
+    with_table = decoding.decode_corpus(
+        model, xs, SearchConfig(beam=3, batch_size=2), workers=2, on=fast
+    )
     assert calls == [27] and given[0] is None  # the steps that make the table, then each thread's
     assert len(given) >= 2 and all(w is given[1] is not None for w in given[1:])
     given.clear()

@@ -210,9 +210,11 @@ def test_ignore_unk_and_length_rules():
         assert UNK not in h.tokens and PAD not in h.tokens
     for rules in (RULES, dict(min_len_ratio=1.0, max_len_ratio=2.0)):
         for src, hb, hg in zip(
-            srcs, beam_search(model, x, m, beam=5, **rules), greedy_search(model, x, m, **rules),
+            srcs,
+            beam_search(model, x, m, beam=5, **rules),
+            greedy_search(model, x, m, **rules),
             strict=True,
-        ):  # fmt: skip
+        ):
             for h in (hb, hg):
                 n_min = math.floor(len(src) * rules["min_len_ratio"])
                 n_max = math.floor(len(src) * rules["max_len_ratio"])
@@ -267,8 +269,9 @@ def test_in_threads_keeps_order_autocast_and_errors():
         return i * i, torch.get_num_threads(), *amp
 
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert list(in_threads(f, range(4), 2)) == [(i * i, 1, True, torch.bfloat16)
-                                                    for i in range(4)]  # fmt: skip
+        assert list(in_threads(f, range(4), 2)) == [
+            (i * i, 1, True, torch.bfloat16) for i in range(4)
+        ]
     assert caller not in seen and torch.get_num_threads() == threads
     assert in_new_thread(torch.get_num_threads) == later
     with pytest.raises(ValueError, match="item five"):
@@ -305,7 +308,9 @@ def test_decode_corpus_in_threads_is_the_same(backend):
     srcs = [[3 + (5 * i + j) % 10 for j in range(1 + i % 6)] + [EOS] for i in range(11)]
 
     def run(workers):
-        return decode_corpus(model, srcs, SearchConfig(beam=3, batch_size=2, **RULES), workers=workers)
+        return decode_corpus(
+            model, srcs, SearchConfig(beam=3, batch_size=2, **RULES), workers=workers
+        )
 
     fp32 = run(1)
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -391,8 +396,9 @@ def test_beam_with_a_large_vocabulary_equals_plain_topk(fused, monkeypatch):
     from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab=50, trg_vocab=5000, m=8, n=8, n_align=8, l=4, output_rank=4,
-                      init="fanin")  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab=50, trg_vocab=5000, m=8, n=8, n_align=8, l=4, output_rank=4, init="fanin"
+    )
     model = accelerate(build_model(cfg).eval(), compiled=fused is not None)
     x, x_mask = pad([[5, 6, 7, 8, EOS], [9, 10, EOS]])
     fast = beam_search(model, x, x_mask, beam=5)

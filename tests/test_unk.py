@@ -54,8 +54,17 @@ def test_through_the_dictionary_only_words_that_replaced_an_unk():
 
 def _model(arch: str, seed: int = 3):
     torch.manual_seed(seed)
-    cfg = model_config(arch=arch, src_vocab=30, trg_vocab=30, m=8, n=10, n_align=10, l=6,
-                      output_rank=None, init="fanin")  # fmt: skip
+    cfg = model_config(
+        arch=arch,
+        src_vocab=30,
+        trg_vocab=30,
+        m=8,
+        n=10,
+        n_align=10,
+        l=6,
+        output_rank=None,
+        init="fanin",
+    )
     return build_model(cfg).eval()
 
 
