@@ -30,10 +30,10 @@ from pathlib import Path
 import torch
 
 from nmt_lib import publish
-from nmt_lib.checkpoint import default_checkpoint_dir, portable
+from nmt_lib.checkpoint import default_checkpoint_dir, find_checkpoint, portable
 from nmt_lib.config import ConfigError, home, model_config, to_dict
 from nmt_lib.data import data_summary, input_sha256, prepare
-from nmt_lib.evaluate import evaluate_run, find_checkpoint
+from nmt_lib.evaluate import evaluate_run
 from nmt_lib.io import read_json, write_json
 from nmt_lib.paper import FIG3_SOURCES
 from nmt_lib.profile import load_runs as load  # the profile's runs (replicate.load)
@@ -245,7 +245,7 @@ def unk_dictionary(
     no run has its ``<unk>`` replaced). The runs share their target shortlist (a profile's runs
     share one: :mod:`nmt_lib.data`, step 4)."""
     from nmt_lib.data import train_pairs
-    from nmt_lib.evaluate import score
+    from nmt_lib.scoring import score
     from nmt_lib.unk import UNK_WORD, dictionary, through
 
     prof = load(profile, data_dir) if isinstance(profile, str) else profile

@@ -55,27 +55,18 @@ import numpy as np
 import torch
 
 from . import bleu, data
-from .checkpoint import (  # noqa: F401 (the loaders, importable from here as before)
-    Loaded,
-    check_vocab,
-    default_checkpoint_dir,
-    find_checkpoint,
-    load_trained,
-    load_vocabs,
-    portable,
-)
+from .checkpoint import Loaded, check_vocab, default_checkpoint_dir, load_trained, portable
 from .config import RunConfig, to_dict
 from .data.text import detokenize
 from .data.vocab import EOS
 from .decoding import decode
 from .fast import backend
 from .io import NO_SPACE, locked, naming, signals_deferred, write_compact, write_json, write_lines
-from .likelihood import alignments, replace_corpus, sentence_nll  # noqa: F401
+from .likelihood import replace_corpus, sentence_nll
 from .paper import FIG3_SOURCES
 from .runtime import resolve_device, resolve_precision
-from .scoring import attention_records, find_sentences, score  # noqa: F401
+from .scoring import attention_records, score
 from .search import Hypothesis
-from .translate import alignment_line, translate_lines  # noqa: F401
 
 
 def dev_subset(n_dev: int, n: int) -> list[int]:

@@ -14,7 +14,7 @@ import torch
 from nmt_lib.__main__ import build_parser, main, parse_sets
 from nmt_lib.config import ConfigError
 from nmt_lib.data import fixtures
-from nmt_lib.evaluate import alignment_line
+from nmt_lib.translate import alignment_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,7 +100,8 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
 
     # Figure 3 for a sentence that is in the (toy) test set, with the trained model
     from nmt_lib import data
-    from nmt_lib.evaluate import attention_records, load_trained
+    from nmt_lib.checkpoint import load_trained
+    from nmt_lib.scoring import attention_records
 
     ckpt = json.loads((run / "train_summary.json").read_text())["checkpoint_dir"]
     assert ckpt.startswith("<cache>/ckpt/") and res["checkpoint"].startswith(ckpt)  # no local path
@@ -131,8 +132,8 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
 def test_find_sentences():
     from types import SimpleNamespace
 
-    from nmt_lib.evaluate import find_sentences
     from nmt_lib.paper import FIG3_SOURCES
+    from nmt_lib.scoring import find_sentences
 
     ev = SimpleNamespace(
         src_raw=[

@@ -15,7 +15,7 @@ import torch
 
 from nmt_lib import data, evaluate, translate
 from nmt_lib.__main__ import main
-from nmt_lib.checkpoint import CheckpointError, load_checkpoint
+from nmt_lib.checkpoint import CheckpointError, load_checkpoint, load_trained
 from nmt_lib.data import fixtures
 from nmt_lib.train import Interrupted, Trainer, train_run
 
@@ -106,7 +106,7 @@ def test_a_damaged_checkpoint_is_refused_and_kept(toy, tmp_path):
         train_run(updates(cfg, 4), tmp_path / "r", prep, progress=False)
     assert last.read_bytes() == bytes(raw)  # not overwritten
     with pytest.raises(CheckpointError, match="damaged"):
-        evaluate.load_trained(last)
+        load_trained(last)
 
 
 def test_resuming_on_other_data_is_refused_and_keeps_the_vocabulary(toy, tmp_path):
@@ -455,7 +455,7 @@ def test_nonfinite_weights_are_never_saved_nor_evaluated(toy, tmp_path, monkeypa
     bad = tmp_path / "nan.pt"
     save_checkpoint(bad, state)
     with pytest.raises(CheckpointError, match=rf"{bad}: .*non-finite"):
-        evaluate.load_trained(bad)
+        load_trained(bad)
 
 
 def _ckpt_of(cfg, out: Path) -> Path:

@@ -2,9 +2,9 @@
 implementation of the model, tested as one, in headless Chromium with the network cut.
 
 (a) On a published toy model, the page's translations are Python's beam search
-(:func:`nmt_lib.evaluate.decode`, the model's search settings) token for token, their costs and
+(:func:`nmt_lib.decoding.decode`, the model's search settings) token for token, their costs and
 attention weights agree within a tolerance, and with ``<unk>`` replacement they are
-:func:`nmt_lib.evaluate.replace_corpus`'s. (b) The page's tokenizer is sacremoses' (its embedded tables,
+:func:`nmt_lib.likelihood.replace_corpus`'s. (b) The page's tokenizer is sacremoses' (its embedded tables,
 tricky sentences, the toy corpus, every newstest2014 source when the WMT'14 files are here), and its
 French detokenizer is sacremoses' on French references. (c) The same translations on the ``lite``
 profile's published RNNsearch-50*, once it is committed. (d) The fragment translates on a click,
@@ -33,7 +33,9 @@ from nmt_lib.data import fixtures
 from nmt_lib.data.corpus import read_lines, read_sgml
 from nmt_lib.data.text import tokenize
 from nmt_lib.data.vocab import UNK
-from nmt_lib.evaluate import decode, evaluate_run, replace_corpus
+from nmt_lib.decoding import decode
+from nmt_lib.evaluate import evaluate_run
+from nmt_lib.likelihood import replace_corpus
 from nmt_lib.train import train_run
 from nmt_lib.translate import Output, translate_lines
 from tests.test_book import browse

@@ -8,7 +8,7 @@ import torch
 from nmt_lib.config import SearchConfig, model_config
 from nmt_lib.data.vocab import EOS, UNK
 from nmt_lib.decoding import decode_corpus
-from nmt_lib.evaluate import alignments
+from nmt_lib.likelihood import alignments
 from nmt_lib.models import build_model
 from nmt_lib.unk import dictionary, replace, through
 
