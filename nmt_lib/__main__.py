@@ -18,17 +18,22 @@ GPUs: ``torchrun --nproc-per-node N -m nmt_lib train --profile gpu --run-name RN
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tomllib
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
-from . import translate
+from . import data, publish, translate
 from .checkpoint import CheckpointError, default_checkpoint_dir, find_checkpoint, load_trained
 from .config import ConfigError, home, run_dir_name
+from .evaluate import evaluate_run
 from .io import atomic_write
 from .profile import load_runs
 from .runtime import resolve_device
+from .train import train_run
+from .translate import Output
 
 SECTIONS = ("model", "data", "train", "search")
 
@@ -65,8 +70,6 @@ def _out(a, profile) -> Path:
 
 
 def cmd_train(a) -> int:
-    from .train import train_run
-
     profile, runs = _runs(a)
     for cfg in runs:
         out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
@@ -84,9 +87,6 @@ def cmd_train(a) -> int:
 
 
 def cmd_evaluate(a) -> int:
-    from . import data
-    from .evaluate import evaluate_run
-
     profile, runs = _runs(a)
     prepared = {}
     for cfg in runs:
@@ -106,8 +106,6 @@ def cmd_evaluate(a) -> int:
 
 
 def cmd_pack(a) -> int:
-    from . import data
-
     profile, runs = _runs(a)
     done: dict[str, str] = {}
     for cfg in runs:
@@ -128,10 +126,6 @@ CHUNK_LINES = 1024
 
 
 def cmd_translate(a) -> int:
-    from dataclasses import replace
-
-    from .translate import Output
-
     profile, runs = _runs(a)
     if len(runs) != 1:
         raise ConfigError(f"translate needs one --run; the profile has {list(profile.runs)}")
@@ -166,10 +160,6 @@ def _translator(a, profile, cfg):
     """The model that ``translate`` translates with (:class:`nmt_lib.checkpoint.Loaded`): the
     ``--checkpoint``, else the run's own checkpoint, else its published weights; one of the run
     ``cfg`` (else one line saying whose it is)."""
-    import shlex
-
-    from . import publish
-
     run_out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
     ckpt = find_checkpoint(a.checkpoint or default_checkpoint_dir(cfg, run_out))
     published = _out(a, profile) / "published" / run_dir_name(cfg.name)
