@@ -526,3 +526,35 @@ def test_batch_decoder_makes_the_steps_once_per_thread_and_decodes_the_batch():
     x, m = pad([srcs[0], srcs[2]])
     direct = beam_search(model, x, m, beam=3, **RULES)
     assert [h.tokens for h in a] == [h.tokens for h in direct]
+
+
+def test_the_beam_and_the_finished_hypotheses_keep_their_rows_together():
+    """``Beam.grow`` extends each kept pair's parent, ``select`` keeps sentences and columns with
+    everything of theirs, ``Finished.record`` stores a hypothesis under its sentence's index."""
+    from nmt_lib.search import Beam, Finished
+
+    beam = Beam.start(3, 4, return_alpha=True, device="cpu")
+    parent = torch.zeros(3, 2, dtype=torch.long)
+    word = torch.tensor([[5, 6], [7, EOS], [8, 9]])
+    alpha = torch.arange(12.0).view(3, 4)
+    cost = torch.tensor([[1.0, 2.0], [3.0, math.inf], [5.0, 6.0]])
+    grown = beam.grow(parent, word, alpha, cost, word == EOS)
+    assert grown.words.squeeze(-1).tolist() == word.tolist() and grown.n_fin.tolist() == [0, 1, 0]
+    assert torch.equal(grown.alpha[:, 1, 0], alpha)  # each hypothesis, its parent's attention
+    kept = grown.select(torch.tensor([0, 2]), torch.tensor([[1, 0], [0, 1]]))
+    assert kept.ids.tolist() == [0, 2] and kept.words.squeeze(-1).tolist() == [[6, 5], [8, 9]]
+    assert kept.cost.tolist() == [[2.0, 1.0], [5.0, 6.0]] and torch.equal(
+        kept.alpha[1, 0, 0], alpha[2]
+    )
+    best = Finished.empty(3, 5, 4, return_alpha=True, device="cpu")
+    best.record(
+        kept,
+        torch.tensor([False, True]),
+        torch.tensor([1]),
+        torch.tensor([0.5]),
+        torch.tensor([6.0]),
+        True,
+    )
+    (h0, _, h2) = best.hypotheses(torch.ones(3, 4, dtype=torch.bool), attention=True)
+    assert h2.tokens == [9] and h2.cost == 6.0 and h2.score == 0.5 and h2.finished
+    assert h0.tokens == [] and h0.score == math.inf and torch.equal(h2.alpha[0], alpha[2])
