@@ -1,7 +1,8 @@
 """Decoding a corpus: its sources in batches of similar length, searched by :mod:`nmt_lib.search`
 (greedy or GroundHog's beam) in several threads at once, each batch appended to a journal as it is
 done (an interrupted decoding goes on where it stopped), a beam beyond the vocabulary or the memory
-refused before anything is decoded."""
+refused before anything is decoded (:func:`decode_corpus`; :func:`decode`: the same under the
+precision's autocast)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from . import search as searches
+from . import search as searches  # looked up at each call (tests replace its searches)
 from .config import SearchConfig
 from .data import pad
 from .runtime import autocast
@@ -42,8 +43,8 @@ def available_memory(device) -> int | None:
 def search_bytes(
     beam: int, sentences: int, src_len: int, n_words: int, max_len_ratio: float, return_alpha: bool
 ) -> int:
-    """An estimate of the memory one batch of :func:`beam_search` takes at its largest:
-    ``sentences`` sources of ``src_len`` tokens, ``beam * sentences`` rows of ``n_words`` scores
+    """An estimate of the memory one batch of :func:`nmt_lib.search.beam_search` takes at its
+    largest: ``sentences`` sources of ``src_len`` tokens, ``beam * sentences`` rows of ``n_words`` scores
     (and their log-softmax and selection), ``beam²`` candidates per sentence, the histories of
     ``|x| * max_len_ratio`` steps (and of the attention, with ``return_alpha``)."""
     steps = max(1, math.floor(src_len * max_len_ratio))

@@ -230,11 +230,12 @@ class Job:
         )
 
 
-def table1_all(job: Job) -> tuple[list[Hypothesis], dict]:
+def table1_all(job: Job) -> tuple[list[Hypothesis], list[list[str]] | None, dict]:
     """Table 1, All: the whole test set decoded, ``<unk>`` allowed (and scored as a wrong word);
     beyond the paper, each ``<unk>`` also replaced by the source word it attends to most
-    (:mod:`nmt_lib.unk`; a model with attention). The hypotheses, and ``bleu.json``'s ``all``,
-    ``unfinished`` and ``unk_replaced`` (``replaced``: the replaced tokens, or None)."""
+    (:mod:`nmt_lib.unk`; a model with attention). The hypotheses, their tokens with ``<unk>``
+    replaced (None: no attention), and ``bleu.json``'s ``all``, ``unfinished`` and
+    ``unk_replaced``."""
     test, vocab, lang = job.prep.test, job.prep.trg_vocab, job.run.data.trg_lang
     hyps = job.decode(test.x, "all")
     everything = range(len(test))
@@ -247,8 +248,7 @@ def table1_all(job: Job) -> tuple[list[Hypothesis], dict]:
     )
     if replaced is not None:
         out["unk_replaced"] = score(replaced, test, everything, lang)
-    out["replaced"] = replaced
-    return hyps, out
+    return hyps, replaced, out
 
 
 def table1_no_unk(job: Job) -> tuple[list[list[str]], dict]:
@@ -368,8 +368,7 @@ def _evaluate_into(
         "search": to_dict(run_cfg.search),
         "precision": resolve_precision(prec, dev),
     }
-    hyps, table1 = table1_all(job)
-    replaced = table1.pop("replaced")
+    hyps, replaced, table1 = table1_all(job)
     result.update(table1)
     no_unk_tok, result["no_unk"] = table1_no_unk(job)
     hyp_tok = [prep.trg_vocab.decode(h.tokens) for h in hyps]
