@@ -32,7 +32,8 @@ import numpy as np
 import torch
 from common import Trainee, autocast, fixed_length, model_config
 
-from nmt_lib import search
+from nmt_lib import decoding
+from nmt_lib.config import SearchConfig
 from nmt_lib.data import TrainIterator, TrainSet, pad
 from nmt_lib.data.vocab import Vocab
 from nmt_lib.fast import accelerate, backend
@@ -84,8 +85,12 @@ def main():
     ap.add_argument("--beam", type=int, default=10, help="0 = greedy")
     ap.add_argument("--length", type=int, default=30, help="target words per decoded sentence")
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"],
-                    help="auto: bf16 where the CPU multiplies bf16 in hardware, else fp32")  # fmt: skip
+    ap.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "bf16", "fp32"],
+        help="auto: bf16 where the CPU multiplies bf16 in hardware, else fp32",
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batching", default="paper", choices=["paper", "random"])
@@ -99,8 +104,13 @@ def main():
     src_train, trg_train = read(args.data / "train.src"), read(args.data / "train.trg")
     sv, tv = vocab(src_train, cfg.src_vocab - 3), vocab(trg_train, cfg.trg_vocab - 3)
     model = accelerate(build_model(cfg))
-    result = {"tool": "nmt_lib", "mode": args.mode, "threads": torch.get_num_threads(),
-              "precision": args.precision, "torch": torch.__version__}  # fmt: skip
+    result = {
+        "tool": "nmt_lib",
+        "mode": args.mode,
+        "threads": torch.get_num_threads(),
+        "precision": args.precision,
+        "torch": torch.__version__,
+    }
     if args.mode == "train":
         trainee = Trainee("nmt_lib", cfg, model, False, args.precision)
         src, trg = ids(sv, src_train), ids(tv, trg_train)
@@ -124,9 +134,15 @@ def main():
         dt = time.perf_counter() - t_warm
         args.ckpt.parent.mkdir(parents=True, exist_ok=True)
         torch.save(model.state_dict(), args.ckpt)
-        result.update(batching=args.batching, steps_timed=args.steps - args.warmup, seconds=dt,
-                      trg_tokens_incl_eos=tokens, sents=sentences, tok_per_s_incl_eos=tokens / dt,
-                      tok_per_s_words=(tokens - sentences) / dt)  # fmt: skip
+        result.update(
+            batching=args.batching,
+            steps_timed=args.steps - args.warmup,
+            seconds=dt,
+            trg_tokens_incl_eos=tokens,
+            sents=sentences,
+            tok_per_s_incl_eos=tokens / dt,
+            tok_per_s_words=(tokens - sentences) / dt,
+        )
     else:
         model.load_state_dict(torch.load(args.ckpt, weights_only=True))
         model.eval()
@@ -135,8 +151,12 @@ def main():
         print(f"setup done {time.perf_counter() - t_start:.3f} s", flush=True)
         t0 = time.perf_counter()
         with torch.no_grad(), autocast(args.precision), fixed_length(args.length):
-            hyps = search.decode_corpus(
-                model, xs, beam=args.beam, batch_size=args.batch, backend=backend("fast")
+            hyps = decoding.decode_corpus(
+                model,
+                xs,
+                SearchConfig(beam=max(args.beam, 1), batch_size=args.batch),
+                greedy=args.beam == 0,
+                on=backend("fast"),
             )
         dt = time.perf_counter() - t0
         if args.out:

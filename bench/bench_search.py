@@ -33,7 +33,8 @@ from common import (
 )
 from naive import naive_decode
 
-from nmt_lib import search
+from nmt_lib import decoding
+from nmt_lib.config import SearchConfig
 from nmt_lib.data import pad
 from nmt_lib.fast import accelerate, backend
 from nmt_lib.paper.model import build_model
@@ -69,19 +70,31 @@ def main():
     model = accelerate(build_model(cfg)).eval().to(args.device)
     P = dict(copy.deepcopy(model).named_parameters())
     xs = sorted(sources(cfg, args.sentences), key=len, reverse=True)  # as decode_corpus batches
-    batches = [tuple(t.to(args.device) for t in pad(xs[i : i + args.batch]))
-               for i in range(0, len(xs), args.batch)]  # fmt: skip
+    batches = [
+        tuple(t.to(args.device) for t in pad(xs[i : i + args.batch]))
+        for i in range(0, len(xs), args.batch)
+    ]
 
     def ours(beam, workers=args.workers):
         with fixed_length(args.length):
-            return search.decode_corpus(model, xs, beam, args.batch, device=args.device,
-                                        workers=workers, backend=backend("fast"))  # fmt: skip
+            return decoding.decode_corpus(
+                model,
+                xs,
+                SearchConfig(beam=max(beam, 1), batch_size=args.batch),
+                greedy=beam == 0,
+                device=args.device,
+                workers=workers,
+                on=backend("fast"),
+            )
 
     def naive(beam):
         return [naive_decode(P, cfg, x, m, max(beam, 1), args.length) for x, m in batches]
 
-    runs = {"nmt_lib beam": lambda: ours(args.beam), "nmt_lib greedy": lambda: ours(0),
-            "nmt_lib beam 1 worker": lambda: ours(args.beam, 1)}  # fmt: skip
+    runs = {
+        "nmt_lib beam": lambda: ours(args.beam),
+        "nmt_lib greedy": lambda: ours(0),
+        "nmt_lib beam 1 worker": lambda: ours(args.beam, 1),
+    }
     if not args.no_naive:
         runs |= {"naive beam": lambda: naive(args.beam), "naive greedy": lambda: naive(1)}
     rows = []
@@ -93,8 +106,9 @@ def main():
             for _ in range(args.reps):
                 for k, f in runs.items():
                     times[k].append(timed(f)[1])
-        row = {"precision": prec} | {f"{k} sent/s": args.sentences / median(v)
-                                     for k, v in times.items()}  # fmt: skip
+        row = {"precision": prec} | {
+            f"{k} sent/s": args.sentences / median(v) for k, v in times.items()
+        }
         row["beam speed-up from workers"] = (
             row["nmt_lib beam sent/s"] / row["nmt_lib beam 1 worker sent/s"]
         )
@@ -105,8 +119,10 @@ def main():
             )
         rows.append(row)
         print(json.dumps(row))
-    print(f"\n{args.sentences} sentences, batches of {args.batch}, {args.length} target words each, "
-          f"{args.threads} threads, {args.workers or args.threads} decode_corpus workers")  # fmt: skip
+    print(
+        f"\n{args.sentences} sentences, batches of {args.batch}, {args.length} target words each, "
+        f"{args.threads} threads, {args.workers or args.threads} decode_corpus workers"
+    )
     print(
         "| precision | nmt_lib beam-10 sent/s | (1 worker) | nmt_lib greedy sent/s | naive beam-10 "
         "sent/s | naive greedy sent/s | beam speed-up | greedy speed-up |\n"
@@ -114,11 +130,13 @@ def main():
     )
     nan = float("nan")
     for r in rows:
-        print(f"| {r['precision']} | {r['nmt_lib beam sent/s']:.1f} | "
-              f"{r['nmt_lib beam 1 worker sent/s']:.1f} | {r['nmt_lib greedy sent/s']:.1f} | "
-              f"{r.get('naive beam sent/s', nan):.1f} | {r.get('naive greedy sent/s', nan):.1f} | "
-              f"{r.get('beam speed-up vs naive', nan):.2f} | "
-              f"{r.get('greedy speed-up vs naive', nan):.2f} |")  # fmt: skip
+        print(
+            f"| {r['precision']} | {r['nmt_lib beam sent/s']:.1f} | "
+            f"{r['nmt_lib beam 1 worker sent/s']:.1f} | {r['nmt_lib greedy sent/s']:.1f} | "
+            f"{r.get('naive beam sent/s', nan):.1f} | {r.get('naive greedy sent/s', nan):.1f} | "
+            f"{r.get('beam speed-up vs naive', nan):.2f} | "
+            f"{r.get('greedy speed-up vs naive', nan):.2f} |"
+        )
     if args.json:
         with open(args.json, "w") as f:
             settings = {k: v for k, v in vars(args).items() if k != "json"}

@@ -41,7 +41,7 @@ from nmt_experiments.replicate import git_state, provenance
 from nmt_experiments.results import eval_curve, run_dir
 from nmt_experiments.tables import markdown_table
 from nmt_lib import bleu
-from nmt_lib.checkpoint import default_checkpoint_dir, located
+from nmt_lib.checkpoint import default_checkpoint_dir, load_trained, located
 from nmt_lib.config import (
     PROFILE_DIR,
     RunConfig,
@@ -53,7 +53,8 @@ from nmt_lib.config import (
     to_dict,
 )
 from nmt_lib.data import TrainIterator, prepare
-from nmt_lib.evaluate import decode, dev_metrics, dev_subset, evaluate_run, load_trained
+from nmt_lib.decoding import decode
+from nmt_lib.evaluate import dev_metrics, dev_subset, evaluate_run
 from nmt_lib.fast import backend
 from nmt_lib.io import atomic_write, write_json
 from nmt_lib.models import build_model
@@ -104,9 +105,9 @@ def arm_model(out_dir: Path, run: RunConfig):
     """The model that the run in ``out_dir`` ended with (its ``train_summary.json`` names the
     checkpoint), ready to evaluate, the process tuned for its backend."""
     summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
-    model, saved = load_trained(located(summary["model_checkpoint"], run))
-    backend(saved.train.backend).tune_process()
-    return model
+    loaded = load_trained(located(summary["model_checkpoint"], run))
+    loaded.on.tune_process()
+    return loaded.model
 
 
 def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -> dict:

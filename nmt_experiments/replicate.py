@@ -22,7 +22,6 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from multiprocessing import get_context
@@ -31,35 +30,19 @@ from pathlib import Path
 import torch
 
 from nmt_lib import publish
-from nmt_lib.checkpoint import default_checkpoint_dir, portable
-from nmt_lib.config import ConfigError, home, load_profile, run_from_dict, to_dict
+from nmt_lib.checkpoint import default_checkpoint_dir, find_checkpoint, portable
+from nmt_lib.config import ConfigError, home, run_from_dict, to_dict
 from nmt_lib.data import data_summary, input_sha256, prepare
-from nmt_lib.data.fixtures import toy_data_dir
-from nmt_lib.evaluate import evaluate_run, find_checkpoint
+from nmt_lib.evaluate import evaluate_run
 from nmt_lib.io import read_json, write_json
 from nmt_lib.paper import FIG3_SOURCES
+from nmt_lib.profile import load_runs as load  # the profile's runs (replicate.load)
 from nmt_lib.runtime import cpu_flags, cpu_info
 from nmt_lib.train import train_run
 
 from . import claims
 from .results import published_dir, results_path, run_dir
 from .tables import README_MARKS, readme_results, write_table
-
-
-def load(profile: str, data_dir: str | os.PathLike | None = None, runs=None, **overrides):
-    """The profile's runs (``runs``: only these), with ``data_dir`` applied to each (smoke: the toy
-    corpus by default) and ``overrides`` as :func:`nmt_lib.config.load_profile` takes them."""
-    if data_dir is None and profile == "smoke":
-        data_dir = toy_data_dir()
-    if data_dir is not None:
-        overrides["data"] = {**overrides.get("data", {}), "data_dir": str(data_dir)}
-    prof = load_profile(profile, **overrides)
-    if runs is None:
-        return prof
-    unknown = [n for n in runs if n not in prof.runs]
-    if unknown:
-        raise ConfigError(f"{prof.path}: no run(s) {unknown}; known: {list(prof.runs)}")
-    return replace(prof, runs={n: prof.runs[n] for n in runs})
 
 
 def data_summaries(prof) -> dict:
@@ -262,7 +245,7 @@ def unk_dictionary(
     no run has its ``<unk>`` replaced). The runs share their target shortlist (a profile's runs
     share one: :mod:`nmt_lib.data`, step 4)."""
     from nmt_lib.data import train_pairs
-    from nmt_lib.evaluate import score
+    from nmt_lib.scoring import score
     from nmt_lib.unk import UNK_WORD, dictionary, through
 
     prof = load(profile, data_dir) if isinstance(profile, str) else profile

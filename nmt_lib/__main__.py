@@ -18,11 +18,22 @@ GPUs: ``torchrun --nproc-per-node N -m nmt_lib train --profile gpu --run-name RN
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tomllib
+from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
-from .config import ConfigError, home, load_profile, run_dir_name
+from . import data, publish, translate
+from .checkpoint import CheckpointError, default_checkpoint_dir, find_checkpoint, load_trained
+from .config import ConfigError, home, run_dir_name
+from .evaluate import evaluate_run
+from .io import atomic_write
+from .profile import load_runs
+from .runtime import resolve_device
+from .train import train_run
+from .translate import Output
 
 SECTIONS = ("model", "data", "train", "search")
 
@@ -49,20 +60,9 @@ def parse_sets(items: list[str]) -> dict[str, dict]:
 
 
 def _runs(a) -> tuple[object, list]:
-    """The profile (with overrides) and the selected runs."""
-    sets = parse_sets(a.set or [])
-    if a.data_dir:
-        sets.setdefault("data", {})["data_dir"] = str(a.data_dir)
-    elif a.profile == "smoke":  # its declared data: the generated toy corpus
-        from .data.fixtures import toy_data_dir
-
-        sets.setdefault("data", {}).setdefault("data_dir", str(toy_data_dir()))
-    profile = load_profile(a.profile, **sets)
-    names = a.run or list(profile.runs)
-    unknown = [n for n in names if n not in profile.runs]
-    if unknown:
-        raise ConfigError(f"{profile.path}: no run(s) {unknown}; known: {list(profile.runs)}")
-    return profile, [profile.runs[n] for n in names]
+    """The profile (with overrides) and the selected runs (:func:`nmt_lib.profile.load_runs`)."""
+    profile = load_runs(a.profile, a.data_dir or None, a.run, **parse_sets(a.set or []))
+    return profile, list(profile.runs.values())
 
 
 def _out(a, profile) -> Path:
@@ -70,13 +70,12 @@ def _out(a, profile) -> Path:
 
 
 def cmd_train(a) -> int:
-    from .train import train_run
-
     profile, runs = _runs(a)
     for cfg in runs:
         out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
-        s = train_run(cfg, out, resume=not a.no_resume, checkpoint_dir=a.checkpoint_dir,
-                      progress=a.progress)  # fmt: skip
+        s = train_run(
+            cfg, out, resume=not a.no_resume, checkpoint_dir=a.checkpoint_dir, progress=a.progress
+        )
         ev = s.get("last_eval") or {}
         print(
             f"[train] {cfg.name}: {s['updates']} updates, {s['epochs']:.2f} epochs, "
@@ -88,9 +87,6 @@ def cmd_train(a) -> int:
 
 
 def cmd_evaluate(a) -> int:
-    from . import data
-    from .evaluate import evaluate_run
-
     profile, runs = _runs(a)
     prepared = {}
     for cfg in runs:
@@ -110,8 +106,6 @@ def cmd_evaluate(a) -> int:
 
 
 def cmd_pack(a) -> int:
-    from . import data
-
     profile, runs = _runs(a)
     done: dict[str, str] = {}
     for cfg in runs:
@@ -119,8 +113,10 @@ def cmd_pack(a) -> int:
         if key not in done:
             name = run_dir_name(cfg.name) if len(runs) > 1 else ""
             done[key] = str(data.pack(cfg.data, Path(a.pack_dir) / name))
-        print(f"[pack] {cfg.name}: {done[key]} (train there with --set data.packed={done[key]})",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"[pack] {cfg.name}: {done[key]} (train there with --set data.packed={done[key]})",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -130,61 +126,19 @@ CHUNK_LINES = 1024
 
 
 def cmd_translate(a) -> int:
-    import shlex
-    from contextlib import nullcontext
-
-    from .checkpoint import CheckpointError, default_checkpoint_dir
-    from .evaluate import find_checkpoint, load_trained, load_vocabs, translate_lines
-    from .fast import backend
-    from .runtime import resolve_device
-
     profile, runs = _runs(a)
     if len(runs) != 1:
         raise ConfigError(f"translate needs one --run; the profile has {list(profile.runs)}")
     cfg = runs[0]
     if a.output and a.output != "-" and Path(a.output).is_dir():
         raise IsADirectoryError(f"{a.output}: is a directory: -o takes the name of a file to write")
-    ckpt = find_checkpoint(
-        a.checkpoint
-        or default_checkpoint_dir(cfg, _out(a, profile) / "runs" / run_dir_name(cfg.name))
-    )
-    published = _out(a, profile) / "published" / run_dir_name(cfg.name)
-    device = resolve_device(cfg.train.device)
-    if not ckpt.is_file() and not a.checkpoint and published.is_dir():
-        from . import publish
-
-        ckpt = published
-        model, saved, src_vocab, trg_vocab = publish.load(published, device)
-    elif not ckpt.is_file():
-        raise CheckpointError(
-            f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
-            f"{shlex.quote(a.profile)} --run {shlex.quote(cfg.name)}; the committed results publish "
-            "the weights of some runs only: results/<profile>/published/), or name one with "
-            "--checkpoint"
-        )
-    else:
-        model, saved, trained_on = load_trained(ckpt, device, with_data=True)
-        src_vocab, trg_vocab = load_vocabs(ckpt, trained_on)
-    if saved.model != cfg.model:  # a checkpoint of another run (another family, other sizes)
-        differ = [
-            k for k in vars(cfg.model) if getattr(saved.model, k, None) != getattr(cfg.model, k)
-        ]
-        raise CheckpointError(
-            f"{ckpt}: holds a model of run {saved.name!r} ({saved.model.arch}), not one of run "
-            f"{cfg.name!r} ({cfg.model.arch}; they differ in model.{', model.'.join(differ)}): "
-            f"translate with --run {shlex.quote(saved.name)}, or with {cfg.name!r}'s checkpoint"
-        )
-    on = backend(saved.train.backend)
-    on.tune_process()
+    loaded = _translator(a, profile, cfg)
+    loaded.on.tune_process()
     search = cfg.search
     if a.beam is not None or a.normalize:
-        from dataclasses import replace
-
-        search = replace(
-            search,
-            beam=search.beam if a.beam is None else a.beam,
-            normalize=a.normalize or search.normalize,
-        )
+        beam = search.beam if a.beam is None else a.beam
+        search = replace(search, beam=beam, normalize=a.normalize or search.normalize)
+    output = Output(a.ignore_unk, a.alignment, a.replace_unk)
     name = "standard input" if a.input in (None, "-") else a.input
     bad = 0
     with (
@@ -194,31 +148,66 @@ def cmd_translate(a) -> int:
         for chunk in _chunks(_read_lines(src, name), 1 if src.isatty() else CHUNK_LINES):
             lines = []
             for k, line, msg in chunk:
-                if msg:  # translated as an empty line, so that the output stays line by line
-                    bad += 1
-                    print(f"nmt_lib translate: {msg}: translated as an empty line", file=sys.stderr)
-                elif (n := len(line.split())) > 2 * saved.data.max_len:
-                    print(f"nmt_lib translate: {name}, line {k}: {n} words, far beyond the "
-                          f"{saved.data.max_len} words of the longest training sentences "
-                          "(data.max_len); expect a poor translation", file=sys.stderr)  # fmt: skip
+                bad += _warn(loaded.cfg, name, k, line, msg)
                 lines.append(line)
-            out = translate_lines(
-                model, lines, src_vocab, trg_vocab, search, saved.data.src_lang,
-                saved.data.trg_lang, device, cfg.train.precision, a.ignore_unk, a.alignment,
-                a.replace_unk, on,
-            )  # fmt: skip
+            out = translate.translate_lines(loaded, lines, search, output, cfg.train.precision)
             sink.write("".join(line + "\n" for line in out))
             sink.flush()
     return 1 if bad else 0
 
 
+def _translator(a, profile, cfg):
+    """The model that ``translate`` translates with (:class:`nmt_lib.checkpoint.Loaded`): the
+    ``--checkpoint``, else the run's own checkpoint, else its published weights; one of the run
+    ``cfg`` (else one line saying whose it is)."""
+    run_out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
+    ckpt = find_checkpoint(a.checkpoint or default_checkpoint_dir(cfg, run_out))
+    published = _out(a, profile) / "published" / run_dir_name(cfg.name)
+    device = resolve_device(cfg.train.device)
+    if not ckpt.is_file() and not a.checkpoint and published.is_dir():
+        loaded = publish.load(published, device)
+    elif not ckpt.is_file():
+        raise CheckpointError(
+            f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
+            f"{shlex.quote(a.profile)} --run {shlex.quote(cfg.name)}; the committed results publish "
+            "the weights of some runs only: results/<profile>/published/), or name one with "
+            "--checkpoint"
+        )
+    else:
+        loaded = load_trained(ckpt, device, vocabs=True)
+    saved = loaded.cfg
+    if saved.model != cfg.model:  # a checkpoint of another run (another family, other sizes)
+        differ = [
+            k for k in vars(cfg.model) if getattr(saved.model, k, None) != getattr(cfg.model, k)
+        ]
+        raise CheckpointError(
+            f"{loaded.path}: holds a model of run {saved.name!r} ({saved.model.arch}), not one of "
+            f"run {cfg.name!r} ({cfg.model.arch}; they differ in model.{', model.'.join(differ)}): "
+            f"translate with --run {shlex.quote(saved.name)}, or with {cfg.name!r}'s checkpoint"
+        )
+    return loaded
+
+
+def _warn(saved, name: str, k: int, line: str, msg: str | None) -> int:
+    """Say on standard error what is wrong with line ``k`` of the input ``name``: not text
+    (``msg``; it is translated as an empty line, so that the output stays line by line: 1) or far
+    longer than the training sentences of the run ``saved`` (0)."""
+    if msg:
+        print(f"nmt_lib translate: {msg}: translated as an empty line", file=sys.stderr)
+        return 1
+    if (n := len(line.split())) > 2 * saved.data.max_len:
+        print(
+            f"nmt_lib translate: {name}, line {k}: {n} words, far beyond the "
+            f"{saved.data.max_len} words of the longest training sentences (data.max_len); "
+            "expect a poor translation",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def _output(path: str | None):
     """Where ``translate`` writes: standard output, or the file ``path`` (written atomically: it
     appears, whole, once every line is translated)."""
-    from contextlib import nullcontext
-
-    from .io import atomic_write
-
     return nullcontext(sys.stdout) if path in (None, "-") else atomic_write(path)
 
 
@@ -244,8 +233,11 @@ def _read_lines(stream, name: str):
         try:
             yield k, line.decode("utf-8").rstrip("\r"), None
         except UnicodeDecodeError as e:
-            yield k, "", (f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column "
-                          f"{e.start + 1})")  # fmt: skip
+            yield (
+                k,
+                "",
+                (f"{name}, line {k}: not UTF-8 (byte {line[e.start]:#x} at column {e.start + 1})"),
+            )
 
 
 def _positive(text: str) -> int:
@@ -258,6 +250,55 @@ def _positive(text: str) -> int:
     return value
 
 
+def _common(p, many: bool = True):
+    """The options of every command: the profile, its runs, overrides, data and results."""
+    p.add_argument("--profile", default="smoke", help="profile name or TOML path (default smoke)")
+    p.add_argument(
+        "--run",
+        "--run-name",
+        action="append",
+        metavar="NAME",
+        help="a run of the profile, e.g. 'RNNsearch-50'"
+        + ("; repeatable; default: all" if many else "")
+        + " (under torchrun: --run-name)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="SECTION.KEY=VALUE",
+        help="override a setting for every run, e.g. train.max_updates=100",
+    )
+    p.add_argument(
+        "--data-dir",
+        help="the data directory: the WMT'14 layout, or Multi30k's (sets data.data_dir; beats NMT_DATA)",
+    )
+    p.add_argument("--out", help="results directory of the profile (default results/<profile>)")
+
+
+def _translate_parser(sub) -> None:
+    """``translate``'s options."""
+    p = sub.add_parser("translate", help="translate raw English lines with beam search")
+    _common(p, many=False)
+    p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
+    p.add_argument("--input", "-i", help="input file (default: stdin)")
+    p.add_argument("--output", "-o", help="output file (default: stdout)")
+    p.add_argument("--beam", type=_positive, help="beam size (default: the profile's search.beam)")
+    p.add_argument("--normalize", action="store_true", help="length-normalized final choice")
+    p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
+    p.add_argument(
+        "--alignment",
+        action="store_true",
+        help="under each translation, the source word each word attends to most",
+    )
+    p.add_argument(
+        "--replace-unk",
+        action="store_true",
+        help="replace each <unk> by the source word it attends to most (beyond the "
+        "paper; models with attention)",
+    )
+    p.set_defaults(func=cmd_translate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m nmt_lib",
@@ -267,56 +308,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
 
-    def common(p, many: bool = True):
-        p.add_argument(
-            "--profile", default="smoke", help="profile name or TOML path (default smoke)"
-        )
-        p.add_argument("--run", "--run-name", action="append", metavar="NAME",
-                       help="a run of the profile, e.g. 'RNNsearch-50'" + (
-                           "; repeatable; default: all" if many else "") +
-                       " (under torchrun: --run-name)")  # fmt: skip
-        p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
-                       help="override a setting for every run, e.g. train.max_updates=100")  # fmt: skip
-        p.add_argument(
-            "--data-dir",
-            help="the data directory: the WMT'14 layout, or Multi30k's (sets data.data_dir; beats NMT_DATA)",
-        )
-        p.add_argument("--out", help="results directory of the profile (default results/<profile>)")
-
     p = sub.add_parser("train", help="train the profile's models (resumes from checkpoints)")
-    common(p)
+    _common(p)
     p.add_argument("--checkpoint-dir", help="checkpoints (default <cache>/ckpt/<run>-<hash>)")
     p.add_argument("--no-resume", action="store_true", help="start afresh, ignore checkpoints")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar (default: only on a terminal)")  # fmt: skip
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: only on a terminal)",
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="decode the test set, BLEU, NLL, attention files")
-    common(p)
+    _common(p)
     p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("pack", help="the prepared data and dev/test files, for another machine")
-    common(p)
-    p.add_argument("pack_dir", help="a new directory to write (a folder per run when several); "
-                   "an existing one must be empty or a pack, which is replaced")  # fmt: skip
+    _common(p)
+    p.add_argument(
+        "pack_dir",
+        help="a new directory to write (a folder per run when several); "
+        "an existing one must be empty or a pack, which is replaced",
+    )
     p.set_defaults(func=cmd_pack)
 
-    p = sub.add_parser("translate", help="translate raw English lines with beam search")
-    common(p, many=False)
-    p.add_argument("--checkpoint", help="checkpoint file or directory (default: the run's)")
-    p.add_argument("--input", "-i", help="input file (default: stdin)")
-    p.add_argument("--output", "-o", help="output file (default: stdout)")
-    p.add_argument("--beam", type=_positive, help="beam size (default: the profile's search.beam)")
-    p.add_argument("--normalize", action="store_true", help="length-normalized final choice")
-    p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
-    p.add_argument("--alignment", action="store_true",
-                   help="under each translation, the source word each word attends to most")  # fmt: skip
-    p.add_argument("--replace-unk", action="store_true",
-                   help="replace each <unk> by the source word it attends to most (beyond the "
-                   "paper; models with attention)")  # fmt: skip
-    p.set_defaults(func=cmd_translate)
+    _translate_parser(sub)
     return ap
 
 

@@ -25,16 +25,21 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import pickle
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .config import CONFIGS, RunConfig, to_dict
+from .config import CONFIGS, RunConfig, run_from_dict, to_dict
+from .data.vocab import Vocab
+from .fast import backend
 from .io import atomic_write
+from .models import build_model
 
 #: A run's checkpoint files in its checkpoint directory: the latest, and the best on dev NLL (with
 #: ``train.patience``).
@@ -47,18 +52,44 @@ _FORMATS = (FORMAT, "nmt_lib.checkpoint/1")  # what load_checkpoint reads
 #: uint32), which ``torch.load(weights_only=True)`` is allowed to rebuild while reading one (numpy 1
 #: named its function ``numpy.core.multiarray._reconstruct``).
 _reconstruct = np._core.multiarray._reconstruct
-SAFE_GLOBALS = [_reconstruct, (_reconstruct, "numpy.core.multiarray._reconstruct"), np.ndarray,
-                np.dtype, np.dtypes.UInt32DType]  # fmt: skip
+SAFE_GLOBALS = [
+    _reconstruct,
+    (_reconstruct, "numpy.core.multiarray._reconstruct"),
+    np.ndarray,
+    np.dtype,
+    np.dtypes.UInt32DType,
+]
 
 #: Settings that must not change when a run is resumed (budgets, evaluation, checkpointing,
 #: precision, device and search settings may).
 FINGERPRINT = {
     "model": None,  # every field
-    "data": ("train", "src_lang", "trg_lang", "src_words", "trg_words", "max_len",
-             "max_train_pairs", "batch_size", "sort_k_batches", "seed"),
-    "train": ("optimizer", "rho", "eps", "lr", "loss", "lr_schedule", "lr_decay", "warmup_updates",
-              "clip_norm", "seed", "label_smoothing"),
-}  # fmt: skip
+    "data": (
+        "train",
+        "src_lang",
+        "trg_lang",
+        "src_words",
+        "trg_words",
+        "max_len",
+        "max_train_pairs",
+        "batch_size",
+        "sort_k_batches",
+        "seed",
+    ),
+    "train": (
+        "optimizer",
+        "rho",
+        "eps",
+        "lr",
+        "loss",
+        "lr_schedule",
+        "lr_decay",
+        "warmup_updates",
+        "clip_norm",
+        "seed",
+        "label_smoothing",
+    ),
+}
 
 
 class CheckpointError(RuntimeError):
@@ -232,3 +263,71 @@ def load_model_state(model: torch.nn.Module, state: dict, path: str | os.PathLik
         model.load_state_dict(state["model"])
     except (RuntimeError, KeyError) as e:
         raise CheckpointError(f"{path}: model weights do not fit this model: {e}") from None
+
+
+# ------------------------------------------------------------------------ a trained model, loaded
+@dataclass(frozen=True)
+class Loaded:
+    """A trained model loaded once, with what translating or evaluating it needs.
+
+    model: in eval mode, on its run's backend; cfg: the run's config (:class:`RunConfig`); on: that
+    backend (:func:`nmt_lib.fast.backend` of ``cfg.train.backend``; what it wants of the process is
+    the caller's to ask, ``on.tune_process()``); path: the file it was read from; trained_on: the
+    fingerprint of its training data (:func:`nmt_lib.data.fingerprint`; None for old checkpoints
+    and published models); src_vocab, trg_vocab: its vocabularies (None where not asked for).
+    """
+
+    model: torch.nn.Module
+    cfg: RunConfig
+    on: object
+    path: Path
+    trained_on: dict | None = None
+    src_vocab: object = None
+    trg_vocab: object = None
+
+
+def find_checkpoint(path: str | os.PathLike) -> Path:
+    """A checkpoint file, or in a checkpoint directory ``best.pt`` when the run used early
+    stopping and saved one, else ``last.pt``."""
+    path = Path(path)
+    if path.is_dir():
+        cfg = path / "config.json"
+        best = path / BEST
+        if best.is_file() and cfg.is_file():
+            if json.loads(cfg.read_text(encoding="utf-8"))["train"].get("patience"):
+                return best
+        return path / LAST
+    return path
+
+
+def load_trained(path: str | os.PathLike, device="cpu", vocabs: bool = False) -> Loaded:
+    """The model of a checkpoint file or directory (:func:`find_checkpoint`), in eval mode on
+    ``device``, on the run's backend; with ``vocabs``, also the vocabularies beside the file
+    (:func:`load_vocabs`). Weights that are not all finite (a diverged run) raise
+    :class:`CheckpointError`."""
+    path = find_checkpoint(path)
+    state = load_checkpoint(path)
+    check_finite(state["model"], path)
+    cfg = run_from_dict(state["config"])
+    on = backend(cfg.train.backend)
+    model = on.model(build_model(cfg.model))
+    load_model_state(model, state, path)
+    trained_on = state.get("data")
+    src, trg = load_vocabs(path, trained_on) if vocabs else (None, None)
+    return Loaded(model.to(device).eval(), cfg, on, path, trained_on, src, trg)
+
+
+def load_vocabs(ckpt: str | os.PathLike, trained_on: dict | None) -> tuple:
+    """The source and target vocabularies beside the checkpoint file ``ckpt``, checked against the
+    fingerprint it records (``trained_on``): a file that is not the model's raises
+    :class:`CheckpointError` naming it."""
+    out = []
+    for side in ("src", "trg"):
+        f = Path(ckpt).parent / f"{side}.vocab.txt"
+        try:
+            v = Vocab.load(f)
+        except (OSError, ValueError) as e:
+            raise CheckpointError(f"{f}: cannot read the vocabulary of {ckpt} ({e})") from None
+        check_vocab(v, trained_on, side, f, ckpt)
+        out.append(v)
+    return tuple(out)

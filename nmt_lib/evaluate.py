@@ -31,209 +31,43 @@ leaves ``.evaluate.commit``, which the next evaluation of the directory complete
 removes the staging directories that a crashed evaluation left. One evaluation of a results
 directory runs at a time (a lock, ``.evaluate.lock``).
 
-The per-sentence likelihoods (:func:`sentence_nll`) and the dev metrics that training measures at
-each evaluation (:func:`dev_metrics`) are here too: training depends on evaluation, not the reverse.
+Each result is one function that computes it and writes its file (:func:`table1_all`,
+:func:`table1_no_unk`, :func:`hypothesis_files`, :func:`figure2`, :func:`table2`,
+:func:`figure3`), from the :class:`Job` that :func:`evaluate_run` makes of the loaded model (the
+loaders are :mod:`nmt_lib.checkpoint`'s, the decoding :mod:`nmt_lib.decoding`'s, the likelihoods
+:mod:`nmt_lib.likelihood`'s, BLEU and Figure 3's records :mod:`nmt_lib.scoring`'s, translation
+:mod:`nmt_lib.translate`'s). The dev metrics that training measures at each evaluation
+(:func:`dev_metrics`) are here too: training depends on evaluation, not the reverse.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import bleu
-from .checkpoint import (
-    BEST,
-    LAST,
-    CheckpointError,
-    check_finite,
-    check_vocab,
-    default_checkpoint_dir,
-    load_checkpoint,
-    load_model_state,
-    portable,
-)
-from .config import RunConfig, SearchConfig, run_from_dict, to_dict
-from .data import pad
-from .data.vocab import EOS, UNK
+from . import bleu, data
+from .checkpoint import Loaded, check_vocab, default_checkpoint_dir, load_trained, portable
+from .config import RunConfig, to_dict
+from .data.text import detokenize
+from .data.vocab import EOS
+from .decoding import decode
 from .fast import backend
-from .io import NO_SPACE, atomic_write, locked, naming, signals_deferred, write_json
-from .models import build_model
+from .io import NO_SPACE, locked, naming, signals_deferred, write_compact, write_json, write_lines
+from .likelihood import replace_corpus, sentence_nll
 from .paper import FIG3_SOURCES
-from .runtime import autocast, resolve_device, resolve_precision
-from .search import Hypothesis, decode_corpus
-from .unk import replace
-
-
-# ---------------------------------------------------------------------------- loading a model
-def find_checkpoint(path: str | os.PathLike) -> Path:
-    """A checkpoint file, or in a checkpoint directory ``best.pt`` when the run used early
-    stopping and saved one, else ``last.pt``."""
-    path = Path(path)
-    if path.is_dir():
-        cfg = path / "config.json"
-        best = path / BEST
-        if best.is_file() and cfg.is_file():
-            if json.loads(cfg.read_text(encoding="utf-8"))["train"].get("patience"):
-                return best
-        return path / LAST
-    return path
-
-
-def load_trained(path: str | os.PathLike, device="cpu", with_data: bool = False):
-    """``(model, run_cfg)`` from a checkpoint file or directory (:func:`find_checkpoint`), in eval
-    mode on ``device``, on the run's backend (``train.backend``, :func:`nmt_lib.fast.backend`; what
-    the backend wants of the process is the caller's to ask, ``backend.tune_process()``); with
-    ``with_data``, also the
-    fingerprint of the data it was trained on (:func:`nmt_lib.data.fingerprint`; None for old
-    checkpoints). Weights that are not all finite (a diverged run) raise
-    :class:`~nmt_lib.checkpoint.CheckpointError`."""
-    path = find_checkpoint(path)
-    state = load_checkpoint(path)
-    check_finite(state["model"], path)
-    cfg = run_from_dict(state["config"])
-    model = backend(cfg.train.backend).model(build_model(cfg.model))
-    load_model_state(model, state, path)
-    model = model.to(device).eval()
-    return (model, cfg, state.get("data")) if with_data else (model, cfg)
-
-
-def load_vocabs(ckpt: str | os.PathLike, trained_on: dict | None):
-    """The source and target vocabularies beside the checkpoint file ``ckpt``, checked against the
-    fingerprint it records (``trained_on``): a file that is not the model's raises
-    :class:`~nmt_lib.checkpoint.CheckpointError` naming it."""
-    from .data.vocab import Vocab
-
-    out = []
-    for side in ("src", "trg"):
-        f = Path(ckpt).parent / f"{side}.vocab.txt"
-        try:
-            v = Vocab.load(f)
-        except (OSError, ValueError) as e:
-            raise CheckpointError(f"{f}: cannot read the vocabulary of {ckpt} ({e})") from None
-        check_vocab(v, trained_on, side, f, ckpt)
-        out.append(v)
-    return tuple(out)
-
-
-# ---------------------------------------------------------------------------------- decoding
-def decode(
-    model,
-    xs: Sequence[Sequence[int]],
-    search: SearchConfig,
-    device=None,
-    precision: str = "fp32",
-    ignore_unk: bool = False,
-    return_alpha: bool = False,
-    progress: bool | None = False,
-    journal: str | os.PathLike | None = None,
-    on=None,
-) -> list[Hypothesis]:
-    """Beam search (``search``) over source id lists (EOS included), in input order; ``journal``:
-    see :func:`nmt_lib.search.decode_corpus`; ``on``: the model's backend (its steps;
-    :func:`nmt_lib.fast.backend`), or None for the model's own ``steps()``."""
-    device = device or next(model.parameters()).device
-    with autocast(torch.device(device), precision):
-        return decode_corpus(
-            model, xs, beam=search.beam, batch_size=search.batch_size, normalize=search.normalize,
-            min_len_ratio=search.min_len_ratio, max_len_ratio=search.max_len_ratio,
-            ignore_unk=ignore_unk, return_alpha=return_alpha, device=device, progress=progress,
-            journal=journal, backend=on,
-        )  # fmt: skip
-
-
-# ------------------------------------------------------------------------------- likelihoods
-def batch_nll(model, batch) -> torch.Tensor:
-    """``[B]`` per-sentence NLL ``-log p(y | x)`` (sum over target tokens incl. EOS)."""
-    logp, _ = model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty], 0 at padding
-    return -logp.float().sum(1)
-
-
-@torch.no_grad()
-def sentence_nll(
-    model,
-    xs: Sequence[Sequence[int]],
-    ys: Sequence[Sequence[int]],
-    batch_size: int = 64,
-    device=None,
-    precision: str = "fp32",
-) -> list[float]:
-    """Per-sentence NLL in nats of reference ``ys`` given ``xs`` (id lists with EOS); their mean is
-    Table 2's "average per-sentence conditional log-probability" (sign flipped)."""
-    out = [0.0] * len(xs)
-    for idx, logp, _ in teacher_forced(model, xs, ys, batch_size, device, precision):
-        for i, v in zip(idx, (-logp.float().sum(1)).tolist(), strict=True):
-            out[i] = v
-    return out
-
-
-@torch.no_grad()
-def teacher_forced(model, xs, ys, batch_size: int = 64, device=None, precision: str = "fp32"):
-    """The model teacher-forced on the pairs ``(xs[i], ys[i])`` (id lists) in batches of similar
-    length, in eval mode: yields ``(indices, logp [B, Ty], alpha [B, Ty, Tx] or None)`` per batch."""
-    was_training = model.training
-    model.eval()
-    device = device or next(model.parameters()).device
-    order = sorted(range(len(xs)), key=lambda i: len(xs[i]) + len(ys[i]))
-    try:
-        for k in range(0, len(order), batch_size):
-            idx = order[k : k + batch_size]
-            x, x_mask, y, y_mask = (
-                t.to(device) for t in (*pad([xs[i] for i in idx]), *pad([ys[i] for i in idx]))
-            )
-            with autocast(torch.device(device), precision):
-                logp, alpha = model(x, x_mask, y, y_mask)
-            yield idx, logp, alpha
-    finally:
-        model.train(was_training)
-
-
-def alignments(
-    model,
-    xs: Sequence[Sequence[int]],
-    ys: Sequence[Sequence[int]],
-    batch_size: int = 64,
-    device=None,
-    precision: str = "fp32",
-) -> list[list[int]] | None:
-    """For each source ``x`` (ids, EOS included) and its translation ``y`` (ids, as decoded), the
-    source position that each word of ``y`` attends to most; None for a model without attention."""
-    out: list[list[int]] = [[] for _ in xs]
-    todo = [i for i in range(len(xs)) if len(ys[i])]
-    pairs = teacher_forced(model, [xs[i] for i in todo], [ys[i] for i in todo], batch_size,
-                           device, precision)  # fmt: skip
-    for idx, _, alpha in pairs:
-        if alpha is None:
-            pairs.close()
-            return None
-        for k, row in zip(idx, alpha.float().argmax(-1).tolist(), strict=True):
-            out[todo[k]] = row[: len(ys[todo[k]])]
-    return out
-
-
-def replace_corpus(model, xs, hyps, src_tokens, trg_vocab, batch_size=64, device=None,
-                   precision="fp32") -> list[list[str]] | None:  # fmt: skip
-    """The decoded ``hyps`` (:class:`~nmt_lib.search.Hypothesis`, EOS dropped) as tokens with
-    their ``<unk>`` replaced (:func:`nmt_lib.unk.replace`); None for a model without attention."""
-    ys = [h.tokens for h in hyps]
-    align = alignments(model, xs, ys, batch_size, device, precision)
-    if align is None:
-        return None
-    out = []
-    for h, src, a in zip(hyps, src_tokens, align, strict=True):
-        words = trg_vocab.decode(h.tokens)  # EOS dropped
-        out.append(replace(words, src, a) if UNK in h.tokens else words)
-    return out
+from .runtime import resolve_device, resolve_precision
+from .scoring import attention_records, score
+from .search import Hypothesis
 
 
 def dev_subset(n_dev: int, n: int) -> list[int]:
@@ -258,12 +92,15 @@ def dev_metrics(model, prep, cfg: RunConfig, device, full: bool = False) -> dict
     n = min(t.dev_bleu_sentences, len(prep.dev))
     if n > 0:
         model.eval()
-        with autocast(torch.device(device), t.precision):
-            hyps = decode_corpus(
-                model, prep.dev.x[:n], beam=0, batch_size=cfg.search.batch_size,
-                min_len_ratio=cfg.search.min_len_ratio, max_len_ratio=cfg.search.max_len_ratio,
-                device=device, backend=backend(t.backend),
-            )  # fmt: skip
+        hyps = decode(
+            model,
+            prep.dev.x[:n],
+            cfg.search,
+            device,
+            t.precision,
+            greedy=True,
+            on=backend(t.backend),
+        )
         hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
         ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
         out["dev_bleu"] = bleu.bleu_tok(hyp, ref).score
@@ -277,139 +114,6 @@ def _journal(out_dir: Path, ckpt: Path, *what) -> Path:
     st = ckpt.stat()
     key = json.dumps([str(ckpt.resolve()), st.st_size, st.st_mtime_ns, *what], sort_keys=True)
     return out_dir / f".decode.{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
-
-
-def translate_lines(
-    model,
-    lines: Sequence[str],
-    src_vocab,
-    trg_vocab,
-    search: SearchConfig,
-    src_lang: str = "en",
-    trg_lang: str = "fr",
-    device=None,
-    precision: str = "fp32",
-    ignore_unk: bool = False,
-    alignment: bool = False,
-    replace_unk: bool = False,
-    on=None,
-) -> list[str]:
-    """Raw source sentences -> detokenized translations (Moses tokenization, shortlist, EOS, beam
-    search, detokenization). Empty lines give empty translations. With ``alignment``, each
-    translation is followed by a line that pairs every generated word with the source word it
-    attends to most (``chat←cat 0.82``; ``</s>``: the end of the sentence). With ``replace_unk``,
-    each ``<unk>`` is replaced by the source word it attends to most (:mod:`nmt_lib.unk`). ``on``:
-    the model's backend (:func:`decode`)."""
-    from .data.text import detokenize, tokenize
-
-    toks = [tokenize(line, src_lang) if line.strip() else [] for line in lines]
-    xs = [src_vocab.encode(t, eos=True) for t in toks]
-    hyps = decode(model, xs, search, device, precision, ignore_unk, return_alpha=alignment, on=on)
-    replaced = replace_corpus(model, xs, hyps, toks, trg_vocab, 64, device, precision) if (
-        replace_unk) else None  # fmt: skip
-    out = []
-    for k, (t, h) in enumerate(zip(toks, hyps, strict=True)):
-        words = trg_vocab.decode(h.tokens) if replaced is None else replaced[k]
-        out.append(detokenize(words, trg_lang) if t else "")
-        if alignment:
-            out.append(alignment_line(words, t, h.alpha) if t else "  ")
-    return out
-
-
-def alignment_line(words: Sequence[str], src: Sequence[str], alpha) -> str:
-    """``translate_lines``'s line under a translation: each generated word (of ``words``) with
-    the source word (of ``src``, tokenized; ``</s>`` after it) of largest weight in its row of
-    ``alpha [len(words) or more, len(src) + 1]`` (None: no attention, an empty line), in words as
-    written (``l'``, not Moses's escaped ``l&apos;``)."""
-    src = [*src, "</s>"]
-    pairs = [] if alpha is None else [
-        f"{html.unescape(w)}←{html.unescape(src[int(row.argmax())])} {float(row.max()):.2f}"
-        for w, row in zip(words, alpha.float(), strict=False)
-    ]  # fmt: skip
-    return "  " + " | ".join(pairs)
-
-
-# ----------------------------------------------------------------------------------- scoring
-def score(hyp_tok: Sequence[Sequence[str]], evalset, idx: Sequence[int], trg_lang: str) -> dict:
-    """Tokenized (multi-bleu) and detokenized (sacrebleu) BLEU of ``hyp_tok`` against the
-    references ``idx`` of ``evalset``."""
-    from .data.text import detokenize
-
-    ref_tok = [" ".join(evalset.ref_tok[i]) for i in idx]
-    ref_raw = [evalset.ref_raw[i] for i in idx]
-    return {
-        "n": len(idx),
-        "tok": bleu.bleu_tok([" ".join(h) for h in hyp_tok], ref_tok).to_dict(),
-        "detok": bleu.bleu_detok([detokenize(h, trg_lang) for h in hyp_tok], ref_raw).to_dict(),
-    }
-
-
-def _squash(s: str) -> str:
-    """Compare sentences whatever their tokenization: no whitespace, ASCII quotes."""
-    s = s.replace("“", '"').replace("”", '"').replace("’", "'").replace("&quot;", '"')
-    return re.sub(r"\s+", "", s.replace("&apos;", "'"))
-
-
-def find_sentences(evalset, sources: Sequence[str], prefix: bool = False) -> list[int | None]:
-    """Index in ``evalset`` of each source sentence (tokenized or raw; compared without whitespace
-    and with ASCII quotes), or None; with ``prefix``, the first sentence that starts so."""
-    raws = [_squash(raw) for raw in evalset.src_raw]
-    if prefix:
-        return [next((i for i, r in enumerate(raws) if r.startswith(_squash(s))), None)
-                for s in sources]  # fmt: skip
-    where = {}
-    for i, raw in enumerate(raws):
-        where.setdefault(raw, i)
-    return [where.get(_squash(s)) for s in sources]
-
-
-def attention_records(
-    model, evalset, sources: Sequence[str], trg_vocab, search: SearchConfig, device=None,
-    precision: str = "fp32", src_vocab=None, on=None,
-) -> list[dict]:  # fmt: skip
-    """Figure 3: the best hypothesis and its attention for each of ``sources`` (``alpha[i][j]``:
-    output token i over source token j, EOS included on both axes). A source found in ``evalset``
-    is decoded from there (``found``, ``index``, with its reference); one that is not, such as the
-    paper's "arbitrary sentence" (a), is translated from its own tokens when ``src_vocab`` is given
-    (Moses-tokenized text, as :data:`nmt_lib.paper.FIG3_SOURCES`), else recorded as not found."""
-    found = find_sentences(evalset, sources)
-    todo = [(k, evalset.x[i], evalset.src_tok[i]) for k, i in enumerate(found) if i is not None]
-    if src_vocab is not None:
-        todo += [(k, src_vocab.encode(sources[k].split(), eos=True), sources[k].split())
-                 for k, i in enumerate(found) if i is None]  # fmt: skip
-    hyps = decode(model, [x for _, x, _ in todo], search, device, precision, return_alpha=True,
-                  on=on)  # fmt: skip
-    by_k = {k: (tok, h) for (k, _, tok), h in zip(todo, hyps, strict=True)}
-    out = []
-    for k, (src, i) in enumerate(zip(sources, found, strict=True)):
-        rec = {"source": src, "found": i is not None, "index": i}
-        if k in by_k:
-            tok, h = by_k[k]
-            rec["src_tokens"] = [*tok, "</s>"]
-            rec["hyp_tokens"] = trg_vocab.decode(h.tokens) + (["</s>"] if h.finished else [])
-            if i is not None:
-                rec["ref_tokens"] = list(evalset.ref_tok[i])
-            rec["alpha"] = (
-                None if h.alpha is None else np.round(h.alpha.float().numpy(), 5).tolist()
-            )
-        out.append(rec)
-    return out
-
-
-def _write_lines(path: Path, lines: Sequence[str]) -> None:
-    with atomic_write(path) as f:
-        f.writelines(line + "\n" for line in lines)
-
-
-def _write_compact(path: Path, obj) -> None:
-    """JSON with one top-level item per line and no indentation inside (long number lists)."""
-    if isinstance(obj, dict):
-        items = [f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in obj.items()]
-        text = "{\n" + ",\n".join(items) + "\n}\n"
-    else:
-        text = "[\n" + ",\n".join(json.dumps(v, ensure_ascii=False) for v in obj) + "\n]\n"
-    with atomic_write(path) as f:
-        f.write(text)
 
 
 # ----------------------------------------------------------------------------- evaluate_run
@@ -446,8 +150,17 @@ def evaluate_run(
             stage = Path(tempfile.mkdtemp(prefix=".evaluate.", dir=out_dir))
         try:
             with naming(out_dir, NO_SPACE):  # a full disk while decoding names the directory
-                result = _evaluate_into(stage, run_cfg, out_dir, prep, checkpoint, nll_sentences,
-                                        figure_sources, device, progress)  # fmt: skip
+                result = _evaluate_into(
+                    stage,
+                    run_cfg,
+                    out_dir,
+                    prep,
+                    checkpoint,
+                    nll_sentences,
+                    figure_sources,
+                    device,
+                    progress,
+                )
             with signals_deferred():  # the rename and the moves, as one step
                 os.rename(stage, out_dir / COMMIT)
                 _finish_commit(out_dir)
@@ -475,111 +188,202 @@ def _finish_commit(out_dir: Path) -> None:
         commit.rmdir()
 
 
-def _evaluate_into(stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentences, figure_sources,
-                   device, progress) -> dict:  # fmt: skip
-    """:func:`evaluate_run`, its files written into ``stage``."""
-    from . import data
+# ------------------------------------------------------------------------------ the results
+@dataclass(frozen=True)
+class Job:
+    """What each result of one evaluation is computed from: the loaded model (``loaded``), the
+    prepared data, the run's config, the device and precision, the staging directory its files
+    are written into, the results directory ``out_dir`` (its decoding journals) and whether to show
+    progress."""
 
-    t0 = time.perf_counter()
-    out_dir = Path(out_dir)
-    dev = resolve_device(device or run_cfg.train.device)
-    prec = run_cfg.train.precision
-    if run_cfg.train.threads:
-        torch.set_num_threads(run_cfg.train.threads)
-    ckpt = find_checkpoint(checkpoint or default_checkpoint_dir(run_cfg, out_dir))
-    model, saved_cfg, trained_on = load_trained(ckpt, dev, with_data=True)
-    on = backend(saved_cfg.train.backend)
-    on.tune_process()
-    if saved_cfg.model != run_cfg.model:
-        raise ValueError(f"{ckpt}: the checkpoint's model config differs from run {run_cfg.name!r}")
-    prep = prep if prep is not None else data.prepare(run_cfg.data)
-    for side, v in (("src", prep.src_vocab), ("trg", prep.trg_vocab)):
-        check_vocab(v, trained_on, side, Path(prep.path) / f"{side}.vocab.txt", ckpt)
-    test, lang, search = prep.test, run_cfg.data.trg_lang, run_cfg.search
-    vocab = prep.trg_vocab
+    loaded: Loaded
+    prep: object
+    run: RunConfig
+    device: object
+    precision: str
+    stage: Path
+    out_dir: Path
+    progress: bool | None = None
 
-    # Table 1, All: the whole test set, <unk> allowed (and scored as a wrong word)
-    def journal(*what):  # an interrupted evaluation decodes only what it had not
-        return _journal(out_dir, ckpt, to_dict(search), prec, test.name, len(test), *what)
+    def decode(self, xs, what: str, ignore_unk: bool = False) -> list[Hypothesis]:
+        """The run's search over ``xs``, journaled as ``what`` (an interrupted evaluation decodes
+        only what it had not)."""
+        test, search = self.prep.test, self.run.search
+        journal = _journal(
+            self.out_dir,
+            self.loaded.path,
+            to_dict(search),
+            self.precision,
+            test.name,
+            len(test),
+            what,
+        )
+        return decode(
+            self.loaded.model,
+            xs,
+            search,
+            self.device,
+            self.precision,
+            ignore_unk,
+            progress=self.progress,
+            journal=journal,
+            on=self.loaded.on,
+        )
 
-    hyps = decode(
-        model, test.x, search, dev, prec, progress=progress, journal=journal("all"), on=on
-    )
+
+def table1_all(job: Job) -> tuple[list[Hypothesis], list[list[str]] | None, dict]:
+    """Table 1, All: the whole test set decoded, ``<unk>`` allowed (and scored as a wrong word);
+    beyond the paper, each ``<unk>`` also replaced by the source word it attends to most
+    (:mod:`nmt_lib.unk`; a model with attention). The hypotheses, their tokens with ``<unk>``
+    replaced (None: no attention), and ``bleu.json``'s ``all``, ``unfinished`` and
+    ``unk_replaced``."""
+    test, vocab, lang = job.prep.test, job.prep.trg_vocab, job.run.data.trg_lang
+    hyps = job.decode(test.x, "all")
+    everything = range(len(test))
     hyp_tok = [vocab.decode(h.tokens) for h in hyps]
-    everything = list(range(len(test)))
-    result = {"run": run_cfg.name, "checkpoint": portable(ckpt, run_cfg), "search": to_dict(search),
-              "precision": resolve_precision(prec, dev)}  # fmt: skip
-    result["all"] = score(hyp_tok, test, everything, lang)
+    out = {
+        "all": score(hyp_tok, test, everything, lang),
+        "unfinished": sum(not h.finished for h in hyps),
+    }
     parts = dict.fromkeys(part for part, _, _ in test.ids)
     if len(parts) > 1:  # a test set of several (Multi30k's two Flickr sets): each one's BLEU too
         where = {p: [i for i in everything if test.ids[i][0] == p] for p in parts}
-        result["parts"] = {p: score([hyp_tok[i] for i in idx], test, idx, lang)
-                           for p, idx in where.items()}  # fmt: skip
-    result["unfinished"] = sum(not h.finished for h in hyps)
-    # beyond the paper: each <unk> replaced by the source word it attends to most (nmt_lib.unk)
-    replaced = replace_corpus(model, test.x, hyps, test.src_tok, vocab, 64, dev, prec)
+        out["parts"] = {
+            p: score([hyp_tok[i] for i in idx], test, idx, lang) for p, idx in where.items()
+        }
+    replaced = replace_corpus(
+        job.loaded.model, test.x, hyps, test.src_tok, vocab, 64, job.device, job.precision
+    )
     if replaced is not None:
-        result["unk_replaced"] = score(replaced, test, everything, lang)
-    # Table 1, No-UNK: no <unk> in source or reference; the model may not emit <unk>
-    sub = [i for i in everything if test.no_unk[i]]
-    hyps_nu = decode(model, [test.x[i] for i in sub], search, dev, prec, True, progress=progress,
-                     journal=journal("no_unk"), on=on)  # fmt: skip
-    nu_tok = [vocab.decode(h.tokens) for h in hyps_nu]
-    result["no_unk"] = score(nu_tok, test, sub, lang) if sub else {"n": 0}
+        out["unk_replaced"] = score(replaced, test, everything, lang)
+    return hyps, replaced, out
 
-    from .data.text import detokenize
 
-    detok = [detokenize(h, lang) for h in hyp_tok]
-    _write_lines(stage / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
-    _write_lines(stage / "hyp.test.detok.txt", detok)
-    _write_lines(stage / "hyp.test.no_unk.tok.txt", [" ".join(h) for h in nu_tok])
+def table1_no_unk(job: Job) -> tuple[list[list[str]], dict]:
+    """Table 1, No-UNK: the sentences with no ``<unk>`` in source or reference, decoded without
+    emitting ``<unk>``: their tokens, and ``bleu.json``'s ``no_unk``."""
+    test = job.prep.test
+    sub = [i for i in range(len(test)) if test.no_unk[i]]
+    hyps = job.decode([test.x[i] for i in sub], "no_unk", ignore_unk=True)
+    tokens = [job.prep.trg_vocab.decode(h.tokens) for h in hyps]
+    return tokens, score(tokens, test, sub, job.run.data.trg_lang) if sub else {"n": 0}
+
+
+def hypothesis_files(job: Job, hyp_tok, no_unk_tok, replaced) -> list[str]:
+    """Write the ``hyp.test.*.txt`` files (module docstring); the detokenized hypotheses."""
+    detok = [detokenize(h, job.run.data.trg_lang) for h in hyp_tok]
+    write_lines(job.stage / "hyp.test.tok.txt", [" ".join(h) for h in hyp_tok])
+    write_lines(job.stage / "hyp.test.detok.txt", detok)
+    write_lines(job.stage / "hyp.test.no_unk.tok.txt", [" ".join(h) for h in no_unk_tok])
     if replaced is not None:
-        _write_lines(stage / "hyp.test.unk_replaced.tok.txt", [" ".join(h) for h in replaced])
+        write_lines(job.stage / "hyp.test.unk_replaced.tok.txt", [" ".join(h) for h in replaced])
+    return detok
 
-    # Figure 2: BLEU by source length (words, EOS not counted)
+
+def figure2(job: Job, hyp_tok, detok) -> dict:
+    """Figure 2: BLEU by source length (words, EOS not counted), written to
+    ``bleu_by_length.json``."""
+    test = job.prep.test
     src_len = [len(s) for s in test.src_tok]
     ref_tok = [" ".join(r) for r in test.ref_tok]
     st_tok = bleu.sentence_stats([" ".join(h) for h in hyp_tok], ref_tok, tokenized=True)
     st_detok = bleu.sentence_stats(detok, test.ref_raw, tokenized=False)
-    _write_compact(
-        stage / "bleu_by_length.json",
-        {
-            "length": "source words, EOS not counted",
-            "edges": list(bleu.LENGTH_EDGES),
-            "buckets_tok": bleu.bleu_by_length(st_tok, src_len, tokenized=True),
-            "buckets_detok": bleu.bleu_by_length(st_detok, src_len, tokenized=False),
-            "src_len": src_len,
-            "ref_len": [len(r) for r in test.ref_tok],
-            "stats_fields": "hyp_len ref_len match1-4 total1-4",
-            "stats_tok": st_tok.tolist(),
-            "stats_detok": st_detok.tolist(),
-        },
-    )
+    out = {
+        "length": "source words, EOS not counted",
+        "edges": list(bleu.LENGTH_EDGES),
+        "buckets_tok": bleu.bleu_by_length(st_tok, src_len, tokenized=True),
+        "buckets_detok": bleu.bleu_by_length(st_detok, src_len, tokenized=False),
+        "src_len": src_len,
+        "ref_len": [len(r) for r in test.ref_tok],
+        "stats_fields": "hyp_len ref_len match1-4 total1-4",
+        "stats_tok": st_tok.tolist(),
+        "stats_detok": st_detok.tolist(),
+    }
+    write_compact(job.stage / "bleu_by_length.json", out)
+    return out
 
-    # Table 2: per-sentence NLL, a fixed sample of training pairs and the whole dev set
-    rng = np.random.default_rng(run_cfg.data.seed)
+
+def table2(job: Job, nll_sentences: int) -> dict:
+    """Table 2: per-sentence NLL over a fixed sample of ``nll_sentences`` training pairs and over
+    the whole dev set, written to ``nll.json``."""
+    prep, seed, model = job.prep, job.run.data.seed, job.loaded.model
+    rng = np.random.default_rng(seed)
     n = min(nll_sentences, len(prep.train))
     pick = np.sort(rng.choice(len(prep.train), n, replace=False)) if n else []
     pairs = [prep.train.pair(int(i)) for i in pick]
     tx = [[*map(int, p[0]), EOS] for p in pairs]
     ty = [[*map(int, p[1]), EOS] for p in pairs]
-    train_nll = sentence_nll(model, tx, ty, 64, dev, prec) if n else []
-    dev_nll = sentence_nll(model, prep.dev.x, prep.dev.y, 64, dev, prec)
-    nll = {
+    train_nll = sentence_nll(model, tx, ty, 64, job.device, job.precision) if n else []
+    dev_nll = sentence_nll(model, prep.dev.x, prep.dev.y, 64, job.device, job.precision)
+    out = {
         "unit": "nats per sentence (sum over target tokens incl. EOS), averaged over sentences",
-        "train": {
-            "mean": float(np.mean(train_nll)) if n else None,
-            "n": n,
-            "seed": run_cfg.data.seed,
-        },
+        "train": {"mean": float(np.mean(train_nll)) if n else None, "n": n, "seed": seed},
         "dev": {"mean": float(np.mean(dev_nll)) if dev_nll else None, "n": len(dev_nll)},
     }
-    write_json(stage / "nll.json", nll)
+    write_json(job.stage / "nll.json", out)
+    return out
 
-    # Figure 3: attention of the chosen sentences
-    att = attention_records(model, test, figure_sources, vocab, search, dev, prec, prep.src_vocab,
-                            on)  # fmt: skip
-    _write_compact(stage / "attention.json", att)
+
+def figure3(job: Job, sources: Sequence[str]) -> list[dict]:
+    """Figure 3: the attention of the chosen ``sources`` (:func:`~nmt_lib.scoring.attention_records`),
+    written to ``attention.json``."""
+    p = job.prep
+    out = attention_records(
+        job.loaded.model,
+        p.test,
+        sources,
+        p.trg_vocab,
+        job.run.search,
+        job.device,
+        job.precision,
+        p.src_vocab,
+        job.loaded.on,
+    )
+    write_compact(job.stage / "attention.json", out)
+    return out
+
+
+def _load(run_cfg: RunConfig, out_dir: Path, prep, checkpoint, device):
+    """The model that :func:`evaluate_run` evaluates, checked against the run and its data; the
+    prepared data (prepared from ``run_cfg.data`` when None); the device."""
+    dev = resolve_device(device or run_cfg.train.device)
+    if run_cfg.train.threads:
+        torch.set_num_threads(run_cfg.train.threads)
+    loaded = load_trained(checkpoint or default_checkpoint_dir(run_cfg, out_dir), dev)
+    loaded.on.tune_process()
+    if loaded.cfg.model != run_cfg.model:
+        raise ValueError(
+            f"{loaded.path}: the checkpoint's model config differs from run {run_cfg.name!r}"
+        )
+    prep = prep if prep is not None else data.prepare(run_cfg.data)
+    for side, v in (("src", prep.src_vocab), ("trg", prep.trg_vocab)):
+        check_vocab(v, loaded.trained_on, side, Path(prep.path) / f"{side}.vocab.txt", loaded.path)
+    return loaded, prep, dev
+
+
+def _evaluate_into(
+    stage: Path, run_cfg, out_dir, prep, checkpoint, nll_sentences, figure_sources, device, progress
+) -> dict:
+    """:func:`evaluate_run`, its files written into ``stage``: each result in its turn."""
+    t0 = time.perf_counter()
+    out_dir = Path(out_dir)
+    loaded, prep, dev = _load(run_cfg, out_dir, prep, checkpoint, device)
+    prec = run_cfg.train.precision
+    job = Job(loaded, prep, run_cfg, dev, prec, stage, out_dir, progress)
+    result = {
+        "run": run_cfg.name,
+        "checkpoint": portable(loaded.path, run_cfg),
+        "search": to_dict(run_cfg.search),
+        "precision": resolve_precision(prec, dev),
+    }
+    hyps, replaced, table1 = table1_all(job)
+    result.update(table1)
+    no_unk_tok, result["no_unk"] = table1_no_unk(job)
+    hyp_tok = [prep.trg_vocab.decode(h.tokens) for h in hyps]
+    detok = hypothesis_files(job, hyp_tok, no_unk_tok, replaced)
+    figure2(job, hyp_tok, detok)
+    nll = table2(job, nll_sentences)
+    figure3(job, figure_sources)
     result["nll"] = nll
     result["seconds"] = time.perf_counter() - t0
     write_json(stage / "bleu.json", result)

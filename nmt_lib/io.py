@@ -41,8 +41,9 @@ class WriteError(OSError):
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
-def write_error(e: OSError, path: str | os.PathLike, errnos: Iterable[int] = tuple(_ADVICE)
-                ) -> OSError:  # fmt: skip
+def write_error(
+    e: OSError, path: str | os.PathLike, errnos: Iterable[int] = tuple(_ADVICE)
+) -> OSError:
     """``e`` as a :class:`WriteError` naming ``path`` (or the file ``e`` names) and what to do,
     when its errno is one of ``errnos`` (by default: every errno of a disk that cannot take a
     write); else ``e`` itself."""
@@ -132,9 +133,10 @@ def locked(path: str | os.PathLike, what: str):
         except OSError as e:
             if e.errno != errno.ELOOP:
                 raise
-            raise LockLink(f"{path}: the lock file of {what} is a symbolic link (to "
-                           f"{os.readlink(path)}); it is not followed: remove it, then rerun"
-                           ) from None  # fmt: skip
+            raise LockLink(
+                f"{path}: the lock file of {what} is a symbolic link (to "
+                f"{os.readlink(path)}); it is not followed: remove it, then rerun"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -143,8 +145,10 @@ def locked(path: str | os.PathLike, what: str):
                 raise
             pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
-            raise Busy(f"{what} is in use by process {pid} (lock {path}): wait for it to end, or "
-                       "stop it, then rerun") from None  # fmt: skip
+            raise Busy(
+                f"{what} is in use by process {pid} (lock {path}): wait for it to end, or "
+                "stop it, then rerun"
+            ) from None
         try:  # the previous holder may have removed the file between our open and our lock
             same = os.lstat(path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
@@ -199,3 +203,21 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def write_lines(path: str | os.PathLike, lines) -> None:
+    """``lines`` (strings), each followed by a newline, written atomically."""
+    with atomic_write(path) as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def write_compact(path: str | os.PathLike, obj) -> None:
+    """JSON with one top-level item per line and no indentation inside (long number lists),
+    written atomically."""
+    if isinstance(obj, dict):
+        items = [f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in obj.items()]
+        text = "{\n" + ",\n".join(items) + "\n}\n"
+    else:
+        text = "[\n" + ",\n".join(json.dumps(v, ensure_ascii=False) for v in obj) + "\n]\n"
+    with atomic_write(path) as f:
+        f.write(text)

@@ -32,9 +32,14 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, check_finite
+from .checkpoint import CheckpointError, Loaded, check_finite, load_trained
 from .config import RunConfig, run_dir_name, run_from_dict, to_dict
+from .data.vocab import Vocab
+from .decoding import decode
+from .fast import backend
 from .io import locked, read_json, sha256_file, write_json
+from .models import build_model
+from .scoring import score
 
 FILES = ("model.safetensors", "config.json", "src.vocab.txt", "trg.vocab.txt")
 SUMS = "SHA256SUMS"
@@ -60,31 +65,28 @@ def export(ckpt, out: str | os.PathLike, run: RunConfig, run_results: Path, test
     replacing what was there only once all of them are written. ``run_results``: the run's
     results directory (its ``bleu.json`` and ``train_summary.json`` go into the card); ``test``:
     the prepared test set, for the card's comparison of 16-bit and checkpoint translations."""
-    from .evaluate import find_checkpoint, load_trained, load_vocabs
-
-    ckpt = find_checkpoint(ckpt)
-    model, saved, trained_on = load_trained(ckpt, "cpu", with_data=True)
-    src, trg = load_vocabs(ckpt, trained_on)
+    loaded = load_trained(ckpt, "cpu", vocabs=True)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with locked(out.parent / ".publish.lock", f"{out.parent} (a publication)"):
         for d in out.parent.glob(".publish.*"):  # the staging of an export that was killed
             if d.is_dir() and not d.is_symlink():
                 shutil.rmtree(d, ignore_errors=True)
-        _export_into(out, model, saved, src, trg, run, run_results, test)
+        _export_into(out, loaded, run, run_results, test)
     return out
 
 
-def _export_into(out: Path, model, saved, src, trg, run, run_results, test) -> None:
+def _export_into(out: Path, loaded: Loaded, run, run_results, test) -> None:
     """:func:`export`'s files, staged in ``published/.publish.*`` and renamed ``out``."""
     from safetensors.torch import save_file
 
+    model = loaded.model
     stage = Path(tempfile.mkdtemp(prefix=".publish.", dir=out.parent))
     try:
         save_file(half_weights(model), str(stage / FILES[0]), metadata={"dtype": "float16"})
-        write_json(stage / FILES[1], to_dict(saved))
-        src.save(stage / FILES[2])
-        trg.save(stage / FILES[3])
+        write_json(stage / FILES[1], to_dict(loaded.cfg))
+        loaded.src_vocab.save(stage / FILES[2])
+        loaded.trg_vocab.save(stage / FILES[3])
         sums = {f: sha256_file(stage / f) for f in FILES}
         (stage / SUMS).write_text("".join(f"{h}  {f}\n" for f, h in sums.items()), encoding="utf-8")
         agreement = fp16_agreement(model, stage, test, run) if test is not None else None
@@ -171,29 +173,29 @@ def current(path: str | os.PathLike, run: RunConfig, run_results: Path) -> bool:
     )
 
 
-def load(path: str | os.PathLike, device="cpu"):
-    """``(model, run_cfg, src_vocab, trg_vocab)`` of the published model ``path``, its files
-    checked first (:func:`verify`); the model in float32, in eval mode on ``device``."""
+def load(path: str | os.PathLike, device="cpu") -> Loaded:
+    """The published model ``path`` (:class:`~nmt_lib.checkpoint.Loaded`: the model, its config,
+    backend and vocabularies), its files checked first (:func:`verify`); the model in float32, in
+    eval mode on ``device``."""
     from safetensors.torch import load_file
-
-    from .data.vocab import Vocab
-    from .fast import backend
-    from .models import build_model
 
     path = Path(path)
     verify(path)
     cfg = run_from_dict(read_json(path / FILES[1]))
-    model = backend(cfg.train.backend).model(build_model(cfg.model))
+    on = backend(cfg.train.backend)
+    model = on.model(build_model(cfg.model))
     f = path / FILES[0]
     try:
         weights = load_file(str(f))
     except Exception as e:  # safetensors' own errors, a header that is not JSON, ...
         first = (str(e).strip().splitlines() or [""])[0]
-        raise CheckpointError(f"{f}: not a readable safetensors file ({type(e).__name__}: "
-                              f"{first})") from None  # fmt: skip
+        raise CheckpointError(
+            f"{f}: not a readable safetensors file ({type(e).__name__}: {first})"
+        ) from None
     check_weights(weights, model.state_dict(), f, cfg.name)
     model.load_state_dict({k: v.float() for k, v in weights.items()})
-    return model.to(device).eval(), cfg, Vocab.load(path / FILES[2]), Vocab.load(path / FILES[3])
+    src, trg = Vocab.load(path / FILES[2]), Vocab.load(path / FILES[3])
+    return Loaded(model.to(device).eval(), cfg, on, path, None, src, trg)
 
 
 def check_weights(weights: dict, expected: dict, f: Path, run: str) -> None:
@@ -201,8 +203,9 @@ def check_weights(weights: dict, expected: dict, f: Path, run: str) -> None:
     names and shapes of the model's state dict ``expected``, its floating-point tensors in float16
     (as :func:`export` writes them) and the others in their own dtype, and are all finite."""
     if missing := sorted(set(expected) - set(weights)) or sorted(set(weights) - set(expected)):
-        raise CheckpointError(f"{f}: the weights do not fit {run}: {missing[:3]} are missing or "
-                              "unexpected")  # fmt: skip
+        raise CheckpointError(
+            f"{f}: the weights do not fit {run}: {missing[:3]} are missing or unexpected"
+        )
     for name, t in weights.items():
         want = expected[name]
         dtype = torch.float16 if want.is_floating_point() else want.dtype
@@ -218,32 +221,25 @@ def fp16_agreement(model, published: Path, test, run: RunConfig) -> dict:
     """The first :data:`AGREEMENT_SENTENCES` test sentences decoded (the run's search) with the
     checkpoint's float32 weights and with the published float16 ones: how many translations are
     the same, token for token."""
-    from .evaluate import decode
-    from .fast import backend
-
-    half, _, _, test_vocab = load(published)
+    half = load(published)
     on = backend(run.train.backend)
     n = min(AGREEMENT_SENTENCES, len(test))
     xs = test.x[:n]
     a = decode(model, xs, run.search, on=on)
-    b = decode(half, xs, run.search, on=on)
+    b = decode(half.model, xs, run.search, on=on)
     same = sum(h.tokens == g.tokens for h, g in zip(a, b, strict=True))
     out = {"sentences": n, "same": same}
     if same < 0.99 * n:  # then the card gives the 16-bit weights' own BLEU
-        from .evaluate import score
-
-        hyps = decode(half, test.x, run.search, on=on)
-        hyp_tok = [test_vocab.decode(h.tokens) for h in hyps]
+        hyps = decode(half.model, test.x, run.search, on=on)
+        hyp_tok = [half.trg_vocab.decode(h.tokens) for h in hyps]
         out["bleu_tok"] = score(hyp_tok, test, range(len(test)), run.data.trg_lang)["tok"]["score"]
     return out
 
 
 def card(run: RunConfig, run_results: Path, sums: dict, agreement: dict | None) -> str:
     """The model card: the run's data, recipe, training, test BLEU and files."""
-    bleu, summary = (
-        read_json(run_results / "bleu.json"),
-        read_json(run_results / "train_summary.json"),
-    )
+    bleu = read_json(run_results / "bleu.json")
+    summary = read_json(run_results / "train_summary.json")
     d, m, t, s = run.data, run.model, run.train, run.search
     b = bleu["all"]["tok"]["score"]
     replaced = bleu.get("unk_replaced", {}).get("tok", {}).get("score")
@@ -265,14 +261,22 @@ def card(run: RunConfig, run_results: Path, sums: dict, agreement: dict | None) 
         f"loss `{t.loss}` |",
         f"| training | {summary['updates']:,} updates ({summary['epochs']:.2f} epochs, "
         f"{summary['hours']:.2f} h, {summary['precision']}), stopped by {summary['stopped_by']}"
-        + (f"; the checkpoint of the best dev NLL (update {summary['best_update']:,})"
-           if t.patience else "") + " |",
+        + (
+            f"; the checkpoint of the best dev NLL (update {summary['best_update']:,})"
+            if t.patience
+            else ""
+        )
+        + " |",
         f"| search | beam {s.beam}, {'cost / length' if s.normalize else 'cost'}, at most "
         f"{s.max_len_ratio:g} × the source length |",
         f"| test BLEU (newstest2014, tokenized, all sentences) | {b:.2f} (Table 1's row)"
-        + (f"; {replaced:.2f} with each `<unk>` replaced by its aligned source word" if replaced
-           is not None else "") + " |",
-    ]  # fmt: skip
+        + (
+            f"; {replaced:.2f} with each `<unk>` replaced by its aligned source word"
+            if replaced is not None
+            else ""
+        )
+        + " |",
+    ]
     if agreement is not None:
         own = agreement.get("bleu_tok")
         lines.append(

@@ -8,7 +8,7 @@ rare words are often written the same in both languages). A model without attent
 no such pointer, and keeps its ``<unk>``.
 
 The weights are read by teacher forcing the translation through the model
-(:func:`nmt_lib.evaluate.alignments`): the same ``alpha_ij`` as the search computed when it chose
+(:func:`nmt_lib.likelihood.alignments`): the same ``alpha_ij`` as the search computed when it chose
 each word, since a step's weights depend only on the source and the words before it. So an
 evaluation that resumed its decoding from a journal (which keeps no weights) replaces the same words
 as one that did not.

@@ -38,8 +38,8 @@ from torch.testing import assert_close
 from nmt_experiments import budget, replicate
 from nmt_lib.config import ModelConfig, TrainConfig
 from nmt_lib.data import TrainIterator, prepare
-from nmt_lib.evaluate import sentence_nll
 from nmt_lib.gradients import clip_gradients
+from nmt_lib.likelihood import sentence_nll
 from nmt_lib.paper.model import RNNsearch, build_model, count_parameters
 
 _ = torch.manual_seed(0)

@@ -89,7 +89,9 @@ glue("beam_lite_rule", "by their cost per word (`search.normalize`)" if lite_nor
 # `sentence × beam` of one tensor, against each sentence's encoding once) and uses the model only
 # through `encode` and its step, `model.steps()`: `start` ($s_0$), `readout` (the next-word
 # distribution of every row), `best_words` (the $k$ best words of every row) and `advance` (the
-# state after the chosen word). On the paper modules the step is `readout_step` and `next_state`
+# state after the chosen word). The live hypotheses are a `search.Beam` (their costs, words and
+# parents, `select`ed as sentences end) and the best finished one of each sentence a
+# `search.Finished` (`record`). On the paper modules the step is `readout_step` and `next_state`
 # of {doc}`05_decoder`:
 #
 # ```{literalinclude} ../../nmt_lib/paper/steps.py

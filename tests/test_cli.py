@@ -14,7 +14,7 @@ import torch
 from nmt_lib.__main__ import build_parser, main, parse_sets
 from nmt_lib.config import ConfigError
 from nmt_lib.data import fixtures
-from nmt_lib.evaluate import alignment_line
+from nmt_lib.translate import alignment_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,17 +22,42 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
     fixtures.write_toy_wmt(tmp_path / "wmt", n_train=400, n_dev=20, n_test=20)
     env = {**os.environ, "NMT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    sel = ["--profile", "smoke", "--run", "RNNsearch-50", "--data-dir", str(tmp_path / "wmt"),
-           "--out", str(tmp_path / "results"), "--set", "train.threads=1"]  # fmt: skip
+    sel = [
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50",
+        "--data-dir",
+        str(tmp_path / "wmt"),
+        "--out",
+        str(tmp_path / "results"),
+        "--set",
+        "train.threads=1",
+    ]
 
     def cli(*args, stdin=None):
-        r = subprocess.run([sys.executable, "-m", "nmt_lib", *args], env=env, cwd=tmp_path,
-                           input=stdin, capture_output=True, text=True, timeout=120)  # fmt: skip
+        r = subprocess.run(
+            [sys.executable, "-m", "nmt_lib", *args],
+            env=env,
+            cwd=tmp_path,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr
         return r
 
-    cli("train", *sel, "--set", "train.max_updates=4", "--set", "train.eval_every=2",
-        "--set", "train.dev_bleu_sentences=3")  # fmt: skip
+    cli(
+        "train",
+        *sel,
+        "--set",
+        "train.max_updates=4",
+        "--set",
+        "train.eval_every=2",
+        "--set",
+        "train.dev_bleu_sentences=3",
+    )
     run = tmp_path / "results" / "runs" / "RNNsearch-50"
     assert json.loads((run / "train_summary.json").read_text())["updates"] == 4
     assert json.loads((run / "config.json").read_text())["train"]["max_updates"] == 4
@@ -75,22 +100,31 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
 
     # Figure 3 for a sentence that is in the (toy) test set, with the trained model
     from nmt_lib import data
-    from nmt_lib.evaluate import attention_records, load_trained
+    from nmt_lib.checkpoint import load_trained
+    from nmt_lib.scoring import attention_records
 
     ckpt = json.loads((run / "train_summary.json").read_text())["checkpoint_dir"]
     assert ckpt.startswith("<cache>/ckpt/") and res["checkpoint"].startswith(ckpt)  # no local path
-    model, cfg = load_trained(tmp_path / "cache" / ckpt.removeprefix("<cache>/"))
+    loaded = load_trained(tmp_path / "cache" / ckpt.removeprefix("<cache>/"))
+    model, cfg = loaded.model, loaded.cfg
     prep = data.prepare(cfg.data, workers=1, progress=False)
     src = prep.test.src_raw[3]
-    (rec,) = attention_records(model, prep.test, [src.replace(" ", "  ")],
-                               prep.trg_vocab, cfg.search)  # fmt: skip
+    (rec,) = attention_records(
+        model, prep.test, [src.replace(" ", "  ")], prep.trg_vocab, cfg.search
+    )
     assert rec["found"] and rec["index"] == prep.test.src_raw.index(src)
     alpha = torch.tensor(rec["alpha"])
     assert alpha.shape == (len(rec["hyp_tokens"]), len(prep.test.src_tok[3]) + 1)
     torch.testing.assert_close(alpha.sum(1), torch.ones(len(alpha)), atol=1e-4, rtol=0)
     assert rec["src_tokens"][-1] == "</s>"
-    (new,) = attention_records(model, prep.test, ["no such sentence ."], prep.trg_vocab,
-                               cfg.search, src_vocab=prep.src_vocab)  # fmt: skip
+    (new,) = attention_records(
+        model,
+        prep.test,
+        ["no such sentence ."],
+        prep.trg_vocab,
+        cfg.search,
+        src_vocab=prep.src_vocab,
+    )
     assert not new["found"] and "ref_tokens" not in new
     assert torch.tensor(new["alpha"]).shape == (len(new["hyp_tokens"]), 5)
 
@@ -98,8 +132,8 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
 def test_find_sentences():
     from types import SimpleNamespace
 
-    from nmt_lib.evaluate import find_sentences
     from nmt_lib.paper import FIG3_SOURCES
+    from nmt_lib.scoring import find_sentences
 
     ev = SimpleNamespace(
         src_raw=[
@@ -162,8 +196,22 @@ def toy_model(tmp_path_factory):
 def translate(capsys, ckpt, *args) -> tuple[int, str, str]:
     """``translate`` with the toy model (its toy corpus as the data directory, so that the
     default cache is never read), greedy."""
-    rc = main(["translate", "--profile", "smoke", "--run", "RNNsearch-50", "--checkpoint",
-               str(ckpt), "--data-dir", str(ckpt.parents[2] / "wmt"), "--beam", "1", *args])  # fmt: skip
+    rc = main(
+        [
+            "translate",
+            "--profile",
+            "smoke",
+            "--run",
+            "RNNsearch-50",
+            "--checkpoint",
+            str(ckpt),
+            "--data-dir",
+            str(ckpt.parents[2] / "wmt"),
+            "--beam",
+            "1",
+            *args,
+        ]
+    )
     out, err = capsys.readouterr()
     return rc, out, err.strip()
 
@@ -192,8 +240,9 @@ def test_translate_keeps_the_good_lines_around_a_bad_one(toy_model, tmp_path, ca
 def test_translate_quotes_the_run_name_in_its_hint(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr("sys.stdin", open(os.devnull))  # noqa: SIM115
-    rc = main(["translate", "--profile", "smoke", "--run", "RNNsearch-50*", "--out",
-               str(tmp_path / "r")])  # fmt: skip
+    rc = main(
+        ["translate", "--profile", "smoke", "--run", "RNNsearch-50*", "--out", str(tmp_path / "r")]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and "--run 'RNNsearch-50*'" in err
 

@@ -178,15 +178,17 @@ def test_decoder_gradcheck(attention, backend):
 def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
     """``decode_corpus`` asks the model for its steps (``model.steps``) once per thread, for all
     the batches of that thread (what they precompute, e.g. concatenated weights, is reused)."""
-    from nmt_lib import search
-    from nmt_lib.config import ModelConfig
+    from nmt_lib import decoding
+    from nmt_lib.config import ModelConfig, SearchConfig
     from nmt_lib.paper.model import build_model
 
     model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)).eval()
     model = backend_named(backend).model(model)
     calls, orig = [], model.steps
     monkeypatch.setattr(model, "steps", lambda *a: calls.append(1) or orig(*a))
-    search.decode_corpus(model, [[3, 4, 5, 2], [6, 2]], beam=3, batch_size=1, workers=1)
+    decoding.decode_corpus(
+        model, [[3, 4, 5, 2], [6, 2]], SearchConfig(beam=3, batch_size=1), workers=1
+    )
     assert calls == [1]
 
 

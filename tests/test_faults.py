@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import data, evaluate
+from nmt_lib import data, evaluate, translate
 from nmt_lib.__main__ import main
-from nmt_lib.checkpoint import CheckpointError, load_checkpoint
+from nmt_lib.checkpoint import CheckpointError, load_checkpoint, load_trained
 from nmt_lib.data import fixtures
 from nmt_lib.train import Interrupted, Trainer, train_run
 
@@ -71,9 +71,24 @@ def test_an_interrupted_cli_run_exits_nonzero_with_one_line(toy, tmp_path, monke
     _, _, root = toy
     monkeypatch.setenv("NMT_CACHE", str(root / "cache"))
     signal_during_update(monkeypatch, signal.SIGTERM, at=2)
-    rc = main(["train", "--profile", "smoke", "--run", "RNNsearch-50", "--data-dir",
-               str(root / "wmt"), "--out", str(tmp_path / "r"), "--no-progress",
-               "--set", "train.threads=1", "--set", "train.max_updates=5"])  # fmt: skip
+    rc = main(
+        [
+            "train",
+            "--profile",
+            "smoke",
+            "--run",
+            "RNNsearch-50",
+            "--data-dir",
+            str(root / "wmt"),
+            "--out",
+            str(tmp_path / "r"),
+            "--no-progress",
+            "--set",
+            "train.threads=1",
+            "--set",
+            "train.max_updates=5",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 128 + signal.SIGTERM
     assert len(err) == 1 and "SIGTERM at update 2" in err[0] and "rerun the same command" in err[0]
@@ -91,7 +106,7 @@ def test_a_damaged_checkpoint_is_refused_and_kept(toy, tmp_path):
         train_run(updates(cfg, 4), tmp_path / "r", prep, progress=False)
     assert last.read_bytes() == bytes(raw)  # not overwritten
     with pytest.raises(CheckpointError, match="damaged"):
-        evaluate.load_trained(last)
+        load_trained(last)
 
 
 def test_resuming_on_other_data_is_refused_and_keeps_the_vocabulary(toy, tmp_path):
@@ -129,8 +144,11 @@ def test_an_interrupted_evaluation_leaves_the_previous_one_whole(toy, tmp_path, 
     evaluate.evaluate_run(cfg, out, prep)
 
     def files():  # the evaluation's files (an interrupted decoding's journal aside)
-        return {p.name: (p.stat().st_ino, p.read_bytes()) for p in out.iterdir()
-                if p.is_file() and not p.name.startswith(".decode.")}  # fmt: skip
+        return {
+            p.name: (p.stat().st_ino, p.read_bytes())
+            for p in out.iterdir()
+            if p.is_file() and not p.name.startswith(".decode.")
+        }
 
     before = files()
     assert "bleu.json" in before and "hyp.test.tok.txt" in before
@@ -164,9 +182,20 @@ def test_a_wrong_setting_is_blamed_on_the_override_once(capsys):
 
 def test_an_unknown_corpus_names_the_setting_and_where_it_was_looked_for(toy, capsys, tmp_path):
     _, _, root = toy
-    rc, err = cli_error(capsys, "train", "--profile", "smoke", "--data-dir", str(root / "wmt"),
-                        "--out", str(tmp_path), "--checkpoint-dir", str(tmp_path / "ckpt"),
-                        "--set", 'data.train=["nosuch"]')  # fmt: skip
+    rc, err = cli_error(
+        capsys,
+        "train",
+        "--profile",
+        "smoke",
+        "--data-dir",
+        str(root / "wmt"),
+        "--out",
+        str(tmp_path),
+        "--checkpoint-dir",
+        str(tmp_path / "ckpt"),
+        "--set",
+        'data.train=["nosuch"]',
+    )
     assert rc == 1 and len(err.splitlines()) == 1
     assert "data.train: unknown training corpus 'nosuch'" in err
     assert str(root / "wmt" / "train" / "nosuch") in err
@@ -180,16 +209,25 @@ def test_translate_refuses_beam_0_and_names_the_line_of_bad_input(capsys, tmp_pa
     bad.write_bytes(b"a good line\nthe \xff cat\n")
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     # the committed model (the input is read once a model is loaded)
-    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50*", "-i",
-                        str(bad))  # fmt: skip
+    rc, err = cli_error(
+        capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50*", "-i", str(bad)
+    )
     assert rc == 1 and f"{bad}, line 2: not UTF-8 (byte 0xff at column 5)" in err
 
 
 def test_translate_without_a_trained_model_says_to_train_it(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr("sys.stdin", open(os.devnull))  # noqa: SIM115
-    rc, err = cli_error(capsys, "translate", "--profile", "lite", "--run", "RNNsearch-50",
-                        "--out", str(tmp_path / "r"))  # fmt: skip
+    rc, err = cli_error(
+        capsys,
+        "translate",
+        "--profile",
+        "lite",
+        "--run",
+        "RNNsearch-50",
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert rc == 1 and "no such checkpoint: train the model first" in err
     assert "python -m nmt_lib train --profile lite --run RNNsearch-50" in err
 
@@ -253,7 +291,8 @@ def test_a_results_directory_that_cannot_be_made_is_refused_before_the_data_are_
 
 
 def test_an_interrupted_decoding_goes_on_where_it_stopped(toy, tmp_path, monkeypatch):
-    from nmt_lib import search
+    from nmt_lib import decoding, search
+    from nmt_lib.config import SearchConfig
     from nmt_lib.paper.model import build_model
 
     cfg, prep, _ = toy
@@ -263,7 +302,9 @@ def test_an_interrupted_decoding_goes_on_where_it_stopped(toy, tmp_path, monkeyp
 
     def run(**kw):
         with torch.no_grad():
-            return search.decode_corpus(model, xs, beam=3, batch_size=4, workers=1, **kw)
+            return decoding.decode_corpus(
+                model, xs, SearchConfig(beam=3, batch_size=4), workers=1, **kw
+            )
 
     straight = run()
     calls, real, fail_at = [], search.beam_search, [3]
@@ -311,8 +352,11 @@ def test_a_second_training_of_a_run_is_refused_at_once_naming_the_process(
 
     monkeypatch.setattr(Trainer, "next_batch", next_batch)
     first: dict = {}
-    t = threading.Thread(target=lambda: first.update(
-        train_run(updates(cfg, 3), out, prep, checkpoint_dir=ckpt, progress=False)))  # fmt: skip
+    t = threading.Thread(
+        target=lambda: first.update(
+            train_run(updates(cfg, 3), out, prep, checkpoint_dir=ckpt, progress=False)
+        )
+    )
     t.start()
     try:
         assert started.wait(30)
@@ -328,10 +372,13 @@ def test_a_second_training_of_a_run_is_refused_at_once_naming_the_process(
     import subprocess
     import sys
 
-    hold = ("import sys, time; from nmt_lib.io import locked\n"
-            "with locked(sys.argv[1], 'run'):\n    print('held', flush=True); time.sleep(60)")  # fmt: skip
-    p = subprocess.Popen([sys.executable, "-c", hold, str(ckpt / ".train.lock")],
-                         stdout=subprocess.PIPE, text=True)  # fmt: skip
+    hold = (
+        "import sys, time; from nmt_lib.io import locked\n"
+        "with locked(sys.argv[1], 'run'):\n    print('held', flush=True); time.sleep(60)"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", hold, str(ckpt / ".train.lock")], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert p.stdout.readline().strip() == "held"
         with pytest.raises(RuntimeError, match=f"in use by process {p.pid}"):
@@ -346,8 +393,9 @@ def test_a_second_training_of_a_run_is_refused_at_once_naming_the_process(
     assert not (ckpt / ".train.lock").exists()
 
 
-def test_divergence_stops_the_run_nonzero_and_keeps_the_good_checkpoint(toy, tmp_path, capsys,
-                                                                        monkeypatch):  # fmt: skip
+def test_divergence_stops_the_run_nonzero_and_keeps_the_good_checkpoint(
+    toy, tmp_path, capsys, monkeypatch
+):
     cfg, prep, root = toy
     ckpt = trained(toy, tmp_path, 2)
     good = (ckpt / "last.pt").read_bytes()
@@ -357,10 +405,28 @@ def test_divergence_stops_the_run_nonzero_and_keeps_the_good_checkpoint(toy, tmp
     assert (ckpt / "last.pt").read_bytes() == good
     # the command line: one line, a non-zero exit
     monkeypatch.setenv("NMT_CACHE", str(root / "cache"))
-    rc = main(["train", "--profile", "smoke", "--run", "RNNsearch-50", "--data-dir",
-               str(root / "wmt"), "--out", str(tmp_path / "cli"), "--no-progress",
-               "--set", "train.threads=1", "--set", "train.max_updates=12",
-               "--set", "train.lr=1e30", "--set", "train.max_nonfinite=3"])  # fmt: skip
+    rc = main(
+        [
+            "train",
+            "--profile",
+            "smoke",
+            "--run",
+            "RNNsearch-50",
+            "--data-dir",
+            str(root / "wmt"),
+            "--out",
+            str(tmp_path / "cli"),
+            "--no-progress",
+            "--set",
+            "train.threads=1",
+            "--set",
+            "train.max_updates=12",
+            "--set",
+            "train.lr=1e30",
+            "--set",
+            "train.max_nonfinite=3",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and "diverged" in err[0]
 
@@ -389,7 +455,7 @@ def test_nonfinite_weights_are_never_saved_nor_evaluated(toy, tmp_path, monkeypa
     bad = tmp_path / "nan.pt"
     save_checkpoint(bad, state)
     with pytest.raises(CheckpointError, match=rf"{bad}: .*non-finite"):
-        evaluate.load_trained(bad)
+        load_trained(bad)
 
 
 def _ckpt_of(cfg, out: Path) -> Path:
@@ -439,9 +505,20 @@ def test_a_vocabulary_beside_a_checkpoint_that_is_not_its_own_is_refused(
     else:
         trg.write_text("".join(trg.read_text(encoding="utf-8").splitlines(True)[:10]), "utf-8")
     (tmp_path / "in.txt").write_text("the cat\n", encoding="utf-8")
-    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50",
-                        "--checkpoint", str(ckpt), "-i", str(tmp_path / "in.txt"),
-                        "--data-dir", str(toy[2] / "wmt"))  # fmt: skip
+    rc, err = cli_error(
+        capsys,
+        "translate",
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50",
+        "--checkpoint",
+        str(ckpt),
+        "-i",
+        str(tmp_path / "in.txt"),
+        "--data-dir",
+        str(toy[2] / "wmt"),
+    )
     assert rc == 1 and len(err.splitlines()) == 1 and f"{trg}: " in err and "vocabulary" in err
 
 
@@ -461,8 +538,10 @@ def test_evaluating_against_data_with_another_vocabulary_is_refused(toy, tmp_pat
 def test_a_training_file_changed_behind_its_size_and_time_is_noticed_on_resume(toy, tmp_path):
     cfg, _, root = toy
     shutil.copytree(root / "wmt", tmp_path / "wmt")
-    cfg = replace(cfg, data=replace(cfg.data, data_dir=str(tmp_path / "wmt"),
-                                    cache_dir=str(tmp_path / "cache")))  # fmt: skip
+    cfg = replace(
+        cfg,
+        data=replace(cfg.data, data_dir=str(tmp_path / "wmt"), cache_dir=str(tmp_path / "cache")),
+    )
     prep = data.prepare(cfg.data, workers=1, progress=False)
     train_run(updates(cfg, 2), tmp_path / "r", prep, progress=False)
     fr = tmp_path / "wmt" / "train" / "toy.fr"
@@ -476,15 +555,26 @@ def test_a_training_file_changed_behind_its_size_and_time_is_noticed_on_resume(t
 
 
 def test_a_beam_beyond_the_vocabulary_or_the_memory_is_refused(toy, tmp_path, capsys, monkeypatch):
-    from nmt_lib import search
+    from nmt_lib import decoding
 
     ckpt = trained(toy, tmp_path)
     (tmp_path / "in.txt").write_text("the cat\n", encoding="utf-8")
-    sel = ["translate", "--profile", "smoke", "--run", "RNNsearch-50", "--checkpoint", str(ckpt),
-           "-i", str(tmp_path / "in.txt"), "--data-dir", str(toy[2] / "wmt")]  # fmt: skip
+    sel = [
+        "translate",
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50",
+        "--checkpoint",
+        str(ckpt),
+        "-i",
+        str(tmp_path / "in.txt"),
+        "--data-dir",
+        str(toy[2] / "wmt"),
+    ]
     rc, err = cli_error(capsys, *sel, "--beam", "64")  # the toy model has 63 target rows
     assert rc == 1 and len(err.splitlines()) == 1 and "beam 64" in err and "63" in err
-    monkeypatch.setattr(search, "available_memory", lambda device: 1000)
+    monkeypatch.setattr(decoding, "available_memory", lambda device: 1000)
     rc, err = cli_error(capsys, *sel, "--beam", "60")
     assert rc == 1 and len(err.splitlines()) == 1 and "beam 60" in err and "memory" in err
 
@@ -510,8 +600,11 @@ def test_the_next_run_removes_the_debris_of_a_crashed_one_and_only_that(toy, tmp
 def _evaluation(out: Path) -> dict:
     """An evaluation's files, bleu.json reduced to the checkpoint it evaluated."""
     got = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name[0] != "."}
-    got = {k: v for k, v in got.items() if k not in ("config.json", "train_log.jsonl",
-                                                     "train_summary.json")}  # fmt: skip
+    got = {
+        k: v
+        for k, v in got.items()
+        if k not in ("config.json", "train_log.jsonl", "train_summary.json")
+    }
     if "bleu.json" in got:
         got["bleu.json"] = json.loads(got["bleu.json"])["checkpoint"].encode()
     return got
@@ -551,8 +644,9 @@ def test_an_evaluation_replacing_another_is_whole_whatever_move_a_signal_hits(
         assert [p.name for p in out.iterdir() if p.is_dir()] == []
 
 
-def test_an_evaluation_cut_short_between_its_moves_is_completed_by_the_next(toy, tmp_path,
-                                                                              monkeypatch):  # fmt: skip
+def test_an_evaluation_cut_short_between_its_moves_is_completed_by_the_next(
+    toy, tmp_path, monkeypatch
+):
     cfg, prep, _ = toy
     out = tmp_path / "r"
     a, b = trained(toy, tmp_path, 2) / "last.pt", trained(toy, tmp_path, 5, "other") / "last.pt"
@@ -583,8 +677,7 @@ def test_an_evaluation_cut_short_between_its_moves_is_completed_by_the_next(toy,
     assert _evaluation(out) == whole_b  # the decided evaluation was completed first
 
 
-def test_a_full_disk_is_one_line_naming_the_file_and_what_to_do(toy, tmp_path, capsys,
-                                                                 monkeypatch):  # fmt: skip
+def test_a_full_disk_is_one_line_naming_the_file_and_what_to_do(toy, tmp_path, capsys, monkeypatch):
     import errno
 
     _, _, root = toy
@@ -595,9 +688,21 @@ def test_a_full_disk_is_one_line_naming_the_file_and_what_to_do(toy, tmp_path, c
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(os, "fsync", full)
-    rc, err = cli_error(capsys, "train", "--profile", "smoke", "--run", "RNNsearch-50",
-                        "--data-dir", str(root / "wmt"), "--out", str(tmp_path / "r"),
-                        "--no-progress", "--set", "train.max_updates=2")  # fmt: skip
+    rc, err = cli_error(
+        capsys,
+        "train",
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50",
+        "--data-dir",
+        str(root / "wmt"),
+        "--out",
+        str(tmp_path / "r"),
+        "--no-progress",
+        "--set",
+        "train.max_updates=2",
+    )
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert rc == 1 and len(err.splitlines()) == 1, err
     assert str(tmp_path / "r") in err and "No space left" in err and "free" in err
@@ -665,8 +770,18 @@ def test_a_checkpoint_whose_pickle_runs_code_is_refused_in_one_line(toy, tmp_pat
         load_checkpoint(last)
     src = tmp_path / "in.txt"
     src.write_text("a b c\n", encoding="utf-8")
-    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--run", "RNNsearch-50",
-                        "--checkpoint", str(last), "-i", str(src))  # fmt: skip
+    rc, err = cli_error(
+        capsys,
+        "translate",
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50",
+        "--checkpoint",
+        str(last),
+        "-i",
+        str(src),
+    )
     assert rc == 1 and len(err.splitlines()) == 1 and f"{last}: refused" in err
     assert not marker.exists()
 
@@ -677,8 +792,9 @@ def test_a_run_name_that_is_a_path_is_refused_naming_the_run(tmp_path, capsys, n
 
     prof = tmp_path / "p.toml"
     text = (PROFILE_DIR / "smoke.toml").read_text(encoding="utf-8")
-    prof.write_text(text + f'\n[runs.{json.dumps(name)}]\nmodel = {{ arch = "RNNsearch" }}\n',
-                    encoding="utf-8")  # fmt: skip
+    prof.write_text(
+        text + f'\n[runs.{json.dumps(name)}]\nmodel = {{ arch = "RNNsearch" }}\n', encoding="utf-8"
+    )
     rc, err = cli_error(capsys, "train", "--profile", str(prof), "--out", str(tmp_path / "out"))
     assert rc == 2 and len(err.splitlines()) == 1
     assert f"{prof}: runs.{name!r}: {name!r} is not a name" in err
@@ -687,13 +803,15 @@ def test_a_run_name_that_is_a_path_is_refused_naming_the_run(tmp_path, capsys, n
 
 @pytest.mark.parametrize(
     "setting, says",
-    [("train.clip_norm=nan", "train.clip_norm: expected a finite number, got nan"),
-     ("search.max_len_ratio=-1", "search.max_len_ratio must be > 0, got -1.0"),
-     ("search.max_len_ratio=nan", "search.max_len_ratio: expected a finite number"),
-     ("search.batch_size=0", "search.batch_size must be >= 1, got 0"),
-     ("train.lr=inf", "train.lr: expected a finite number, got inf"),
-     ("train.rho=1.5", "train.rho must be in (0, 1), got 1.5")],
-)  # fmt: skip
+    [
+        ("train.clip_norm=nan", "train.clip_norm: expected a finite number, got nan"),
+        ("search.max_len_ratio=-1", "search.max_len_ratio must be > 0, got -1.0"),
+        ("search.max_len_ratio=nan", "search.max_len_ratio: expected a finite number"),
+        ("search.batch_size=0", "search.batch_size must be >= 1, got 0"),
+        ("train.lr=inf", "train.lr: expected a finite number, got inf"),
+        ("train.rho=1.5", "train.rho must be in (0, 1), got 1.5"),
+    ],
+)
 def test_a_setting_out_of_its_range_is_one_line_naming_it(capsys, setting, says):
     rc, err = cli_error(capsys, "train", "--profile", "smoke", "--set", setting)
     assert rc == 2 and len(err.splitlines()) == 1 and says in err
@@ -701,13 +819,18 @@ def test_a_setting_out_of_its_range_is_one_line_naming_it(capsys, setting, says)
 
 @pytest.mark.parametrize(
     "text, says",
-    [("runs = 5", "runs: expected a table, got 5"),
-     ('model = 5\n[runs."a"]\ntrain = { max_updates = 1 }', "model: expected a table, got 5"),
-     ('[runs."a"]\ntrain = 7', "runs.'a'.train: expected a table, got 7"),
-     ('runs = { a = 3 }', "runs.'a': expected a table, got 3"),
-     ('publish = 5\n[runs."a"]\ntrain = { max_updates = 1 }', "publish: expected a list"),
-     ('[runs."a"]\ntrain = { max_updates = 1, clip_norm = nan }', "clip_norm: expected a finite")],
-)  # fmt: skip
+    [
+        ("runs = 5", "runs: expected a table, got 5"),
+        ('model = 5\n[runs."a"]\ntrain = { max_updates = 1 }', "model: expected a table, got 5"),
+        ('[runs."a"]\ntrain = 7', "runs.'a'.train: expected a table, got 7"),
+        ("runs = { a = 3 }", "runs.'a': expected a table, got 3"),
+        ('publish = 5\n[runs."a"]\ntrain = { max_updates = 1 }', "publish: expected a list"),
+        (
+            '[runs."a"]\ntrain = { max_updates = 1, clip_norm = nan }',
+            "clip_norm: expected a finite",
+        ),
+    ],
+)
 def test_a_profile_of_wrong_shapes_is_one_line_not_a_traceback(tmp_path, capsys, text, says):
     prof = tmp_path / "p.toml"
     prof.write_text(text + "\n", encoding="utf-8")
@@ -735,14 +858,14 @@ def test_translate_reads_translates_and_writes_in_bounded_chunks(tmp_path, monke
                 Source.read_lines += 1
                 yield line
 
-    calls, real = [], evaluate.translate_lines
+    calls, real = [], translate.translate_lines
 
-    def translate_lines(model, lines, *a, **kw):
+    def translate_lines(loaded, lines, *a, **kw):
         calls.append((len(lines), Source.read_lines, len(sys.stdout.getvalue().splitlines())))
-        return real(model, lines, *a, **kw)
+        return real(loaded, lines, *a, **kw)
 
     monkeypatch.setattr(cli, "CHUNK_LINES", 3)
-    monkeypatch.setattr(evaluate, "translate_lines", translate_lines)
+    monkeypatch.setattr(translate, "translate_lines", translate_lines)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(Source(b"the cat .\n" * 7)))
     monkeypatch.setattr("sys.stdout", io.StringIO())
     assert _translate_published(monkeypatch, tmp_path) == 0
@@ -758,8 +881,10 @@ def test_a_final_line_without_a_newline_that_is_not_utf8_keeps_its_place(
     src.write_bytes(b"the cat .\n\xff\xfe the end")
     assert _translate_published(monkeypatch, tmp_path, "-i", str(src), "-o", str(out)) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"nmt_lib translate: {src}, line 2: not UTF-8 (byte 0xff at column 1): "
-                   "translated as an empty line"]  # fmt: skip
+    assert err == [
+        f"nmt_lib translate: {src}, line 2: not UTF-8 (byte 0xff at column 1): "
+        "translated as an empty line"
+    ]
     lines = out.read_text(encoding="utf-8").split("\n")
     assert len(lines) == 3 and lines[0] and lines[1:] == ["", ""]  # two lines, the second empty
 
@@ -773,9 +898,21 @@ def test_a_checkpoint_of_another_model_is_refused_saying_what_it_holds(toy, tmp_
     s = train_run(updates(encdec, 2), tmp_path / "r", prep, progress=False)
     src = tmp_path / "in.txt"
     src.write_text("a b c\n", encoding="utf-8")
-    rc, err = cli_error(capsys, "translate", "--profile", "smoke", "--data-dir", str(root / "wmt"),
-                        "--run", "RNNsearch-50", "--checkpoint", s["checkpoint_dir"], "-i",
-                        str(src), "--alignment")  # fmt: skip
+    rc, err = cli_error(
+        capsys,
+        "translate",
+        "--profile",
+        "smoke",
+        "--data-dir",
+        str(root / "wmt"),
+        "--run",
+        "RNNsearch-50",
+        "--checkpoint",
+        s["checkpoint_dir"],
+        "-i",
+        str(src),
+        "--alignment",
+    )
     assert rc == 1 and len(err.splitlines()) == 1
     assert "holds a model of run 'RNNencdec-50' (RNNencdec), not one of run 'RNNsearch-50'" in err
 
@@ -797,8 +934,9 @@ def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(toy, tmp_path
     link.symlink_to(victim)
     with pytest.raises(LockLink, match=rf"{link}: the lock file of .* is a symbolic link"):
         if where == "evaluation":
-            evaluate.evaluate_run(cfg, out, prep, checkpoint=ckpt, nll_sentences=2,
-                                  figure_sources=())  # fmt: skip
+            evaluate.evaluate_run(
+                cfg, out, prep, checkpoint=ckpt, nll_sentences=2, figure_sources=()
+            )
         else:
             train_run(updates(cfg, 2), out, prep, checkpoint_dir=ckpt, progress=False)
     assert victim.read_text(encoding="utf-8") == "keep me\n" and link.is_symlink()

@@ -217,7 +217,8 @@ def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(mon
     the fast backend computes it once, where the searches advance enough hypotheses, gives it to
     the steps of every thread, and decodes as without it; the reference backend makes the model's
     own steps."""
-    from nmt_lib import search
+    from nmt_lib import decoding
+    from nmt_lib.config import SearchConfig
     from nmt_lib.fast import steps as fast_steps
 
     model = setup("RNNsearch", backend="fast")[0].float()
@@ -238,12 +239,14 @@ def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(mon
                         lambda s, rows: calls.append(rows) or word_projections(s, rows))  # fmt: skip
     monkeypatch.setattr(model, "steps", lambda w=None: given.append(w) or orig_steps(w))
     fast = backend_named("fast")
-    with_table = search.decode_corpus(model, xs, beam=3, batch_size=2, workers=2, backend=fast)
+    with_table = decoding.decode_corpus(
+        model, xs, SearchConfig(beam=3, batch_size=2), workers=2, on=fast
+    )
     assert calls == [27] and given[0] is None  # the steps that make the table, then each thread's
     assert len(given) >= 2 and all(w is given[1] is not None for w in given[1:])
     given.clear()
-    plain = search.decode_corpus(
-        model, xs, beam=3, batch_size=2, backend=backend_named("reference")
+    plain = decoding.decode_corpus(
+        model, xs, SearchConfig(beam=3, batch_size=2), on=backend_named("reference")
     )
     assert given and all(w is None for w in given)  # each thread: the model's own steps
     assert [h.tokens for h in with_table] == [h.tokens for h in plain]

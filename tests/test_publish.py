@@ -29,8 +29,9 @@ def published(tmp_path_factory):
     run_out = root / "results" / "runs" / "RNNsearch-50star"
     ckpt = Path(train_run(cfg, run_out, prep, progress=False)["checkpoint_dir"])
     evaluate_run(cfg, run_out, prep, checkpoint=ckpt, nll_sentences=10, figure_sources=())
-    out = publish.export(ckpt, root / "results" / "published" / "RNNsearch-50star", cfg,
-                         run_out, prep.test)  # fmt: skip
+    out = publish.export(
+        ckpt, root / "results" / "published" / "RNNsearch-50star", cfg, run_out, prep.test
+    )
     return root, ckpt, out
 
 
@@ -50,8 +51,9 @@ def test_the_published_files_and_their_card(published):
 
 def test_loading_gives_the_checkpoints_weights_in_float16(published):
     _, ckpt, out = published
-    model, cfg, src, trg = publish.load(out)
-    ref, ref_cfg = load_trained(ckpt)
+    pub = publish.load(out)
+    model, cfg, trg = pub.model, pub.cfg, pub.trg_vocab
+    ref, ref_cfg = load_trained(ckpt).model, load_trained(ckpt).cfg
     assert cfg == ref_cfg and len(trg) == cfg.model.trg_vocab
     for (name, w), (_, r) in zip(model.state_dict().items(), ref.state_dict().items(), strict=True):
         assert w.dtype == torch.float32, name
@@ -83,8 +85,19 @@ def test_translate_runs_the_published_model_without_checkpoint_or_data(
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "empty-cache"))  # no checkpoint here
     src = tmp_path / "in.txt"
     src.write_text("the cat sleeps .\na house .\n", encoding="utf-8")
-    args = ["translate", "--profile", "smoke", "--run", "RNNsearch-50*", "--out",
-            str(root / "results"), "--data-dir", str(tmp_path / "no-data"), "-i", str(src)]  # fmt: skip
+    args = [
+        "translate",
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50*",
+        "--out",
+        str(root / "results"),
+        "--data-dir",
+        str(tmp_path / "no-data"),
+        "-i",
+        str(src),
+    ]
     assert main(args) == 0
     from_published = capsys.readouterr().out
     assert main([*args, "--checkpoint", str(ckpt)]) == 0
@@ -176,13 +189,15 @@ def test_weights_edited_with_their_sums_are_refused_against_the_manifest(publish
 
 @pytest.mark.parametrize(
     "edit, says",
-    [(_one_nan, "non-finite weights"),
-     (lambda t: {k: v.to(torch.int64) for k, v in t.items()}, "torch.int64"),
-     (lambda t: {k: v.float() for k, v in t.items()}, "torch.float32"),
-     (lambda t: {k: v[:1] for k, v in t.items()}, "torch.float16 [1"),
-     (None, "not a readable safetensors file")],
+    [
+        (_one_nan, "non-finite weights"),
+        (lambda t: {k: v.to(torch.int64) for k, v in t.items()}, "torch.int64"),
+        (lambda t: {k: v.float() for k, v in t.items()}, "torch.float32"),
+        (lambda t: {k: v[:1] for k, v in t.items()}, "torch.float16 [1"),
+        (None, "not a readable safetensors file"),
+    ],
     ids=["nan", "int64", "float32", "shapes", "garbage"],
-)  # fmt: skip
+)
 def test_published_weights_of_wrong_dtype_shape_or_value_are_one_line(
     published, tmp_path, edit, says
 ):
@@ -200,7 +215,7 @@ def test_an_export_clears_the_staging_a_killed_one_left(published, tmp_path):
     stale = tmp_path / "published" / ".publish.k1ll3d"
     stale.mkdir(parents=True)
     (stale / "model.safetensors").write_bytes(b"a copy of the weights")
-    cfg = load_trained(ckpt)[1]
+    cfg = load_trained(ckpt).cfg
     publish.export(ckpt, target, cfg, root / "results" / "runs" / "RNNsearch-50star")
     assert sorted(p.name for p in target.parent.iterdir()) == ["RNNsearch-50star"]
     publish.verify(target)

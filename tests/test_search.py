@@ -15,10 +15,12 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+from nmt_lib.config import SearchConfig
 from nmt_lib.data import pad
 from nmt_lib.data.vocab import EOS, PAD, UNK
+from nmt_lib.decoding import batch_decoder, decode_corpus, in_threads
 from nmt_lib.paper.steps import Steps
-from nmt_lib.search import batch_decoder, beam_search, decode_corpus, greedy_search, in_threads
+from nmt_lib.search import beam_search, greedy_search
 
 
 class TinyEncoded(NamedTuple):
@@ -208,9 +210,11 @@ def test_ignore_unk_and_length_rules():
         assert UNK not in h.tokens and PAD not in h.tokens
     for rules in (RULES, dict(min_len_ratio=1.0, max_len_ratio=2.0)):
         for src, hb, hg in zip(
-            srcs, beam_search(model, x, m, beam=5, **rules), greedy_search(model, x, m, **rules),
+            srcs,
+            beam_search(model, x, m, beam=5, **rules),
+            greedy_search(model, x, m, **rules),
             strict=True,
-        ):  # fmt: skip
+        ):
             for h in (hb, hg):
                 n_min = math.floor(len(src) * rules["min_len_ratio"])
                 n_max = math.floor(len(src) * rules["max_len_ratio"])
@@ -234,11 +238,11 @@ def test_nothing_finished_falls_back_to_best_live():
 
 def test_decode_corpus_keeps_input_order():
     model = TinyModel(K=7, seed=5)
-    hyps = decode_corpus(model, SOURCES, beam=3, batch_size=2, **RULES)
+    hyps = decode_corpus(model, SOURCES, SearchConfig(beam=3, batch_size=2, **RULES))
     for src, h in zip(SOURCES, hyps, strict=True):
         x, m = pad([src])
         assert beam_search(model, x, m, beam=3, **RULES)[0].tokens == h.tokens
-    greedy = decode_corpus(model, SOURCES, beam=0, batch_size=4, **RULES)
+    greedy = decode_corpus(model, SOURCES, SearchConfig(batch_size=4, **RULES), greedy=True)
     assert [h.tokens for h in greedy] == [
         h.tokens for h in greedy_search(model, *pad(SOURCES), **RULES)
     ]
@@ -265,8 +269,9 @@ def test_in_threads_keeps_order_autocast_and_errors():
         return i * i, torch.get_num_threads(), *amp
 
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert list(in_threads(f, range(4), 2)) == [(i * i, 1, True, torch.bfloat16)
-                                                    for i in range(4)]  # fmt: skip
+        assert list(in_threads(f, range(4), 2)) == [
+            (i * i, 1, True, torch.bfloat16) for i in range(4)
+        ]
     assert caller not in seen and torch.get_num_threads() == threads
     assert in_new_thread(torch.get_num_threads) == later
     with pytest.raises(ValueError, match="item five"):
@@ -303,7 +308,9 @@ def test_decode_corpus_in_threads_is_the_same(backend):
     srcs = [[3 + (5 * i + j) % 10 for j in range(1 + i % 6)] + [EOS] for i in range(11)]
 
     def run(workers):
-        return decode_corpus(model, srcs, beam=3, batch_size=2, workers=workers, **RULES)
+        return decode_corpus(
+            model, srcs, SearchConfig(beam=3, batch_size=2, **RULES), workers=workers
+        )
 
     fp32 = run(1)
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -389,8 +396,9 @@ def test_beam_with_a_large_vocabulary_equals_plain_topk(fused, monkeypatch):
     from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab=50, trg_vocab=5000, m=8, n=8, n_align=8, l=4, output_rank=4,
-                      init="fanin")  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab=50, trg_vocab=5000, m=8, n=8, n_align=8, l=4, output_rank=4, init="fanin"
+    )
     model = accelerate(build_model(cfg).eval(), compiled=fused is not None)
     x, x_mask = pad([[5, 6, 7, 8, EOS], [9, 10, EOS]])
     fast = beam_search(model, x, x_mask, beam=5)
@@ -472,7 +480,7 @@ def test_finished_hypotheses_are_not_carried():
 
 
 def test_length_batches_put_similar_lengths_together_longest_first():
-    from nmt_lib.search import length_batches
+    from nmt_lib.decoding import length_batches
 
     xs = [[1] * n for n in (3, 7, 1, 5, 7, 2)]
     batches = length_batches(xs, 4)
@@ -484,7 +492,8 @@ def test_length_batches_put_similar_lengths_together_longest_first():
 def test_journal_reads_back_complete_batches_and_drops_a_torn_line(tmp_path):
     """What a batch's record keeps comes back as it was; a torn last line (an interruption while
     it was written) and a record of another batching are not read, and the file is cut there."""
-    from nmt_lib.search import Hypothesis, Journal
+    from nmt_lib.decoding import Journal
+    from nmt_lib.search import Hypothesis
 
     path, batches = tmp_path / "j.jsonl", [[0, 1], [2]]
     book = Journal(path, batches)
@@ -511,9 +520,41 @@ def test_batch_decoder_makes_the_steps_once_per_thread_and_decodes_the_batch():
         return model.steps()
 
     srcs = [[5, 6, 7, 2], [8, 2], [3, 4, 2]]
-    decode = batch_decoder(model, srcs, 3, False, None, make_steps, **RULES)
+    decode = batch_decoder(model, srcs, SearchConfig(beam=3, **RULES), False, None, make_steps)
     a, b = decode([0, 2]), decode([1])
     assert made == [1] and len(a) == 2 and len(b) == 1
     x, m = pad([srcs[0], srcs[2]])
     direct = beam_search(model, x, m, beam=3, **RULES)
     assert [h.tokens for h in a] == [h.tokens for h in direct]
+
+
+def test_the_beam_and_the_finished_hypotheses_keep_their_rows_together():
+    """``Beam.grow`` extends each kept pair's parent, ``select`` keeps sentences and columns with
+    everything of theirs, ``Finished.record`` stores a hypothesis under its sentence's index."""
+    from nmt_lib.search import Beam, Finished
+
+    beam = Beam.start(3, 4, return_alpha=True, device="cpu")
+    parent = torch.zeros(3, 2, dtype=torch.long)
+    word = torch.tensor([[5, 6], [7, EOS], [8, 9]])
+    alpha = torch.arange(12.0).view(3, 4)
+    cost = torch.tensor([[1.0, 2.0], [3.0, math.inf], [5.0, 6.0]])
+    grown = beam.grow(parent, word, alpha, cost, word == EOS)
+    assert grown.words.squeeze(-1).tolist() == word.tolist() and grown.n_fin.tolist() == [0, 1, 0]
+    assert torch.equal(grown.alpha[:, 1, 0], alpha)  # each hypothesis, its parent's attention
+    kept = grown.select(torch.tensor([0, 2]), torch.tensor([[1, 0], [0, 1]]))
+    assert kept.ids.tolist() == [0, 2] and kept.words.squeeze(-1).tolist() == [[6, 5], [8, 9]]
+    assert kept.cost.tolist() == [[2.0, 1.0], [5.0, 6.0]] and torch.equal(
+        kept.alpha[1, 0, 0], alpha[2]
+    )
+    best = Finished.empty(3, 5, 4, return_alpha=True, device="cpu")
+    best.record(
+        kept,
+        torch.tensor([False, True]),
+        torch.tensor([1]),
+        torch.tensor([0.5]),
+        torch.tensor([6.0]),
+        True,
+    )
+    (h0, _, h2) = best.hypotheses(torch.ones(3, 4, dtype=torch.bool), attention=True)
+    assert h2.tokens == [9] and h2.cost == 6.0 and h2.score == 0.5 and h2.finished
+    assert h0.tokens == [] and h0.score == math.inf and torch.equal(h2.alpha[0], alpha[2])

@@ -17,9 +17,10 @@ from nmt_lib import data, runtime
 from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
 from nmt_lib.config import to_dict
 from nmt_lib.data import fixtures
-from nmt_lib.evaluate import dev_metrics, dev_subset, sentence_nll
+from nmt_lib.evaluate import dev_metrics, dev_subset
 from nmt_lib.fast import backend, kernels
 from nmt_lib.gradients import clip_gradients
+from nmt_lib.likelihood import sentence_nll
 from nmt_lib.paper.model import build_model
 from nmt_lib.runtime import autocast, native_bf16, resolve_device, resolve_precision
 from nmt_lib.train import Trainer, train_run

@@ -2,9 +2,9 @@
 implementation of the model, tested as one, in headless Chromium with the network cut.
 
 (a) On a published toy model, the page's translations are Python's beam search
-(:func:`nmt_lib.evaluate.decode`, the model's search settings) token for token, their costs and
+(:func:`nmt_lib.decoding.decode`, the model's search settings) token for token, their costs and
 attention weights agree within a tolerance, and with ``<unk>`` replacement they are
-:func:`nmt_lib.evaluate.replace_corpus`'s. (b) The page's tokenizer is sacremoses' (its embedded tables,
+:func:`nmt_lib.likelihood.replace_corpus`'s. (b) The page's tokenizer is sacremoses' (its embedded tables,
 tricky sentences, the toy corpus, every newstest2014 source when the WMT'14 files are here), and its
 French detokenizer is sacremoses' on French references. (c) The same translations on the ``lite``
 profile's published RNNsearch-50*, once it is committed. (d) The fragment translates on a click,
@@ -33,8 +33,11 @@ from nmt_lib.data import fixtures
 from nmt_lib.data.corpus import read_lines, read_sgml
 from nmt_lib.data.text import tokenize
 from nmt_lib.data.vocab import UNK
-from nmt_lib.evaluate import decode, evaluate_run, replace_corpus, translate_lines
+from nmt_lib.decoding import decode
+from nmt_lib.evaluate import evaluate_run
+from nmt_lib.likelihood import replace_corpus
 from nmt_lib.train import train_run
+from nmt_lib.translate import Output, translate_lines
 from tests.test_book import browse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +55,7 @@ RARE = [
 ]
 TRICKY = [
     "Don't stop: it's 5,300.50 dollars (U.S.) & <more> ... \"quoted\" 'single' [brackets] | pipe",
-    "Mr. Smith went to Washington D.C. on Jan. 5, 2014... He said: \"No. 5 is 3.14!\"",
+    'Mr. Smith went to Washington D.C. on Jan. 5, 2014... He said: "No. 5 is 3.14!"',
     "http://www.example.com/a-b/c_d.html?x=1&y=2 and foo@bar.com #tag @user",
     "The well-known fact -- a \u201cquote\u201d \u2014 rock'n'roll, '90s, 1990's, cats' toys.",
     "O'Neil's dogs' bones, \u2018curly\u2019 quotes",
@@ -64,10 +67,18 @@ TRICKY = [
     "Look!? Really?! (Yes.) [No.]",
     "Ça coûte 10 € à l'école — n'est-ce pas?",
     "'Tis the season; y'all can't won't shan't, gonna wanna cannot.",
-    ".", "...", "", "a.b.c", "A. Lincoln and J. F. Kennedy", "3.5 million, 1,000,000, 1.000.000",
-    "x\u0085y\u001cz\u200bw", "emoji \U0001F600 and \U0001D400 math", "café naïve Zürich Ærø",
-    "100 km/h. 5 p.m. 6 a.m.", "St. Louis, Mt. Everest, Sgt. Pepper; Smith, Jr. and Co. Inc.",
-]  # fmt: skip
+    ".",
+    "...",
+    "",
+    "a.b.c",
+    "A. Lincoln and J. F. Kennedy",
+    "3.5 million, 1,000,000, 1.000.000",
+    "x\u0085y\u001cz\u200bw",
+    "emoji \U0001f600 and \U0001d400 math",
+    "café naïve Zürich Ærø",
+    "100 km/h. 5 p.m. 6 a.m.",
+    "St. Louis, Mt. Everest, Sgt. Pepper; Smith, Jr. and Co. Inc.",
+]
 
 
 HARNESS = """<!doctype html><meta charset="utf-8"><title>translator</title>
@@ -100,8 +111,11 @@ def run_page(exe: str, tmp: Path, scripts, to_tokenize=(), to_detokenize=(), to_
     """What ``translator.js`` (and the ``scripts`` before it: a bundle) make of the sentences
     ``to_tokenize``, the token lists ``to_detokenize`` and the sentences ``to_translate``, in a
     page: ``{"tables", "tokens", "detok", "translations", "ms"}``."""
-    job = {"tokenize": list(to_tokenize), "detokenize": list(to_detokenize),
-           "translate": list(to_translate)}  # fmt: skip
+    job = {
+        "tokenize": list(to_tokenize),
+        "detokenize": list(to_detokenize),
+        "translate": list(to_translate),
+    }
     tags = "".join(f'<script src="{Path(s).as_uri()}"></script>' for s in [SCRIPT, *scripts])
     page = tmp / f"harness-{time.monotonic_ns()}.html"
     job = json.dumps(job).replace("</", "<\\/")  # safe inside <script>
@@ -129,7 +143,8 @@ def newstest(lang: str) -> list[str]:
 def python_translations(published: Path, sentences):
     """Python's translations of ``sentences`` with the published model: its search (attention
     weights returned) and, per hypothesis, its tokens with each ``<unk>`` replaced."""
-    model, cfg, src, trg = publish.load(published)
+    pub = publish.load(published)
+    model, cfg, src, trg = pub.model, pub.cfg, pub.src_vocab, pub.trg_vocab
     toks = [tokenize(s, "en") for s in sentences]
     xs = [src.encode(t, eos=True) for t in toks]
     hyps = decode(model, xs, cfg.search, return_alpha=True)
@@ -138,8 +153,9 @@ def python_translations(published: Path, sentences):
 
 def close(page_alpha: list, alpha, atol: float, msg: str = "") -> None:
     """The page's attention weights (nested lists) are ``alpha`` (a tensor) within ``atol``."""
-    torch.testing.assert_close(torch.tensor(page_alpha), alpha.float(), rtol=0, atol=atol,
-                               msg=lambda m: f"{msg}: {m}")  # fmt: skip
+    torch.testing.assert_close(
+        torch.tensor(page_alpha), alpha.float(), rtol=0, atol=atol, msg=lambda m: f"{msg}: {m}"
+    )
 
 
 def assert_same_translations(hyps, replaced, page: list, sentences) -> float:
@@ -161,8 +177,9 @@ def toy(tmp_path_factory):
     bundle)``. 200 updates with Adam (lr 1e-2), not the profile's Adadelta: enough for
     translations that follow their source, and for an <unk> now and then (~10 s)."""
     root = tmp_path_factory.mktemp("toy")
-    cfg, prep = fixtures.toy_run(root, run="RNNsearch-50*", dev_bleu_sentences=0, eval_every=200,
-                                 optimizer="adam", lr=1e-2)  # fmt: skip
+    cfg, prep = fixtures.toy_run(
+        root, run="RNNsearch-50*", dev_bleu_sentences=0, eval_every=200, optimizer="adam", lr=1e-2
+    )
     cfg = replace(cfg, train=replace(cfg.train, max_updates=200))
     run_out = root / "results" / "runs" / "RNNsearch-50star"
     ckpt = Path(train_run(cfg, run_out, prep, progress=False)["checkpoint_dir"])
@@ -186,19 +203,24 @@ def page(toy, toy_sentences, chromium, tmp_path_factory):
     root, _, bundle = toy
     corpus = list(read_lines(root / "wmt/train/toy.en")) + toy_sentences
     refs = [s.text for s in read_sgml(root / "wmt" / NEWSTEST.format("ref.fr"))]
-    fr = [tokenize(s, "fr") for s in refs] + [["l&apos;", "homme", "«", "dit", "»", ":", "&quot;",
-                                               "oui", "&quot;", "?", "$", "5", "%"]]  # fmt: skip
+    fr = [tokenize(s, "fr") for s in refs] + [
+        ["l&apos;", "homme", "«", "dit", "»", ":", "&quot;", "oui", "&quot;", "?", "$", "5", "%"]
+    ]
     extra_en = newstest("en") if wmt14() else []
     extra_fr = [tokenize(s, "fr") for s in newstest("fr")] if wmt14() else []
     sentences = TRICKY + corpus + extra_en
-    out = run_page(chromium, tmp_path_factory.mktemp("page"), [bundle], sentences, fr + extra_fr,
-                   toy_sentences)  # fmt: skip
+    out = run_page(
+        chromium, tmp_path_factory.mktemp("page"), [bundle], sentences, fr + extra_fr, toy_sentences
+    )
     n = len(TRICKY + corpus)
-    return {"toy_tokens": (sentences[:n], out["tokens"][:n]),
-            "newstest_tokens": (extra_en, out["tokens"][n:]),
-            "toy_detok": (fr, out["detok"][: len(fr)]),
-            "newstest_detok": (extra_fr, out["detok"][len(fr) :]),
-            "tables": out["tables"], "translations": out["translations"]}  # fmt: skip
+    return {
+        "toy_tokens": (sentences[:n], out["tokens"][:n]),
+        "newstest_tokens": (extra_en, out["tokens"][n:]),
+        "toy_detok": (fr, out["detok"][: len(fr)]),
+        "newstest_detok": (extra_fr, out["detok"][len(fr) :]),
+        "tables": out["tables"],
+        "translations": out["translations"],
+    }
 
 
 # ------------------------------------------------------------------------ (a) the toy model
@@ -265,8 +287,10 @@ def test_the_lite_models_translations_are_pythons(chromium, tmp_path):
     out = run_page(chromium, tmp_path, [bundle], to_translate=sentences)
     hyps, replaced = python_translations(published, sentences)
     worst = assert_same_translations(hyps, replaced, out["translations"], sentences)
-    print(f"\nlite: {len(sentences)} translations the same in {out['ms'] / 1000:.1f} s; largest "
-          f"relative cost difference {worst:.1e}")  # fmt: skip
+    print(
+        f"\nlite: {len(sentences)} translations the same in {out['ms'] / 1000:.1f} s; largest "
+        f"relative cost difference {worst:.1e}"
+    )
 
 
 # ------------------------------------------------------------------------------ (d) the page
@@ -316,9 +340,10 @@ def test_the_fragment_translates_on_a_click_and_loads_the_model_only_then(toy, c
     out = json.loads(html.unescape(re.search(r'<pre id="out">(.*?)</pre>', dom, re.S).group(1)))
     assert not out["loaded_before"], "the code or the model was loaded before the click"
     assert out["status"].startswith("Translated"), out["status"]
-    model, cfg, src, trg = publish.load(published)
-    want = [translate_lines(model, [sentence], src, trg, cfg.search, replace_unk=r)[0]
-            for r in (True, False)]  # fmt: skip
+    pub = publish.load(published)
+    want = [
+        translate_lines(pub, [sentence], output=Output(replace_unk=r))[0] for r in (True, False)
+    ]
     assert "<unk>" in want[1] and "<unk>" not in want[0]
     assert [out["replaced"], out["plain"]] == want
     # the heat map: a row per generated word (and <end>), a column per source word (and <end>)
