@@ -70,14 +70,19 @@ else:
 glue("exp_recipe", recipe, display=False)
 
 # %% [markdown]
-# These results come from the **{glue:text}`exp_profile`** profile:
-# *{glue:md}`exp_description`* They were produced on {glue:text}`exp_created` from commit
-# {glue:text}`exp_commit`; `results/<profile>/manifest.json` records the resolved configs, the
-# sha256 of every data file, the hardware, the library versions and the wall times. A reduced
-# profile trains smaller models on less data for less time than the paper: compare its numbers
-# with each other and with the paper's *pattern*, not with the paper's values. Its models were
-# trained with {glue:text}`exp_recipe` (see {doc}`15_budget` for why a budget of minutes needs
-# another recipe than the paper's).
+# These results come from the **{glue:text}`exp_profile`** profile. A reduced profile trains
+# smaller models on less data for less time than the paper: compare its numbers with each other
+# and with the paper's *pattern*, not with the paper's values. Its models were trained with
+# {glue:text}`exp_recipe` (see {doc}`15_budget` for why a budget of minutes needs another recipe
+# than the paper's).
+#
+# ::::{admonition} Provenance
+# :class: dropdown
+#
+# *{glue:md}`exp_description`* These results were produced on {glue:text}`exp_created` from
+# commit {glue:text}`exp_commit`; `results/<profile>/manifest.json` records the resolved configs,
+# the sha256 of every data file, the hardware, the library versions and the wall times.
+# ::::
 #
 # ## How the numbers are computed
 #

@@ -94,11 +94,17 @@ glue("cmp_how", (
 # The study profile `nmt_lib/profiles/studies/compare.toml` trains {glue:text}`cmp_n` models
 # ({glue:text}`cmp_runs` runs) on `lite`'s data, vocabularies and sizes, for
 # **{glue:text}`cmp_budget`** each: {glue:text}`cmp_how`. Models with several seeds:
-# {glue:text}`cmp_seeded`. The runs trained in {glue:text}`cmp_precision` on an
-# {glue:text}`cmp_cpu`, by the same `train_and_evaluate` as the paper's models
-# ({doc}`08_experiments`); they were produced on {glue:text}`cmp_created` from commit
-# {glue:text}`cmp_commit`, and `results/compare/manifest.json` records the resolved configs, the
-# data's sha256, the hardware, the versions and each run's wall time. {glue:text}`cmp_compute`
+# {glue:text}`cmp_seeded`. {glue:text}`cmp_compute`
+#
+# ::::{admonition} Provenance
+# :class: dropdown
+#
+# The runs trained in {glue:text}`cmp_precision` on an {glue:text}`cmp_cpu`, by the same
+# `train_and_evaluate` as the paper's models ({doc}`08_experiments`); they were produced on
+# {glue:text}`cmp_created` from commit {glue:text}`cmp_commit`, and
+# `results/compare/manifest.json` records the resolved configs, the data's sha256, the hardware,
+# the versions and each run's wall time.
+# ::::
 #
 # **Why equal updates.** The GRU models run on this library's fast backend ({doc}`14_fast`), the
 # others as plain PyTorch modules, so an update of RNNsearch costs a fraction of an update of
