@@ -45,7 +45,7 @@ from nmt_experiments.results import paper_table
 from nmt_experiments.tables import markdown_table
 from nmt_lib.config import ModelConfig, TrainConfig, home
 from nmt_lib.data import pad
-from nmt_lib.fast import accelerate, backend
+from nmt_lib.fast import accelerate
 from nmt_lib.fast.decoder import padded_rows, target_log_prob
 from nmt_lib.fast.scan import active_rows, fast_gru_scan
 from nmt_lib.io import read_json
@@ -79,7 +79,7 @@ ref = build_model(cfg)  # the paper modules: the specification
 with torch.no_grad():
     for p in ref.parameters():
         p.normal_(0, 0.5)
-fast = backend("fast").model(copy.deepcopy(ref))  # the same weights, computed faster
+fast = accelerate(ref)  # the same weights (copies), computed faster
 x_mask = torch.tensor([[j < L for j in range(6)] for L in (6, 3, 2)])
 y_mask = torch.tensor([[i < L for i in range(5)] for L in (2, 5, 4)])
 x = torch.randint(3, cfg.src_vocab, x_mask.shape).masked_fill(~x_mask, 0)
@@ -530,7 +530,7 @@ beam_ref = build_model(ModelConfig(src_vocab=13, trg_vocab=11, m=8, n=10, n_alig
 with torch.no_grad():
     for p in beam_ref.parameters():
         p.mul_(30 if p.dim() > 1 else 1)
-beam_fast = backend("fast").model(copy.deepcopy(beam_ref))
+beam_fast = accelerate(beam_ref)
 hyps_r, hyps_f = beam_search(beam_ref, xb, mb, beam=5), beam_search(beam_fast, xb, mb, beam=5)
 for hr, hf in zip(hyps_r, hyps_f, strict=True):
     assert (hf.tokens, hf.finished) == (hr.tokens, hr.finished) and abs(hf.cost - hr.cost) < 1e-5

@@ -97,3 +97,20 @@ class GraphedLoss:
         """Capture ``step``'s kernels into ``graph``."""
         with torch.cuda.graph(graph, pool=self.pool):
             step()
+
+
+def graphed_backward(model, params, precision: str, smoothing: float = 0.0):
+    """The plain backend's ``loss_backward(x, x_mask, y, y_mask, denom) -> loss``
+    (:meth:`nmt_lib.recipe.Plain.backward`) as CUDA graphs: the same loss and gradients, replayed
+    (:class:`GraphedLoss`, as ``graphs``)."""
+    params = list(params)
+    graphs = GraphedLoss(model, params, precision, smoothing=smoothing)
+
+    def replayed(x, x_mask, y, y_mask, denom=1):
+        loss = graphs.backward(x, x_mask, y, y_mask)
+        if denom != 1:
+            torch._foreach_div_([p.grad for p in params if p.grad is not None], denom)
+        return loss
+
+    replayed.graphs = graphs
+    return replayed

@@ -1,13 +1,13 @@
 """RNNsearch and RNNencdec (:mod:`nmt_lib.paper.model`) computing the same functions faster.
 
-Each fast class overrides what training and decoding call, and nothing else: the encoder's
-``forward`` (:func:`encode`), the model's ``forward`` (teacher forcing,
-:func:`nmt_lib.fast.decoder.teacher_forced`) and ``steps``
-(:class:`nmt_lib.fast.steps.DecodeSteps`). A fast module is made from a paper module
-(:func:`faster`): a new module of the fast class that holds the paper module's parameters and
-submodules, the same objects, so that the parameters, their names and the checkpoints are the paper
-model's; the paper module keeps its classes. The fast decoder lays ``W_o`` out column-major
-(:func:`column_major`), and so, the parameter being shared, is the paper module's.
+Each fast class is a subclass of its paper class that overrides what training and decoding call,
+and nothing else: the encoder's ``forward`` (:func:`encode`), the model's ``forward`` (teacher
+forcing, :func:`nmt_lib.fast.decoder.teacher_forced`) and ``steps``
+(:class:`nmt_lib.fast.steps.DecodeSteps`). A fast model is built as such
+(``nmt_lib.models.build_model(cfg, backend("fast"))``, :meth:`nmt_lib.fast.Fast.build`): its
+parameters and their names are the paper model's, so the checkpoints are the same. Its
+initialisation lays the decoder's ``W_o`` out column-major (:func:`column_major`).
+:func:`nmt_lib.fast.accelerate` makes a fast copy of a paper model, the paper model unchanged.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def column_major(p: nn.Parameter) -> None:
 class Options:
     """``compiled``: use the compiled kernels (:mod:`nmt_lib.fast.kernels`) where they apply;
     ``tile``: the row multiple of the recurrences (:func:`~nmt_lib.fast.scan.active_rows`). Set by
-    :func:`faster`."""
+    :func:`set_options`."""
 
     compiled = True
     tile = ROW_TILE
@@ -74,20 +74,39 @@ class Options:
         return kernels if self.compiled else None
 
 
+def set_options(module: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
+    """``module`` with the options ``compiled`` and ``tile`` (:class:`Options`) in each of its fast
+    modules."""
+    for part in module.modules():
+        if isinstance(part, Options):
+            part.compiled, part.tile = compiled, tile
+    return module
+
+
 class FastEncoder(Options, Encoder):
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
         return encode(self, x, x_mask, self.fused, self.tile)
 
 
 class FastDecoder(Options, Decoder):
-    """The paper decoder with ``W_o`` column-major (:func:`faster`), which the fast model's
-    teacher forcing and steps read."""
+    """The paper decoder, which the fast model's teacher forcing and steps read (``W_o``
+    column-major once the model is initialised: :meth:`Fast.reset_parameters`)."""
 
 
 class Fast(Options, EncoderDecoder):
     """A paper model whose encoder and decoder are :class:`FastEncoder` and :class:`FastDecoder`,
     with the batch sorted by target length for them, and :class:`~nmt_lib.fast.steps.DecodeSteps`
     as its decoding step."""
+
+    encoder_class = FastEncoder
+    decoder_class = FastDecoder
+
+    def reset_parameters(self) -> None:
+        """The paper's initialisation, then the output matrix laid out column-major
+        (:func:`column_major`: laid out before, the same random draws would fill other entries)."""
+        super().reset_parameters()
+        dec = self.decoder
+        column_major(dec.W_o if dec.output_rank is None else dec.W2)
 
     def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
                 smoothing: float = 0.0):  # fmt: skip
@@ -120,24 +139,17 @@ FAST = {RNNsearch: FastRNNsearch, RNNencdec: FastRNNencdec, Encoder: FastEncoder
         Decoder: FastDecoder}  # fmt: skip
 
 
-def faster(module: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
-    """A module of ``module``'s fast class (:data:`FAST`) made of ``module``'s parameters, buffers
-    and submodules (the same objects, not copies), its encoder and decoder made fast in turn, with
-    the options ``compiled`` and ``tile`` (also when ``module`` is fast already); ``module`` itself
-    if it has no fast class (the models before and after the paper). The fast
-    decoder's output matrix is laid out column-major (:func:`column_major`; the paper module's, the
-    same parameter, with it)."""
-    cls = FAST.get(type(module), type(module) if type(module) in FAST.values() else None)
-    if cls is None:  # no fast class (one that is fast already is made again, with these options)
-        return module
-    fast = cls.__new__(cls)
-    state = vars(module)
-    fast.__dict__.update(state)  # its settings; its own tables of parameters and submodules:
-    for table in ("_parameters", "_buffers", "_modules"):
-        fast.__dict__[table] = dict(state[table])
-    fast.compiled, fast.tile = compiled, tile
-    for name, child in module.named_children():
-        fast._modules[name] = faster(child, compiled, tile)
-    if isinstance(fast, Decoder):
-        column_major(fast.W_o if fast.output_rank is None else fast.W2)
-    return fast
+def fast_copy(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
+    """A new model of ``model``'s fast class (:data:`FAST`) holding copies of its parameters and
+    buffers, on its device, in its dtype and mode, the output matrix column-major, with the
+    options ``compiled`` and ``tile`` (also when ``model`` is fast already); ``model`` unchanged.
+    ``model`` itself where it has no fast class (the models before and after the paper)."""
+    cls = FAST.get(type(model), type(model) if isinstance(model, Fast) else None)
+    if cls is None or not isinstance(model, EncoderDecoder):
+        return model
+    p = next(model.parameters())
+    fast = cls(model.cfg).to(p.device, p.dtype)
+    fast.load_state_dict(model.state_dict())
+    dec = fast.decoder
+    column_major(dec.W_o if dec.output_rank is None else dec.W2)
+    return set_options(fast.train(model.training), compiled, tile)

@@ -24,17 +24,19 @@ CLASSES = {"RNNsearch": model.RNNsearch, "RNNencdec": model.RNNencdec, "Seq2seq"
            "Peeky": Peeky, "Luong": Luong, "Transformer": Transformer}  # fmt: skip
 
 
-def build_model(cfg: ModelConfig) -> nn.Module:
-    """The model of ``cfg.arch``, initialised: the paper's models per App. B.1
-    (:func:`nmt_lib.paper.model.build_model`); the others by the same rules of ``model.init``
+def build_model(cfg: ModelConfig, on=None) -> nn.Module:
+    """The model of ``cfg.arch`` on the backend ``on`` (:func:`nmt_lib.backend.backend`; its class
+    chosen there, :meth:`nmt_lib.recipe.Plain.build`; None: the plain class), initialised: the
+    paper's models per App. B.1 (:meth:`nmt_lib.paper.model.EncoderDecoder.reset_parameters`); the others by the same rules of ``model.init``
     (:func:`nmt_lib.paper.model.init_parameters`), their LSTMs' recurrent matrices orthogonal (each
     gate's block) and biases zero but the forget gates' (``model.forget_bias``), layer norms the identity, and the Transformer's embeddings
     N(0, 1/d) (so that ``√d E w`` is of the size of the position encodings)."""
-    if cfg.arch in ("RNNsearch", "RNNencdec"):
-        return model.build_model(cfg)
     if cfg.arch not in CLASSES:
         raise ValueError(f"no model for arch {cfg.arch!r}")
-    net = CLASSES[cfg.arch](cfg)
+    net = CLASSES[cfg.arch](cfg) if on is None else on.build(CLASSES[cfg.arch], cfg)
+    if cfg.arch in ("RNNsearch", "RNNencdec"):
+        net.reset_parameters()
+        return net
     model.init_parameters(net, cfg.init)
     with torch.no_grad():
         for name, p in net.named_parameters():
