@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from ..config import ModelConfig
 from .attention import groups
-from .decoder import Decoder
+from .decoder import Decoder, log_softmax
 from .encoder import Encoder
 from .steps import Searchable, teacher_forced
 
@@ -109,7 +109,7 @@ class EncoderDecoder(Searchable, nn.Module):
         """
         c, alpha = self.context(enc, s_prev)
         e_prev = None if y_prev is None else self.decoder.embed(y_prev)
-        return self.decoder.log_softmax(self.decoder.logits(s_prev, e_prev, c)), c, alpha
+        return log_softmax(self.decoder.logits(s_prev, e_prev, c)), c, alpha
 
     def next_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``."""
