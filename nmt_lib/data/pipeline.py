@@ -142,7 +142,7 @@ def _finish_side(side: _Side, flags: np.ndarray, n_words: int, out: Path, name: 
 
 
 def _pairs(train: list, dev_test: tuple[set, set], cfg: DataConfig, per_corpus: dict):
-    """Step 3 (module docstring): ``(source words, target words, in_window, keep)`` for each
+    """Step 3 (:mod:`nmt_lib.data`): ``(source words, target words, in_window, keep)`` for each
     non-empty training pair, not in dev or test, that counts towards the vocabularies (``in_window``:
     among the first ``max_train_pairs``) or is kept (``keep``: no side over ``max_len``), corpus by
     corpus, until ``max_train_pairs`` are kept; what it reads and drops counted in ``per_corpus``."""
@@ -187,7 +187,7 @@ def _close(train: list) -> None:
 
 
 def _build_train(out: Path, train: list, dev_test: tuple[set, set], cfg: DataConfig) -> dict:
-    """Filter and numericalize the training pairs into ``out`` (see the module docstring)."""
+    """Filter and numericalize the training pairs into ``out`` (steps 3-5 of :mod:`nmt_lib.data`)."""
     src, trg = _Side(out, "src"), _Side(out, "trg")
     flags = array("B")
     per_corpus: dict[str, dict] = {}
@@ -289,7 +289,7 @@ def prepare(
     cfg: DataConfig, workers: int | None = None, progress: bool | None = None, verify: bool = False
 ) -> Prepared:
     """Locate, read, tokenize (cached), drop dev/test overlaps, filter, build the shortlists and
-    numericalize (cached) the data of ``cfg``; see the module docstring. ``workers``: tokenizer
+    numericalize (cached) the data of ``cfg``; the steps of :mod:`nmt_lib.data`. ``workers``: tokenizer
     processes (default: the usable cores); ``progress``: tqdm bars (None = only on a terminal);
     ``verify``: check the sha256 of every prepared file it loads (:func:`check_prepared`)."""
     t0 = time.perf_counter()
