@@ -46,9 +46,14 @@ class Plain:
     _adadelta = torch.optim.Adadelta
 
     def backward(
-        self, model, params, precision: str, device, cuda_graphs: bool = False,
+        self,
+        model,
+        params,
+        precision: str,
+        device,
+        cuda_graphs: bool = False,
         smoothing: float = 0.0,
-    ) -> Callable:  # fmt: skip
+    ) -> Callable:
         """``loss_backward(x, x_mask, y, y_mask, denom) -> loss``: the summed NLL of a batch, its
         gradient divided by ``denom`` left in each parameter's ``grad``. ``smoothing``: label
         smoothing (``train.label_smoothing``), the loss then the summed smoothed cross-entropy

@@ -42,9 +42,16 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
                 dest = tmp / "data" / p.relative_to(root)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(p, dest)
-        write_json(tmp / PACK, {"key": prep.key, "settings": prepared_settings(cfg),
-                                "train": list(cfg.train), "train_keys": train_keys,
-                                "data_sha256": input_sha256(cfg)})  # fmt: skip
+        write_json(
+            tmp / PACK,
+            {
+                "key": prep.key,
+                "settings": prepared_settings(cfg),
+                "train": list(cfg.train),
+                "train_keys": train_keys,
+                "data_sha256": input_sha256(cfg),
+            },
+        )
         _check_pack_target(out)  # still empty or a pack
         old = None
         if out.exists():  # set aside (renamed into an empty directory), removed once replaced
@@ -65,8 +72,10 @@ def _check_pack_target(out: Path) -> None:
     if not out.exists() and not out.is_symlink():
         return
     if out.is_symlink() or not out.is_dir():
-        raise corpus.DataError(f"{out}: exists and is not a directory: pack writes a new directory "
-                               "(or replaces a pack of its own); name another one")  # fmt: skip
+        raise corpus.DataError(
+            f"{out}: exists and is not a directory: pack writes a new directory "
+            "(or replaces a pack of its own); name another one"
+        )
     entries = sorted(os.listdir(out))
     if not entries:
         return

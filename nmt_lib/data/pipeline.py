@@ -314,8 +314,10 @@ def prepare(
                 stats = _build_train(tmp, train, dev_test, cfg)
             # "train" includes tokenizing the training files that were not cached yet
             stats["seconds"] = {"eval": t_eval, "train": time.perf_counter() - t1}
-            files = {f: {"bytes": (tmp / f).stat().st_size, "sha256": sha256_file(tmp / f)}
-                     for f in PREPARED_FILES}  # fmt: skip
+            files = {
+                f: {"bytes": (tmp / f).stat().st_size, "sha256": sha256_file(tmp / f)}
+                for f in PREPARED_FILES
+            }
             write_json(
                 tmp / "meta.json",
                 {"key": key, "settings": settings, "train": stats, "files": files},

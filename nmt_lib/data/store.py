@@ -36,12 +36,18 @@ class TrainSet:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.src_ids, self.trg_ids, self.src_offsets, self.trg_offsets = map(self._load, (
-            "src.ids.npy", "trg.ids.npy", "src.offsets.npy", "trg.offsets.npy"))  # fmt: skip
+        self.src_ids, self.trg_ids, self.src_offsets, self.trg_offsets = map(
+            self._load, ("src.ids.npy", "trg.ids.npy", "src.offsets.npy", "trg.offsets.npy")
+        )
         for side in ("src", "trg"):
             ids, offsets = getattr(self, f"{side}_ids"), getattr(self, f"{side}_offsets")
-            if (offsets.ndim != 1 or len(offsets) != len(self.src_offsets) or not len(offsets)
-                    or offsets[0] != 0 or offsets[-1] != len(ids)):  # fmt: skip
+            if (
+                offsets.ndim != 1
+                or len(offsets) != len(self.src_offsets)
+                or not len(offsets)
+                or offsets[0] != 0
+                or offsets[-1] != len(ids)
+            ):
                 raise self._damaged(f"{side}.ids.npy", "its offsets do not fit it")
         self.src_len = np.diff(self.src_offsets).astype(np.int32)  # [N] words, EOS not counted
         self.trg_len = np.diff(self.trg_offsets).astype(np.int32)
@@ -53,8 +59,10 @@ class TrainSet:
             raise self._damaged(name, f"unreadable: {e}") from None
 
     def _damaged(self, name: str, why: str) -> corpus.DataError:
-        return corpus.DataError(f"{self.path / name}: damaged prepared data ({why}): delete "
-                                f"{self.path} to prepare the data again")  # fmt: skip
+        return corpus.DataError(
+            f"{self.path / name}: damaged prepared data ({why}): delete "
+            f"{self.path} to prepare the data again"
+        )
 
     def __len__(self) -> int:
         return len(self.src_len)
@@ -170,8 +178,14 @@ def prepared_settings(cfg: DataConfig) -> dict:
 
 
 #: The files of a prepared-data directory besides ``meta.json``, which records their size and sha256.
-PREPARED_FILES = ("src.vocab.txt", "trg.vocab.txt", "src.ids.npy", "trg.ids.npy",
-                  "src.offsets.npy", "trg.offsets.npy")  # fmt: skip
+PREPARED_FILES = (
+    "src.vocab.txt",
+    "trg.vocab.txt",
+    "src.ids.npy",
+    "trg.ids.npy",
+    "src.offsets.npy",
+    "trg.offsets.npy",
+)
 
 
 def check_prepared(out: str | os.PathLike, full: bool = False) -> dict:
@@ -193,16 +207,21 @@ def check_prepared(out: str | os.PathLike, full: bool = False) -> dict:
         except OSError as e:
             raise corpus.DataError(f"{f}: missing from the prepared data ({e}): {redo}") from None
         if size != rec["bytes"]:
-            raise corpus.DataError(f"{f}: {size} bytes where the prepared data recorded "
-                                   f"{rec['bytes']} (truncated or changed): {redo}")  # fmt: skip
+            raise corpus.DataError(
+                f"{f}: {size} bytes where the prepared data recorded "
+                f"{rec['bytes']} (truncated or changed): {redo}"
+            )
         if (full or name.endswith(".txt")) and sha256_file(f) != rec["sha256"]:
-            raise corpus.DataError(f"{f}: its contents differ from those recorded when the data "
-                                   f"were prepared (sha256): changed or damaged; {redo}")  # fmt: skip
+            raise corpus.DataError(
+                f"{f}: its contents differ from those recorded when the data "
+                f"were prepared (sha256): changed or damaged; {redo}"
+            )
     return meta
 
 
-def load_prepared(out: Path, cfg: DataConfig, data_dir: Path, settings: dict, dev, test,
-              verify: bool = False) -> Prepared:  # fmt: skip
+def load_prepared(
+    out: Path, cfg: DataConfig, data_dir: Path, settings: dict, dev, test, verify: bool = False
+) -> Prepared:
     meta = check_prepared(out, full=verify)
     src_vocab, trg_vocab = Vocab.load(out / "src.vocab.txt"), Vocab.load(out / "trg.vocab.txt")
     dev_set, test_set = _eval_set(dev, src_vocab, trg_vocab), _eval_set(test, src_vocab, trg_vocab)
@@ -224,8 +243,11 @@ def fingerprint(prep: Prepared) -> dict:
     """What a checkpoint records of the data it was trained on: the prepared data's key (a hash of
     every input file and setting) and the sha256 of each vocabulary, words in row order."""
 
-    return {"prepared": prep.key, "src_vocab": prep.src_vocab.digest(),
-            "trg_vocab": prep.trg_vocab.digest()}  # fmt: skip
+    return {
+        "prepared": prep.key,
+        "src_vocab": prep.src_vocab.digest(),
+        "trg_vocab": prep.trg_vocab.digest(),
+    }
 
 
 def data_summary(prep: Prepared) -> dict:

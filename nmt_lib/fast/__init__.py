@@ -71,9 +71,14 @@ class Fast(Plain):
         )
 
     def backward(
-        self, model, params, precision: str, device, cuda_graphs: bool = False,
+        self,
+        model,
+        params,
+        precision: str,
+        device,
+        cuda_graphs: bool = False,
         smoothing: float = 0.0,
-    ) -> Callable:  # fmt: skip
+    ) -> Callable:
         """As the plain backend's; with ``cuda_graphs`` on a GPU, the same loss and gradients
         replayed as CUDA graphs (:func:`nmt_lib.fast.graphs.graphed_backward`)."""
         if cuda_graphs and torch.device(device).type == "cuda":

@@ -43,8 +43,15 @@ def encode(enc: Encoder, x: Tensor, x_mask: Tensor, fused=None, tile: int = ROW_
         mask = torch.cat([mask, mask.flip(0)], 1)
     U_rz, U = zip(*(g.recurrent_weights() for g in grus), strict=True)
     h0 = x_mask.new_zeros(D, B, n, dtype=enc.E_bar.dtype)  # the parameters' dtype, not bf16
-    h = fast_gru_scan(a.permute(1, 2, 0, 3), h0, torch.stack(U_rz), torch.stack(U),
-                      mask.permute(1, 2, 0), fused, tile)  # fmt: skip  # [D, B, Tx, n]
+    h = fast_gru_scan(
+        a.permute(1, 2, 0, 3),
+        h0,
+        torch.stack(U_rz),
+        torch.stack(U),
+        mask.permute(1, 2, 0),
+        fused,
+        tile,
+    )  # [D, B, Tx, n]
     if D == 1:
         return h[0]
     return torch.cat([h[0], h[1].flip(1)], dim=-1)  # [B, Tx, 2n]
@@ -108,14 +115,24 @@ class Fast(Options, EncoderDecoder):
         dec = self.decoder
         column_major(dec.W_o if dec.output_rank is None else dec.W2)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                smoothing: float = 0.0):  # fmt: skip
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0):
         # longest target first: the decoder's recurrence then drops sentences as they end
         order = y_mask.sum(1).argsort(descending=True, stable=True)
         x, x_mask, y, y_mask = (t[order] for t in (x, x_mask, y, y_mask))
         enc = self.encode(x, x_mask)
-        logp, alpha = teacher_forced(self.decoder, self.init_state(enc), y, y_mask, enc.h, enc.Uh,
-                                     enc.mask, enc.c, self.fused, self.tile, smoothing)  # fmt: skip
+        logp, alpha = teacher_forced(
+            self.decoder,
+            self.init_state(enc),
+            y,
+            y_mask,
+            enc.h,
+            enc.Uh,
+            enc.mask,
+            enc.c,
+            self.fused,
+            self.tile,
+            smoothing,
+        )
         back = torch.empty_like(order)
         back[order] = torch.arange(len(order), device=order.device)  # the caller's order again
         return logp[back], None if alpha is None else alpha[back]
@@ -135,8 +152,12 @@ class FastRNNencdec(Fast, RNNencdec):
 
 
 #: The fast class of each paper class.
-FAST = {RNNsearch: FastRNNsearch, RNNencdec: FastRNNencdec, Encoder: FastEncoder,
-        Decoder: FastDecoder}  # fmt: skip
+FAST = {
+    RNNsearch: FastRNNsearch,
+    RNNencdec: FastRNNencdec,
+    Encoder: FastEncoder,
+    Decoder: FastDecoder,
+}
 
 
 def fast_copy(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:

@@ -19,8 +19,14 @@ from .seq2seq import Seq2seq
 from .transformer import Transformer
 
 #: The class of each ``model.arch``.
-CLASSES = {"RNNsearch": model.RNNsearch, "RNNencdec": model.RNNencdec, "Seq2seq": Seq2seq,
-           "Peeky": Peeky, "Luong": Luong, "Transformer": Transformer}  # fmt: skip
+CLASSES = {
+    "RNNsearch": model.RNNsearch,
+    "RNNencdec": model.RNNencdec,
+    "Seq2seq": Seq2seq,
+    "Peeky": Peeky,
+    "Luong": Luong,
+    "Transformer": Transformer,
+}
 
 
 def build_model(cfg: ModelConfig, on=None) -> nn.Module:

@@ -206,8 +206,11 @@ class Luong(Searchable, nn.Module):
         their order (also with ``reverse_source``): the decoder reads ``y_{t-1}`` (and
         ``h̃_{t-1}``), attends from ``h_t``, and ``h̃_t`` gives the distribution of ``y_t``."""
         h_tilde, R = s_prev.h_tilde, s_prev.h_tilde.shape[0]
-        e_prev = (h_tilde.new_zeros(R, self.cfg.m) if y_prev is None
-                  else self.drop(F.embedding(y_prev, self.E)))  # fmt: skip
+        e_prev = (
+            h_tilde.new_zeros(R, self.cfg.m)
+            if y_prev is None
+            else self.drop(F.embedding(y_prev, self.E))
+        )
         h_tilde, state, a = self.attentional(enc, s_prev, e_prev)
         logp = log_softmax(F.linear(self.drop(h_tilde), self.W_y, self.b_y))
         if self.cfg.reverse_source:  # the weights of the source words, in their own order
@@ -218,8 +221,7 @@ class Luong(Searchable, nn.Module):
         """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`)."""
         return ReadFirstSteps(self)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                smoothing: float = 0.0):  # fmt: skip
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0):
         """Teacher forcing: ``logp [B, Ty]`` and ``a [B, Ty, Tx]``, 0 at padding; ``smoothing``:
         label smoothing's ``logp`` (:func:`~nmt_lib.paper.steps.target_log_prob`), for training.
         With input feeding the steps up to ``h̃_t`` one at a time (each waits for the previous

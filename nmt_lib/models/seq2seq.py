@@ -69,8 +69,9 @@ def run_lstm(lstm: nn.LSTM, e: Tensor, mask: Tensor | None, state: tuple | None 
     return out, final
 
 
-def real_log_prob(u: Tensor, y: Tensor, y_mask: Tensor, W: Tensor, b: Tensor,
-                  smoothing: float = 0.0) -> Tensor:  # fmt: skip
+def real_log_prob(
+    u: Tensor, y: Tensor, y_mask: Tensor, W: Tensor, b: Tensor, smoothing: float = 0.0
+) -> Tensor:
     """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the output layer's inputs ``u [B, Ty, ·]``:
     ``softmax(W u_i + b)`` at the real positions of ``y_mask`` only, the padding's never computed;
     ``b``: ``[K]``, or ``[B, K]``, one per sentence; ``smoothing``: label smoothing's
@@ -210,8 +211,7 @@ class Seq2seq(Searchable, nn.Module):
         """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`)."""
         return ReadFirstSteps(self)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                smoothing: float = 0.0):  # fmt: skip
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0):
         """Teacher forcing, all target positions at once: the decoder LSTM over ``0, E y_1 ..
         E y_{T_y - 1}`` from the encoder's state, the output layer over its top outputs.
         ``logp [B, Ty]`` (0 at padding), None; ``smoothing``: label smoothing's
@@ -225,8 +225,9 @@ class Seq2seq(Searchable, nn.Module):
         h, _ = self.decoder(inp, layers_first(self.init_state(enc)))
         return self.scored(enc, self.drop(h), y, y_mask, smoothing), None
 
-    def scored(self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor,
-               smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    def scored(
+        self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0
+    ) -> Tensor:
         """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the decoder's top outputs ``h [B,
         Ty, n]``: the output layer over :meth:`output_inputs`, at the real positions."""
         u = self.output_inputs(enc, h)  # [B, Ty, ·]

@@ -211,8 +211,10 @@ class Transformer(Searchable, Dropped):
         h = self.inputs(F.embedding(x, self.E_bar))
         for layer in self.encoder:
             h = layer(h, x_mask)
-        kv = [torch.stack([h @ layer.cross_attention.W_K, h @ layer.cross_attention.W_V], 1)
-              for layer in self.decoder]  # fmt: skip
+        kv = [
+            torch.stack([h @ layer.cross_attention.W_K, h @ layer.cross_attention.W_V], 1)
+            for layer in self.decoder
+        ]
         return TransformerEncoded(x_mask, h, torch.stack(kv, 1))
 
     def decode(self, enc: TransformerEncoded, prefix: Tensor) -> tuple[Tensor, Tensor]:
@@ -233,8 +235,7 @@ class Transformer(Searchable, Dropped):
             x, a = layer(x, causal, enc.kv[:, k], enc.mask)
         return x, a.mean(1)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                smoothing: float = 0.0):  # fmt: skip
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0):
         """Teacher forcing, all positions at once: ``logp [B, Ty]`` and the alignments ``[B, Ty,
         Tx]``, 0 at padding; ``smoothing``: label smoothing's ``logp``
         (:func:`~nmt_lib.paper.steps.target_log_prob`), for training."""

@@ -126,9 +126,18 @@ class RNNsearch(EncoderDecoder):
             cfg.src_vocab, cfg.m, n, True, cfg.embedding_bias, cfg.gate_bias, cfg.dropout
         )
         self.decoder = self.decoder_class(
-            cfg.trg_vocab, cfg.m, n_dec, 2 * n, cfg.l, cfg.n_align, cfg.output_rank, n,
-            cfg.embedding_bias, cfg.gate_bias, cfg.dropout,
-        )  # fmt: skip
+            cfg.trg_vocab,
+            cfg.m,
+            n_dec,
+            2 * n,
+            cfg.l,
+            cfg.n_align,
+            cfg.output_rank,
+            n,
+            cfg.embedding_bias,
+            cfg.gate_bias,
+            cfg.dropout,
+        )
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
         h = self.encoder(x, x_mask)  # [B, Tx, 2n]
@@ -151,9 +160,18 @@ class RNNencdec(EncoderDecoder):
             cfg.src_vocab, cfg.m, n, False, cfg.embedding_bias, cfg.gate_bias, cfg.dropout
         )
         self.decoder = self.decoder_class(
-            cfg.trg_vocab, cfg.m, n_dec, n, cfg.l, None, cfg.output_rank, n,
-            cfg.embedding_bias, cfg.gate_bias, cfg.dropout,
-        )  # fmt: skip
+            cfg.trg_vocab,
+            cfg.m,
+            n_dec,
+            n,
+            cfg.l,
+            None,
+            cfg.output_rank,
+            n,
+            cfg.embedding_bias,
+            cfg.gate_bias,
+            cfg.dropout,
+        )
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
         return Encoded(x_mask, c=Encoder.last_forward(self.encoder(x, x_mask)))  # [B, n]
