@@ -25,9 +25,9 @@ from pathlib import Path
 import torch
 from common import machine_info, setup_threads, synthetic_batches
 
+from nmt_lib.backend import backend
 from nmt_lib.config import PROFILE_DIR, load_profile
 from nmt_lib.data import Batch
-from nmt_lib.fast import backend
 from nmt_lib.models import build_model
 from nmt_lib.train import Trainer
 
@@ -57,13 +57,13 @@ def trainers(profile, batches) -> dict[str, Trainer]:
         on = backend(run.train.backend)
         on.tune_process()
         torch.manual_seed(run.train.seed)
-        model = on.model(build_model(run.model))
+        model = build_model(run.model, on)
         out[name.removesuffix("-s1")] = Trainer(run, model, Cycle(batches), "cpu", on=on)
         if run.model.arch == "Luong" and run.model.input_feed and run.model.score == "general":
             # the same model without input feeding: its decoder over the whole sequence
             plain = dataclasses.replace(run, model=dataclasses.replace(run.model, input_feed=False))
             torch.manual_seed(run.train.seed)
-            model = on.model(build_model(plain.model))
+            model = build_model(plain.model, on)
             out[f"{name.removesuffix('-s1')}-no-feed"] = Trainer(plain, model, Cycle(batches), "cpu",
                                                                 on=on)  # fmt: skip
     return out

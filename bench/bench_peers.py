@@ -33,10 +33,11 @@ import torch
 from common import Trainee, autocast, fixed_length, model_config
 
 from nmt_lib import decoding
+from nmt_lib.backend import backend
 from nmt_lib.config import SearchConfig
 from nmt_lib.data import TrainIterator, TrainSet, pad
 from nmt_lib.data.vocab import Vocab
-from nmt_lib.fast import accelerate, backend
+from nmt_lib.fast import accelerate
 from nmt_lib.paper.model import build_model
 from nmt_lib.runtime import resolve_precision
 

@@ -34,9 +34,10 @@ from common import (
 from naive import naive_decode
 
 from nmt_lib import decoding
+from nmt_lib.backend import backend
 from nmt_lib.config import SearchConfig
 from nmt_lib.data import pad
-from nmt_lib.fast import accelerate, backend
+from nmt_lib.fast import accelerate
 from nmt_lib.paper.model import build_model
 
 

@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/naive.py
 
 from naive import check_same_function, naive_logp  # noqa: E402
 
+from nmt_lib.backend import backend  # noqa: E402
 from nmt_lib.config import ModelConfig, TrainConfig  # noqa: E402
-from nmt_lib.fast import accelerate, backend, kernels  # noqa: E402
+from nmt_lib.fast import accelerate, kernels  # noqa: E402
 from nmt_lib.gradients import clip_gradients  # noqa: E402
 from nmt_lib.paper.model import build_model, forward_macs  # noqa: E402
 from nmt_lib.runtime import cpu_flags, cpu_info, native_bf16  # noqa: E402

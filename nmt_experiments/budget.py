@@ -41,6 +41,7 @@ from nmt_experiments.replicate import git_state, provenance
 from nmt_experiments.results import eval_curve, run_dir
 from nmt_experiments.tables import markdown_table
 from nmt_lib import bleu
+from nmt_lib.backend import backend
 from nmt_lib.checkpoint import default_checkpoint_dir, load_trained, located
 from nmt_lib.config import (
     PROFILE_DIR,
@@ -55,7 +56,6 @@ from nmt_lib.config import (
 from nmt_lib.data import TrainIterator, prepare
 from nmt_lib.decoding import decode
 from nmt_lib.evaluate import dev_metrics, dev_subset, evaluate_run
-from nmt_lib.fast import backend
 from nmt_lib.io import atomic_write, write_json
 from nmt_lib.models import build_model
 from nmt_lib.train import Diverged, Trainer, train_run
@@ -171,7 +171,7 @@ SEARCH_OPTIONS = ({"normalize": False}, {"normalize": True})
 
 def dev_search(model, prep, idx: list[int], search, precision: str = "fp32", on=None) -> dict:
     """``model`` decodes the dev sentences ``idx`` with ``search`` on its backend ``on``
-    (:func:`nmt_lib.fast.backend`): their tokenized BLEU, brevity penalty and length ratio, and
+    (:func:`nmt_lib.backend.backend`): their tokenized BLEU, brevity penalty and length ratio, and
     the seconds it took."""
     t0 = time.perf_counter()
     hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", precision, on=on)
@@ -272,7 +272,7 @@ def _seconds_per_step(profile: str, arm: str, steps: int, data_dir=None) -> floa
     on = backend(run.train.backend)
     on.tune_process()
     torch.manual_seed(run.train.seed)
-    model = on.model(build_model(run.model))
+    model = build_model(run.model, on)
     trainer = Trainer(run, model, TrainIterator.from_config(prep.train, run.data), on=on)
     for _ in range(3):
         trainer.step()

@@ -155,9 +155,9 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
     """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
     setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
     setting is chosen (the highest BLEU of the model)."""
+    from nmt_lib.backend import backend
     from nmt_lib.data import prepare
     from nmt_lib.evaluate import dev_subset
-    from nmt_lib.fast import backend
 
     from .budget import arm_model, dev_search
 

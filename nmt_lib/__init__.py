@@ -6,7 +6,8 @@ PyTorch (``gru``, ``encoder``, ``attention``, ``decoder``, ``model``, and ``step
 a search drives). ``models``: the models before and after it, each with its own encoding, state and
 step, used the same way. ``fast``: the same functions computed faster. ``data``: WMT'14 (``corpus``,
 ``download``, ``text``, ``vocab``, the prepared data, the toy corpus ``fixtures``). The modules
-beside them are the machinery: ``config`` (typed settings and profiles), ``train``, ``gradients``,
+beside them are the machinery: ``config`` (typed settings and profiles), ``backend`` (the backend of
+a run by name), ``recipe`` (the plain backend and the training recipe), ``train``, ``gradients``,
 ``search``, ``evaluate``, ``bleu``, ``unk``, ``checkpoint``, ``publish``, ``runtime`` (device and
 precision), ``io``. The replication and its studies are the package ``nmt_experiments``, which this
 one never imports. Importing the package changes nothing in the process.

@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .backend import backend
 from .config import CONFIGS, RunConfig, run_from_dict, to_dict
 from .data.vocab import Vocab
-from .fast import backend
 from .io import atomic_write
 from .models import build_model
 
@@ -271,7 +271,7 @@ class Loaded:
     """A trained model loaded once, with what translating or evaluating it needs.
 
     model: in eval mode, on its run's backend; cfg: the run's config (:class:`RunConfig`); on: that
-    backend (:func:`nmt_lib.fast.backend` of ``cfg.train.backend``; what it wants of the process is
+    backend (:func:`nmt_lib.backend.backend` of ``cfg.train.backend``; what it wants of the process is
     the caller's to ask, ``on.tune_process()``); path: the file it was read from; trained_on: the
     fingerprint of its training data (:func:`nmt_lib.data.fingerprint`; None for old checkpoints
     and published models); src_vocab, trg_vocab: its vocabularies (None where not asked for).
@@ -310,7 +310,7 @@ def load_trained(path: str | os.PathLike, device="cpu", vocabs: bool = False) ->
     check_finite(state["model"], path)
     cfg = run_from_dict(state["config"])
     on = backend(cfg.train.backend)
-    model = on.model(build_model(cfg.model))
+    model = build_model(cfg.model, on)
     load_model_state(model, state, path)
     trained_on = state.get("data")
     src, trg = load_vocabs(path, trained_on) if vocabs else (None, None)

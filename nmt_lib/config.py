@@ -281,10 +281,10 @@ class TrainConfig:
     checkpoint_minutes: float = 10.0
     precision: str = "auto"  # "bf16" autocast, "fp32" (the paper), "auto": bf16 where native
     device: str = "auto"  # "auto", "cpu", "cuda"
-    # "fast": the same functions computed faster (nmt_lib.fast.backend), or "reference": the
+    # "fast": the same functions computed faster (nmt_lib.backend.backend), or "reference": the
     # paper modules' plain PyTorch
     backend: str = "fast"
-    cuda_graphs: bool = False  # on a GPU: forward + backward as CUDA graphs (nmt_lib.fast.graphs)
+    cuda_graphs: bool = False  # GPU, fast backend: forward + backward as CUDA graphs (fast.graphs)
     threads: int | None = None  # torch CPU threads; None = torch default
     seed: int = 1234
 

@@ -100,7 +100,7 @@ def decode(
     (``search``; greedy with its length rules with ``greedy``) over source id lists (EOS
     included), in input order; ``journal``:
     see :func:`decode_corpus`; ``on``: the model's backend (its steps;
-    :func:`nmt_lib.fast.backend`), or None for the model's own ``steps()``."""
+    :func:`nmt_lib.backend.backend`), or None for the model's own ``steps()``."""
     device = device or next(model.parameters()).device
     with autocast(torch.device(device), precision):
         return decode_corpus(
@@ -144,7 +144,7 @@ def decode_corpus(
     ``workers`` batches are decoded at once, each in its own thread with one intra-op thread
     (:func:`in_threads`; default: ``torch.get_num_threads()`` on a CPU, else 1): a beam step's
     operations are small, and a core that waits for the other at each of them is idle. The model's
-    steps are made by its backend ``on`` (:func:`nmt_lib.fast.backend`; None: the model's own
+    steps are made by its backend ``on`` (:func:`nmt_lib.backend.backend`; None: the model's own
     ``model.steps()``), which may prepare them once for all the batches (for searches expected to
     advance ``rows`` hypotheses in all: the fast backend's word table); each thread makes its steps
     once for all its batches. A beam beyond the vocabulary or the memory available is refused

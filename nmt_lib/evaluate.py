@@ -56,12 +56,12 @@ import numpy as np
 import torch
 
 from . import bleu, data
+from .backend import backend
 from .checkpoint import Loaded, check_vocab, default_checkpoint_dir, load_trained, portable
 from .config import RunConfig, to_dict
 from .data.text import detokenize
 from .data.vocab import EOS
 from .decoding import decode
-from .fast import backend
 from .io import NO_SPACE, locked, naming, signals_deferred, write_compact, write_json, write_lines
 from .likelihood import replace_corpus, sentence_nll
 from .paper import FIG3_SOURCES

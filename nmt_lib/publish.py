@@ -32,11 +32,11 @@ from pathlib import Path
 
 import torch
 
+from .backend import backend
 from .checkpoint import CheckpointError, Loaded, check_finite, load_trained
 from .config import RunConfig, run_dir_name, run_from_dict, to_dict
 from .data.vocab import Vocab
 from .decoding import decode
-from .fast import backend
 from .io import locked, read_json, sha256_file, write_json
 from .models import build_model
 from .scoring import score
@@ -183,7 +183,7 @@ def load(path: str | os.PathLike, device="cpu") -> Loaded:
     verify(path)
     cfg = run_from_dict(read_json(path / FILES[1]))
     on = backend(cfg.train.backend)
-    model = on.model(build_model(cfg.model))
+    model = build_model(cfg.model, on)
     f = path / FILES[0]
     try:
         weights = load_file(str(f))

@@ -3,7 +3,7 @@
 * Adadelta with ``rho = 0.95``, ``eps = 1e-6`` and learning rate 1 (``torch.optim.Adadelta`` is
   GroundHog's ``SGD_adadelta``; on the fast backend :class:`nmt_lib.fast.optim.Adadelta` computes
   its update faster on a CPU); the model, the optimizer, the backward pass and the update come from
-  the run's backend (:func:`nmt_lib.fast.backend`);
+  the run's backend (:func:`nmt_lib.backend.backend`; the recipe: :class:`nmt_lib.recipe.Plain`);
 * loss = the **sum** of the token negative log-likelihoods of the minibatch, EOS included, never the
   mean (PAPER.md §3 engineering note, A6);
 * the global L2 norm of the gradient is rescaled to 1 when it is ``>= 1``; a NaN/Inf gradient is
@@ -58,6 +58,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from .backend import backend
 from .checkpoint import (
     BEST,
     LAST,
@@ -73,7 +74,6 @@ from .checkpoint import (
 )
 from .config import RunConfig, to_dict
 from .evaluate import dev_metrics
-from .fast import backend
 from .gradients import sum_gradients
 from .io import atomic_write, locked, naming, remove_debris, write_json
 from .models import build_model
@@ -85,7 +85,7 @@ class Trainer:
     rank of ``world``).
 
     Args:
-        cfg: the run's config; model: on ``device``, made by ``on`` (:func:`nmt_lib.fast.backend`
+        cfg: the run's config; model: on ``device``, made by ``on`` (:func:`nmt_lib.backend.backend`
         of ``train.backend`` when None), which also gives the optimizer, the backward pass and the
         update; iterator: a :class:`~nmt_lib.data.TrainIterator` (the same seed and position on
         every rank).
@@ -439,7 +439,7 @@ def _trainer(cfg: RunConfig, prep, device, rank: int, world: int) -> Trainer:
     on = backend(cfg.train.backend)
     on.tune_process()
     torch.manual_seed(cfg.train.seed)  # the initialisation (App. B.1), identical on every rank
-    model = on.model(build_model(cfg.model)).to(device)
+    model = build_model(cfg.model, on).to(device)
     iterator = data.TrainIterator.from_config(prep.train, cfg.data)
     trainer = Trainer(cfg, model, iterator, device, rank, world, on)
     trainer.data_fingerprint = data.fingerprint(prep)

@@ -45,11 +45,11 @@ from nmt_experiments.results import paper_table
 from nmt_experiments.tables import markdown_table
 from nmt_lib.config import ModelConfig, TrainConfig, home
 from nmt_lib.data import pad
-from nmt_lib.fast import accelerate, backend
+from nmt_lib.fast import accelerate
 from nmt_lib.fast.decoder import padded_rows, target_log_prob
 from nmt_lib.fast.scan import active_rows, fast_gru_scan
 from nmt_lib.io import read_json
-from nmt_lib.paper.decoder import Decoder, maxout
+from nmt_lib.paper.decoder import log_softmax, maxout
 from nmt_lib.paper.gru import gru_scan
 from nmt_lib.paper.model import build_model, forward_macs
 from nmt_lib.search import beam_search
@@ -79,7 +79,7 @@ ref = build_model(cfg)  # the paper modules: the specification
 with torch.no_grad():
     for p in ref.parameters():
         p.normal_(0, 0.5)
-fast = backend("fast").model(copy.deepcopy(ref))  # the same weights, computed faster
+fast = accelerate(ref)  # the same weights (copies), computed faster
 x_mask = torch.tensor([[j < L for j in range(6)] for L in (6, 3, 2)])
 y_mask = torch.tensor([[i < L for i in range(5)] for L in (2, 5, 4)])
 x = torch.randint(3, cfg.src_vocab, x_mask.shape).masked_fill(~x_mask, 0)
@@ -221,14 +221,14 @@ print("fast encoder == paper encoder; [W_a; U_o; U_r; U_z] s == 4 products; maxo
 N, r, K = 7, 3, cfg.trg_vocab
 u, W, b = (torch.randn(*shape, requires_grad=True) for shape in ((N, r), (K, r), (K,)))
 y_n, g = torch.randint(0, K, (N,)), torch.randn(N)
-lp_ref = Decoder.log_softmax(F.linear(u, W, b)).gather(-1, y_n[:, None]).squeeze(-1)
+lp_ref = log_softmax(F.linear(u, W, b)).gather(-1, y_n[:, None]).squeeze(-1)
 lp_fast = target_log_prob(u, W, b, y_n)
 assert_close(lp_fast, lp_ref)
 for gf, gr in zip(torch.autograd.grad((lp_fast * g).sum(), (u, W, b)),
                   torch.autograd.grad((lp_ref * g).sum(), (u, W, b)), strict=True):  # fmt: skip
     assert_close(gf, gr)
 z = F.linear(u, W, b).detach().requires_grad_()  # (fast-output-grad), by autograd
-lp_z = Decoder.log_softmax(z).gather(-1, y_n[:, None]).squeeze(-1)
+lp_z = log_softmax(z).gather(-1, y_n[:, None]).squeeze(-1)
 (dz,) = torch.autograd.grad((lp_z * g).sum(), z)
 assert_close(dz, g[:, None] * (F.one_hot(y_n, K) - z.softmax(-1)))
 idx, n_real = padded_rows(y_mask.t(), multiple=8)
@@ -510,7 +510,7 @@ with torch.no_grad():
     for i in range(3):
         logp_next, alpha_i_r, carry_r = steps_r.readout(enc_r, state_r)
         (z, b_y), alpha_i_f, carry_f = steps_f.readout(enc_f, state_f)
-        assert_close(Decoder.log_softmax(z + b_y), logp_next)  # the same distribution
+        assert_close(log_softmax(z + b_y), logp_next)  # the same distribution
         assert_close(alpha_i_f, alpha_i_r)
         no_eos = torch.zeros(len(z), dtype=torch.bool)
         best_r, words_r = steps_r.best_words(logp_next, G, no_eos, False)
@@ -530,7 +530,7 @@ beam_ref = build_model(ModelConfig(src_vocab=13, trg_vocab=11, m=8, n=10, n_alig
 with torch.no_grad():
     for p in beam_ref.parameters():
         p.mul_(30 if p.dim() > 1 else 1)
-beam_fast = backend("fast").model(copy.deepcopy(beam_ref))
+beam_fast = accelerate(beam_ref)
 hyps_r, hyps_f = beam_search(beam_ref, xb, mb, beam=5), beam_search(beam_fast, xb, mb, beam=5)
 for hr, hf in zip(hyps_r, hyps_f, strict=True):
     assert (hf.tokens, hf.finished) == (hr.tokens, hr.finished) and abs(hf.cost - hr.cost) < 1e-5

@@ -8,7 +8,7 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from nmt_lib.fast import backend as backend_named
+from nmt_lib.backend import backend as backend_named
 from nmt_lib.fast.decoder import teacher_forced as fast_teacher_forced
 from nmt_lib.fast.model import FastDecoder
 from nmt_lib.paper.decoder import Decoder
@@ -63,13 +63,12 @@ def setup(
 ):
     torch.manual_seed(seed)
     ctx = 2 * n if attention else n
-    dec = Decoder(
-        K_y, m, n, ctx, l, n_align if attention else None, output_rank, n, embedding_bias, gate_bias
-    ).double()
+    n_a = n_align if attention else None
+    args = K_y, m, n, ctx, l, n_a, output_rank, n, embedding_bias, gate_bias
+    dec = backend_named(backend).build(Decoder, *args).double()
     with torch.no_grad():
         for p in dec.parameters():
             p.normal_(0, 0.5)
-    dec = backend_named(backend).model(dec)
     g = torch.Generator().manual_seed(seed + 1)
     s0 = torch.randn(B, n, generator=g, dtype=torch.float64)
     h = torch.randn(B, Tx, ctx, generator=g, dtype=torch.float64)  # annotations, garbage at pads
@@ -180,10 +179,10 @@ def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
     the batches of that thread (what they precompute, e.g. concatenated weights, is reused)."""
     from nmt_lib import decoding
     from nmt_lib.config import ModelConfig, SearchConfig
-    from nmt_lib.paper.model import build_model
+    from nmt_lib.models import build_model
 
-    model = build_model(ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)).eval()
-    model = backend_named(backend).model(model)
+    cfg = ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=4, n_align=4, l=2)
+    model = build_model(cfg, backend_named(backend)).eval()
     calls, orig = [], model.steps
     monkeypatch.setattr(model, "steps", lambda *a: calls.append(1) or orig(*a))
     decoding.decode_corpus(

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from nmt_lib.fast import backend as backend_named
+from nmt_lib.backend import backend as backend_named
 from nmt_lib.paper.encoder import Encoder
 
 B, Tx, K_x, m, n = 3, 6, 13, 5, 4
@@ -17,11 +17,11 @@ def sig(v):
 
 def setup(bidirectional=True, embedding_bias=True, gate_bias=False, seed=0, backend="reference"):
     torch.manual_seed(seed)
-    enc = Encoder(K_x, m, n, bidirectional, embedding_bias, gate_bias).double()
+    on = backend_named(backend)
+    enc = on.build(Encoder, K_x, m, n, bidirectional, embedding_bias, gate_bias).double()
     with torch.no_grad():
         for p in enc.parameters():
             p.normal_(0, 0.5)
-    enc = backend_named(backend).model(enc)
     x = torch.randint(3, K_x, (B, Tx))
     mask = torch.tensor([[j < L for j in range(Tx)] for L in LENGTHS])
     x = x.masked_fill(~mask, 0)  # <pad> = 0

@@ -9,9 +9,12 @@ import pytest
 import torch
 from torch.func import functional_call
 
+from nmt_lib import models
+from nmt_lib.backend import backend as backend_named
 from nmt_lib.config import ModelConfig, model_config
 from nmt_lib.fast import accelerate
-from nmt_lib.fast import backend as backend_named
+from nmt_lib.fast.model import Fast as FastModel
+from nmt_lib.fast.model import FastDecoder
 from nmt_lib.fast.steps import word_projections
 from nmt_lib.paper.decoder import Decoder
 from nmt_lib.paper.model import Encoded, build_model, count_parameters, forward_macs
@@ -32,7 +35,7 @@ def setup(arch, seed=0, backend="reference", **overrides):
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0, 0.5)  # large random weights: App. B.1's tiny ones would hide mistakes
-    model = backend_named(backend).model(model)
+    model = accelerate(model) if backend == "fast" else model
     x_mask = torch.tensor([[j < L for j in range(Tx)] for L in X_LENGTHS])
     y_mask = torch.tensor([[i < L for i in range(Ty)] for L in Y_LENGTHS])
     x = torch.randint(3, CFG.src_vocab, (B, Tx)).masked_fill(~x_mask, 0)
@@ -267,7 +270,7 @@ def test_model_gradcheck(backend):
 def test_autocast_bf16_log_softmax_in_float32(backend):
     torch.manual_seed(0)
     model = build_model(dataclasses.replace(CFG, m=16, n=16, n_align=16, l=8, output_rank=8))
-    model = backend_named(backend).model(model)
+    model = accelerate(model) if backend == "fast" else model
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(10)
@@ -350,23 +353,49 @@ def test_initialisation_statistics(arch):
 
 
 @pytest.mark.parametrize("rank", [None, 6])
-def test_fast_model_holds_the_paper_parameters_with_the_output_matrix_column_major(rank):
-    """The fast model is made of the paper model's parameters, the same objects under the same
-    names; the paper's W_o (W2) ``[K, l]`` is row-major, and the fast side lays it out column-major,
-    the layout its output matmul wants, its values unchanged. The paper model is not changed
-    otherwise: its modules keep their classes."""
+def test_fast_model_is_built_as_such_with_the_paper_names_and_values(rank):
+    """The fast backend builds a model of the fast classes (no paper module behind it) whose
+    parameters have the paper model's names and, from the same seed, its values; its W_o (W2)
+    ``[K, l]`` is laid out column-major, the layout its output matmul wants, the paper model's
+    row-major. A fast copy (``accelerate``) leaves the paper model's layout and classes as they
+    were, and shares none of its parameters."""
     cfg = ModelConfig(src_vocab=30, trg_vocab=25, m=8, n=6, n_align=5, l=4, output_rank=rank)
     name = "W_o" if rank is None else "W2"
     torch.manual_seed(0)
-    model = build_model(cfg)
-    assert getattr(model.decoder, name).is_contiguous()
-    before = {k: p.detach().clone() for k, p in model.named_parameters()}
-    fast = accelerate(model)
+    paper = build_model(cfg)
+    torch.manual_seed(0)
+    fast = models.build_model(cfg, backend_named("fast"))
+    assert isinstance(fast, FastModel) and isinstance(fast.decoder, FastDecoder)
     assert getattr(fast.decoder, name).t().is_contiguous()
-    assert type(model.decoder) is Decoder and type(fast.decoder) is not Decoder
-    mine = dict(model.named_parameters())
+    assert getattr(paper.decoder, name).is_contiguous()
+    mine = dict(paper.named_parameters())
+    assert list(mine) == [k for k, _ in fast.named_parameters()]
     for k, p in fast.named_parameters():
-        assert p is mine[k] and torch.equal(p, before[k]), k
+        assert torch.equal(p, mine[k]), k
+    copy_ = accelerate(paper)
+    assert getattr(paper.decoder, name).is_contiguous() and type(paper.decoder) is Decoder
+    assert getattr(copy_.decoder, name).t().is_contiguous()
+    for k, p in copy_.named_parameters():
+        assert p is not mine[k] and torch.equal(p, mine[k]), k
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_hook_on_a_built_model_fires_once_per_forward(arch):
+    """A forward hook registered on a model the fast backend built, and on its encoder, fires once
+    per forward of that model, and never for another model (a paper model, or the paper model a
+    fast copy was made of)."""
+    cfg = dataclasses.replace(CFG, arch=arch)
+    paper = build_model(cfg)
+    for fast in (models.build_model(cfg, backend_named("fast")), accelerate(paper)):
+        calls = []
+        fast.register_forward_hook(lambda *_, calls=calls: calls.append("model"))
+        fast.encoder.register_forward_hook(lambda *_, calls=calls: calls.append("encoder"))
+        x_mask = torch.ones(2, 3, dtype=torch.bool)
+        x, y = torch.randint(3, 13, (2, 3)), torch.randint(3, 11, (2, 4))
+        fast(x, x_mask, y, torch.ones_like(y, dtype=torch.bool))
+        assert sorted(calls) == ["encoder", "model"]
+        paper(x, x_mask, y, torch.ones_like(y, dtype=torch.bool))
+        assert sorted(calls) == ["encoder", "model"]
 
 
 def test_fanin_init_scales_by_fan_in_and_keeps_recurrent_orthogonal():

@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 import torch
 
+from nmt_lib.backend import backend
 from nmt_lib.config import ARCHS, PROFILE_DIR, ConfigError, load_profile, model_config
 from nmt_lib.models import CLASSES, build_model
 
@@ -40,6 +41,21 @@ def test_initialisation_rules():
         if isinstance(module, torch.nn.LayerNorm):
             assert (module.weight == 1).all() and not module.bias.any()
     assert t.E_bar.std().item() == pytest.approx(64**-0.5, rel=0.05)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_class_initialises_itself(arch):
+    """``build_model`` constructs the class and calls its own ``reset_parameters``, nothing else:
+    the same numbers as the class initialising itself from the same seed, on either backend."""
+    cfg = model_config(arch=arch, **SMALL)
+    torch.manual_seed(0)
+    own = CLASSES[arch](cfg)
+    own.reset_parameters()
+    for on in (None, backend("fast"), backend("reference")):
+        torch.manual_seed(0)
+        built = build_model(cfg, on)
+        for (k, p), q in zip(built.named_parameters(), own.parameters(), strict=True):
+            assert torch.equal(p, q), k
 
 
 def test_config_checks_the_new_fields():

@@ -295,13 +295,13 @@ def test_in_threads_keeps_order_autocast_and_errors():
 
 def test_decode_corpus_in_threads_is_the_same(backend):
     """``workers=3``: the same hypotheses as one batch at a time, under the caller's autocast."""
+    from nmt_lib.backend import backend as backend_named
     from nmt_lib.config import model_config
-    from nmt_lib.fast import backend as backend_named
-    from nmt_lib.paper.model import build_model
+    from nmt_lib.models import build_model
 
     torch.manual_seed(0)
     cfg = model_config(arch="RNNsearch", src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4)
-    model = backend_named(backend).model(build_model(cfg).eval())
+    model = build_model(cfg, backend_named(backend)).eval()
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(30 if p.dim() > 1 else 1)
@@ -323,15 +323,15 @@ def test_decode_corpus_in_threads_is_the_same(backend):
 
 @pytest.mark.parametrize("arch", ["RNNsearch", "RNNencdec"])
 def test_real_model(arch, backend):
+    from nmt_lib.backend import backend as backend_named
     from nmt_lib.config import ModelConfig
-    from nmt_lib.fast import backend as backend_named
-    from nmt_lib.paper.model import build_model
+    from nmt_lib.models import build_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(
         arch=arch, src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4, output_rank=5
     )
-    model = backend_named(backend).model(build_model(cfg).eval())
+    model = build_model(cfg, backend_named(backend)).eval()
     with torch.no_grad():  # sharper than the initialisation so that decoding is not trivial
         for p in model.parameters():
             p.mul_(30 if p.dim() > 1 else 1)

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_lib import data, runtime
+from nmt_lib import data, models, runtime
+from nmt_lib.backend import backend
 from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
 from nmt_lib.config import to_dict
 from nmt_lib.data import fixtures
 from nmt_lib.evaluate import dev_metrics, dev_subset
-from nmt_lib.fast import backend, kernels
+from nmt_lib.fast import kernels
 from nmt_lib.gradients import clip_gradients
 from nmt_lib.likelihood import sentence_nll
 from nmt_lib.paper.model import build_model
@@ -278,7 +279,7 @@ def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
 
     monkeypatch.setattr(train_module.dist, "broadcast", broadcast)
     it = data.TrainIterator.from_config(prep.train, cfg.data)
-    model = backend("fast").model(build_model(cfg.model))
+    model = models.build_model(cfg.model, backend("fast"))
     layouts = {k: p.stride() for k, p in model.named_parameters()}
     assert any(not p.is_contiguous() for p in model.parameters())  # W_o / W2
     Trainer(cfg, model, it, "cpu", rank=1, world=2)

@@ -193,7 +193,9 @@ def _registry() -> dict[str, Corpus]:
                 "news-commentary-v8.first5000",
             )
         ),
-        Corpus("toy", "train", ("train/toy",), note="written by nmt_lib.data.fixtures.write_toy_wmt"),
+        Corpus(
+            "toy", "train", ("train/toy",), note="written by nmt_lib.data.fixtures.write_toy_wmt"
+        ),
         *_multi30k(),
     ]
     return {x.name: x for x in c}
@@ -208,6 +210,7 @@ _MULTI30K_TEST = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
 
 def _multi30k() -> list[Corpus]:
     """Multi30k task 1's splits (module docstring), in a data directory of their own."""
+
     def one(split: str, kind: str) -> Corpus:
         stem = f"multi30k.task1.{split}"
         return Corpus(f"multi30k.{split}", kind, (stem,), note=_MULTI30K.format(split=split),

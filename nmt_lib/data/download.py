@@ -26,8 +26,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .corpus import CORPORA, Archive, Corpus, DataError, get_corpus
 from ..io import atomic_write, sha256_file
+from .corpus import CORPORA, Archive, Corpus, DataError, get_corpus
 
 PAPER_DATA = ("newstest2014", "newstest2012", "newstest2013", "bitexts.selected")
 

@@ -30,8 +30,8 @@ from typing import NamedTuple
 from sacremoses import MosesDetokenizer, MosesTokenizer
 from tqdm import tqdm
 
-from .corpus import count_lines, read_lines, read_sgml
 from ..io import atomic_write, sha256_file, write_json
+from .corpus import count_lines, read_lines, read_sgml
 
 #: Everything that changes the tokenized text; part of every cache key.
 SETTINGS = {

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from ..paper.decoder import Decoder
+from ..paper.decoder import Decoder, log_softmax
 from ..paper.steps import target_log_prob as smoothed
 from .attention import attend, attend_backward
 from .scan import (
@@ -97,7 +97,7 @@ def teacher_forced(
     c_rows = c.index_select(0, real % c.shape[0]) if alpha is None else rows(c_all)
     t = dec.drop(dec.deep_output(rows(s_prev), rows(e_prev), c_rows))  # [64k, l]
     if smoothing:  # every word's log-probability: the plain way
-        logp = smoothed(Decoder.log_softmax(dec.output(t)), rows(y.t()), smoothing)[:N]
+        logp = smoothed(log_softmax(dec.output(t)), rows(y.t()), smoothing)[:N]
     else:
         u, W = (t, dec.W_o) if dec.output_rank is None else (F.linear(t, dec.W1), dec.W2)
         logp = target_log_prob(u, W, dec.b_y, rows(y.t()), fused)[:N]  # [N] float32
@@ -134,7 +134,7 @@ def target_log_prob(u: Tensor, W: Tensor, b: Tensor, y: Tensor, fused=None) -> T
     """``log softmax(W u + b)[y]`` in float32 at least: ``u [N, r]``, ``W [K, r]``, ``b [K]``,
     ``y [N]`` -> ``[N]``.
 
-    The same as ``Decoder.log_softmax(F.linear(u, W, b)).gather(-1, y[:, None])`` with less memory
+    The same as ``log_softmax(F.linear(u, W, b)).gather(-1, y[:, None])`` with less memory
     traffic: the ``[N, K]`` logits are written once, in :func:`~nmt_lib.fast.scan.compute_dtype` and
     without the bias; the log-softmax is never stored (``logsumexp`` a few rows at a time, in
     float32, with the bias); the backward overwrites the logits with their gradient

@@ -31,8 +31,9 @@ class GraphedLoss:
     of the model that ran on another stream may be alive during a capture (it ties the parameters'
     gradient accumulators to that stream)."""
 
-    def __init__(self, model, params, precision: str = "fp32", multiple: int = 8,
-                 smoothing: float = 0.0):  # fmt: skip
+    def __init__(
+        self, model, params, precision: str = "fp32", multiple: int = 8, smoothing: float = 0.0
+    ):
         self.model, self.params, self.multiple = model, list(params), multiple
         self.smooth = {"smoothing": smoothing} if smoothing else {}  # train.label_smoothing
         self.dtype = torch.bfloat16 if precision == "bf16" else None
@@ -40,8 +41,9 @@ class GraphedLoss:
         self.pool = self.out = None
 
     def loss_and_grads(self, x, x_mask, y, y_mask) -> tuple[Tensor, list[Tensor | None]]:
-        with torch.autocast("cuda", self.dtype, enabled=self.dtype is not None,
-                            cache_enabled=False):  # fmt: skip
+        with torch.autocast(
+            "cuda", self.dtype, enabled=self.dtype is not None, cache_enabled=False
+        ):
             logp, _ = self.model(x, x_mask, y, y_mask, **self.smooth)
         loss = -logp.sum()  # logp: float32 or wider
         return loss, list(torch.autograd.grad(loss, self.params, allow_unused=True))
@@ -69,8 +71,11 @@ class GraphedLoss:
 
     def _capture(self, B: int, Tx: int, Ty: int, device) -> tuple:
         """The graph of ``[B, Tx]``, ``[B, Ty]`` batches and its input buffers."""
-        inputs = [torch.full((B, T), 2, dtype=dt, device=device)  # EOS (id 2) everywhere, all real
-                  for T in (Tx, Ty) for dt in (torch.long, torch.bool)]  # fmt: skip
+        inputs = [
+            torch.full((B, T), 2, dtype=dt, device=device)  # EOS (id 2) everywhere, all real
+            for T in (Tx, Ty)
+            for dt in (torch.long, torch.bool)
+        ]
         side = torch.cuda.Stream(device)  # a warm-up off the capture (cuBLAS, the autograd engine)
         side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):
@@ -78,8 +83,10 @@ class GraphedLoss:
         torch.cuda.current_stream(device).wait_stream(side)
         if self.out is None:  # the outputs of every graph, outside their pool
             self.pool = torch.cuda.graph_pool_handle()
-            self.out = (torch.empty_like(loss), [g if g is None else torch.empty_like(g)
-                                                 for g in grads])  # fmt: skip
+            self.out = (
+                torch.empty_like(loss),
+                [g if g is None else torch.empty_like(g) for g in grads],
+            )
         del loss, grads
 
         def step():
@@ -97,3 +104,20 @@ class GraphedLoss:
         """Capture ``step``'s kernels into ``graph``."""
         with torch.cuda.graph(graph, pool=self.pool):
             step()
+
+
+def graphed_backward(model, params, precision: str, smoothing: float = 0.0):
+    """The plain backend's ``loss_backward(x, x_mask, y, y_mask, denom) -> loss``
+    (:meth:`nmt_lib.recipe.Plain.backward`) as CUDA graphs: the same loss and gradients, replayed
+    (:class:`GraphedLoss`, as ``graphs``)."""
+    params = list(params)
+    graphs = GraphedLoss(model, params, precision, smoothing=smoothing)
+
+    def replayed(x, x_mask, y, y_mask, denom=1):
+        loss = graphs.backward(x, x_mask, y, y_mask)
+        if denom != 1:
+            torch._foreach_div_([p.grad for p in params if p.grad is not None], denom)
+        return loss
+
+    replayed.graphs = graphs
+    return replayed

@@ -1,13 +1,13 @@
 """RNNsearch and RNNencdec (:mod:`nmt_lib.paper.model`) computing the same functions faster.
 
-Each fast class overrides what training and decoding call, and nothing else: the encoder's
-``forward`` (:func:`encode`), the model's ``forward`` (teacher forcing,
-:func:`nmt_lib.fast.decoder.teacher_forced`) and ``steps``
-(:class:`nmt_lib.fast.steps.DecodeSteps`). A fast module is made from a paper module
-(:func:`faster`): a new module of the fast class that holds the paper module's parameters and
-submodules, the same objects, so that the parameters, their names and the checkpoints are the paper
-model's; the paper module keeps its classes. The fast decoder lays ``W_o`` out column-major
-(:func:`column_major`), and so, the parameter being shared, is the paper module's.
+Each fast class is a subclass of its paper class that overrides what training and decoding call,
+and nothing else: the encoder's ``forward`` (:func:`encode`), the model's ``forward`` (teacher
+forcing, :func:`nmt_lib.fast.decoder.teacher_forced`) and ``steps``
+(:class:`nmt_lib.fast.steps.DecodeSteps`). A fast model is built as such
+(``nmt_lib.models.build_model(cfg, backend("fast"))``, :meth:`nmt_lib.fast.Fast.build`): its
+parameters and their names are the paper model's, so the checkpoints are the same. Its
+initialisation lays the decoder's ``W_o`` out column-major (:func:`column_major`).
+:func:`nmt_lib.fast.accelerate` makes a fast copy of a paper model, the paper model unchanged.
 """
 
 from __future__ import annotations
@@ -43,8 +43,15 @@ def encode(enc: Encoder, x: Tensor, x_mask: Tensor, fused=None, tile: int = ROW_
         mask = torch.cat([mask, mask.flip(0)], 1)
     U_rz, U = zip(*(g.recurrent_weights() for g in grus), strict=True)
     h0 = x_mask.new_zeros(D, B, n, dtype=enc.E_bar.dtype)  # the parameters' dtype, not bf16
-    h = fast_gru_scan(a.permute(1, 2, 0, 3), h0, torch.stack(U_rz), torch.stack(U),
-                      mask.permute(1, 2, 0), fused, tile)  # fmt: skip  # [D, B, Tx, n]
+    h = fast_gru_scan(
+        a.permute(1, 2, 0, 3),
+        h0,
+        torch.stack(U_rz),
+        torch.stack(U),
+        mask.permute(1, 2, 0),
+        fused,
+        tile,
+    )  # [D, B, Tx, n]
     if D == 1:
         return h[0]
     return torch.cat([h[0], h[1].flip(1)], dim=-1)  # [B, Tx, 2n]
@@ -63,7 +70,7 @@ def column_major(p: nn.Parameter) -> None:
 class Options:
     """``compiled``: use the compiled kernels (:mod:`nmt_lib.fast.kernels`) where they apply;
     ``tile``: the row multiple of the recurrences (:func:`~nmt_lib.fast.scan.active_rows`). Set by
-    :func:`faster`."""
+    :func:`set_options`."""
 
     compiled = True
     tile = ROW_TILE
@@ -74,14 +81,23 @@ class Options:
         return kernels if self.compiled else None
 
 
+def set_options(module: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
+    """``module`` with the options ``compiled`` and ``tile`` (:class:`Options`) in each of its fast
+    modules."""
+    for part in module.modules():
+        if isinstance(part, Options):
+            part.compiled, part.tile = compiled, tile
+    return module
+
+
 class FastEncoder(Options, Encoder):
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
         return encode(self, x, x_mask, self.fused, self.tile)
 
 
 class FastDecoder(Options, Decoder):
-    """The paper decoder with ``W_o`` column-major (:func:`faster`), which the fast model's
-    teacher forcing and steps read."""
+    """The paper decoder, which the fast model's teacher forcing and steps read (``W_o``
+    column-major once the model is initialised: :meth:`Fast.reset_parameters`)."""
 
 
 class Fast(Options, EncoderDecoder):
@@ -89,14 +105,34 @@ class Fast(Options, EncoderDecoder):
     with the batch sorted by target length for them, and :class:`~nmt_lib.fast.steps.DecodeSteps`
     as its decoding step."""
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                smoothing: float = 0.0):  # fmt: skip
+    encoder_class = FastEncoder
+    decoder_class = FastDecoder
+
+    def reset_parameters(self) -> None:
+        """The paper's initialisation, then the output matrix laid out column-major
+        (:func:`column_major`: laid out before, the same random draws would fill other entries)."""
+        super().reset_parameters()
+        dec = self.decoder
+        column_major(dec.W_o if dec.output_rank is None else dec.W2)
+
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0):
         # longest target first: the decoder's recurrence then drops sentences as they end
         order = y_mask.sum(1).argsort(descending=True, stable=True)
         x, x_mask, y, y_mask = (t[order] for t in (x, x_mask, y, y_mask))
         enc = self.encode(x, x_mask)
-        logp, alpha = teacher_forced(self.decoder, self.init_state(enc), y, y_mask, enc.h, enc.Uh,
-                                     enc.mask, enc.c, self.fused, self.tile, smoothing)  # fmt: skip
+        logp, alpha = teacher_forced(
+            self.decoder,
+            self.init_state(enc),
+            y,
+            y_mask,
+            enc.h,
+            enc.Uh,
+            enc.mask,
+            enc.c,
+            self.fused,
+            self.tile,
+            smoothing,
+        )
         back = torch.empty_like(order)
         back[order] = torch.arange(len(order), device=order.device)  # the caller's order again
         return logp[back], None if alpha is None else alpha[back]
@@ -116,28 +152,25 @@ class FastRNNencdec(Fast, RNNencdec):
 
 
 #: The fast class of each paper class.
-FAST = {RNNsearch: FastRNNsearch, RNNencdec: FastRNNencdec, Encoder: FastEncoder,
-        Decoder: FastDecoder}  # fmt: skip
+FAST = {
+    RNNsearch: FastRNNsearch,
+    RNNencdec: FastRNNencdec,
+    Encoder: FastEncoder,
+    Decoder: FastDecoder,
+}
 
 
-def faster(module: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
-    """A module of ``module``'s fast class (:data:`FAST`) made of ``module``'s parameters, buffers
-    and submodules (the same objects, not copies), its encoder and decoder made fast in turn, with
-    the options ``compiled`` and ``tile`` (also when ``module`` is fast already); ``module`` itself
-    if it has no fast class (the models before and after the paper). The fast
-    decoder's output matrix is laid out column-major (:func:`column_major`; the paper module's, the
-    same parameter, with it)."""
-    cls = FAST.get(type(module), type(module) if type(module) in FAST.values() else None)
-    if cls is None:  # no fast class (one that is fast already is made again, with these options)
-        return module
-    fast = cls.__new__(cls)
-    state = vars(module)
-    fast.__dict__.update(state)  # its settings; its own tables of parameters and submodules:
-    for table in ("_parameters", "_buffers", "_modules"):
-        fast.__dict__[table] = dict(state[table])
-    fast.compiled, fast.tile = compiled, tile
-    for name, child in module.named_children():
-        fast._modules[name] = faster(child, compiled, tile)
-    if isinstance(fast, Decoder):
-        column_major(fast.W_o if fast.output_rank is None else fast.W2)
-    return fast
+def fast_copy(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:
+    """A new model of ``model``'s fast class (:data:`FAST`) holding copies of its parameters and
+    buffers, on its device, in its dtype and mode, the output matrix column-major, with the
+    options ``compiled`` and ``tile`` (also when ``model`` is fast already); ``model`` unchanged.
+    ``model`` itself where it has no fast class (the models before and after the paper)."""
+    cls = FAST.get(type(model), type(model) if isinstance(model, Fast) else None)
+    if cls is None or not isinstance(model, EncoderDecoder):
+        return model
+    p = next(model.parameters())
+    fast = cls(model.cfg).to(p.device, p.dtype)
+    fast.load_state_dict(model.state_dict())
+    dec = fast.decoder
+    column_major(dec.W_o if dec.output_rank is None else dec.W2)
+    return set_options(fast.train(model.training), compiled, tile)

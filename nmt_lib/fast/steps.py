@@ -20,8 +20,8 @@ from .scan import compute_dtype
 class DecodeSteps:
     """The decoding step of :class:`nmt_lib.paper.steps.Steps` (its protocol), the same function computed
     faster: the products that share an input in one matmul each, their weights concatenated and
-    cast to the compute dtype once per search (a beam-10 step of 64 sentences at bench-small: 1.09x
-    as fast; bench/README.md, "Decoding step"), without autograd:
+    cast to the compute dtype once per search (fewer, larger matmuls; the figures: bench/README.md,
+    "Decoding step"), without autograd:
 
     * ``s_{i-1}`` -> ``[W_a s | U_o s + b_o | U_r s; U_z s]``: attention, deep output, and the gates
       of the next state (which are read from the rows of the hypotheses kept);
@@ -51,10 +51,10 @@ class DecodeSteps:
         na = 0 if self.att is None else self.att.W_a.shape[0]
         W_a = [] if self.att is None else [self.att.W_a]
         zeros = dec.b_o.new_zeros
-        # the weights transposed, row-major: bf16 matmuls on CPUs run faster (the step 1.02x)
+        # the weights transposed, row-major: bf16 matmuls on CPUs run faster (bench/README.md)
         rows = lambda ws: torch.cat(ws).t().to(cd).contiguous()  # noqa: E731
         # the deep output's units reordered, pairs (2i, 2i+1) -> (i, l + i): the maxout is then the
-        # max of two halves, 1.9x as fast as of the strided pairs (the same numbers)
+        # max of two halves, faster than of the strided pairs (the same numbers; bench/README.md)
         pairs = torch.arange(self.l2, device=dec.b_o.device).view(-1, 2).t().flatten()
         self.S = rows([*W_a, dec.U_o[pairs], gru.U_r, gru.U_z])
         self.b_S = torch.cat([zeros(na), dec.b_o[pairs], zeros(2 * self.n)]).to(cd)
@@ -63,9 +63,9 @@ class DecodeSteps:
         self.b_Y = torch.cat([gru.input_bias(), zeros(self.l2)]).to(cd)
         self.U = rows([gru.U])
         self.na, self.cd, self.words, self.fused = na, cd, words, fused
-        # kernels.right_product where it applies: AMX tiles (at 640 rows 1.2-1.4x torch.matmul)
-        # or else oneDNN's prepacked weights (1.05-1.13x at one thread, a decoding worker's), but
-        # not the AMX tiles for the output layer (0.94x)
+        # kernels.right_product where it applies: AMX tiles, or else oneDNN's prepacked weights,
+        # both faster than torch.matmul at a decoding worker's rows; not the AMX tiles for the
+        # output layer, where torch.matmul is faster (bench/README.md, "AMX tile products")
         product = fused.right_product if fused is not None else (lambda *a, **k: None)
         self.times_S = product(self.S, self.b_S) or (lambda s: torch.addmm(self.b_S, s, self.S))
         self.times_C = product(self.C) or (lambda c: torch.matmul(c, self.C))
@@ -183,7 +183,7 @@ def best_words(
 
 def topk_rows(x: Tensor, k: int, g: int = 8) -> tuple[Tensor, Tensor]:
     """``x.topk(k, dim=1)`` of a ``[R, K]`` tensor, the same values (indices may differ among
-    ties), 2-3x faster on a CPU for K in the thousands. The columns are cut into ``g`` strided
+    ties), faster on a CPU for K in the thousands (bench/README.md, "Decoding step"). The columns are cut into ``g`` strided
     slices; the ``k`` best of all columns lie among the ``k`` column groups ``{j, j + w, ...}``
     (``w = K // g``) with the largest maxima, found the same way on the ``[R, w]`` maxima, so only
     ``g * k`` candidates (and the ``K - g w`` tail columns) are sorted."""

@@ -9,7 +9,6 @@ the paper a step that reads the previous word first (:mod:`nmt_lib.models.steps`
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from ..config import ModelConfig
@@ -20,33 +19,25 @@ from .seq2seq import Seq2seq
 from .transformer import Transformer
 
 #: The class of each ``model.arch``.
-CLASSES = {"RNNsearch": model.RNNsearch, "RNNencdec": model.RNNencdec, "Seq2seq": Seq2seq,
-           "Peeky": Peeky, "Luong": Luong, "Transformer": Transformer}  # fmt: skip
+CLASSES = {
+    "RNNsearch": model.RNNsearch,
+    "RNNencdec": model.RNNencdec,
+    "Seq2seq": Seq2seq,
+    "Peeky": Peeky,
+    "Luong": Luong,
+    "Transformer": Transformer,
+}
 
 
-def build_model(cfg: ModelConfig) -> nn.Module:
-    """The model of ``cfg.arch``, initialised: the paper's models per App. B.1
-    (:func:`nmt_lib.paper.model.build_model`); the others by the same rules of ``model.init``
-    (:func:`nmt_lib.paper.model.init_parameters`), their LSTMs' recurrent matrices orthogonal (each
-    gate's block) and biases zero but the forget gates' (``model.forget_bias``), layer norms the identity, and the Transformer's embeddings
-    N(0, 1/d) (so that ``√d E w`` is of the size of the position encodings)."""
-    if cfg.arch in ("RNNsearch", "RNNencdec"):
-        return model.build_model(cfg)
+def build_model(cfg: ModelConfig, on=None) -> nn.Module:
+    """The model of ``cfg.arch`` on the backend ``on`` (:func:`nmt_lib.backend.backend`, which
+    chooses its class: :meth:`nmt_lib.recipe.Plain.build`; None: the plain class), initialised by
+    its own ``reset_parameters``: the paper's models per App. B.1
+    (:meth:`nmt_lib.paper.model.EncoderDecoder.reset_parameters`), the others by the same rules of
+    ``model.init`` and their own (the LSTMs': :func:`nmt_lib.models.seq2seq.init_lstms`; the
+    Transformer's: :meth:`nmt_lib.models.transformer.Transformer.reset_parameters`)."""
     if cfg.arch not in CLASSES:
         raise ValueError(f"no model for arch {cfg.arch!r}")
-    net = CLASSES[cfg.arch](cfg)
-    model.init_parameters(net, cfg.init)
-    with torch.no_grad():
-        for name, p in net.named_parameters():
-            if ".weight_hh_" in name and not p.is_meta:
-                for block in p.split(p.shape[1]):  # [4n, n]: i, f, g, o
-                    nn.init.orthogonal_(block)
-            if ".bias_ih_" in name and not p.is_meta:  # b_f: bias_ih's, bias_hh's stays 0
-                p[p.shape[0] // 4 : p.shape[0] // 2] = cfg.forget_bias
-        for module in net.modules():
-            if isinstance(module, nn.LayerNorm):
-                module.reset_parameters()
-        if isinstance(net, Transformer):
-            for E in (net.E_bar, net.E):
-                nn.init.normal_(E, 0.0, cfg.m**-0.5)
+    net = CLASSES[cfg.arch](cfg) if on is None else on.build(CLASSES[cfg.arch], cfg)
+    net.reset_parameters()
     return net

@@ -43,10 +43,11 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ..config import ModelConfig
-from ..paper.decoder import Decoder
+from ..paper.decoder import log_softmax
 from ..paper.steps import Searchable
 from .seq2seq import (
     LSTMState,
+    init_lstms,
     layers_first,
     lstm,
     real_log_prob,
@@ -106,6 +107,10 @@ class Luong(Searchable, nn.Module):
         self.W_c = nn.Parameter(torch.empty(n, 2 * n))
         self.W_y = nn.Parameter(torch.empty(cfg.trg_vocab, n))
         self.b_y = nn.Parameter(torch.zeros(cfg.trg_vocab))
+
+    def reset_parameters(self) -> None:
+        """Initialise every parameter (:func:`~nmt_lib.models.seq2seq.init_lstms`)."""
+        init_lstms(self, self.cfg)
 
     def drop(self, t: Tensor) -> Tensor:
         """Dropout of probability ``model.dropout`` while training; ``t`` itself at 0."""
@@ -201,10 +206,13 @@ class Luong(Searchable, nn.Module):
         their order (also with ``reverse_source``): the decoder reads ``y_{t-1}`` (and
         ``h̃_{t-1}``), attends from ``h_t``, and ``h̃_t`` gives the distribution of ``y_t``."""
         h_tilde, R = s_prev.h_tilde, s_prev.h_tilde.shape[0]
-        e_prev = (h_tilde.new_zeros(R, self.cfg.m) if y_prev is None
-                  else self.drop(F.embedding(y_prev, self.E)))  # fmt: skip
+        e_prev = (
+            h_tilde.new_zeros(R, self.cfg.m)
+            if y_prev is None
+            else self.drop(F.embedding(y_prev, self.E))
+        )
         h_tilde, state, a = self.attentional(enc, s_prev, e_prev)
-        logp = Decoder.log_softmax(F.linear(self.drop(h_tilde), self.W_y, self.b_y))
+        logp = log_softmax(F.linear(self.drop(h_tilde), self.W_y, self.b_y))
         if self.cfg.reverse_source:  # the weights of the source words, in their own order
             a = reverse_words(a, enc.mask.repeat_interleave(R // enc.mask.shape[0], 0))
         return logp, LuongState(*rows_first(state), h_tilde), a
@@ -213,8 +221,7 @@ class Luong(Searchable, nn.Module):
         """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`)."""
         return ReadFirstSteps(self)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                smoothing: float = 0.0):  # fmt: skip
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0):
         """Teacher forcing: ``logp [B, Ty]`` and ``a [B, Ty, Tx]``, 0 at padding; ``smoothing``:
         label smoothing's ``logp`` (:func:`~nmt_lib.paper.steps.target_log_prob`), for training.
         With input feeding the steps up to ``h̃_t`` one at a time (each waits for the previous

@@ -40,7 +40,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ..config import ModelConfig
-from ..paper.decoder import Decoder
+from ..paper.decoder import log_softmax
+from ..paper.model import init_parameters
 from ..paper.steps import Searchable, target_log_prob
 from .steps import ReadFirstSteps
 
@@ -68,8 +69,9 @@ def run_lstm(lstm: nn.LSTM, e: Tensor, mask: Tensor | None, state: tuple | None 
     return out, final
 
 
-def real_log_prob(u: Tensor, y: Tensor, y_mask: Tensor, W: Tensor, b: Tensor,
-                  smoothing: float = 0.0) -> Tensor:  # fmt: skip
+def real_log_prob(
+    u: Tensor, y: Tensor, y_mask: Tensor, W: Tensor, b: Tensor, smoothing: float = 0.0
+) -> Tensor:
     """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the output layer's inputs ``u [B, Ty, ·]``:
     ``softmax(W u_i + b)`` at the real positions of ``y_mask`` only, the padding's never computed;
     ``b``: ``[K]``, or ``[B, K]``, one per sentence; ``smoothing``: label smoothing's
@@ -78,7 +80,7 @@ def real_log_prob(u: Tensor, y: Tensor, y_mask: Tensor, W: Tensor, b: Tensor,
         logits = F.linear(u[y_mask], W, b)  # [N, K], N real positions
     else:  # each position its sentence's row of b
         logits = F.linear(u[y_mask], W) + b.index_select(0, y_mask.nonzero()[:, 0])
-    logp = Decoder.log_softmax(logits)
+    logp = log_softmax(logits)
     logp = target_log_prob(logp, y[y_mask], smoothing)
     return logp.new_zeros(y.shape).masked_scatter(y_mask, logp)
 
@@ -88,6 +90,23 @@ def lstm(inputs: int, cfg) -> nn.LSTM:
     ``cfg.dropout`` between its layers (while training)."""
     between = cfg.dropout if cfg.layers > 1 else 0.0  # torch warns of dropout after a last layer
     return nn.LSTM(inputs, cfg.n, cfg.layers, batch_first=True, dropout=between)
+
+
+@torch.no_grad()
+def init_lstms(model: nn.Module, cfg: ModelConfig) -> None:
+    """``model``'s parameters by the rules of ``model.init`` (:func:`init_parameters`), then each
+    of its LSTMs' recurrent matrices orthogonal (each gate's block) and the forget gates' biases
+    ``model.forget_bias`` (``bias_ih``'s; ``bias_hh``'s stays 0)."""
+    init_parameters(model, cfg.init)
+    for module in model.modules():
+        if not isinstance(module, nn.LSTM):
+            continue
+        for name, p in module.named_parameters():
+            if name.startswith("weight_hh_") and not p.is_meta:
+                for block in p.split(p.shape[1]):  # [4n, n]: i, f, g, o
+                    nn.init.orthogonal_(block)
+            if name.startswith("bias_ih_") and not p.is_meta:
+                p[p.shape[0] // 4 : p.shape[0] // 2] = cfg.forget_bias
 
 
 class LSTMState(NamedTuple):
@@ -138,6 +157,10 @@ class Seq2seq(Searchable, nn.Module):
         self.W_y = nn.Parameter(torch.empty(cfg.trg_vocab, self.output_input_size()))
         self.b_y = nn.Parameter(torch.zeros(cfg.trg_vocab))
 
+    def reset_parameters(self) -> None:
+        """Initialise every parameter (:func:`init_lstms`)."""
+        init_lstms(self, self.cfg)
+
     def drop(self, t: Tensor) -> Tensor:
         """Dropout of probability ``model.dropout`` while training; ``t`` itself at 0."""
         return F.dropout(t, self.p, self.training) if self.p else t
@@ -182,14 +205,13 @@ class Seq2seq(Searchable, nn.Module):
         inp = self.decoder_input(enc, e_prev)[:, None]  # [R, 1, ·]
         h, state = self.decoder(inp, layers_first(s_prev))
         logits = F.linear(self.output_input(enc, self.drop(h[:, 0])), self.W_y, self.b_y)
-        return Decoder.log_softmax(logits), rows_first(state), None
+        return log_softmax(logits), rows_first(state), None
 
     def steps(self) -> ReadFirstSteps:
         """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`)."""
         return ReadFirstSteps(self)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                smoothing: float = 0.0):  # fmt: skip
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0):
         """Teacher forcing, all target positions at once: the decoder LSTM over ``0, E y_1 ..
         E y_{T_y - 1}`` from the encoder's state, the output layer over its top outputs.
         ``logp [B, Ty]`` (0 at padding), None; ``smoothing``: label smoothing's
@@ -203,8 +225,9 @@ class Seq2seq(Searchable, nn.Module):
         h, _ = self.decoder(inp, layers_first(self.init_state(enc)))
         return self.scored(enc, self.drop(h), y, y_mask, smoothing), None
 
-    def scored(self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor,
-               smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    def scored(
+        self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0
+    ) -> Tensor:
         """``log p(y_i | ·)`` ``[B, Ty]`` (0 at padding) from the decoder's top outputs ``h [B,
         Ty, n]``: the output layer over :meth:`output_inputs`, at the real positions."""
         u = self.output_inputs(enc, h)  # [B, Ty, ·]

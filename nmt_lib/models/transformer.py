@@ -38,7 +38,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ..config import ModelConfig
-from ..paper.decoder import Decoder
+from ..paper.decoder import log_softmax
+from ..paper.model import init_parameters
 from ..paper.steps import Searchable
 from .seq2seq import real_log_prob
 from .steps import ReadFirstSteps
@@ -187,6 +188,19 @@ class Transformer(Searchable, Dropped):
         self.W_y = nn.Parameter(torch.empty(cfg.trg_vocab, d))
         self.b_y = nn.Parameter(torch.zeros(cfg.trg_vocab))
 
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """Every parameter by the rules of ``model.init`` (:func:`init_parameters`), the layer
+        norms the identity, and the embeddings N(0, 1/d), so that ``√d E w`` is of the size of the
+        position encodings."""
+        init_parameters(self, self.cfg.init)
+        for module in self.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.reset_parameters()
+        for E in (self.E_bar, self.E):
+            if not E.is_meta:
+                nn.init.normal_(E, 0.0, self.cfg.m**-0.5)
+
     def inputs(self, e: Tensor) -> Tensor:
         """``√d e + PE`` for embeddings ``e [B, T, d]`` (dropped while training)."""
         return self.drop(math.sqrt(self.cfg.m) * e + positions(e.shape[1], self.cfg.m, e))
@@ -197,8 +211,10 @@ class Transformer(Searchable, Dropped):
         h = self.inputs(F.embedding(x, self.E_bar))
         for layer in self.encoder:
             h = layer(h, x_mask)
-        kv = [torch.stack([h @ layer.cross_attention.W_K, h @ layer.cross_attention.W_V], 1)
-              for layer in self.decoder]  # fmt: skip
+        kv = [
+            torch.stack([h @ layer.cross_attention.W_K, h @ layer.cross_attention.W_V], 1)
+            for layer in self.decoder
+        ]
         return TransformerEncoded(x_mask, h, torch.stack(kv, 1))
 
     def decode(self, enc: TransformerEncoded, prefix: Tensor) -> tuple[Tensor, Tensor]:
@@ -219,8 +235,7 @@ class Transformer(Searchable, Dropped):
             x, a = layer(x, causal, enc.kv[:, k], enc.mask)
         return x, a.mean(1)
 
-    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                smoothing: float = 0.0):  # fmt: skip
+    def forward(self, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0):
         """Teacher forcing, all positions at once: ``logp [B, Ty]`` and the alignments ``[B, Ty,
         Tx]``, 0 at padding; ``smoothing``: label smoothing's ``logp``
         (:func:`~nmt_lib.paper.steps.target_log_prob`), for training."""
@@ -247,7 +262,7 @@ class Transformer(Searchable, Dropped):
             x, a, kv = layer.step(x, cache[:, k], enc.kv[:, k], enc.mask)
             kvs.append(kv)
         logits = F.linear(x[:, 0], self.W_y, self.b_y)
-        return Decoder.log_softmax(logits), Cache(torch.stack(kvs, 1)), a.mean(1).reshape(R, -1)
+        return log_softmax(logits), Cache(torch.stack(kvs, 1)), a.mean(1).reshape(R, -1)
 
     def steps(self) -> ReadFirstSteps:
         """The decoding step as a search drives it (:mod:`nmt_lib.models.steps`): a beam reorders

@@ -139,17 +139,18 @@ class Decoder(nn.Module):
             return F.linear(t, self.W_o, self.b_y)
         return F.linear(F.linear(t, self.W1), self.W2, self.b_y)
 
-    @staticmethod
-    def log_softmax(logits: Tensor) -> Tensor:
-        """``log softmax`` over the last dim, computed in float32 at least (bf16/fp16 upcast)."""
-        return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
-
     def step_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i`` from ``s_{i-1} [B, n]``, the emitted word ``y_i [B]`` and ``c_i [B, ctx]``: the
         GRU step (:func:`~nmt_lib.paper.gru.gru_step`) with ``[C; C_z; C_r] c_i`` added to its input
         pre-activations ``[W; W_z; W_r] ē(y_i) + b``."""
         a = self.gru.project(self.embed(y)) + F.linear(c, self.context_weight())  # [B, 3n]
         return gru_step(a, s_prev, *self.gru.recurrent_weights())
+
+
+def log_softmax(logits: Tensor) -> Tensor:
+    """``log softmax`` over the last dim, computed in float32 at least (bf16/fp16 upcast): every
+    model's next-word distribution."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
 
 
 def maxout(t_tilde: Tensor) -> Tensor:

@@ -13,7 +13,7 @@ The interface (``CONTRIBUTING.md``)::
 
 ``s_prev`` may hold ``G`` consecutive states per encoded sentence (``[G * B, n]``: a beam). These
 are the paper's equations in plain PyTorch, what the reference backend runs; the fast backend
-(:func:`nmt_lib.fast.backend`) computes the same functions faster.
+(:func:`nmt_lib.backend.backend`) computes the same functions faster.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from ..config import ModelConfig
 from .attention import groups
-from .decoder import Decoder
+from .decoder import Decoder, log_softmax
 from .encoder import Encoder
 from .steps import Searchable, teacher_forced
 
@@ -49,14 +49,22 @@ class Encoded(NamedTuple):
 
 
 class EncoderDecoder(Searchable, nn.Module):
-    """What RNNsearch and RNNencdec share: everything but the encoding and the context."""
+    """What RNNsearch and RNNencdec share: everything but the encoding and the context.
+    ``encoder_class``, ``decoder_class``: the classes of its two parts, which a subclass that
+    computes them otherwise names (:mod:`nmt_lib.fast.model`)."""
 
+    encoder_class = Encoder
+    decoder_class = Decoder
     encoder: Encoder
     decoder: Decoder
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
+
+    def reset_parameters(self) -> None:
+        """Initialise every parameter per App. B.1 (:func:`init_parameters`, ``model.init``)."""
+        init_parameters(self, self.cfg.init)
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
         """``x [B, Tx]`` long, ``x_mask [B, Tx]`` bool -> :class:`Encoded`."""
@@ -101,7 +109,7 @@ class EncoderDecoder(Searchable, nn.Module):
         """
         c, alpha = self.context(enc, s_prev)
         e_prev = None if y_prev is None else self.decoder.embed(y_prev)
-        return self.decoder.log_softmax(self.decoder.logits(s_prev, e_prev, c)), c, alpha
+        return log_softmax(self.decoder.logits(s_prev, e_prev, c)), c, alpha
 
     def next_state(self, s_prev: Tensor, y: Tensor, c: Tensor) -> Tensor:
         """``s_i [B, n]`` from ``s_{i-1} [B, n]``, the word just emitted ``y_i [B]`` and ``c_i``."""
@@ -114,12 +122,22 @@ class RNNsearch(EncoderDecoder):
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
         n, n_dec = cfg.n, cfg.n_dec or cfg.n
-        self.encoder = Encoder(cfg.src_vocab, cfg.m, n, True, cfg.embedding_bias, cfg.gate_bias,
-                               cfg.dropout)  # fmt: skip
-        self.decoder = Decoder(
-            cfg.trg_vocab, cfg.m, n_dec, 2 * n, cfg.l, cfg.n_align, cfg.output_rank, n,
-            cfg.embedding_bias, cfg.gate_bias, cfg.dropout,
-        )  # fmt: skip
+        self.encoder = self.encoder_class(
+            cfg.src_vocab, cfg.m, n, True, cfg.embedding_bias, cfg.gate_bias, cfg.dropout
+        )
+        self.decoder = self.decoder_class(
+            cfg.trg_vocab,
+            cfg.m,
+            n_dec,
+            2 * n,
+            cfg.l,
+            cfg.n_align,
+            cfg.output_rank,
+            n,
+            cfg.embedding_bias,
+            cfg.gate_bias,
+            cfg.dropout,
+        )
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
         h = self.encoder(x, x_mask)  # [B, Tx, 2n]
@@ -138,12 +156,22 @@ class RNNencdec(EncoderDecoder):
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
         n, n_dec = cfg.n, cfg.n_dec or cfg.n
-        self.encoder = Encoder(cfg.src_vocab, cfg.m, n, False, cfg.embedding_bias, cfg.gate_bias,
-                               cfg.dropout)  # fmt: skip
-        self.decoder = Decoder(
-            cfg.trg_vocab, cfg.m, n_dec, n, cfg.l, None, cfg.output_rank, n,
-            cfg.embedding_bias, cfg.gate_bias, cfg.dropout,
-        )  # fmt: skip
+        self.encoder = self.encoder_class(
+            cfg.src_vocab, cfg.m, n, False, cfg.embedding_bias, cfg.gate_bias, cfg.dropout
+        )
+        self.decoder = self.decoder_class(
+            cfg.trg_vocab,
+            cfg.m,
+            n_dec,
+            n,
+            cfg.l,
+            None,
+            cfg.output_rank,
+            n,
+            cfg.embedding_bias,
+            cfg.gate_bias,
+            cfg.dropout,
+        )
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
         return Encoded(x_mask, c=Encoder.last_forward(self.encoder(x, x_mask)))  # [B, n]
@@ -199,7 +227,7 @@ def _init_one(leaf: str, p: Tensor, scheme: str) -> None:
 def build_model(cfg: ModelConfig) -> EncoderDecoder:
     """RNNsearch or RNNencdec (``cfg.arch``), initialised per App. B.1, on the default device."""
     model = (RNNsearch if cfg.arch == "RNNsearch" else RNNencdec)(cfg)
-    init_parameters(model, cfg.init)
+    model.reset_parameters()
     return model
 
 

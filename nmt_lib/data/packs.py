@@ -1,0 +1,127 @@
+"""Packs, for a machine without the data files (a GPU machine): :func:`pack` writes one (the
+prepared training data, copies of the dev and test files, ``pack.json``), which training reads with
+``data.packed`` (:func:`nmt_lib.data.store.prepare_packed`); and the inputs' sha256
+(:func:`input_sha256`, :func:`verify_inputs`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..config import DataConfig
+from ..io import sha256_file, write_json
+from . import corpus, text
+from .pipeline import prepare, train_inputs
+from .store import PACK, prepared_settings, read_pack
+
+
+def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
+    """Write what training and evaluation with ``cfg`` need into ``out``, for a machine without the
+    WMT'14 files (a GPU machine): the prepared training data, copies of the dev and test files, and
+    ``pack.json`` with the prepared data's key and the sha256 of every input file. Train there with
+    ``data.packed = out``. The pack is written into a new directory beside ``out``, then renamed
+    ``out``; an ``out`` that exists must be an empty directory or a pack (which it replaces):
+    anything else raises :class:`~nmt_lib.data.corpus.DataError`, before any work, and is left as
+    it is."""
+    out = Path(out).absolute()
+    _check_pack_target(out)
+    prep = prepare(cfg)
+    found = corpus.locate(cfg)
+    root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
+    _, train_keys = train_inputs(found, cfg, memo, None, False)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        shutil.copytree(prep.path, tmp / "prepared")
+        for ev in (*found.test, *found.dev):
+            for p in (ev.src, ev.ref):
+                dest = tmp / "data" / p.relative_to(root)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(p, dest)
+        write_json(
+            tmp / PACK,
+            {
+                "key": prep.key,
+                "settings": prepared_settings(cfg),
+                "train": list(cfg.train),
+                "train_keys": train_keys,
+                "data_sha256": input_sha256(cfg),
+            },
+        )
+        _check_pack_target(out)  # still empty or a pack
+        old = None
+        if out.exists():  # set aside (renamed into an empty directory), removed once replaced
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.rename(out, old)
+        os.rename(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _check_pack_target(out: Path) -> None:
+    """Raise :class:`~nmt_lib.data.corpus.DataError` unless ``out`` is missing, an empty directory,
+    or a pack that :func:`pack` wrote (``pack.json`` and its two directories, nothing else)."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise corpus.DataError(
+            f"{out}: exists and is not a directory: pack writes a new directory "
+            "(or replaces a pack of its own); name another one"
+        )
+    entries = sorted(os.listdir(out))
+    if not entries:
+        return
+    if PACK in entries and set(entries) <= {PACK, "prepared", "data"}:
+        try:
+            if "key" in read_pack(out):
+                return
+        except (corpus.DataError, TypeError):
+            pass
+    raise corpus.DataError(
+        f"{out}: exists and is not a pack written by `python -m nmt_lib pack` ({len(entries)} "
+        f"entries, e.g. {entries[0]!r}): pack replaces only a pack of its own, never anything "
+        "else; name a new directory"
+    )
+
+
+def input_sha256(cfg: DataConfig) -> dict[str, str]:
+    """The sha256 of every input file of ``cfg`` (dev, test, training), by path relative to its
+    data directory; for a pack, as recorded where it was written."""
+    if cfg.packed:
+        return read_pack(cfg.packed)["data_sha256"]
+    root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
+    found = corpus.locate(cfg, root)
+    paths = [p for ev in (*found.test, *found.dev) for p in (ev.src, ev.ref)]
+    paths += [p for tf in found.train for pair in tf.pairs for p in pair]
+    return {str(Path(p).relative_to(root)): text.file_info(p, memo).sha256 for p in paths}
+
+
+def verify_inputs(cfg: DataConfig) -> list[Path]:
+    """Hash every input file of ``cfg`` again and compare with the sha256 remembered for its path,
+    size and mtime (:func:`nmt_lib.data.text.file_info`). A file whose contents changed behind an
+    unchanged size and mtime is forgotten (it is hashed afresh when next used, and so gets new
+    prepared data) and returned; the prepared data and checkpoints made from it are stale. A pack
+    (``data.packed``) has no input files here: nothing to check (its prepared files are checked
+    when loaded)."""
+    if cfg.packed:
+        return []
+    root, memo_dir = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
+    found = corpus.locate(cfg, root)
+    paths = [p for ev in (*found.test, *found.dev) for p in (ev.src, ev.ref)]
+    paths += [p for tf in found.train for pair in tf.pairs for p in pair]
+    changed = [Path(p) for p in paths if sha256_file(p) != text.file_info(p, memo_dir).sha256]
+    if changed:
+        memo_path = memo_dir / "files.json"
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+        for p in changed:
+            memo.pop(str(p.resolve()), None)
+        write_json(memo_path, memo)
+    return changed
