@@ -120,7 +120,7 @@ _ = torch.manual_seed(0)
 # ```
 #
 # The loss, its gradient and the update come from the run's backend (`self.backward`, `self.on.update`;
-# `nmt_lib.fast.backend`). The fast one leaves the clip's factor $\tau / \lVert g \rVert$ to the
+# `nmt_lib.backend.backend`, the recipe in `nmt_lib.recipe`). The fast one leaves the clip's factor $\tau / \lVert g \rVert$ to the
 # optimiser (`clip_gradients(..., defer=True)`, then `Adadelta.step(grad_scale=...)`), which multiplies each
 # gradient by it in the same pass as the update: the same float32 numbers as scaling the gradients
 # first, one pass over them fewer (`tests/test_train.py` checks the two bit for bit).

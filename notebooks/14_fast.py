@@ -67,10 +67,11 @@ defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
 glue("fast_default_backend", defaults["backend"], display=False)
 
 # %% [markdown]
-# **Two backends, the same weights.** `nmt_lib.fast.backend("fast").model(model)` makes a model of
-# the fast classes out of a paper model's parameters: the same parameters under the same names, so a
-# checkpoint loads on either backend. Below, one tiny RNNsearch in float64 with large random weights
-# (so that every term matters), a copy of it on the fast backend, and a padded batch of three
+# **Two backends, the same weights.** `nmt_lib.models.build_model(cfg, nmt_lib.backend.backend("fast"))`
+# builds a model of the fast classes (the class is chosen when the model is made), and
+# `nmt_lib.fast.accelerate(model)` makes a fast copy of a paper model: the same parameters under
+# the same names, so a checkpoint loads on either backend. Below, one tiny RNNsearch in float64 with
+# large random weights (so that every term matters), a fast copy of it, and a padded batch of three
 # sentence pairs whose lengths are in no particular order.
 
 # %%
@@ -572,8 +573,9 @@ for hr, hf in zip(hyps_r, hyps_f, strict=True):
 # `nmt_lib` changes nothing in the process; training and evaluation on the fast backend ask it to
 # raise oneDNN's kernel cache and keep freed memory in the process (`backend.tune_process()`),
 # which it runs faster with. Everything here is reached through that one object,
-# `nmt_lib.fast.backend(train.backend)`: the model, the optimizer, the backward pass, the update,
-# the decoding steps.
+# `nmt_lib.backend.backend(train.backend)`: the model's classes, the optimizer, the backward pass,
+# the update, the decoding steps (the plain backend and the training recipe are
+# `nmt_lib.recipe.Plain`; the fast one, `nmt_lib.fast.Fast`, overrides only what it speeds up).
 
 # %% [markdown]
 # ## What it buys: the benchmarks
