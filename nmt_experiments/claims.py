@@ -157,21 +157,33 @@ class Judge:
     method returns one row of a claims table: ``claim``, ``paper``, ``ours``, ``verdict``,
     ``reason`` and ``observation`` (what the numbers show outside the verdict, or empty)."""
 
-    def __init__(self, stats: dict[str, list[np.ndarray]], lengths, n_samples: int = 1000):
+    def __init__(
+        self,
+        stats: dict[str, list[np.ndarray]],
+        lengths,
+        n_samples: int = 1000,
+        short: int = SHORT,
+        long: int = LONG,
+    ):
         self.stats, self.lengths, self.n = stats, np.asarray(lengths), n_samples
+        self.short, self.long = (
+            short,
+            long,
+        )  # Figure 2's lengths (a testbed of short sentences: less)
         self.score = {m: float(np.mean([bleu.bleu_from_stats(s, True) for s in ss]))
                       for m, ss in stats.items()}  # fmt: skip
         self.samples = {m: seeded_scores(ss, n_samples, draw=m) for m, ss in stats.items()}
         self.low = {m: b for m, ss in stats.items() if (b := short_bleu(ss, lengths)) < FLOOR}
 
     @classmethod
-    def of(cls, out: Path, groups: dict[str, list[str]], n_samples: int = 1000) -> Judge:
-        """The judge of the runs ``groups`` (``{model: its runs, one per seed}``) in ``out``."""
-        stats, lengths = {}, None
+    def of(cls, out: Path, groups: dict[str, list[str]], n_samples: int = 1000, **lengths) -> Judge:
+        """The judge of the runs ``groups`` (``{model: its runs, one per seed}``) in ``out``;
+        ``lengths``: ``short`` and ``long``, as the constructor takes them."""
+        stats, src_len, lengths_ = {}, None, lengths
         for m, runs in groups.items():
             ds = [read_json(run_dir(out, r) / "bleu_by_length.json") for r in runs]
-            stats[m], lengths = [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
-        return cls(stats, lengths, n_samples)
+            stats[m], src_len = [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
+        return cls(stats, src_len, n_samples, **lengths_)
 
     def below(self, models: Sequence[str]) -> dict[str, float]:
         """The models of ``models`` below the learning floor, with their short-sentence BLEU."""
@@ -207,7 +219,7 @@ class Judge:
     def ratio(self, m: str) -> tuple[float, list[float], np.ndarray]:
         """``m``'s BLEU(>= LONG) / BLEU(< SHORT): the mean over its seeds' scores, its 95%
         interval and its resamples."""
-        short, long_ = self.lengths < SHORT, self.lengths >= LONG
+        short, long_ = self.lengths < self.short, self.lengths >= self.long
         with np.errstate(divide="ignore", invalid="ignore"):
             samples = (seeded_scores(self.stats[m], self.n, long_, m)
                        / seeded_scores(self.stats[m], self.n, short, m))  # fmt: skip
@@ -215,14 +227,14 @@ class Judge:
         return float(at(long_) / max(at(short), 1e-9)), bleu.interval(samples), samples
 
     def ratios_text(self, models: Sequence[str]) -> str:
-        n_long = int((self.lengths >= LONG).sum())
+        n_long, lo, hi = int((self.lengths >= self.long).sum()), self.long, self.short
         parts = [f"{m} {p:.2f} [{lo:.2f}, {hi:.2f}]"
                  for m in models for p, (lo, hi), _ in [self.ratio(m)]]  # fmt: skip
-        return (f"BLEU(≥{LONG}) / BLEU(<{SHORT}): " + "; ".join(parts)
-                + f" ({n_long} test sentences of ≥{LONG} words)")  # fmt: skip
+        return (f"BLEU(≥{lo}) / BLEU(<{hi}): " + "; ".join(parts)
+                + f" ({n_long} test sentences of ≥{lo} words)")  # fmt: skip
 
     def _no_lengths(self) -> bool:
-        return not (self.lengths >= LONG).any() or not (self.lengths < SHORT).any()
+        return not (self.lengths >= self.long).any() or not (self.lengths < self.short).any()
 
     def holds_up(self, claim: str, paper: str, m: str) -> dict:
         """Figure 2's first part: ``m`` shows no deterioration on sentences of LONG words or
@@ -231,7 +243,7 @@ class Judge:
         ours = self.ratios_text([m])
         if self._no_lengths():
             return self.row(claim, paper, ours, NOT_TESTABLE,
-                            f"no test sentences of ≥{LONG} or of <{SHORT} words")  # fmt: skip
+                            f"no test sentences of ≥{self.long} or of <{self.short} words")  # fmt: skip
         if below := self.below([m]):
             return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
         return self.row(claim, paper, ours, *holds_verdict(self.ratio(m)[1]))
@@ -243,7 +255,7 @@ class Judge:
         ours = self.ratios_text([better, *others])
         if self._no_lengths():
             return self.row(claim, paper, ours, NOT_TESTABLE,
-                            f"no test sentences of ≥{LONG} or of <{SHORT} words")  # fmt: skip
+                            f"no test sentences of ≥{self.long} or of <{self.short} words")  # fmt: skip
         if below := self.below([better]):
             return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
         above = [m for m in others if m not in self.low]

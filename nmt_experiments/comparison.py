@@ -213,7 +213,9 @@ def outputs(out: Path = RESULTS) -> list[dict]:
     return rows
 
 
-def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
+def claims(
+    out: Path = RESULTS, n_samples: int = 1000, short: int = SHORT, long: int = LONG
+) -> list[dict]:
     """The claims the comparison tests, at equal updates, with our numbers, 95% intervals over
     seeds and test sentences and a verdict by the rules of :class:`nmt_experiments.claims.Judge`
     (a claim is decided only between models above the learning floor):
@@ -223,9 +225,12 @@ def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
        of ``LONG`` words or more, relative to BLEU on sentences of fewer than ``SHORT``, shows no
        fall; (b) that ratio is higher than the models' without attention;
     3. Sutskever et al.'s: reversing the source helps an LSTM encoder-decoder (by ``MARGIN``);
-    4. Vaswani et al.'s: the Transformer beats the recurrent attention models (by ``MARGIN``)."""
+    4. Vaswani et al.'s: the Transformer beats the recurrent attention models (by ``MARGIN``).
+
+    ``short`` and ``long``: Figure 2's lengths, for a testbed whose sentences are short (the
+    learning floor is judged on sentences of fewer than ``SHORT`` words all the same)."""
     found = models(out)
-    judge = Judge.of(out, found, n_samples)
+    judge = Judge.of(out, found, n_samples, short=short, long=long)
     arch = {m: config(out, runs[0])["model"]["arch"] for m, runs in found.items()}
     reverse = {m: config(out, runs[0])["model"].get("reverse_source", False)
                for m, runs in found.items()}  # fmt: skip
@@ -240,7 +245,7 @@ def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
     plain = [m for m in found if m not in attn]
     for m in attn:
         rows.append(judge.holds_up(
-            f"{m} shows no deterioration on sentences of {LONG} words or more (Bahdanau et "
+            f"{m} shows no deterioration on sentences of {long} words or more (Bahdanau et "
             "al., Figure 2)", "RNNsearch-50's curve does not fall past 50 words", m))  # fmt: skip
         rows.append(judge.holds_up_better(
             f"{m} holds up on long sentences better than the models without attention "
