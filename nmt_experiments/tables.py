@@ -288,39 +288,48 @@ def readme_results(profile: str = "lite") -> str:
         f"Of the paper's {len(verdicts)} claims that the book tests: {verdict_counts(verdicts)} "
         '(the chapter "Experiments" gives each verdict, its interval and its reason).',
     ]
+    return "\n".join(text + _compare_summary() + _gpu_summary()) + "\n"
+
+
+def _compare_summary() -> list[str]:
+    """The README summary's lines on the comparison (``results/compare/``), where it is committed."""
     compare = results_path("compare")
-    if (compare / "claims.csv").is_file():
-        with open(compare / "comparison.csv", encoding="utf-8") as f:
-            ranked = ranked_text(list(csv.DictReader(f)))
-        with open(compare / "claims.csv", encoding="utf-8") as f:
-            judged = [r["verdict"] for r in csv.DictReader(f)]
-        cmp = read_json(compare / "manifest.json")
-        t = run_from_dict(cmp["configs"][cmp["runs"][0]]).train
-        budget = (f"the same {t.max_updates:,} updates each, with its own recipe chosen on dev"
-                  if t.max_updates else
-                  f"the same {60 * t.max_hours:.0f} minutes of one core each (equal time, "
-                  "which measures our implementations as much as the architectures), with "
-                  "lite's recipe")  # fmt: skip
-        text += [
-            "",
-            "Beside them, on the same data and sizes, the models before and after the paper "
-            f'(`results/compare/`, the book\'s part "Before and after the paper"), {budget}: '
-            + ranked
-            + " (≈: a tie, within the spread over seeds)"
-            + f". Of the {len(judged)} claims that comparison tests: {verdict_counts(judged)}.",
-        ]
+    if not (compare / "claims.csv").is_file():
+        return []
+    with open(compare / "comparison.csv", encoding="utf-8") as f:
+        ranked = ranked_text(list(csv.DictReader(f)))
+    with open(compare / "claims.csv", encoding="utf-8") as f:
+        judged = [r["verdict"] for r in csv.DictReader(f)]
+    cmp = read_json(compare / "manifest.json")
+    t = run_from_dict(cmp["configs"][cmp["runs"][0]]).train
+    budget = (f"the same {t.max_updates:,} updates each, with its own recipe chosen on dev"
+              if t.max_updates else
+              f"the same {60 * t.max_hours:.0f} minutes of one core each (equal time, "
+              "which measures our implementations as much as the architectures), with "
+              "lite's recipe")  # fmt: skip
+    return [
+        "",
+        "Beside them, on the same data and sizes, the models before and after the paper "
+        f'(`results/compare/`, the book\'s part "Before and after the paper"), {budget}: '
+        + ranked
+        + " (≈: a tie, within the spread over seeds)"
+        + f". Of the {len(judged)} claims that comparison tests: {verdict_counts(judged)}.",
+    ]
+
+
+def _gpu_summary() -> list[str]:
+    """The README summary's line on the `gpu` run (``results/gpu/``), where it is committed."""
     gpu = results_path("gpu")
-    if (gpu / "manifest.json").is_file():
-        g = read_json(gpu / "manifest.json")
-        (name,) = g["runs"]
-        b = read_json(run_dir(gpu, name) / "bleu.json")
-        summ = read_json(run_dir(gpu, name) / "train_summary.json")
-        text += [
-            "",
-            f"At the paper's sizes, {name} trained for {60 * summ['hours']:.0f} minutes of one "
-            f"{summ['device']} scores {b['all']['tok']['score']:.2f} (`results/gpu/`).",
-        ]
-    return "\n".join(text) + "\n"
+    if not (gpu / "manifest.json").is_file():
+        return []
+    (name,) = read_json(gpu / "manifest.json")["runs"]
+    b = read_json(run_dir(gpu, name) / "bleu.json")
+    summ = read_json(run_dir(gpu, name) / "train_summary.json")
+    return [
+        "",
+        f"At the paper's sizes, {name} trained for {60 * summ['hours']:.0f} minutes of one "
+        f"{summ['device']} scores {b['all']['tok']['score']:.2f} (`results/gpu/`).",
+    ]
 
 
 def write_table(out: Path, name: str, rows: list[dict], note: str) -> None:
