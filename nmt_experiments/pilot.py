@@ -1,0 +1,619 @@
+"""The pilot of issue 59: how many updates, and core-hours, RNNencdec-50 needs to pass the learning
+floor on newstest2014, and what makes it learn faster (``results/pilot/``).
+
+    python -m nmt_experiments.pilot --train            # every arm in turn (resumable), scored as it trains
+    python -m nmt_experiments.pilot --train --arms lr-3e-3
+    python -m nmt_experiments.pilot                    # rewrite curves.csv, summary.md|json, the figure
+
+The arms are the runs of ``nmt_lib/profiles/studies/pilot.toml``: RNNencdec-50 on lite's data and
+sizes, each with a budget in updates (``train.max_updates``). An arm trains in segments that end at
+the scoring points (every :data:`SCORE_EVERY` updates, and its budget): each segment resumes the
+last one's checkpoint (:func:`nmt_lib.train.train_run`), so the arm's updates are those of one
+uninterrupted run, and an interrupted arm resumes where it stopped. At each point the model decodes
+greedily the test sentences of fewer than ``claims.SHORT`` source words (tokenized BLEU, what the
+learning floor is judged on), and the dev NLL of the fixed subset comes from the training log; at the
+budget the model also decodes them with the profile's beam search (lite's). What an arm writes,
+under ``runs/<arm>/``: ``config.json``, ``train_log.jsonl``, ``train_summary.json``, ``curve.json``
+and the hypotheses ``hyp.short.<greedy|beam>.<update>.tok.txt.gz`` (each point re-scores from
+them).
+
+:func:`extrapolate` fits the curves (:func:`fit_log`) and solves for the learning floor;
+:func:`write_study` writes ``curves.csv``, ``summary.json``, ``summary.md`` and ``pilot_curves.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import gzip
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from nmt_lib import bleu
+from nmt_lib.config import PROFILE_DIR, home, load_profile, run_dir_name
+from nmt_lib.io import atomic_write, read_json, write_json
+
+from .claims import FLOOR, SHORT
+
+PROFILE = PROFILE_DIR / "studies" / "pilot.toml"
+RESULTS = home() / "results" / "pilot"
+#: Updates between two scoring points of an arm (and its budget, the last point).
+SCORE_EVERY = 1000
+#: The committed curves the pilot is read beside: lite's RNNencdec-50 (its recipe: Adam 1e-3) with
+#: three seeds, 40 minutes each, and the comparison's RNNencdec-50 (Adam 3e-3), 3,000 updates.
+LITE = home() / "results" / "lite"
+COMPARE = home() / "results" / "compare"
+LITE_RUNS = ("RNNencdec-50", "RNNencdec-50-s2", "RNNencdec-50-s3")
+COMPARE_RUNS = ("RNNencdec-50-s1", "RNNencdec-50-s2", "RNNencdec-50-s3")
+#: What issue 59 would train at equal updates if they fit: three seeds of RNNencdec-50 and of
+#: RNNsearch-50, one of RNNencdec-30 and of RNNsearch-30, in about this many core-hours.
+PLAN = {"RNNencdec-50": 3, "RNNsearch-50": 3, "RNNencdec-30": 1, "RNNsearch-30": 1}
+PLAN_CORE_HOURS = 16.0
+
+
+# ------------------------------------------------------------------------------------ training
+def points(max_updates: int, every: int = SCORE_EVERY) -> list[int]:
+    """The updates at which an arm is scored: every ``every`` and its budget."""
+    return [*range(every, max_updates, every), max_updates]
+
+
+def short_sentences(test) -> list[int]:
+    """The test sentences of fewer than ``claims.SHORT`` source words (tokenized), in file order."""
+    return [i for i, s in enumerate(test.src_tok) if len(s) < SHORT]
+
+
+def score_short(model, prep, idx, run, beam: int = 0) -> tuple[dict, list[str]]:
+    """``model`` decodes the test sentences ``idx``: greedily (``beam = 0``) or with the run's search
+    settings and ``beam``; their tokenized BLEU, brevity penalty, length ratio and seconds, and the
+    hypotheses (tokenized lines)."""
+    import torch
+
+    from nmt_lib.fast import backend
+    from nmt_lib.runtime import autocast
+    from nmt_lib.search import decode_corpus
+
+    s, t0 = run.search, time.perf_counter()
+    with autocast(torch.device("cpu"), run.train.precision):
+        hyps = decode_corpus(
+            model, [prep.test.x[i] for i in idx], beam=beam, batch_size=s.batch_size,
+            normalize=s.normalize, min_len_ratio=s.min_len_ratio, max_len_ratio=s.max_len_ratio,
+            device="cpu", backend=backend(run.train.backend),
+        )  # fmt: skip
+    lines = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
+    refs = [" ".join(prep.test.ref_tok[i]) for i in idx]
+    return rescore(lines, refs) | {"seconds": round(time.perf_counter() - t0, 1)}, lines
+
+
+def rescore(lines: list[str], refs: list[str]) -> dict:
+    """Tokenized BLEU, brevity penalty and length ratio of hypotheses ``lines`` (tokenized)
+    against the tokenized references ``refs``."""
+    b = bleu.bleu_tok(lines, refs)
+    return {"bleu": round(b.score, 2), "bp": round(b.bp, 3),
+            "ratio": round(b.sys_len / max(b.ref_len, 1), 3)}  # fmt: skip
+
+
+def short_references(cfg) -> list[str]:
+    """The tokenized references of the test sentences of fewer than ``claims.SHORT`` source words
+    of a run's data config (``cfg``), read and tokenized as the data are (cached); no training data
+    needed."""
+    from nmt_lib.data import corpus, text
+
+    found, tok = corpus.locate(cfg), cfg.resolved_cache_dir() / "tok"
+    src = list(text.tokenized(found.test.src, cfg.src_lang, tok, 1, False))
+    ref = list(text.tokenized(found.test.ref, cfg.trg_lang, tok, 1, False))
+    return [r for s, r in zip(src, ref, strict=True) if len(s.split()) < SHORT]
+
+
+def rescored(out: Path = RESULTS, profile=PROFILE, data_dir=None) -> list[dict]:
+    """Every point of every arm scored again from its committed hypotheses: ``[{"arm", "update",
+    "search", "recorded", "rescored"}]`` (BLEU as ``curve.json`` records it, and now)."""
+    prof, rows = _load(profile, data_dir), []
+    for name, curve in arm_curves(out, profile).items():
+        refs = short_references(prof.runs[name].data)
+        d = Path(out) / "runs" / run_dir_name(name)
+        for p in curve:
+            for search in ("greedy", "beam"):
+                if f"{search}_bleu" not in p:
+                    continue
+                lines = hypotheses(d, search, p["update"])
+                rows.append({"arm": name, "update": p["update"], "search": search,
+                             "recorded": p[f"{search}_bleu"],
+                             "rescored": rescore(lines, refs)["bleu"]})  # fmt: skip
+    return rows
+
+
+def _log_eval(d: Path, update: int) -> dict:
+    """The training log's evaluation at ``update``."""
+    from .results import train_log
+
+    found = [r for r in train_log(d) if r.get("kind") == "eval" and r["update"] == update]
+    if not found:
+        raise ValueError(f"{d / 'train_log.jsonl'}: no evaluation at update {update}")
+    return found[-1]
+
+
+def train_arm(profile, out: Path, name: str, data_dir=None, every: int = SCORE_EVERY) -> dict:
+    """Train arm ``name`` to its budget in segments, scoring it at each of :func:`points` not
+    scored yet (``curve.json``, rewritten after every point); returns its wall seconds."""
+    from nmt_lib.checkpoint import default_checkpoint_dir
+    from nmt_lib.data import prepare
+    from nmt_lib.evaluate import load_trained
+    from nmt_lib.fast import backend
+    from nmt_lib.train import train_run
+
+    run = _load(profile, data_dir).runs[name]
+    d = Path(out) / "runs" / run_dir_name(name)
+    prep = prepare(run.data)
+    idx = short_sentences(prep.test)
+    f = d / "curve.json"
+    curve = read_json(f) if f.is_file() else []
+    walls = {"train_s": 0.0, "score_s": 0.0}
+    budget = run.train.max_updates
+    for k in points(budget, every):
+        if any(p["update"] == k for p in curve):
+            continue
+        seg = dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=k))
+        t0 = time.time()
+        summary = train_run(seg, d, prep=prep, progress=False)
+        t1 = time.time()
+        model, _ = load_trained(default_checkpoint_dir(seg, d) / "last.pt")
+        backend(run.train.backend).tune_process()
+        greedy, lines = score_short(model, prep, idx, run)
+        _write_lines(d / hyp_name("greedy", k), lines)
+        point = {"update": k, "train_minutes": round(summary["hours"] * 60, 2),
+                 "dev_nll": round(_log_eval(d, k)["dev_nll"], 3), "short_sentences": len(idx),
+                 **{f"greedy_{key}": v for key, v in greedy.items()},
+                 "load_avg": round(os.getloadavg()[0], 2)}  # fmt: skip
+        if k == budget:  # the final point also with the profile's (lite's) beam search
+            beam, lines = score_short(model, prep, idx, run, beam=run.search.beam)
+            _write_lines(d / hyp_name("beam", k), lines)
+            point |= {f"beam_{key}": v for key, v in beam.items()}
+        curve.append(point)
+        write_json(f, curve)
+        walls["train_s"] += round(t1 - t0, 1)
+        walls["score_s"] += round(time.time() - t1, 1)
+        print(f"[pilot] {name} {k}: short BLEU (greedy) {point['greedy_bleu']:.2f}, dev NLL "
+              f"{point['dev_nll']:.2f}, {point['train_minutes']:.1f} min", flush=True)  # fmt: skip
+    return walls
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    """``lines`` gzipped into ``path`` (the early points loop: long lines), reproducibly (no time)."""
+    with atomic_write(path, "wb", encoding=None) as fh:
+        fh.write(gzip.compress("".join(line + "\n" for line in lines).encode("utf-8"), mtime=0))
+
+
+def hypotheses(d: Path, search: str, update: int) -> list[str]:
+    """The hypotheses an arm's point wrote (:func:`train_arm`)."""
+    return gzip.decompress((d / hyp_name(search, update)).read_bytes()).decode("utf-8").splitlines()
+
+
+def hyp_name(search: str, update: int) -> str:
+    """``hyp.short.greedy.2000.tok.txt.gz``: the tokenized hypotheses of a point."""
+    return f"hyp.short.{search}.{update}.tok.txt.gz"
+
+
+def _load(profile, data_dir=None):
+    overrides = {"data": {"data_dir": str(data_dir)}} if data_dir else {}
+    return load_profile(profile, **overrides)
+
+
+def train(profile=PROFILE, out: Path = RESULTS, arms=None, data_dir=None, every=SCORE_EVERY):
+    """Every arm (or ``arms``) in the profile's order, one at a time; the manifest after each."""
+    from .recipes import write_manifest
+    from .replicate import git_state, provenance
+
+    prof = _load(profile, data_dir)
+    git = git_state()
+    for name in arms or list(prof.runs):
+        walls = train_arm(profile, Path(out), name, data_dir, every)
+        old = (
+            read_json(Path(out) / "manifest.json")
+            if (Path(out) / "manifest.json").is_file()
+            else {}
+        )
+        walls = {k: round(v + old.get("wall_seconds", {}).get(name, {}).get(k, 0.0), 1)
+                 for k, v in walls.items()}  # fmt: skip
+        write_manifest(Path(out), prof, {name: walls}, git, provenance)
+
+
+# ---------------------------------------------------------------------------------- the analysis
+def fit_log(updates, values) -> dict:
+    """Least-squares fit of ``value = a + b ln(updates)``; ``per_doubling = b ln 2`` and the root
+    mean square residual ``rmse``, in the units of ``values``."""
+    x, y = np.log(np.asarray(updates, dtype=float)), np.asarray(values, dtype=float)
+    b, a = np.polyfit(x, y, 1)
+    rmse = float(np.sqrt(np.mean((a + b * x - y) ** 2)))
+    return {"a": float(a), "b": float(b), "per_doubling": float(b * math.log(2)), "rmse": rmse,
+            "points": len(x), "from_update": int(round(math.exp(x.min())))}  # fmt: skip
+
+
+def reach(fit: dict, target: float) -> float | None:
+    """The updates at which a :func:`fit_log` line reaches ``target`` (None if it never moves toward
+    it: a flat line, or one that moves away)."""
+    if fit["b"] == 0:
+        return None
+    u = math.exp((target - fit["a"]) / fit["b"])
+    return u if math.isfinite(u) else None
+
+
+def second_half(rows: list[dict], key: str = "update") -> list[dict]:
+    """The rows of a curve from half its last update on: where the curves are about straight in log
+    updates (the first updates, before the model learns anything, are not)."""
+    last = max(r[key] for r in rows)
+    return [r for r in rows if r[key] >= last / 2]
+
+
+def committed_points() -> list[dict]:
+    """The committed runs beside the pilot: lite's RNNencdec-50 (three seeds, Adam 1e-3) and the
+    comparison's (three seeds, Adam 3e-3), each with its updates, dev NLL (the fixed subset, last
+    logged evaluation), short-sentence BLEU with its own beam search (from ``bleu_by_length.json``)
+    and seconds per update."""
+    from .results import train_log
+
+    rows = []
+    for where, runs in (("lite", LITE_RUNS), ("compare", COMPARE_RUNS)):
+        for name in runs:
+            d = home() / "results" / where / "runs" / name
+            if not (d / "bleu_by_length.json").is_file():
+                continue
+            by_len = read_json(d / "bleu_by_length.json")
+            summary, cfg = read_json(d / "train_summary.json"), read_json(d / "config.json")
+            short = np.asarray(by_len["src_len"]) < SHORT
+            stats = np.asarray(by_len["stats_tok"])[short]
+            ev = [r for r in train_log(d) if r.get("kind") == "eval"][-1]
+            rows.append({"results": where, "run": name, "lr": cfg["train"]["lr"],
+                         "precision": summary["precision"], "updates": summary["updates"],
+                         "minutes": round(summary["hours"] * 60, 1),
+                         "s_per_update": round(summary["hours"] * 3600 / summary["updates"], 4),
+                         "dev_nll": round(ev["dev_nll"], 2),
+                         "short_bleu_beam": round(bleu.bleu_from_stats(stats, True), 2)})  # fmt: skip
+    return rows
+
+
+def lite_cost() -> dict[str, float]:
+    """Seconds per update of each model of :data:`PLAN` in lite's runs (40 minutes of one core,
+    evaluations included, two runs side by side), the default seed's run."""
+    return {m: read_json(LITE / "runs" / m / "train_summary.json")["hours"] * 3600
+            / read_json(LITE / "runs" / m / "train_summary.json")["updates"] for m in PLAN}  # fmt: skip
+
+
+def arm_curves(out: Path = RESULTS, profile=PROFILE) -> dict[str, list[dict]]:
+    """``{arm: its curve.json}`` for the arms with points, in the profile's order."""
+    prof = load_profile(profile)
+    found = {}
+    for name in prof.runs:
+        f = Path(out) / "runs" / run_dir_name(name) / "curve.json"
+        if f.is_file():
+            found[name] = read_json(f)
+    return found
+
+
+def nll_curve(d: Path) -> list[dict]:
+    """``[{"update", "dev_nll"}]``: a run's logged evaluations."""
+    from .results import train_log
+
+    return [{"update": r["update"], "dev_nll": r["dev_nll"]}
+            for r in train_log(d) if r.get("kind") == "eval"]  # fmt: skip
+
+
+def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
+    """The arithmetic of the summary, from the arms' curves and the committed runs.
+
+    * ``bleu_vs_nll``: greedy short-sentence BLEU against dev NLL, every point of every arm pooled
+      (:func:`fit_log` is not used: a straight line in NLL), and ``floor_nll``, the dev NLL at
+      which that line reaches the floor.
+    * per arm (and lite's recipe, from its committed log): the dev NLL of the second half of its
+      curve fitted against log updates, the updates at which that line reaches ``floor_nll``; the
+      greedy BLEU of the second half of its points fitted the same way, the updates at which it
+      reaches the floor; seconds per update measured in the pilot (lite's for lite's recipe);
+      and the core-hours of those updates.
+    * ``plan``: for each arm's estimate, the core-hours of :data:`PLAN` at those updates, each model's
+      cost per update scaled from lite's ratios to RNNencdec-50's (:func:`lite_cost`).
+    """
+    prof = load_profile(profile)
+    curves = arm_curves(out, profile)
+    pooled = [p for c in curves.values() for p in c]
+    result = {"floor": FLOOR, "short": SHORT, "arms": {}, "committed": committed_points()}
+    if len(pooled) >= 2:
+        slope, icpt = np.polyfit(
+            [p["dev_nll"] for p in pooled], [p["greedy_bleu"] for p in pooled], 1
+        )
+        result["bleu_vs_nll"] = {"slope": float(slope), "intercept": float(icpt),
+                                 "points": len(pooled),
+                                 "floor_nll": float((FLOOR - icpt) / slope) if slope else None}  # fmt: skip
+    floor_nll = result.get("bleu_vs_nll", {}).get("floor_nll")
+    cost = lite_cost()
+    arms = {"lr-1e-3 (lite)": {"nll": nll_curve(LITE / "runs" / "RNNencdec-50"), "points": None,
+                               "s_per_update": cost["RNNencdec-50"],
+                               "settings": "lite's RNNencdec-50 (committed)"}}  # fmt: skip
+    from .budget import recipe
+
+    lite_recipe = recipe(load_profile("lite").runs["RNNencdec-50"])
+    for name, curve in curves.items():
+        mine = recipe(prof.runs[name])
+        arms[name] = {
+            "nll": nll_curve(Path(out) / "runs" / run_dir_name(name)),
+            "points": curve,
+            "s_per_update": curve[-1]["train_minutes"] * 60 / curve[-1]["update"],
+            "settings": ", ".join(f"{k}={v}" for k, v in mine.items() if v != lite_recipe[k]),
+        }
+    for name, a in arms.items():
+        row = {"settings": a["settings"], "s_per_update": round(a["s_per_update"], 4),
+               "updates": a["nll"][-1]["update"] if a["nll"] else 0}  # fmt: skip
+        if len(a["nll"]) >= 2:
+            fit = fit_log([r["update"] for r in second_half(a["nll"])],
+                          [r["dev_nll"] for r in second_half(a["nll"])])  # fmt: skip
+            row["nll_fit"] = fit
+            row["updates_floor_nll"] = reach(fit, floor_nll) if floor_nll is not None else None
+        if a["points"] and len(second_half(a["points"])) >= 2:
+            half = second_half(a["points"])
+            fit = fit_log([p["update"] for p in half], [p["greedy_bleu"] for p in half])
+            row["bleu_fit"] = fit
+            row["updates_floor_bleu"] = reach(fit, FLOOR)
+            last = a["points"][-1]
+            row["last"] = {
+                k: last.get(k) for k in ("update", "dev_nll", "greedy_bleu", "beam_bleu")
+            }
+            if last.get("beam_bleu") is not None:  # the floor is judged on beam search's output
+                row["beam_gain"] = last["beam_bleu"] - last["greedy_bleu"]
+                row["updates_floor_beam"] = reach(fit, FLOOR - row["beam_gain"])
+        for key in ("updates_floor_nll", "updates_floor_bleu", "updates_floor_beam"):
+            u = row.get(key)
+            row[key.replace("updates", "core_hours")] = None if u is None else (
+                u * a["s_per_update"] / 3600)  # fmt: skip
+        result["arms"][name] = row
+    result["plan"] = plan(result["arms"], cost)
+    return result
+
+
+def plan(arms: dict, cost: dict) -> dict:
+    """What :data:`PLAN` costs at each arm's estimate: the larger of its two greedy estimates (dev
+    NLL and BLEU; the beam search's is beside it), each model's cost per update scaled from lite's
+    ratios to RNNencdec-50's (``cost``, :func:`lite_cost`), at two rates of RNNencdec-50: the arm's,
+    measured here, and lite's run's scaled by the arm's cost relative to the first pilot arm
+    (measured side by side on this machine; 1 for lite's recipe, which is lite's run)."""
+    scale = {m: c / cost["RNNencdec-50"] for m, c in cost.items()}
+    per_update = sum(PLAN[m] * scale[m] for m in PLAN)  # in RNNencdec-50 updates
+    pilot_arms = [n for n in arms if not n.endswith("(lite)")]
+    ref = arms[pilot_arms[0]]["s_per_update"] if pilot_arms else None
+    out = {"runs": PLAN, "cost_relative_to_RNNencdec_50": scale,
+           "rnnencdec50_updates_per_plan_update": per_update, "core_hours": PLAN_CORE_HOURS,
+           "arms": {}}  # fmt: skip
+    for name, row in arms.items():
+        u = [x for x in (row.get("updates_floor_nll"), row.get("updates_floor_bleu")) if x]
+        if not u:
+            continue
+        rate = {"here": row["s_per_update"], "lite": cost["RNNencdec-50"] * (
+            1.0 if name.endswith("(lite)") else row["s_per_update"] / ref)}  # fmt: skip
+        need = max(u)
+        p = {"updates": need, "updates_beam": row.get("updates_floor_beam")}
+        for where, r in rate.items():
+            p[f"s_per_update_{where}"] = r
+            p[f"core_hours_{where}"] = need * per_update * r / 3600
+            p[f"fits_{where}"] = p[f"core_hours_{where}"] <= PLAN_CORE_HOURS
+            p[f"max_updates_{where}"] = PLAN_CORE_HOURS * 3600 / (per_update * r)
+        out["arms"][name] = p
+    return out
+
+
+# ------------------------------------------------------------------------------------ the report
+def _num(x, digits=0) -> str:
+    if x is None:
+        return "—"
+    return f"{x:,.{digits}f}"
+
+
+def _key(arm: str) -> str:
+    """``"lr-3e-3-n-512"`` -> ``"lr_3e_3_n_512"``; lite's recipe is ``lr_1e_3``."""
+    return arm.split(" ")[0].replace("-", "_").replace(".", "_")
+
+
+def book_numbers(out: Path = RESULTS) -> dict[str, str]:
+    """The numbers ``book/pilot_section.md`` names, as text: ``{glue name: value}``."""
+    s = read_json(Path(out) / "summary.json")
+    nums = {"pilot_floor": f"{s['floor']:g}", "pilot_short": str(s["short"]),
+            "pilot_score_every": f"{s['score_every']:,}",
+            "pilot_short_sentences": f"{s['short_sentences']:,}",
+            "pilot_core_minutes": _num(s["core_minutes"], 0),
+            "pilot_plan_factor": _num(s["plan"]["rnnencdec50_updates_per_plan_update"], 2),
+            "pilot_plan_core_hours": f"{s['plan']['core_hours']:g}"}  # fmt: skip
+    if s.get("bleu_vs_nll", {}).get("floor_nll") is not None:
+        nums["pilot_floor_nll"] = _num(s["bleu_vs_nll"]["floor_nll"], 1)
+    for name, row in s["arms"].items():
+        k = f"pilot_{_key(name)}"
+        nums[f"{k}_updates"] = _num(row["updates"])
+        nums[f"{k}_s_per_update"] = _num(row["s_per_update"], 3)
+        if "nll_fit" in row:
+            nums[f"{k}_nll_per_doubling"] = _num(-row["nll_fit"]["per_doubling"], 1)
+        if "bleu_fit" in row:
+            nums[f"{k}_bleu_per_doubling"] = _num(row["bleu_fit"]["per_doubling"], 2)
+        if "last" in row:
+            nums[f"{k}_last_bleu"] = _num(row["last"]["greedy_bleu"], 2)
+            nums[f"{k}_last_beam"] = _num(row["last"]["beam_bleu"], 2)
+            nums[f"{k}_last_nll"] = _num(row["last"]["dev_nll"], 1)
+        for est in ("nll", "bleu", "beam"):
+            nums[f"{k}_updates_floor_{est}"] = _round_k(row.get(f"updates_floor_{est}"))
+            nums[f"{k}_core_hours_floor_{est}"] = _num(row.get(f"core_hours_floor_{est}"), 1)
+    for name, p in s["plan"]["arms"].items():
+        k = f"pilot_{_key(name)}"
+        for where in ("here", "lite"):
+            nums[f"{k}_plan_core_hours_{where}"] = _num(p[f"core_hours_{where}"], 0)
+            nums[f"{k}_plan_max_updates_{where}"] = _round_k(p[f"max_updates_{where}"])
+            nums[f"{k}_plan_fits_{where}"] = "fits" if p[f"fits_{where}"] else "does not fit"
+    return nums
+
+
+def _round_k(u) -> str:
+    """Updates rounded to the thousand: an extrapolation is not more precise."""
+    return "—" if u is None else f"{round(u, -3):,.0f}"
+
+
+def summary_md(s: dict) -> str:
+    """``summary.md`` from ``summary.json``'s dict."""
+    from .tables import markdown_table
+
+    lines = ["# The pilot: RNNencdec-50 against the learning floor", "",
+             f"Every arm is RNNencdec-50 on lite's data and sizes, trained for a budget in updates "
+             f"on one core and scored every {s['score_every']:,} updates: greedy decoding of the "
+             f"{s['short_sentences']:,} newstest2014 sentences of fewer than {s['short']} source "
+             f"words (tokenized BLEU; the learning floor is {s['floor']:g} BLEU), and the dev NLL of "
+             "the fixed 500-sentence subset that training logs. The final point of each arm is also "
+             "decoded with lite's beam search (beam 10, cost / length). The arms took "
+             f"{s['core_minutes']:.0f} minutes of one core (training with its dev evaluations, and "
+             "scoring); `load average` is the machine's when a point was scored (2 cores, shared).",
+             "", "## The curves", ""]  # fmt: skip
+    rows = [{"arm": name, "update": p["update"], "core minutes": p["train_minutes"],
+             "dev NLL": p["dev_nll"], "short BLEU (greedy)": p["greedy_bleu"],
+             "brevity penalty": p["greedy_bp"], "length ratio": p["greedy_ratio"],
+             "short BLEU (beam)": p.get("beam_bleu"), "load average": p["load_avg"]}
+            for name, c in s["curves"].items() for p in c]  # fmt: skip
+    lines += [markdown_table(rows, fit=None) if rows else "(no arm scored yet)", ""]
+    lines += ["## The committed runs beside it", "",
+              "Lite's RNNencdec-50 (Adam 1e-3, bf16, 40 minutes of one core on lite's machine) and "
+              "the comparison's (Adam 3e-3, fp32, 3,000 updates), each scored with its own beam "
+              "search on the same sentences (from their `bleu_by_length.json`); dev NLL as their "
+              "logs' last evaluation records it:", "",
+              markdown_table(s["committed"], fit=None), ""]  # fmt: skip
+    lines += ["## The extrapolation", ""]
+    bn = s.get("bleu_vs_nll")
+    if bn and bn["floor_nll"] is not None:
+        lines += [f"Greedy short-sentence BLEU against dev NLL, the {bn['points']} points of every "
+                  f"arm pooled: BLEU = {bn['intercept']:.2f} {bn['slope']:+.3f} × NLL, which reaches "
+                  f"the floor at dev NLL {bn['floor_nll']:.1f}. The second half of each curve (from "
+                  "half its last update) is fitted as a line in log updates, dev NLL = a + b "
+                  "ln(updates) and greedy BLEU = a + b ln(updates); the updates at which the NLL "
+                  "line reaches that NLL, and at which the BLEU line reaches the floor, are two "
+                  "estimates. A third shifts the floor by what beam search added to greedy BLEU at "
+                  "the arm's last point (the floor is judged on beam search's output). Core-hours: "
+                  "those updates at the arm's own seconds per update (training with its dev "
+                  "evaluations, measured here; lite's run's for lite's recipe, whose NLL curve is "
+                  "its committed log).", ""]  # fmt: skip
+    rows = []
+    for name, r in s["arms"].items():
+        nf, bf = r.get("nll_fit"), r.get("bleu_fit")
+        rows.append({"arm": name, "differs from lite": r["settings"], "updates": r["updates"],
+                     "s / update": r["s_per_update"],
+                     "dev NLL per doubling": None if nf is None else round(nf["per_doubling"], 2),
+                     "NLL fit rmse": None if nf is None else round(nf["rmse"], 2),
+                     "updates to floor (NLL)": _round_k(r.get("updates_floor_nll")),
+                     "core-h (NLL)": _num(r.get("core_hours_floor_nll"), 1),
+                     "BLEU per doubling": None if bf is None else round(bf["per_doubling"], 2),
+                     "BLEU fit rmse": None if bf is None else round(bf["rmse"], 2),
+                     "updates to floor (BLEU)": _round_k(r.get("updates_floor_bleu")),
+                     "core-h (BLEU)": _num(r.get("core_hours_floor_bleu"), 1),
+                     "beam − greedy": None if "beam_gain" not in r else round(r["beam_gain"], 2),
+                     "updates to floor (beam)": _round_k(r.get("updates_floor_beam"))})  # fmt: skip
+    lines += [markdown_table(rows, fit=None), ""]
+    p = s["plan"]
+    scale = ", ".join(f"{m} {v:.2f}" for m, v in p["cost_relative_to_RNNencdec_50"].items())
+    runs = " + ".join(f"{n} × {m}" for m, n in p["runs"].items())
+    hours = f"{p['core_hours']:g}"
+    lines += ["## Does issue 59's plan fit?", "",
+              f"The plan: {runs}, all at the same updates. Each model's cost per update relative "
+              f"to RNNencdec-50's, from lite's runs: {scale}; one update of the plan costs "
+              f"{p['rnnencdec50_updates_per_plan_update']:.2f} updates of RNNencdec-50. At each "
+              "arm's estimate (the larger of its two greedy ones) the plan costs, at the arm's "
+              "seconds per update measured here and at lite's run's rate (lite's RNNencdec-50 "
+              "scaled by the arm's cost relative to the first pilot arm):", ""]  # fmt: skip
+    rows = [{"arm": name, "updates": _round_k(a["updates"]),
+             "updates (beam)": _round_k(a["updates_beam"]),
+             "core-h here": round(a["core_hours_here"], 1),
+             f"fits {hours} here": "yes" if a["fits_here"] else "no",
+             f"updates {hours} core-h buy here": _round_k(a["max_updates_here"]),
+             "core-h at lite's rate": round(a["core_hours_lite"], 1),
+             f"fits {hours} at lite's rate": "yes" if a["fits_lite"] else "no",
+             f"updates {hours} core-h buy at lite's rate": _round_k(a["max_updates_lite"])}
+            for name, a in p["arms"].items()]  # fmt: skip
+    lines += [markdown_table(rows, fit=None) if rows else "(no estimate)", "",
+              "Not included: evaluating the models on the test set (lite's took about half a "
+              "minute of beam search each); lite's runs shared their machine two at a time, as the "
+              "plan's would.", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def write_study(out: Path = RESULTS, profile=PROFILE, every: int = SCORE_EVERY) -> dict:
+    """``curves.csv``, ``summary.json``, ``summary.md`` and ``pilot_curves.png`` from the runs."""
+    out = Path(out)
+    curves = arm_curves(out, profile)
+    s = extrapolate(out, profile)
+    s["score_every"] = every
+    s["curves"] = curves
+    s["short_sentences"] = next((c[0]["short_sentences"] for c in curves.values()), 0)
+    walls = read_json(out / "manifest.json").get("wall_seconds", {}) if (
+        out / "manifest.json").is_file() else {}  # fmt: skip
+    s["core_minutes"] = sum(w.get("train_s", 0) + w.get("score_s", 0) for w in walls.values()) / 60
+    cols = ["arm", "update", "train_minutes", "dev_nll", "short_sentences", "greedy_bleu",
+            "greedy_bp", "greedy_ratio", "greedy_seconds", "beam_bleu", "beam_bp", "beam_ratio",
+            "beam_seconds", "load_avg"]  # fmt: skip
+    with atomic_write(out / "curves.csv") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows({"arm": n, **p} for n, c in curves.items() for p in c)
+    write_json(out / "summary.json", s)
+    with atomic_write(out / "summary.md") as f:
+        f.write(summary_md(s))
+    if curves:
+        from . import plots
+
+        plots.save(figure(s, out), out / "pilot_curves.png")
+    return s
+
+
+def figure(s: dict, out: Path):
+    """Greedy short-sentence BLEU (top) and dev NLL (bottom) against updates (log scale), each arm,
+    with lite's committed dev NLL curve and the floor."""
+    import matplotlib.pyplot as plt
+
+    from .plots import COLUMN_WIDTH
+
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 7.6), sharex=True)
+    for name, c in s["curves"].items():
+        a1.plot([p["update"] for p in c], [p["greedy_bleu"] for p in c], "o-", ms=3, label=name)
+        nll = nll_curve(Path(out) / "runs" / run_dir_name(name))
+        a2.plot([r["update"] for r in nll], [r["dev_nll"] for r in nll], lw=1.3, label=name)
+    lite = nll_curve(LITE / "runs" / "RNNencdec-50")
+    a2.plot([r["update"] for r in lite], [r["dev_nll"] for r in lite], "k", lw=2,
+            label="lr-1e-3 (lite, committed)")  # fmt: skip
+    a1.axhline(s["floor"], color="gray", ls="--", lw=1, label="learning floor")
+    if s.get("bleu_vs_nll", {}).get("floor_nll"):
+        a2.axhline(s["bleu_vs_nll"]["floor_nll"], color="gray", ls="--", lw=1,
+                   label="dev NLL at the floor (pooled fit)")  # fmt: skip
+    a1.set(ylabel=f"BLEU, test < {s['short']} words (greedy)", xscale="log")
+    a2.set(xlabel="updates", ylabel="dev NLL per sentence (nats)", xscale="log")
+    for ax in (a1, a2):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nmt_experiments.pilot",
+                                 description=__doc__.split("\n")[0])  # fmt: skip
+    ap.add_argument(
+        "--profile", default=str(PROFILE), help="the pilot's profile (its runs are arms)"
+    )
+    ap.add_argument("--results-dir", default=str(RESULTS), help="default: results/pilot")
+    ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
+    ap.add_argument(
+        "--train", action="store_true", help="train and score the arms first (resumable)"
+    )
+    ap.add_argument("--arms", nargs="+", help="with --train: only these arms, in this order")
+    ap.add_argument("--every", type=int, default=SCORE_EVERY, help="updates between scoring points")
+    a = ap.parse_args(argv)
+    if a.train:
+        train(a.profile, Path(a.results_dir), a.arms, a.data_dir, a.every)
+    write_study(Path(a.results_dir), a.profile, a.every)
+    print(f"[pilot] wrote {a.results_dir}/summary.md, curves.csv, pilot_curves.png", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
