@@ -159,9 +159,12 @@ def train_arm(profile, out: Path, name: str, data_dir=None, every: int = SCORE_E
         if any(p["update"] == k for p in curve):
             continue
         seg = dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=k))
-        t0 = time.time()
+        t0, c0 = time.time(), time.process_time()
         summary = train_run(seg, d, prep=prep, progress=False)
-        t1 = time.time()
+        t1, cpu = time.time(), time.process_time() - c0
+        if summary["updates"] != k:  # a checkpoint past the point: the budget was lowered
+            raise ValueError(f"{d}: arm {name!r} is at update {summary['updates']}, past its "
+                             f"scoring point {k}; score it with a budget of its points")  # fmt: skip
         model, _ = load_trained(default_checkpoint_dir(seg, d) / "last.pt")
         backend(run.train.backend).tune_process()
         greedy, lines = score_short(model, prep, idx, run)
@@ -169,7 +172,9 @@ def train_arm(profile, out: Path, name: str, data_dir=None, every: int = SCORE_E
         point = {"update": k, "train_minutes": round(summary["hours"] * 60, 2),
                  "dev_nll": round(_log_eval(d, k)["dev_nll"], 3), "short_sentences": len(idx),
                  **{f"greedy_{key}": v for key, v in greedy.items()},
-                 "load_avg": round(os.getloadavg()[0], 2)}  # fmt: skip
+                 "load_avg": round(os.getloadavg()[0], 2),
+                 "segment_updates": summary["updates_this_session"],
+                 "segment_cpu_s": round(cpu, 1)}  # fmt: skip
         if k == budget:  # the final point also with the profile's (lite's) beam search
             beam, lines = score_short(model, prep, idx, run, beam=run.search.beam)
             _write_lines(d / hyp_name("beam", k), lines)
@@ -295,6 +300,16 @@ def arm_curves(out: Path = RESULTS, profile=PROFILE) -> dict[str, list[dict]]:
     return found
 
 
+def core_seconds_per_update(curve: list[dict]) -> float:
+    """What an update of an arm costs one core: the CPU time of its training segments (one thread;
+    the machine is shared, so wall time says less) over their updates; the training time with its
+    dev evaluations (``train_minutes``) where no segment recorded its CPU time."""
+    seg = [p for p in curve if p.get("segment_updates") and p.get("segment_cpu_s") is not None]
+    if seg:
+        return sum(p["segment_cpu_s"] for p in seg) / sum(p["segment_updates"] for p in seg)
+    return curve[-1]["train_minutes"] * 60 / curve[-1]["update"]
+
+
 def nll_curve(d: Path) -> list[dict]:
     """``[{"update", "dev_nll"}]``: a run's logged evaluations."""
     from .results import train_log
@@ -341,7 +356,7 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
         arms[name] = {
             "nll": nll_curve(Path(out) / "runs" / run_dir_name(name)),
             "points": curve,
-            "s_per_update": curve[-1]["train_minutes"] * 60 / curve[-1]["update"],
+            "s_per_update": core_seconds_per_update(curve),
             "settings": ", ".join(f"{k}={v}" for k, v in mine.items() if v != lite_recipe[k]),
         }
     for name, a in arms.items():
@@ -370,7 +385,42 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
                 u * a["s_per_update"] / 3600)  # fmt: skip
         result["arms"][name] = row
     result["plan"] = plan(result["arms"], cost)
+    result["equal_core_time"] = equal_core_time(arms)
     return result
+
+
+def interpolate(rows: list[dict], update: float, key: str) -> float | None:
+    """``key`` of a curve at ``update``, linear in log updates between its points (None outside)."""
+    for a, b in zip(rows, rows[1:], strict=False):
+        if a["update"] <= update <= b["update"]:
+            w = math.log(update / a["update"]) / math.log(b["update"] / a["update"])
+            return a[key] + w * (b[key] - a[key])
+    return None
+
+
+def equal_core_time(arms: dict) -> list[dict]:
+    """Each pilot arm after the first at its last point beside the first arm after the same
+    core-seconds (its updates at the first arm's cost per update; dev NLL and greedy BLEU
+    interpolated on its curves): which learns more per core-hour."""
+    names = [n for n in arms if not n.endswith("(lite)")]
+    if len(names) < 2 or not arms[names[0]]["s_per_update"]:
+        return []
+    first, rows = arms[names[0]], []
+    for name in names[1:]:
+        a, last = arms[name], arms[name]["points"][-1]
+        core_s = last["update"] * a["s_per_update"]
+        u = core_s / first["s_per_update"]
+        rows.append({"arm": name, "updates": last["update"], "core minutes": round(core_s / 60, 1),
+                     "dev NLL": last["dev_nll"], "short BLEU (greedy)": last["greedy_bleu"],
+                     f"{names[0]} updates": round(u),
+                     f"{names[0]} dev NLL": _round(interpolate(first["nll"], u, "dev_nll"), 2),
+                     f"{names[0]} short BLEU (greedy)":
+                     _round(interpolate(first["points"], u, "greedy_bleu"), 2)})  # fmt: skip
+    return rows
+
+
+def _round(x, digits):
+    return None if x is None else round(x, digits)
 
 
 def plan(arms: dict, cost: dict) -> dict:
@@ -515,6 +565,11 @@ def summary_md(s: dict) -> str:
     scale = ", ".join(f"{m} {v:.2f}" for m, v in p["cost_relative_to_RNNencdec_50"].items())
     runs = " + ".join(f"{n} × {m}" for m, n in p["runs"].items())
     hours = f"{p['core_hours']:g}"
+    if s.get("equal_core_time"):
+        lines += ["## At equal core-time", "",
+                  "Each arm at its last point, beside the first arm after the same core-seconds "
+                  "(interpolated on its curves, linear in log updates):", "",
+                  markdown_table(s["equal_core_time"], fit=None), ""]  # fmt: skip
     lines += ["## Does issue 59's plan fit?", "",
               f"The plan: {runs}, all at the same updates. Each model's cost per update relative "
               f"to RNNencdec-50's, from lite's runs: {scale}; one update of the plan costs "
@@ -551,7 +606,7 @@ def write_study(out: Path = RESULTS, profile=PROFILE, every: int = SCORE_EVERY) 
     s["core_minutes"] = sum(w.get("train_s", 0) + w.get("score_s", 0) for w in walls.values()) / 60
     cols = ["arm", "update", "train_minutes", "dev_nll", "short_sentences", "greedy_bleu",
             "greedy_bp", "greedy_ratio", "greedy_seconds", "beam_bleu", "beam_bp", "beam_ratio",
-            "beam_seconds", "load_avg"]  # fmt: skip
+            "beam_seconds", "load_avg", "segment_updates", "segment_cpu_s"]  # fmt: skip
     with atomic_write(out / "curves.csv") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
