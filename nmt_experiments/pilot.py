@@ -11,8 +11,8 @@ the scoring points (every :data:`SCORE_EVERY` updates, and its budget): each seg
 last one's checkpoint (:func:`nmt_lib.train.train_run`), so the arm's updates are those of one
 uninterrupted run, and an interrupted arm resumes where it stopped. At each point the model decodes
 greedily the test sentences of fewer than ``claims.SHORT`` source words (tokenized BLEU, what the
-learning floor is judged on), and the dev NLL of the fixed subset comes from the training log; at the
-budget the model also decodes them with the profile's beam search (lite's). What an arm writes,
+learning floor is judged on) and with the profile's beam search (lite's: the floor is judged on its
+output); the dev NLL of the fixed subset comes from the training log. What an arm writes,
 under ``runs/<arm>/``: ``config.json``, ``train_log.jsonl``, ``train_summary.json``, ``curve.json``
 and the hypotheses ``hyp.short.<greedy|beam>.<update>.tok.txt.gz`` (each point re-scores from
 them).
@@ -175,10 +175,10 @@ def train_arm(profile, out: Path, name: str, data_dir=None, every: int = SCORE_E
                  "load_avg": round(os.getloadavg()[0], 2),
                  "segment_updates": summary["updates_this_session"],
                  "segment_cpu_s": round(cpu, 1)}  # fmt: skip
-        if k == budget:  # the final point also with the profile's (lite's) beam search
-            beam, lines = score_short(model, prep, idx, run, beam=run.search.beam)
-            _write_lines(d / hyp_name("beam", k), lines)
-            point |= {f"beam_{key}": v for key, v in beam.items()}
+        # and with the profile's (lite's) beam search, on whose output the floor is judged
+        beam, lines = score_short(model, prep, idx, run, beam=run.search.beam)
+        _write_lines(d / hyp_name("beam", k), lines)
+        point |= {f"beam_{key}": v for key, v in beam.items()}
         curve.append(point)
         write_json(f, curve)
         walls["train_s"] += round(t1 - t0, 1)
@@ -318,36 +318,65 @@ def nll_curve(d: Path) -> list[dict]:
             for r in train_log(d) if r.get("kind") == "eval"]  # fmt: skip
 
 
+def bleu_vs_nll(points: list[tuple[float, float]]) -> dict | None:
+    """Least-squares line of ln(short-sentence BLEU) against dev NLL through ``(nll, bleu)`` points
+    (those of BLEU > 0): BLEU, a geometric mean of n-gram precisions, falls about exponentially as
+    the NLL per sentence rises; ``floor_nll``, the dev NLL at which the line reaches the floor (None:
+    fewer than 2 points, or a line that does not fall); ``rmse`` in ln BLEU."""
+    points = [(x, y) for x, y in points if y > 0]
+    if len(points) < 2:
+        return None
+    x, y = np.array([p[0] for p in points]), np.log([p[1] for p in points])
+    slope, icpt = np.polyfit(x, y, 1)
+    rmse = float(np.sqrt(np.mean((icpt + slope * x - y) ** 2)))
+    return {"slope": float(slope), "intercept": float(icpt), "points": len(points), "rmse": rmse,
+            "floor_nll": float((math.log(FLOOR) - icpt) / slope) if slope < 0 else None}  # fmt: skip
+
+
+#: The estimates of each arm's updates to the floor (:func:`extrapolate`), and what they fit.
+ESTIMATES = {
+    "nll_beam": "dev NLL line to the NLL where beam BLEU (pooled) crosses the floor",
+    "nll_greedy": "dev NLL line to the NLL where greedy BLEU (pooled) crosses the floor",
+    "beam": "beam BLEU line (the arm's points) to the floor",
+    "greedy": "greedy BLEU line (the arm's points) to the floor",
+}
+
+
 def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
     """The arithmetic of the summary, from the arms' curves and the committed runs.
 
-    * ``bleu_vs_nll``: greedy short-sentence BLEU against dev NLL, every point of every arm pooled
-      (:func:`fit_log` is not used: a straight line in NLL), and ``floor_nll``, the dev NLL at
-      which that line reaches the floor.
-    * per arm (and lite's recipe, from its committed log): the dev NLL of the second half of its
-      curve fitted against log updates, the updates at which that line reaches ``floor_nll``; the
-      greedy BLEU of the second half of its points fitted the same way, the updates at which it
-      reaches the floor; seconds per update measured in the pilot (lite's for lite's recipe);
-      and the core-hours of those updates.
-    * ``plan``: for each arm's estimate, the core-hours of :data:`PLAN` at those updates, each model's
-      cost per update scaled from lite's ratios to RNNencdec-50's (:func:`lite_cost`).
+    * ``maps``: short-sentence BLEU against dev NLL (:func:`bleu_vs_nll`), ``greedy`` through every
+      point of every arm, ``beam`` through every beam-scored point and lite's three RNNencdec-50
+      runs (the same beam search); each gives the dev NLL at which BLEU reaches the floor.
+    * per arm (and lite's recipe, from its committed log): the second half of its dev NLL curve
+      (:func:`second_half`) fitted against log updates (:func:`fit_log`), and the updates at which
+      that line reaches each map's floor NLL; the second half of its greedy and of its beam BLEU
+      points fitted the same way, and the updates at which they reach the floor
+      (:data:`ESTIMATES`); its core-seconds per update (:func:`core_seconds_per_update`; lite's
+      run's for lite's recipe) and the core-hours of those updates.
+    * ``plan`` (:func:`plan`) and ``equal_core_time`` (:func:`equal_core_time`).
     """
     prof = load_profile(profile)
     curves = arm_curves(out, profile)
+    committed = committed_points()
     pooled = [p for c in curves.values() for p in c]
-    result = {"floor": FLOOR, "short": SHORT, "arms": {}, "committed": committed_points()}
-    if len(pooled) >= 2:
-        slope, icpt = np.polyfit(
-            [p["dev_nll"] for p in pooled], [p["greedy_bleu"] for p in pooled], 1
-        )
-        result["bleu_vs_nll"] = {"slope": float(slope), "intercept": float(icpt),
-                                 "points": len(pooled),
-                                 "floor_nll": float((FLOOR - icpt) / slope) if slope else None}  # fmt: skip
-    floor_nll = result.get("bleu_vs_nll", {}).get("floor_nll")
+    maps = {
+        "beam": bleu_vs_nll(
+            [(p["dev_nll"], p["beam_bleu"]) for p in pooled if p.get("beam_bleu") is not None]
+            + [(r["dev_nll"], r["short_bleu_beam"]) for r in committed if r["results"] == "lite"]
+        ),
+        "greedy": bleu_vs_nll([(p["dev_nll"], p["greedy_bleu"]) for p in pooled]),
+    }
+    result = {"floor": FLOOR, "short": SHORT, "maps": maps, "estimates": ESTIMATES, "arms": {},
+              "committed": committed}  # fmt: skip
     cost = lite_cost()
-    arms = {"lr-1e-3 (lite)": {"nll": nll_curve(LITE / "runs" / "RNNencdec-50"), "points": None,
-                               "s_per_update": cost["RNNencdec-50"],
-                               "settings": "lite's RNNencdec-50 (committed)"}}  # fmt: skip
+    arms = {}
+    for run in LITE_RUNS:  # lite's recipe: its three seeds' committed curves
+        summary = read_json(LITE / "runs" / run / "train_summary.json")
+        arms[f"lr-1e-3{run.removeprefix('RNNencdec-50')} (lite)"] = {
+            "nll": nll_curve(LITE / "runs" / run), "points": None,
+            "s_per_update": summary["hours"] * 3600 / summary["updates"],
+            "settings": f"lite's {run} (committed)"}  # fmt: skip
     from .budget import recipe
 
     lite_recipe = recipe(load_profile("lite").runs["RNNencdec-50"])
@@ -362,27 +391,31 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
     for name, a in arms.items():
         row = {"settings": a["settings"], "s_per_update": round(a["s_per_update"], 4),
                "updates": a["nll"][-1]["update"] if a["nll"] else 0}  # fmt: skip
+        found = {}
         if len(a["nll"]) >= 2:
-            fit = fit_log([r["update"] for r in second_half(a["nll"])],
-                          [r["dev_nll"] for r in second_half(a["nll"])])  # fmt: skip
-            row["nll_fit"] = fit
-            row["updates_floor_nll"] = reach(fit, floor_nll) if floor_nll is not None else None
-        if a["points"] and len(second_half(a["points"])) >= 2:
-            half = second_half(a["points"])
-            fit = fit_log([p["update"] for p in half], [p["greedy_bleu"] for p in half])
-            row["bleu_fit"] = fit
-            row["updates_floor_bleu"] = reach(fit, FLOOR)
+            half = second_half(a["nll"])
+            row["nll_fit"] = fit = fit_log(
+                [r["update"] for r in half], [r["dev_nll"] for r in half]
+            )
+            for m, mp in maps.items():
+                if mp and mp["floor_nll"] is not None:
+                    found[f"nll_{m}"] = reach(fit, mp["floor_nll"])
+        for search in ("greedy", "beam"):
+            half = [p for p in second_half(a["points"] or [{"update": 1}])
+                    if p.get(f"{search}_bleu") is not None]  # fmt: skip
+            if len(half) >= 2:
+                fit = fit_log([p["update"] for p in half], [p[f"{search}_bleu"] for p in half])
+                row[f"{search}_fit"] = fit
+                found[search] = reach(fit, FLOOR)
+        if a["points"]:
             last = a["points"][-1]
             row["last"] = {
                 k: last.get(k) for k in ("update", "dev_nll", "greedy_bleu", "beam_bleu")
             }
-            if last.get("beam_bleu") is not None:  # the floor is judged on beam search's output
-                row["beam_gain"] = last["beam_bleu"] - last["greedy_bleu"]
-                row["updates_floor_beam"] = reach(fit, FLOOR - row["beam_gain"])
-        for key in ("updates_floor_nll", "updates_floor_bleu", "updates_floor_beam"):
-            u = row.get(key)
-            row[key.replace("updates", "core_hours")] = None if u is None else (
-                u * a["s_per_update"] / 3600)  # fmt: skip
+        row["updates_to_floor"] = {k: found.get(k) for k in ESTIMATES}
+        row["core_hours_to_floor"] = {
+            k: None if u is None else u * a["s_per_update"] / 3600 for k, u in found.items()
+        }
         result["arms"][name] = row
     result["plan"] = plan(result["arms"], cost)
     result["equal_core_time"] = equal_core_time(arms)
@@ -424,8 +457,9 @@ def _round(x, digits):
 
 
 def plan(arms: dict, cost: dict) -> dict:
-    """What :data:`PLAN` costs at each arm's estimate: the larger of its two greedy estimates (dev
-    NLL and BLEU; the beam search's is beside it), each model's cost per update scaled from lite's
+    """What :data:`PLAN` costs at each arm's estimate (``nll_beam`` of :data:`ESTIMATES`, the floor
+    as the claims judge it on the arm's smoothest curve; ``nll_greedy`` where there is no beam
+    map), each model's cost per update scaled from lite's
     ratios to RNNencdec-50's (``cost``, :func:`lite_cost`), at two rates of RNNencdec-50: the arm's,
     measured here, and lite's run's scaled by the arm's cost relative to the first pilot arm
     (measured side by side on this machine; 1 for lite's recipe, which is lite's run)."""
@@ -437,13 +471,14 @@ def plan(arms: dict, cost: dict) -> dict:
            "rnnencdec50_updates_per_plan_update": per_update, "core_hours": PLAN_CORE_HOURS,
            "arms": {}}  # fmt: skip
     for name, row in arms.items():
-        u = [x for x in (row.get("updates_floor_nll"), row.get("updates_floor_bleu")) if x]
+        est = row["updates_to_floor"]
+        u = [x for x in ([est["nll_beam"]] if est["nll_beam"] else [est["nll_greedy"]]) if x]
         if not u:
             continue
         rate = {"here": row["s_per_update"], "lite": cost["RNNencdec-50"] * (
             1.0 if name.endswith("(lite)") else row["s_per_update"] / ref)}  # fmt: skip
         need = max(u)
-        p = {"updates": need, "updates_beam": row.get("updates_floor_beam")}
+        p = {"updates": need, "estimate": "nll_beam" if est["nll_beam"] else "nll_greedy"}
         for where, r in rate.items():
             p[f"s_per_update_{where}"] = r
             p[f"core_hours_{where}"] = need * per_update * r / 3600
@@ -474,23 +509,32 @@ def book_numbers(out: Path = RESULTS) -> dict[str, str]:
             "pilot_core_minutes": _num(s["core_minutes"], 0),
             "pilot_plan_factor": _num(s["plan"]["rnnencdec50_updates_per_plan_update"], 2),
             "pilot_plan_core_hours": f"{s['plan']['core_hours']:g}"}  # fmt: skip
-    if s.get("bleu_vs_nll", {}).get("floor_nll") is not None:
-        nums["pilot_floor_nll"] = _num(s["bleu_vs_nll"]["floor_nll"], 1)
+    for m, mp in s["maps"].items():
+        if mp and mp["floor_nll"] is not None:
+            nums[f"pilot_floor_nll_{m}"] = _num(mp["floor_nll"], 1)
+            nums[f"pilot_map_points_{m}"] = str(mp["points"])
     for name, row in s["arms"].items():
         k = f"pilot_{_key(name)}"
         nums[f"{k}_updates"] = _num(row["updates"])
         nums[f"{k}_s_per_update"] = _num(row["s_per_update"], 3)
         if "nll_fit" in row:
             nums[f"{k}_nll_per_doubling"] = _num(-row["nll_fit"]["per_doubling"], 1)
-        if "bleu_fit" in row:
-            nums[f"{k}_bleu_per_doubling"] = _num(row["bleu_fit"]["per_doubling"], 2)
+        for search in ("greedy", "beam"):
+            if f"{search}_fit" in row:
+                nums[f"{k}_{search}_per_doubling"] = _num(row[f"{search}_fit"]["per_doubling"], 2)
         if "last" in row:
-            nums[f"{k}_last_bleu"] = _num(row["last"]["greedy_bleu"], 2)
+            nums[f"{k}_last_greedy"] = _num(row["last"]["greedy_bleu"], 2)
             nums[f"{k}_last_beam"] = _num(row["last"]["beam_bleu"], 2)
             nums[f"{k}_last_nll"] = _num(row["last"]["dev_nll"], 1)
-        for est in ("nll", "bleu", "beam"):
-            nums[f"{k}_updates_floor_{est}"] = _round_k(row.get(f"updates_floor_{est}"))
-            nums[f"{k}_core_hours_floor_{est}"] = _num(row.get(f"core_hours_floor_{est}"), 1)
+        for est in ESTIMATES:
+            nums[f"{k}_updates_to_floor_{est}"] = _round_k(row["updates_to_floor"][est])
+    first = next((n for n in s["arms"] if not n.endswith("(lite)")), None)
+    for row in s.get("equal_core_time", []):
+        k = f"pilot_{_key(row['arm'])}"
+        nums[f"{k}_core_minutes"] = _num(row["core minutes"], 0)
+        nums[f"{k}_ect_updates"] = _num(row[f"{first} updates"], 0)
+        nums[f"{k}_ect_nll"] = _num(row[f"{first} dev NLL"], 1)
+        nums[f"{k}_ect_bleu"] = _num(row[f"{first} short BLEU (greedy)"], 2)
     for name, p in s["plan"]["arms"].items():
         k = f"pilot_{_key(name)}"
         for where in ("here", "lite"):
@@ -532,35 +576,39 @@ def summary_md(s: dict) -> str:
               "logs' last evaluation records it:", "",
               markdown_table(s["committed"], fit=None), ""]  # fmt: skip
     lines += ["## The extrapolation", ""]
-    bn = s.get("bleu_vs_nll")
-    if bn and bn["floor_nll"] is not None:
-        lines += [f"Greedy short-sentence BLEU against dev NLL, the {bn['points']} points of every "
-                  f"arm pooled: BLEU = {bn['intercept']:.2f} {bn['slope']:+.3f} × NLL, which reaches "
-                  f"the floor at dev NLL {bn['floor_nll']:.1f}. The second half of each curve (from "
-                  "half its last update) is fitted as a line in log updates, dev NLL = a + b "
-                  "ln(updates) and greedy BLEU = a + b ln(updates); the updates at which the NLL "
-                  "line reaches that NLL, and at which the BLEU line reaches the floor, are two "
-                  "estimates. A third shifts the floor by what beam search added to greedy BLEU at "
-                  "the arm's last point (the floor is judged on beam search's output). Core-hours: "
-                  "those updates at the arm's own seconds per update (training with its dev "
-                  "evaluations, measured here; lite's run's for lite's recipe, whose NLL curve is "
-                  "its committed log).", ""]  # fmt: skip
+    for m, mp in s["maps"].items():
+        if mp and mp["floor_nll"] is not None:
+            which = ("every beam-scored point of the pilot and lite's three RNNencdec-50 runs "
+                     "(the same beam search)" if m == "beam" else "every point of the pilot")  # fmt: skip
+            lines += [f"{m.capitalize()} short-sentence BLEU against dev NLL, through {which} "
+                      f"({mp['points']} points of BLEU > 0): ln BLEU = {mp['intercept']:.2f} "
+                      f"{mp['slope']:+.4f} × NLL (rmse {mp['rmse']:.2f} in ln BLEU), which reaches "
+                      f"the floor at dev NLL {mp['floor_nll']:.1f}.", ""]  # fmt: skip
+    lines += ["The second half of each curve (from half its last update on) is fitted as a line in "
+              "log updates: dev NLL = a + b ln(updates), and the arm's greedy and beam BLEU the "
+              "same way. The estimates of the updates to the floor: "
+              + "; ".join(f"`{k}`, the {v}" for k, v in s["estimates"].items()) + ". Greedy "
+              "decoding loops in these models (its length ratio), so its BLEU is the noisiest "
+              "of the curves; dev NLL is the smoothest. Core-hours: those updates at the arm's "
+              "core-seconds per update (the CPU time of its training segments, dev evaluations "
+              "included; lite's run's for lite's recipe, whose NLL curve is its committed log).",
+              ""]  # fmt: skip
     rows = []
     for name, r in s["arms"].items():
-        nf, bf = r.get("nll_fit"), r.get("bleu_fit")
+        nf, u, h = r.get("nll_fit"), r["updates_to_floor"], r["core_hours_to_floor"]
         rows.append({"arm": name, "differs from lite": r["settings"], "updates": r["updates"],
-                     "s / update": r["s_per_update"],
+                     "core-s / update": r["s_per_update"],
                      "dev NLL per doubling": None if nf is None else round(nf["per_doubling"], 2),
                      "NLL fit rmse": None if nf is None else round(nf["rmse"], 2),
-                     "updates to floor (NLL)": _round_k(r.get("updates_floor_nll")),
-                     "core-h (NLL)": _num(r.get("core_hours_floor_nll"), 1),
-                     "BLEU per doubling": None if bf is None else round(bf["per_doubling"], 2),
-                     "BLEU fit rmse": None if bf is None else round(bf["rmse"], 2),
-                     "updates to floor (BLEU)": _round_k(r.get("updates_floor_bleu")),
-                     "core-h (BLEU)": _num(r.get("core_hours_floor_bleu"), 1),
-                     "beam − greedy": None if "beam_gain" not in r else round(r["beam_gain"], 2),
-                     "updates to floor (beam)": _round_k(r.get("updates_floor_beam"))})  # fmt: skip
+                     **{f"updates to floor ({k})": _round_k(u[k]) for k in s["estimates"]},
+                     "core-h (nll_beam)": _num(h.get("nll_beam"), 1)})  # fmt: skip
     lines += [markdown_table(rows, fit=None), ""]
+    rows = [{"arm": name, "search": sr, "BLEU per doubling": round(r[f"{sr}_fit"]["per_doubling"], 2),
+             "fit rmse": round(r[f"{sr}_fit"]["rmse"], 2),
+             "points": r[f"{sr}_fit"]["points"], "from update": r[f"{sr}_fit"]["from_update"]}
+            for sr in ("greedy", "beam") for name, r in s["arms"].items() if f"{sr}_fit" in r]  # fmt: skip
+    if rows:
+        lines += ["The BLEU lines:", "", markdown_table(rows, fit=None), ""]
     p = s["plan"]
     scale = ", ".join(f"{m} {v:.2f}" for m, v in p["cost_relative_to_RNNencdec_50"].items())
     runs = " + ".join(f"{n} × {m}" for m, n in p["runs"].items())
@@ -574,11 +622,12 @@ def summary_md(s: dict) -> str:
               f"The plan: {runs}, all at the same updates. Each model's cost per update relative "
               f"to RNNencdec-50's, from lite's runs: {scale}; one update of the plan costs "
               f"{p['rnnencdec50_updates_per_plan_update']:.2f} updates of RNNencdec-50. At each "
-              "arm's estimate (the larger of its two greedy ones) the plan costs, at the arm's "
+              "arm's estimate (`nll_beam`) the plan costs, at the arm's core-"
               "seconds per update measured here and at lite's run's rate (lite's RNNencdec-50 "
-              "scaled by the arm's cost relative to the first pilot arm):", ""]  # fmt: skip
-    rows = [{"arm": name, "updates": _round_k(a["updates"]),
-             "updates (beam)": _round_k(a["updates_beam"]),
+              "scaled by the arm's cost relative to the first pilot arm). For the arms of another "
+              "n or batch, RNNsearch's cost per update is taken to grow in the same proportion as "
+              "RNNencdec's (not measured).", ""]  # fmt: skip
+    rows = [{"arm": name, "updates": _round_k(a["updates"]), "estimate": a["estimate"],
              "core-h here": round(a["core_hours_here"], 1),
              f"fits {hours} here": "yes" if a["fits_here"] else "no",
              f"updates {hours} core-h buy here": _round_k(a["max_updates_here"]),
@@ -630,17 +679,21 @@ def figure(s: dict, out: Path):
 
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 7.6), sharex=True)
     for name, c in s["curves"].items():
-        a1.plot([p["update"] for p in c], [p["greedy_bleu"] for p in c], "o-", ms=3, label=name)
+        (line,) = a1.plot([p["update"] for p in c], [p["greedy_bleu"] for p in c], "o-", ms=3,
+                          label=f"{name}, greedy")  # fmt: skip
+        beam = [p for p in c if p.get("beam_bleu") is not None]
+        a1.plot([p["update"] for p in beam], [p["beam_bleu"] for p in beam], "s--", ms=4,
+                color=line.get_color(), label=f"{name}, beam")  # fmt: skip
         nll = nll_curve(Path(out) / "runs" / run_dir_name(name))
         a2.plot([r["update"] for r in nll], [r["dev_nll"] for r in nll], lw=1.3, label=name)
     lite = nll_curve(LITE / "runs" / "RNNencdec-50")
     a2.plot([r["update"] for r in lite], [r["dev_nll"] for r in lite], "k", lw=2,
             label="lr-1e-3 (lite, committed)")  # fmt: skip
     a1.axhline(s["floor"], color="gray", ls="--", lw=1, label="learning floor")
-    if s.get("bleu_vs_nll", {}).get("floor_nll"):
-        a2.axhline(s["bleu_vs_nll"]["floor_nll"], color="gray", ls="--", lw=1,
-                   label="dev NLL at the floor (pooled fit)")  # fmt: skip
-    a1.set(ylabel=f"BLEU, test < {s['short']} words (greedy)", xscale="log")
+    if (s["maps"].get("beam") or {}).get("floor_nll"):
+        a2.axhline(s["maps"]["beam"]["floor_nll"], color="gray", ls="--", lw=1,
+                   label="dev NLL at the floor (beam, pooled)")  # fmt: skip
+    a1.set(ylabel=f"BLEU, test < {s['short']} words", xscale="log")
     a2.set(xlabel="updates", ylabel="dev NLL per sentence (nats)", xscale="log")
     for ax in (a1, a2):
         ax.grid(alpha=0.3)
