@@ -419,6 +419,18 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
         result["arms"][name] = row
     result["plan"] = plan(result["arms"], cost)
     result["equal_core_time"] = equal_core_time(arms)
+    first = next((a for n, a in arms.items() if not n.endswith("(lite)")), None)
+    if first:  # lite's recipe at the first arm's last update: what its learning rate changed
+        u = first["nll"][-1]["update"]
+        result["lite_at_first"] = interpolate(arms["lr-1e-3 (lite)"]["nll"], u, "dev_nll")
+        # the first arm's dev NLL beside lite's at its first scoring point after the first and at
+        # its last: how the gap that the learning rate makes changes
+        result["lr_gap"] = [
+            {"update": p["update"], "dev_nll": p["dev_nll"],
+             "lite": interpolate(arms["lr-1e-3 (lite)"]["nll"], p["update"], "dev_nll")}
+            for p in (first["points"][1:2] + first["points"][-1:])
+        ]  # fmt: skip
+        result["lr_gap"] = [r for r in result["lr_gap"] if r["lite"] is not None]
     return result
 
 
@@ -535,6 +547,20 @@ def book_numbers(out: Path = RESULTS) -> dict[str, str]:
         nums[f"{k}_ect_updates"] = _num(row[f"{first} updates"], 0)
         nums[f"{k}_ect_nll"] = _num(row[f"{first} dev NLL"], 1)
         nums[f"{k}_ect_bleu"] = _num(row[f"{first} short BLEU (greedy)"], 2)
+        if row[f"{first} dev NLL"] is not None:
+            diff = row["dev NLL"] - row[f"{first} dev NLL"]
+            nums[f"{k}_ect_diff"] = _num(abs(diff), 1)
+            nums[f"{k}_ect_word"] = "below" if diff < 0 else "above"
+    if first and s.get("lite_at_first") is not None:
+        nums["pilot_lite_nll_at_first"] = _num(s["lite_at_first"], 1)
+    lite = s["arms"].get("lr-1e-3 (lite)", {})
+    if lite.get("updates_to_floor", {}).get("nll_beam"):
+        nums["pilot_lr_1e_3_times_lite"] = _num(
+            lite["updates_to_floor"]["nll_beam"] / lite["updates"], 1
+        )
+    for when, row in zip(("early", "late"), s.get("lr_gap", []), strict=False):
+        nums[f"pilot_lr_gap_{when}"] = _num(row["lite"] - row["dev_nll"], 1)
+        nums[f"pilot_lr_gap_{when}_updates"] = _num(row["update"])
     for name, p in s["plan"]["arms"].items():
         k = f"pilot_{_key(name)}"
         for where in ("here", "lite"):
@@ -558,10 +584,11 @@ def summary_md(s: dict) -> str:
              f"on one core and scored every {s['score_every']:,} updates: greedy decoding of the "
              f"{s['short_sentences']:,} newstest2014 sentences of fewer than {s['short']} source "
              f"words (tokenized BLEU; the learning floor is {s['floor']:g} BLEU), and the dev NLL of "
-             "the fixed 500-sentence subset that training logs. The final point of each arm is also "
-             "decoded with lite's beam search (beam 10, cost / length). The arms took "
-             f"{s['core_minutes']:.0f} minutes of one core (training with its dev evaluations, and "
-             "scoring); `load average` is the machine's when a point was scored (2 cores, shared).",
+             "the fixed 500-sentence subset that training logs; the points are also decoded with "
+             "lite's beam search (beam 10, cost / length). The arms took "
+             f"{s['core_minutes']:.0f} minutes of one thread (training with its dev evaluations, "
+             "and scoring; wall time on a shared machine); `load average` is the machine's when a "
+             "point was scored (2 cores).",
              "", "## The curves", ""]  # fmt: skip
     rows = [{"arm": name, "update": p["update"], "core minutes": p["train_minutes"],
              "dev NLL": p["dev_nll"], "short BLEU (greedy)": p["greedy_bleu"],
@@ -650,9 +677,11 @@ def write_study(out: Path = RESULTS, profile=PROFILE, every: int = SCORE_EVERY) 
     s["score_every"] = every
     s["curves"] = curves
     s["short_sentences"] = next((c[0]["short_sentences"] for c in curves.values()), 0)
-    walls = read_json(out / "manifest.json").get("wall_seconds", {}) if (
-        out / "manifest.json").is_file() else {}  # fmt: skip
-    s["core_minutes"] = sum(w.get("train_s", 0) + w.get("score_s", 0) for w in walls.values()) / 60
+    s["core_minutes"] = sum(  # training with its dev evaluations, and scoring: one thread each
+        c[-1]["train_minutes"]
+        + sum(p.get("greedy_seconds", 0) + p.get("beam_seconds", 0) for p in c) / 60
+        for c in curves.values()
+    )
     cols = ["arm", "update", "train_minutes", "dev_nll", "short_sentences", "greedy_bleu",
             "greedy_bp", "greedy_ratio", "greedy_seconds", "beam_bleu", "beam_bp", "beam_ratio",
             "beam_seconds", "load_avg", "segment_updates", "segment_cpu_s"]  # fmt: skip
@@ -671,13 +700,15 @@ def write_study(out: Path = RESULTS, profile=PROFILE, every: int = SCORE_EVERY) 
 
 
 def figure(s: dict, out: Path):
-    """Greedy short-sentence BLEU (top) and dev NLL (bottom) against updates (log scale), each arm,
-    with lite's committed dev NLL curve and the floor."""
+    """Short-sentence BLEU, greedy and beam (top), and dev NLL (bottom) against updates (log
+    scale), each arm, with lite's committed runs, the floor, and each NLL line (dotted) extended to
+    the dev NLL at the floor."""
     import matplotlib.pyplot as plt
 
     from .plots import COLUMN_WIDTH
 
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 7.6), sharex=True)
+    colors = {"lr-1e-3 (lite)": "k"}
     for name, c in s["curves"].items():
         (line,) = a1.plot([p["update"] for p in c], [p["greedy_bleu"] for p in c], "o-", ms=3,
                           label=f"{name}, greedy")  # fmt: skip
@@ -685,14 +716,25 @@ def figure(s: dict, out: Path):
         a1.plot([p["update"] for p in beam], [p["beam_bleu"] for p in beam], "s--", ms=4,
                 color=line.get_color(), label=f"{name}, beam")  # fmt: skip
         nll = nll_curve(Path(out) / "runs" / run_dir_name(name))
-        a2.plot([r["update"] for r in nll], [r["dev_nll"] for r in nll], lw=1.3, label=name)
+        a2.plot([r["update"] for r in nll], [r["dev_nll"] for r in nll], lw=1.3, label=name,
+                color=line.get_color())  # fmt: skip
+        colors[name] = line.get_color()
     lite = nll_curve(LITE / "runs" / "RNNencdec-50")
     a2.plot([r["update"] for r in lite], [r["dev_nll"] for r in lite], "k", lw=2,
             label="lr-1e-3 (lite, committed)")  # fmt: skip
+    mine = [r for r in s["committed"] if r["results"] == "lite"]
+    a1.plot([r["updates"] for r in mine], [r["short_bleu_beam"] for r in mine], "ks", ms=4,
+            label="lr-1e-3 (lite's 3 seeds), beam")  # fmt: skip
     a1.axhline(s["floor"], color="gray", ls="--", lw=1, label="learning floor")
-    if (s["maps"].get("beam") or {}).get("floor_nll"):
-        a2.axhline(s["maps"]["beam"]["floor_nll"], color="gray", ls="--", lw=1,
+    floor_nll = (s["maps"].get("beam") or {}).get("floor_nll")
+    if floor_nll:
+        a2.axhline(floor_nll, color="gray", ls="--", lw=1,
                    label="dev NLL at the floor (beam, pooled)")  # fmt: skip
+        for name, row in s["arms"].items():  # each curve's line in log updates, to the floor
+            u, fit = row["updates_to_floor"].get("nll_beam"), row.get("nll_fit")
+            if u and fit and name in colors:
+                x = np.geomspace(fit["from_update"], u, 20)
+                a2.plot(x, fit["a"] + fit["b"] * np.log(x), ":", lw=1, color=colors[name])
     a1.set(ylabel=f"BLEU, test < {s['short']} words", xscale="log")
     a2.set(xlabel="updates", ylabel="dev NLL per sentence (nats)", xscale="log")
     for ax in (a1, a2):

@@ -148,6 +148,14 @@ def test_a_log_fit_recovers_a_known_line_and_solves_for_the_floor():
     assert fit["per_doubling"] == pytest.approx(0.8 * math.log(2)) and fit["rmse"] < 1e-9
     assert pilot.reach(fit, 1.0 + 0.8 * math.log(20000)) == pytest.approx(20000)
     assert pilot.reach({"a": 3.0, "b": 0.0}, 5.0) is None
+    # BLEU falling exponentially in the NLL: ln BLEU = 10 - 0.1 NLL reaches the floor at NLL 100 - 10 ln 5
+    m = pilot.bleu_vs_nll(
+        [(x, math.exp(10 - 0.1 * x)) for x in (95.0, 100.0, 110.0)] + [(120.0, 0.0)]
+    )
+    assert m["points"] == 3 and m["slope"] == pytest.approx(-0.1) and m["rmse"] < 1e-9
+    assert m["floor_nll"] == pytest.approx(100 - 10 * math.log(pilot.FLOOR))
+    assert pilot.bleu_vs_nll([(100.0, 1.0)]) is None
+    assert pilot.bleu_vs_nll([(100.0, 1.0), (90.0, 0.5)])["floor_nll"] is None  # does not fall
     rows = [{"update": u} for u in (250, 500, 750, 1000)]
     assert [r["update"] for r in pilot.second_half(rows)] == [500, 750, 1000]
 
