@@ -236,13 +236,15 @@ def fit_log(updates, values) -> dict:
     b, a = np.polyfit(x, y, 1)
     rmse = float(np.sqrt(np.mean((a + b * x - y) ** 2)))
     return {"a": float(a), "b": float(b), "per_doubling": float(b * math.log(2)), "rmse": rmse,
-            "points": len(x), "from_update": int(round(math.exp(x.min())))}  # fmt: skip
+            "points": len(x), "from_update": int(round(math.exp(x.min()))),
+            "to_update": int(round(math.exp(x.max())))}  # fmt: skip
 
 
 def reach(fit: dict, target: float) -> float | None:
     """The updates at which a :func:`fit_log` line reaches ``target`` (None if it never moves toward
     it: a flat line, or one that moves away)."""
-    if fit["b"] == 0:
+    last = fit["a"] + fit["b"] * math.log(fit["to_update"])
+    if fit["b"] == 0 or (target - last) * fit["b"] < 0:
         return None
     u = math.exp((target - fit["a"]) / fit["b"])
     return u if math.isfinite(u) else None
@@ -333,6 +335,9 @@ def bleu_vs_nll(points: list[tuple[float, float]]) -> dict | None:
             "floor_nll": float((math.log(FLOOR) - icpt) / slope) if slope < 0 else None}  # fmt: skip
 
 
+#: The fewest points (of a curve's second half) through which a BLEU line is fitted: BLEU at these
+#: levels moves by tenths from one point to the next, about as much as it scatters.
+BLEU_POINTS = 4
 #: The estimates of each arm's updates to the floor (:func:`extrapolate`), and what they fit.
 ESTIMATES = {
     "nll_beam": "dev NLL line to the NLL where beam BLEU (pooled) crosses the floor",
@@ -403,7 +408,7 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
         for search in ("greedy", "beam"):
             half = [p for p in second_half(a["points"] or [{"update": 1}])
                     if p.get(f"{search}_bleu") is not None]  # fmt: skip
-            if len(half) >= 2:
+            if len(half) >= BLEU_POINTS:
                 fit = fit_log([p["update"] for p in half], [p[f"{search}_bleu"] for p in half])
                 row[f"{search}_fit"] = fit
                 found[search] = reach(fit, FLOOR)
@@ -613,7 +618,8 @@ def summary_md(s: dict) -> str:
                       f"the floor at dev NLL {mp['floor_nll']:.1f}.", ""]  # fmt: skip
     lines += ["The second half of each curve (from half its last update on) is fitted as a line in "
               "log updates: dev NLL = a + b ln(updates), and the arm's greedy and beam BLEU the "
-              "same way. The estimates of the updates to the floor: "
+              f"same way where it has {BLEU_POINTS} points or more. The estimates of the updates "
+              "to the floor: "
               + "; ".join(f"`{k}`, the {v}" for k, v in s["estimates"].items()) + ". Greedy "
               "decoding loops in these models (its length ratio), so its BLEU is the noisiest "
               "of the curves; dev NLL is the smoothest. Core-hours: those updates at the arm's "

@@ -147,7 +147,10 @@ def test_a_log_fit_recovers_a_known_line_and_solves_for_the_floor():
     assert fit["b"] == pytest.approx(0.8) and fit["a"] == pytest.approx(1.0)
     assert fit["per_doubling"] == pytest.approx(0.8 * math.log(2)) and fit["rmse"] < 1e-9
     assert pilot.reach(fit, 1.0 + 0.8 * math.log(20000)) == pytest.approx(20000)
-    assert pilot.reach({"a": 3.0, "b": 0.0}, 5.0) is None
+    assert pilot.reach({**fit, "b": 0.0}, 5.0) is None
+    falling = pilot.fit_log(ups, [9.0 - 0.5 * math.log(u) for u in ups])
+    assert pilot.reach(falling, 9.0) is None  # moving away from it
+    assert pilot.reach(falling, 9.0 - 0.5 * math.log(16000)) == pytest.approx(16000)
     # BLEU falling exponentially in the NLL: ln BLEU = 10 - 0.1 NLL reaches the floor at NLL 100 - 10 ln 5
     m = pilot.bleu_vs_nll(
         [(x, math.exp(10 - 0.1 * x)) for x in (95.0, 100.0, 110.0)] + [(120.0, 0.0)]
