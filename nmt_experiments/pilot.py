@@ -287,8 +287,11 @@ def committed_points() -> list[dict]:
 def lite_cost() -> dict[str, float]:
     """Seconds per update of each model of :data:`PLAN` in lite's runs (40 minutes of one core,
     evaluations included, two runs side by side), the default seed's run."""
-    return {m: read_json(LITE / "runs" / m / "train_summary.json")["hours"] * 3600
-            / read_json(LITE / "runs" / m / "train_summary.json")["updates"] for m in PLAN}  # fmt: skip
+    found = {}
+    for m in PLAN:
+        summary = read_json(LITE / "runs" / m / "train_summary.json")
+        found[m] = summary["hours"] * 3600 / summary["updates"]
+    return found
 
 
 def arm_curves(out: Path = RESULTS, profile=PROFILE) -> dict[str, list[dict]]:
