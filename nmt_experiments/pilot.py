@@ -27,6 +27,7 @@ import argparse
 import csv
 import dataclasses
 import gzip
+import json
 import math
 import os
 import sys
@@ -459,14 +460,19 @@ def equal_core_time(arms: dict) -> list[dict]:
     if len(names) < 2 or not arms[names[0]]["s_per_update"]:
         return []
     first, rows = arms[names[0]], []
+    half = second_half(first["nll"])
+    line = fit_log([r["update"] for r in half], [r["dev_nll"] for r in half])
     for name in names[1:]:
         a, last = arms[name], arms[name]["points"][-1]
         core_s = last["update"] * a["s_per_update"]
         u = core_s / first["s_per_update"]
+        nll, source = interpolate(first["nll"], u, "dev_nll"), "its curve"
+        if nll is None and u > first["nll"][-1]["update"]:  # a little past its budget: its line
+            nll, source = line["a"] + line["b"] * math.log(u), "its NLL line"
         rows.append({"arm": name, "updates": last["update"], "core minutes": round(core_s / 60, 1),
                      "dev NLL": last["dev_nll"], "short BLEU (greedy)": last["greedy_bleu"],
                      f"{names[0]} updates": round(u),
-                     f"{names[0]} dev NLL": _round(interpolate(first["nll"], u, "dev_nll"), 2),
+                     f"{names[0]} dev NLL": _round(nll, 2), f"{names[0]} dev NLL from": source,
                      f"{names[0]} short BLEU (greedy)":
                      _round(interpolate(first["points"], u, "greedy_bleu"), 2)})  # fmt: skip
     return rows
@@ -598,7 +604,7 @@ def summary_md(s: dict) -> str:
              "and scoring; wall time on a shared machine); `load average` is the machine's when a "
              "point was scored (2 cores).",
              "", "## The curves", ""]  # fmt: skip
-    rows = [{"arm": name, "update": p["update"], "core minutes": p["train_minutes"],
+    rows = [{"arm": name, "update": p["update"], "training minutes (wall)": p["train_minutes"],
              "dev NLL": p["dev_nll"], "short BLEU (greedy)": p["greedy_bleu"],
              "brevity penalty": p["greedy_bp"], "length ratio": p["greedy_ratio"],
              "short BLEU (beam)": p.get("beam_bleu"), "load average": p["load_avg"]}
@@ -698,7 +704,9 @@ def write_study(out: Path = RESULTS, profile=PROFILE, every: int = SCORE_EVERY) 
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         w.writerows({"arm": n, **p} for n, c in curves.items() for p in c)
-    write_json(out / "summary.json", s)
+    with atomic_write(out / "summary.json") as f:  # in the order the tables show (not sorted)
+        json.dump(s, f, indent=2, ensure_ascii=False)
+        f.write("\n")
     with atomic_write(out / "summary.md") as f:
         f.write(summary_md(s))
     if curves:
