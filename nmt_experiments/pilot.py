@@ -1,4 +1,4 @@
-"""The pilot of issue 59: how many updates, and core-hours, RNNencdec-50 needs to pass the learning
+"""The pilot before training past the learning floor: how many updates, and core-hours, RNNencdec-50 needs to pass the learning
 floor on newstest2014, and what makes it learn faster (``results/pilot/``).
 
     python -m nmt_experiments.pilot --train            # every arm in turn (resumable), scored as it trains
@@ -34,13 +34,28 @@ import sys
 import time
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
+import torch
 
 from nmt_lib import bleu
+from nmt_lib.backend import backend
+from nmt_lib.checkpoint import default_checkpoint_dir, load_trained
 from nmt_lib.config import PROFILE_DIR, home, load_profile, run_dir_name
+from nmt_lib.data import corpus, prepare, text
+from nmt_lib.decoding import decode_corpus
 from nmt_lib.io import atomic_write, read_json, write_json
+from nmt_lib.runtime import autocast
+from nmt_lib.train import train_run
 
+from . import plots
+from .budget import recipe
 from .claims import FLOOR, SHORT
+from .plots import COLUMN_WIDTH
+from .recipes import write_manifest
+from .replicate import git_state, provenance
+from .results import train_log
+from .tables import markdown_table
 
 PROFILE = PROFILE_DIR / "studies" / "pilot.toml"
 RESULTS = home() / "results" / "pilot"
@@ -52,7 +67,7 @@ LITE = home() / "results" / "lite"
 COMPARE = home() / "results" / "compare"
 LITE_RUNS = ("RNNencdec-50", "RNNencdec-50-s2", "RNNencdec-50-s3")
 COMPARE_RUNS = ("RNNencdec-50-s1", "RNNencdec-50-s2", "RNNencdec-50-s3")
-#: What issue 59 would train at equal updates if they fit: three seeds of RNNencdec-50 and of
+#: What would be trained at equal updates to decide Table 1, if it fits: three seeds of RNNencdec-50 and of
 #: RNNsearch-50, one of RNNencdec-30 and of RNNsearch-30, in about this many core-hours.
 PLAN = {"RNNencdec-50": 3, "RNNsearch-50": 3, "RNNencdec-30": 1, "RNNsearch-30": 1}
 PLAN_CORE_HOURS = 16.0
@@ -73,19 +88,11 @@ def score_short(model, prep, idx, run, beam: int = 0) -> tuple[dict, list[str]]:
     """``model`` decodes the test sentences ``idx``: greedily (``beam = 0``) or with the run's search
     settings and ``beam``; their tokenized BLEU, brevity penalty, length ratio and seconds, and the
     hypotheses (tokenized lines)."""
-    import torch
-
-    from nmt_lib.fast import backend
-    from nmt_lib.runtime import autocast
-    from nmt_lib.search import decode_corpus
-
-    s, t0 = run.search, time.perf_counter()
+    search = dataclasses.replace(run.search, beam=beam) if beam else run.search
+    t0 = time.perf_counter()
     with autocast(torch.device("cpu"), run.train.precision):
-        hyps = decode_corpus(
-            model, [prep.test.x[i] for i in idx], beam=beam, batch_size=s.batch_size,
-            normalize=s.normalize, min_len_ratio=s.min_len_ratio, max_len_ratio=s.max_len_ratio,
-            device="cpu", backend=backend(run.train.backend),
-        )  # fmt: skip
+        hyps = decode_corpus(model, [prep.test.x[i] for i in idx], search, greedy=not beam,
+                             device="cpu", on=backend(run.train.backend))  # fmt: skip
     lines = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
     refs = [" ".join(prep.test.ref_tok[i]) for i in idx]
     return rescore(lines, refs) | {"seconds": round(time.perf_counter() - t0, 1)}, lines
@@ -103,11 +110,9 @@ def short_references(cfg) -> list[str]:
     """The tokenized references of the test sentences of fewer than ``claims.SHORT`` source words
     of a run's data config (``cfg``), read and tokenized as the data are (cached); no training data
     needed."""
-    from nmt_lib.data import corpus, text
-
     found, tok = corpus.locate(cfg), cfg.resolved_cache_dir() / "tok"
-    src = list(text.tokenized(found.test.src, cfg.src_lang, tok, 1, False))
-    ref = list(text.tokenized(found.test.ref, cfg.trg_lang, tok, 1, False))
+    src = [s for part in found.test for s in text.tokenized(part.src, cfg.src_lang, tok, 1, False)]
+    ref = [r for part in found.test for r in text.tokenized(part.ref, cfg.trg_lang, tok, 1, False)]
     return [r for s, r in zip(src, ref, strict=True) if len(s.split()) < SHORT]
 
 
@@ -131,8 +136,6 @@ def rescored(out: Path = RESULTS, profile=PROFILE, data_dir=None) -> list[dict]:
 
 def _log_eval(d: Path, update: int) -> dict:
     """The training log's evaluation at ``update``."""
-    from .results import train_log
-
     found = [r for r in train_log(d) if r.get("kind") == "eval" and r["update"] == update]
     if not found:
         raise ValueError(f"{d / 'train_log.jsonl'}: no evaluation at update {update}")
@@ -142,12 +145,6 @@ def _log_eval(d: Path, update: int) -> dict:
 def train_arm(profile, out: Path, name: str, data_dir=None, every: int = SCORE_EVERY) -> dict:
     """Train arm ``name`` to its budget in segments, scoring it at each of :func:`points` not
     scored yet (``curve.json``, rewritten after every point); returns its wall seconds."""
-    from nmt_lib.checkpoint import default_checkpoint_dir
-    from nmt_lib.data import prepare
-    from nmt_lib.evaluate import load_trained
-    from nmt_lib.fast import backend
-    from nmt_lib.train import train_run
-
     run = _load(profile, data_dir).runs[name]
     d = Path(out) / "runs" / run_dir_name(name)
     prep = prepare(run.data)
@@ -166,8 +163,9 @@ def train_arm(profile, out: Path, name: str, data_dir=None, every: int = SCORE_E
         if summary["updates"] != k:  # a checkpoint past the point: the budget was lowered
             raise ValueError(f"{d}: arm {name!r} is at update {summary['updates']}, past its "
                              f"scoring point {k}; score it with a budget of its points")  # fmt: skip
-        model, _ = load_trained(default_checkpoint_dir(seg, d) / "last.pt")
-        backend(run.train.backend).tune_process()
+        loaded = load_trained(default_checkpoint_dir(seg, d) / "last.pt")
+        loaded.on.tune_process()
+        model = loaded.model
         greedy, lines = score_short(model, prep, idx, run)
         _write_lines(d / hyp_name("greedy", k), lines)
         point = {"update": k, "train_minutes": round(summary["hours"] * 60, 2),
@@ -212,9 +210,6 @@ def _load(profile, data_dir=None):
 
 def train(profile=PROFILE, out: Path = RESULTS, arms=None, data_dir=None, every=SCORE_EVERY):
     """Every arm (or ``arms``) in the profile's order, one at a time; the manifest after each."""
-    from .recipes import write_manifest
-    from .replicate import git_state, provenance
-
     prof = _load(profile, data_dir)
     git = git_state()
     for name in arms or list(prof.runs):
@@ -263,8 +258,6 @@ def committed_points() -> list[dict]:
     comparison's (three seeds, Adam 3e-3), each with its updates, dev NLL (the fixed subset, last
     logged evaluation), short-sentence BLEU with its own beam search (from ``bleu_by_length.json``)
     and seconds per update."""
-    from .results import train_log
-
     rows = []
     for where, runs in (("lite", LITE_RUNS), ("compare", COMPARE_RUNS)):
         for name in runs:
@@ -318,8 +311,6 @@ def core_seconds_per_update(curve: list[dict]) -> float:
 
 def nll_curve(d: Path) -> list[dict]:
     """``[{"update", "dev_nll"}]``: a run's logged evaluations."""
-    from .results import train_log
-
     return [{"update": r["update"], "dev_nll": r["dev_nll"]}
             for r in train_log(d) if r.get("kind") == "eval"]  # fmt: skip
 
@@ -386,7 +377,6 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
             "nll": nll_curve(LITE / "runs" / run), "points": None,
             "s_per_update": summary["hours"] * 3600 / summary["updates"],
             "settings": f"lite's {run} (committed)"}  # fmt: skip
-    from .budget import recipe
 
     lite_recipe = recipe(load_profile("lite").runs["RNNencdec-50"])
     for name, curve in curves.items():
@@ -591,8 +581,6 @@ def _round_k(u) -> str:
 
 def summary_md(s: dict) -> str:
     """``summary.md`` from ``summary.json``'s dict."""
-    from .tables import markdown_table
-
     lines = ["# The pilot: RNNencdec-50 against the learning floor", "",
              f"Every arm is RNNencdec-50 on lite's data and sizes, trained for a budget in updates "
              f"on one core and scored every {s['score_every']:,} updates: greedy decoding of the "
@@ -660,7 +648,7 @@ def summary_md(s: dict) -> str:
                   "Each arm at its last point, beside the first arm after the same core-seconds "
                   "(interpolated on its curves, linear in log updates):", "",
                   markdown_table(s["equal_core_time"], fit=None), ""]  # fmt: skip
-    lines += ["## Does issue 59's plan fit?", "",
+    lines += ["## Does the plan fit?", "",
               f"The plan: {runs}, all at the same updates. Each model's cost per update relative "
               f"to RNNencdec-50's, from lite's runs: {scale}; one update of the plan costs "
               f"{p['rnnencdec50_updates_per_plan_update']:.2f} updates of RNNencdec-50. At each "
@@ -710,8 +698,6 @@ def write_study(out: Path = RESULTS, profile=PROFILE, every: int = SCORE_EVERY) 
     with atomic_write(out / "summary.md") as f:
         f.write(summary_md(s))
     if curves:
-        from . import plots
-
         plots.save(figure(s, out), out / "pilot_curves.png")
     return s
 
@@ -720,10 +706,6 @@ def figure(s: dict, out: Path):
     """Short-sentence BLEU, greedy and beam (top), and dev NLL (bottom) against updates (log
     scale), each arm, with lite's committed runs, the floor, and each NLL line (dotted) extended to
     the dev NLL at the floor."""
-    import matplotlib.pyplot as plt
-
-    from .plots import COLUMN_WIDTH
-
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 7.6), sharex=True)
     colors = {"lr-1e-3 (lite)": "k"}
     for name, c in s["curves"].items():

@@ -33,7 +33,7 @@ import numpy as np
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_experiments import claims, plots, tables
+from nmt_experiments import claims, pilot, plots, tables
 from nmt_experiments.replicate import replicate_profile
 from nmt_experiments.results import (
     commit_text,
@@ -369,7 +369,62 @@ Markdown(tables.show_table(out, "gap", gap, note_g, write=train))
 # to {glue:text}`gap_compute_max` times our compute per model. BLEU this far from convergence
 # says which model learns faster from the same budget; it does not say what the models reach, and
 # a claim in which a model has not yet passed the learning floor is therefore left undecided.
+
+# %% [markdown]
+# (pilot)=
+# ## What passing the floor would cost: a pilot
+
+# %% tags=["hide-input"]
+pilot_out = results_path("pilot")
+for name, value in pilot.book_numbers(pilot_out).items():
+    glue(name, value, display=False)
+pilot_fig = pilot.figure(read_json(pilot_out / "summary.json"), pilot_out)
+glue("pilot_fig", pilot_fig, display=False)
+plt.close(pilot_fig)
+
+# %% [markdown]
+# Before training lite's RNNencdec longer, a pilot measured what longer costs (`results/pilot/`):
+# RNNencdec-50 on lite's data and sizes, budgets in updates, one arm at a time on one core, scored
+# every {glue:text}`pilot_score_every` updates on the {glue:text}`pilot_short_sentences` test
+# sentences of fewer than {glue:text}`pilot_short` words that the floor of {glue:text}`pilot_floor`
+# BLEU is judged on, beside the dev NLL that training logs. The arms take the comparison's learning
+# rate (3e-3; lite's is 1e-3), then also n = 512 (the one vector that carries the source), or batches
+# of 160 pairs: {glue:text}`pilot_core_minutes` minutes of one thread in all.
 #
+# At 3e-3, {glue:text}`pilot_lr_3e_3_updates` updates reach dev NLL {glue:text}`pilot_lr_3e_3_last_nll`
+# (1e-3: {glue:text}`pilot_lite_nll_at_first`) and {glue:text}`pilot_lr_3e_3_last_beam` BLEU with beam
+# search: {glue:text}`pilot_lr_gap_early` nats ahead of 1e-3 after {glue:text}`pilot_lr_gap_early_updates`
+# updates, {glue:text}`pilot_lr_gap_late` after {glue:text}`pilot_lr_gap_late_updates`. At equal
+# core-time, n = 512 ends {glue:text}`pilot_lr_3e_3_n_512_ect_diff` nats
+# {glue:text}`pilot_lr_3e_3_n_512_ect_word` the dev NLL of n = 256, twice the batch
+# {glue:text}`pilot_lr_3e_3_batch_160_ect_diff` nats {glue:text}`pilot_lr_3e_3_batch_160_ect_word` it.
+#
+# To extrapolate, ln BLEU is fitted as a line in dev NLL (the pilot's beam-scored points and lite's
+# three runs put the floor at dev NLL {glue:text}`pilot_floor_nll_beam`), and the second half of each
+# NLL curve as a line in log updates. Lite's recipe reaches the floor after about
+# {glue:text}`pilot_lr_1e_3_updates_to_floor_nll_beam` updates ({glue:text}`pilot_lr_1e_3_times_lite`
+# times its 40 minutes; its other seeds {glue:text}`pilot_lr_1e_3_s2_updates_to_floor_nll_beam` and
+# {glue:text}`pilot_lr_1e_3_s3_updates_to_floor_nll_beam`), 3e-3 after about
+# {glue:text}`pilot_lr_3e_3_updates_to_floor_nll_beam`, twice the batch after about
+# {glue:text}`pilot_lr_3e_3_batch_160_updates_to_floor_nll_beam` of its updates (the shortest,
+# steepest curve: the most optimistic estimate). The plan that would decide Table 1 (three seeds of RNNencdec-50 and
+# RNNsearch-50, one of RNNencdec-30 and RNNsearch-30, at equal updates) costs
+# {glue:text}`pilot_plan_factor` RNNencdec-50 updates per update, so {glue:text}`pilot_plan_core_hours`
+# core-hours buy {glue:text}`pilot_lr_1e_3_plan_max_updates_lite` at lite's rate; at lite's recipe's
+# estimate it takes {glue:text}`pilot_lr_1e_3_plan_core_hours_lite` core-hours and
+# {glue:text}`pilot_lr_1e_3_plan_fits_lite` (twice the batch: {glue:text}`pilot_lr_3e_3_batch_160_plan_core_hours_lite`),
+# by margins smaller than the extrapolation's own uncertainty: a curve that bends needs more.
+#
+# ```{glue:figure} pilot_fig
+# :name: fig-pilot
+#
+# The pilot's arms (RNNencdec-50 on lite's data, `results/pilot/`) beside lite's committed runs:
+# BLEU on the test sentences of fewer than 30 words, greedy and with beam search (top), and the dev
+# NLL (bottom), against updates on a log scale; the dotted lines extend each NLL curve to the dev
+# NLL at the learning floor. `results/pilot/summary.md` gives the tables and the arithmetic.
+# ```
+
+# %% [markdown]
 # ## Summary
 #
 # - Table 1 and Table 2 above are regenerated from `results/<profile>/runs/`, with the paper's
