@@ -517,7 +517,7 @@ def _key(arm: str) -> str:
 
 
 def book_numbers(out: Path = RESULTS) -> dict[str, str]:
-    """The numbers ``book/pilot_section.md`` names, as text: ``{glue name: value}``."""
+    """The numbers chapter 8's section on the pilot glues, as text: ``{glue name: value}``."""
     s = read_json(Path(out) / "summary.json")
     nums = {"pilot_floor": f"{s['floor']:g}", "pilot_short": str(s["short"]),
             "pilot_score_every": f"{s['score_every']:,}",
