@@ -77,8 +77,9 @@ def main():
         with torch.no_grad(), autocast(args.precision), fixed_length(n):
             for _ in range(args.reps):
                 for k, steps in searches.items():
-                    run = partial(beam_search, model, x, x_mask, beam=args.beam, normalize=True,
-                                  steps=steps)  # fmt: skip
+                    run = partial(
+                        beam_search, model, x, x_mask, beam=args.beam, normalize=True, steps=steps
+                    )
                     hyps[k], t, _ = timed(run)
                     times[k].append(t)
         same = sum(
@@ -89,13 +90,17 @@ def main():
         row["same translations"] = f"{same}/{args.sentences}"
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print(f"\n{args.sentences} sentences, beam {args.beam}, {args.precision}, "
-          f"{args.threads} thread(s)\n")  # fmt: skip
+    print(
+        f"\n{args.sentences} sentences, beam {args.beam}, {args.precision}, "
+        f"{args.threads} thread(s)\n"
+    )
     print("| target words | cached (s) | prefix recomputed (s) | speed-up | same translations |")
     print("|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['target words']} | {r['cached s']} | {r['prefix s']} | {r['speed-up']} | "
-              f"{r['same translations']} |")  # fmt: skip
+        print(
+            f"| {r['target words']} | {r['cached s']} | {r['prefix s']} | {r['speed-up']} | "
+            f"{r['same translations']} |"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": info, "settings": vars(args), "rows": rows}, f, indent=1)

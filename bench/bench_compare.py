@@ -64,8 +64,9 @@ def trainers(profile, batches) -> dict[str, Trainer]:
             plain = dataclasses.replace(run, model=dataclasses.replace(run.model, input_feed=False))
             torch.manual_seed(run.train.seed)
             model = build_model(plain.model, on)
-            out[f"{name.removesuffix('-s1')}-no-feed"] = Trainer(plain, model, Cycle(batches), "cpu",
-                                                                on=on)  # fmt: skip
+            out[f"{name.removesuffix('-s1')}-no-feed"] = Trainer(
+                plain, model, Cycle(batches), "cpu", on=on
+            )
     return out
 
 
@@ -89,15 +90,20 @@ def bench(profile, batch: int, lengths: tuple[int, int], steps: int, reps: int) 
                 tokens[name] += s["tokens"]
     base = tokens["RNNsearch-50"] / wall["RNNsearch-50"]
     return [
-        {"model": n, "arch": runs[n].cfg.model.arch, "tok/s": round(tokens[n] / wall[n]),
-         "x RNNsearch": round(tokens[n] / wall[n] / base, 2)}
+        {
+            "model": n,
+            "arch": runs[n].cfg.model.arch,
+            "tok/s": round(tokens[n] / wall[n]),
+            "x RNNsearch": round(tokens[n] / wall[n] / base, 2),
+        }
         for n in names
-    ]  # fmt: skip
+    ]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--profile", type=Path, default=PROFILE)
     ap.add_argument("--batch", type=int, default=80)
     ap.add_argument("--lengths", type=int, nargs=2, default=(8, 18), help="words, min and max")
@@ -112,8 +118,11 @@ def main(argv=None) -> int:
     for r in rows:
         print(f"{r['model']:<22} {r['arch']:<12} {r['tok/s']:>7} {r['x RNNsearch']:>11.2f}")
     if a.json:
-        result = {"machine": machine_info(), "args": {**vars(a), "profile": str(a.profile)},
-                  "rows": rows}  # fmt: skip
+        result = {
+            "machine": machine_info(),
+            "args": {**vars(a), "profile": str(a.profile)},
+            "rows": rows,
+        }
         Path(a.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 0
 

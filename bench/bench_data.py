@@ -46,9 +46,15 @@ def main() -> None:
         root = write_toy_wmt(work / "wmt14", n_train=n)
         gen = time.perf_counter() - t
         cfg = DataConfig(
-            data_dir=str(root), cache_dir=str(work / "cache"), train=("toy",), src_words=60,
-            trg_words=60, max_len=12, batch_size=80, sort_k_batches=20,
-        )  # fmt: skip
+            data_dir=str(root),
+            cache_dir=str(work / "cache"),
+            train=("toy",),
+            src_words=60,
+            trg_words=60,
+            max_len=12,
+            batch_size=80,
+            sort_k_batches=20,
+        )
         t = time.perf_counter()
         for lang in ("en", "fr"):
             for _ in text.tokenized(

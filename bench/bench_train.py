@@ -53,8 +53,9 @@ def on(device, batches):
     return [tuple(t.to(device) for t in b) for b in batches]
 
 
-def throughput(shape, arch, precision, steps, reps, with_naive=True, device="cpu",
-               cuda_graphs=False) -> dict:  # fmt: skip
+def throughput(
+    shape, arch, precision, steps, reps, with_naive=True, device="cpu", cuda_graphs=False
+) -> dict:
     cfg = model_config(shape, arch)
     sh = SHAPES[shape]
     ours, naive = pair(cfg, precision, device)
@@ -86,8 +87,14 @@ def throughput(shape, arch, precision, steps, reps, with_naive=True, device="cpu
             tokens.append(int(b[3].sum()))
             flops.append(batch_train_flops(cfg, b))
             peak.append(gemm_peak(dtype, reps=2, device=device))  # the GEMM peak right now
-    out = {"shape": shape, "arch": arch, "precision": precision, "device": str(device),
-           "steps": len(tokens), "tokens_per_step": sum(tokens) / len(tokens)}  # fmt: skip
+    out = {
+        "shape": shape,
+        "arch": arch,
+        "precision": precision,
+        "device": str(device),
+        "steps": len(tokens),
+        "tokens_per_step": sum(tokens) / len(tokens),
+    }
     out["gemm_peak_median"], out["gemm_peak_max"] = median(peak), max(peak)
     for name in wall:
         out[f"{name}_tok_s"] = sum(tokens) / sum(wall[name])
@@ -186,24 +193,43 @@ def products(shape, arch, precision, steps, top=12) -> dict:
         if e.key in PRODUCTS and e.self_cpu_time_total > 0:
             secs, flop = e.self_cpu_time_total / 1e6, PRODUCTS[e.key](*e.input_shapes) * e.count
             shapes = [list(s) for s in e.input_shapes if s]
-            rows.append({"op": e.key, "shapes": shapes, "calls_per_step": e.count / steps,
-                         "ms_per_step": 1e3 * secs / steps, "flop": flop, "secs": secs})  # fmt: skip
+            rows.append(
+                {
+                    "op": e.key,
+                    "shapes": shapes,
+                    "calls_per_step": e.count / steps,
+                    "ms_per_step": 1e3 * secs / steps,
+                    "flop": flop,
+                    "secs": secs,
+                }
+            )
     rows.sort(key=lambda r: -r["secs"])
     secs, flop = sum(r["secs"] for r in rows), sum(r["flop"] for r in rows)
-    print(f"\n{arch} {shape} {precision}: the profiled step {1e3 * total / steps:.1f} ms, its "
-          f"products {1e3 * secs / steps:.1f} ms ({100 * secs / total:.0f} %) at "
-          f"{100 * flop / secs / peak:.0f} % of the GEMM peak ({peak / 1e9:.1f} GFLOP/s, the mean "
-          f"of {peaks[0] / 1e9:.1f} before and {peaks[1] / 1e9:.1f} after). With no time outside "
-          f"its products the step would be {total / secs:.2f}x as fast.")  # fmt: skip
+    print(
+        f"\n{arch} {shape} {precision}: the profiled step {1e3 * total / steps:.1f} ms, its "
+        f"products {1e3 * secs / steps:.1f} ms ({100 * secs / total:.0f} %) at "
+        f"{100 * flop / secs / peak:.0f} % of the GEMM peak ({peak / 1e9:.1f} GFLOP/s, the mean "
+        f"of {peaks[0] / 1e9:.1f} before and {peaks[1] / 1e9:.1f} after). With no time outside "
+        f"its products the step would be {total / secs:.2f}x as fast."
+    )
     print(
         "| product | input shapes | calls per step | ms per step | % of the peak |\n|---|---|---|---|---|"
     )
     for r in rows[:top]:
-        print(f"| {r['op']} | {r['shapes']} | {r['calls_per_step']:.1f} | {r['ms_per_step']:.1f} | "
-              f"{100 * r['flop'] / r['secs'] / peak:.0f} |")  # fmt: skip
-    return {"arch": arch, "precision": precision, "step_s": total / steps,
-            "products_s": secs / steps, "products_flop_frac": flop / secs / peak, "peaks": peaks,
-            "ceiling": total / secs, "rows": rows}  # fmt: skip
+        print(
+            f"| {r['op']} | {r['shapes']} | {r['calls_per_step']:.1f} | {r['ms_per_step']:.1f} | "
+            f"{100 * r['flop'] / r['secs'] / peak:.0f} |"
+        )
+    return {
+        "arch": arch,
+        "precision": precision,
+        "step_s": total / steps,
+        "products_s": secs / steps,
+        "products_flop_frac": flop / secs / peak,
+        "peaks": peaks,
+        "ceiling": total / secs,
+        "rows": rows,
+    }
 
 
 def main():
@@ -215,17 +241,22 @@ def main():
     ap.add_argument("--reps", type=int, default=2, help="passes over the batches")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu", help="cpu or cuda (--memory: cpu only)")
-    ap.add_argument("--cuda-graphs", action="store_true",
-                    help="also time nmt_lib with train.cuda_graphs (GPU)")  # fmt: skip
+    ap.add_argument(
+        "--cuda-graphs", action="store_true", help="also time nmt_lib with train.cuda_graphs (GPU)"
+    )
     ap.add_argument("--no-naive", action="store_true", help="time nmt_lib only")
     ap.add_argument("--memory", action="store_true", help="peak RSS of each implementation")
     ap.add_argument("--sweep", action="store_true", help="time per target token vs length")
     ap.add_argument("--sweep-lengths", type=int, nargs="+", default=[10, 20, 40, 80])
-    ap.add_argument("--products", action="store_true",
-                    help="nmt_lib's products: their share of a step and % of the GEMM peak")  # fmt: skip
+    ap.add_argument(
+        "--products",
+        action="store_true",
+        help="nmt_lib's products: their share of a step and % of the GEMM peak",
+    )
     ap.add_argument("--json", help="also write the results here")
-    ap.add_argument("--child", nargs=4, metavar=("IMPL", "SHAPE", "ARCH", "PRECISION"),
-                    help=argparse.SUPPRESS)  # fmt: skip
+    ap.add_argument(
+        "--child", nargs=4, metavar=("IMPL", "SHAPE", "ARCH", "PRECISION"), help=argparse.SUPPRESS
+    )
     args = ap.parse_args()
     if args.cuda_graphs and args.device != "cuda":
         ap.error("--cuda-graphs needs --device cuda")
@@ -244,8 +275,16 @@ def main():
         for arch in args.arch:
             for prec in args.precision:
                 for impl in ("nmt_lib", "naive"):
-                    child = [__file__, "--threads", str(args.threads), "--child", impl,
-                             args.shape, arch, prec]  # fmt: skip
+                    child = [
+                        __file__,
+                        "--threads",
+                        str(args.threads),
+                        "--child",
+                        impl,
+                        args.shape,
+                        arch,
+                        prec,
+                    ]
                     rows.append({"arch": arch, "precision": prec, **child_peak_rss(child)})
                     print(json.dumps(rows[-1]))
         results["memory"] = rows
@@ -253,15 +292,21 @@ def main():
             "\n| arch | precision | impl | RSS after build MB | peak RSS MB |\n|---|---|---|---|---|"
         )
         for r in rows:
-            print(f"| {r['arch']} | {r['precision']} | {r['impl']} | {r['built_mb']:.0f} | "
-                  f"{r['peak_mb']:.0f} |")  # fmt: skip
+            print(
+                f"| {r['arch']} | {r['precision']} | {r['impl']} | {r['built_mb']:.0f} | "
+                f"{r['peak_mb']:.0f} |"
+            )
     elif args.products:
-        results["products"] = [products(args.shape, arch, prec, args.steps)
-                               for arch in args.arch for prec in args.precision]  # fmt: skip
+        results["products"] = [
+            products(args.shape, arch, prec, args.steps)
+            for arch in args.arch
+            for prec in args.precision
+        ]
     elif args.sweep:
         for prec in args.precision:
-            rows = sweep(args.shape, prec, args.sweep_lengths, args.steps, not args.no_naive,
-                         args.device)  # fmt: skip
+            rows = sweep(
+                args.shape, prec, args.sweep_lengths, args.steps, not args.no_naive, args.device
+            )
             results[f"sweep_{prec}"] = rows
             print(
                 f"\n{prec}: ms per target token, RNNsearch {args.shape}, batch "
@@ -270,38 +315,58 @@ def main():
             print("| L | nmt_lib | naive | naive / nmt_lib |\n|---|---|---|---|")
             for r in rows:
                 nv = r.get("naive_ms_per_tok", float("nan"))
-                print(f"| {r['L']} | {r['nmt_lib_ms_per_tok']:.3f} | {nv:.3f} | "
-                      f"{nv / r['nmt_lib_ms_per_tok']:.2f} |")  # fmt: skip
+                print(
+                    f"| {r['L']} | {r['nmt_lib_ms_per_tok']:.3f} | {nv:.3f} | "
+                    f"{nv / r['nmt_lib_ms_per_tok']:.2f} |"
+                )
     else:
         rows = []
         for arch in args.arch:
             for prec in args.precision:
-                rows.append(throughput(args.shape, arch, prec, args.steps, args.reps,
-                                       not args.no_naive, args.device, args.cuda_graphs))  # fmt: skip
+                rows.append(
+                    throughput(
+                        args.shape,
+                        arch,
+                        prec,
+                        args.steps,
+                        args.reps,
+                        not args.no_naive,
+                        args.device,
+                        args.cuda_graphs,
+                    )
+                )
                 print(json.dumps(rows[-1]))
         results["throughput"] = rows
         nan = float("nan")
         where = f"{args.threads} thread(s)" if args.device == "cpu" else info["gpu"]
-        print(f"\nshape {args.shape}, {where}. tok/s: real target tokens (EOS "
-              "incl.) per wall second, total and median over steps; speed-up: median over batches "
-              "of naive / nmt_lib step time; % peak: model FLOP/s of a step over the GEMM peak "
-              "measured right after it (median), and over the best peak of the run")  # fmt: skip
-        print("| arch | precision | nmt_lib tok/s (median) | naive tok/s (median) | speed-up | "
-              "nmt_lib % peak (of best) | naive % peak (of best) | GEMM peak GFLOP/s median / best "
-              "| model GFLOP / target token |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+        print(
+            f"\nshape {args.shape}, {where}. tok/s: real target tokens (EOS "
+            "incl.) per wall second, total and median over steps; speed-up: median over batches "
+            "of naive / nmt_lib step time; % peak: model FLOP/s of a step over the GEMM peak "
+            "measured right after it (median), and over the best peak of the run"
+        )
+        print(
+            "| arch | precision | nmt_lib tok/s (median) | naive tok/s (median) | speed-up | "
+            "nmt_lib % peak (of best) | naive % peak (of best) | GEMM peak GFLOP/s median / best "
+            "| model GFLOP / target token |\n|---|---|---|---|---|---|---|---|---|"
+        )
         for r in rows:
-            print(f"| {r['arch']} | {r['precision']} | {r['nmt_lib_tok_s']:.0f} "
-                  f"({r['nmt_lib_tok_s_median']:.0f}) | {r.get('naive_tok_s', nan):.0f} "
-                  f"({r.get('naive_tok_s_median', nan):.0f}) | {r.get('speedup', nan):.2f} | "
-                  f"{100 * r['nmt_lib_flop_frac']:.1f} ({100 * r['nmt_lib_flop_frac_of_max_peak']:.1f}) | "
-                  f"{100 * r.get('naive_flop_frac', nan):.1f} "
-                  f"({100 * r.get('naive_flop_frac_of_max_peak', nan):.1f}) | "
-                  f"{r['gemm_peak_median'] / 1e9:.0f} / {r['gemm_peak_max'] / 1e9:.0f} | "
-                  f"{r['model_gflop_per_trg_token']:.3f} |")  # fmt: skip
+            print(
+                f"| {r['arch']} | {r['precision']} | {r['nmt_lib_tok_s']:.0f} "
+                f"({r['nmt_lib_tok_s_median']:.0f}) | {r.get('naive_tok_s', nan):.0f} "
+                f"({r.get('naive_tok_s_median', nan):.0f}) | {r.get('speedup', nan):.2f} | "
+                f"{100 * r['nmt_lib_flop_frac']:.1f} ({100 * r['nmt_lib_flop_frac_of_max_peak']:.1f}) | "
+                f"{100 * r.get('naive_flop_frac', nan):.1f} "
+                f"({100 * r.get('naive_flop_frac_of_max_peak', nan):.1f}) | "
+                f"{r['gemm_peak_median'] / 1e9:.0f} / {r['gemm_peak_max'] / 1e9:.0f} | "
+                f"{r['model_gflop_per_trg_token']:.3f} |"
+            )
         for r in rows if args.cuda_graphs else []:
-            print(f"{r['arch']} {r['precision']} with CUDA graphs: {r['graphs_tok_s']:.0f} tok/s "
-                  f"({r['graphs_tok_s_median']:.0f}), {100 * r['graphs_flop_frac']:.1f} % of the "
-                  f"peak, {r['graphs_speedup']:.2f}x nmt_lib's eager step")  # fmt: skip
+            print(
+                f"{r['arch']} {r['precision']} with CUDA graphs: {r['graphs_tok_s']:.0f} tok/s "
+                f"({r['graphs_tok_s_median']:.0f}), {100 * r['graphs_flop_frac']:.1f} % of the "
+                f"peak, {r['graphs_speedup']:.2f}x nmt_lib's eager step"
+            )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -30,8 +30,18 @@ def measure(lines: int, tmp: Path) -> dict:
     with open(src, "w", encoding="utf-8") as f:
         f.writelines(sentences[k % len(sentences)] + "\n" for k in range(lines))
     env = {**os.environ, "NMT_CACHE": str(tmp / "empty-cache"), "OMP_NUM_THREADS": "1"}
-    argv = [sys.executable, "-m", "nmt_lib", "translate", "--profile", "smoke", "--run",
-            "RNNsearch-50*", "-i", str(src)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "nmt_lib",
+        "translate",
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50*",
+        "-i",
+        str(src),
+    ]
     t0 = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env)
     child.stdout.readline()
@@ -39,9 +49,14 @@ def measure(lines: int, tmp: Path) -> dict:
     n = 1 + sum(1 for _ in child.stdout)
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
-    return {"lines": lines, "output_lines": n, "exit": child.returncode,
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "first_output_s": round(first, 2),
-            "total_s": round(time.perf_counter() - t0, 2)}  # fmt: skip
+    return {
+        "lines": lines,
+        "output_lines": n,
+        "exit": child.returncode,
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "first_output_s": round(first, 2),
+        "total_s": round(time.perf_counter() - t0, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

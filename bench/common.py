@@ -55,7 +55,7 @@ SHAPES = {
         ),
         batch=64,
         lengths=(15, 30),
-    ),  # fmt: skip
+    ),
     "paper": dict(cfg=dict(), batch=80, lengths=(10, 50)),
 }
 
@@ -73,15 +73,19 @@ def machine_info() -> dict:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {
         "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "cpu": cpu_info("model name") or "?", "nproc": os.cpu_count(),
-        "amx_bf16": "amx_bf16" in cpu_flags(), "cpu_bf16_native": native_bf16("cpu"),
+        "cpu": cpu_info("model name") or "?",
+        "nproc": os.cpu_count(),
+        "amx_bf16": "amx_bf16" in cpu_flags(),
+        "cpu_bf16_native": native_bf16("cpu"),
         "onednn_float32": kernels.onednn_float32(),
-        "threads": torch.get_num_threads(), "python": platform.python_version(),
-        "torch": torch.__version__, "loadavg_1min": load[0] if load else None,
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "loadavg_1min": load[0] if load else None,
         "THP_MEM_ALLOC_ENABLE": os.environ.get("THP_MEM_ALLOC_ENABLE"),
         "nmt_lib_kernels": kernels.library() is not None,
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-    }  # fmt: skip
+    }
 
 
 def synthetic_batches(cfg: ModelConfig, batch: int, lengths: tuple[int, int], count: int, seed=0):
@@ -142,8 +146,15 @@ class Trainee:
     the naive model, ``torch.optim.Adadelta`` after the clip.
     """
 
-    def __init__(self, name: str, cfg: ModelConfig, model, naive: bool, precision: str,
-                 cuda_graphs: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        cfg: ModelConfig,
+        model,
+        naive: bool,
+        precision: str,
+        cuda_graphs: bool = False,
+    ):
         self.name, self.cfg, self.naive, self.precision = name, cfg, naive, precision
         self.model, self.device = model, next(model.parameters()).device
         self.P = dict(model.named_parameters()) if naive else None
@@ -184,8 +195,10 @@ def pair(cfg: ModelConfig, precision: str, device="cpu") -> tuple[Trainee, Train
     b = synthetic_batches(cfg, 4, (3, 8), 1, seed=99)[0]
     check_same_function(model, dict(naive_model.named_parameters()), cfg, *b)
     model, naive_model = model.to(device), naive_model.to(device)
-    return (Trainee("nmt_lib", cfg, model, False, precision),
-            Trainee("naive", cfg, naive_model, True, precision))  # fmt: skip
+    return (
+        Trainee("nmt_lib", cfg, model, False, precision),
+        Trainee("naive", cfg, naive_model, True, precision),
+    )
 
 
 def sync() -> None:

@@ -23,11 +23,18 @@ from nmt_experiments import replicate  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pack", required=True, help="a directory written by `python -m nmt_lib pack`")
-    ap.add_argument("--minutes", type=float,
-                    help="training budget of each run (train.max_hours; default: the profile's)")  # fmt: skip
+    ap.add_argument(
+        "--minutes",
+        type=float,
+        help="training budget of each run (train.max_hours; default: the profile's)",
+    )
     ap.add_argument("--out", required=True, help="results directory to write")
-    ap.add_argument("--run", nargs="+", default=["RNNsearch-50"],
-                    help="the profile's runs, one after the other (default RNNsearch-50)")  # fmt: skip
+    ap.add_argument(
+        "--run",
+        nargs="+",
+        default=["RNNsearch-50"],
+        help="the profile's runs, one after the other (default RNNsearch-50)",
+    )
     ap.add_argument("--profile", default="gpu", help="a profile name or TOML path (default gpu)")
     ap.add_argument("--commit", help="the commit of this tree, when it travels without .git")
     a = ap.parse_args(argv)

@@ -22,10 +22,12 @@ EOS = 2  # CONTRIBUTING.md: <pad> = 0, <unk> = 1, </s> = 2
 def gru_step(P, p, x, h, c=None):
     """One reset-before GRU step (App. A.1.1, GroundHog biases), the context ``c`` in all gates."""
     ctx = {k: F.linear(c, P["decoder." + k]) if c is not None else 0 for k in ("C", "C_z", "C_r")}
-    r = torch.sigmoid(F.linear(x, P[p + "W_r"]) + F.linear(h, P[p + "U_r"]) + ctx["C_r"]
-                      + P.get(p + "b_r", 0))  # fmt: skip
-    z = torch.sigmoid(F.linear(x, P[p + "W_z"]) + F.linear(h, P[p + "U_z"]) + ctx["C_z"]
-                      + P.get(p + "b_z", 0))  # fmt: skip
+    r = torch.sigmoid(
+        F.linear(x, P[p + "W_r"]) + F.linear(h, P[p + "U_r"]) + ctx["C_r"] + P.get(p + "b_r", 0)
+    )
+    z = torch.sigmoid(
+        F.linear(x, P[p + "W_z"]) + F.linear(h, P[p + "U_z"]) + ctx["C_z"] + P.get(p + "b_z", 0)
+    )
     h_tilde = torch.tanh(
         F.linear(x, P[p + "W"], P[p + "b"]) + F.linear(r * h, P[p + "U"]) + ctx["C"]
     )
@@ -61,8 +63,10 @@ def encode(P, cfg, x, x_mask):
 def readout_logp(P, cfg, s, H, Uh, x_mask, c_fixed, e_prev):
     """One step: ``log p(· | s_{i-1}, y_{i-1}, c_i)`` ``[B, K]`` and ``c_i`` (attention from s_{i-1})."""
     if H is not None:
-        att = F.linear(torch.tanh(F.linear(s, P["decoder.attention.W_a"]).unsqueeze(1) + Uh),
-                       P["decoder.attention.v_a"][None]).squeeze(-1)  # fmt: skip
+        att = F.linear(
+            torch.tanh(F.linear(s, P["decoder.attention.W_a"]).unsqueeze(1) + Uh),
+            P["decoder.attention.v_a"][None],
+        ).squeeze(-1)
         alpha = torch.softmax(att.masked_fill(~x_mask, float("-inf")), -1)
         c = torch.bmm(alpha.unsqueeze(1), H).squeeze(1)
     else:
@@ -123,8 +127,9 @@ def naive_decode(P, cfg, x, x_mask, beam: int, length: int):
 def check_same_function(model, P, cfg, x, x_mask, y, y_mask, atol=1e-4) -> float:
     """Max |logp_nmt_lib - logp_naive| in float32 (no autocast); raises if above ``atol``."""
     with torch.no_grad():
-        diff = float((model(x, x_mask, y, y_mask)[0] - naive_logp(P, cfg, x, x_mask, y, y_mask))
-                     .abs().max())  # fmt: skip
+        diff = float(
+            (model(x, x_mask, y, y_mask)[0] - naive_logp(P, cfg, x, x_mask, y, y_mask)).abs().max()
+        )
     if diff > atol:
         raise AssertionError(f"bench/naive.py and nmt_lib disagree: max |Δ log p| = {diff:.2e}")
     return diff

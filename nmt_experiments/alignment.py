@@ -51,8 +51,9 @@ def alignment_stats(alpha, words: Sequence[str] = ()) -> dict:
     unk = sum(w == "<unk>" for w in words) / max(len(words), 1)
     flags = ([f"{unk:.0%} of its words <unk>"] if unk > UNK_SHARE else []) + (
         [f"largest weight {peak:.2f}, near the uniform {uniform:.2f}"]
-        if peak < NEAR_UNIFORM * uniform else []
-    )  # fmt: skip
+        if peak < NEAR_UNIFORM * uniform
+        else []
+    )
     return {
         "words": len(a),
         "peak": peak,

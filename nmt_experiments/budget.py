@@ -83,9 +83,19 @@ def differences(run: RunConfig, ref: RunConfig) -> str:
 RECIPE = {
     "model": ("m", "n", "n_dec", "n_align", "l", "output_rank", "init", "src_vocab", "trg_vocab"),
     "data": ("batch_size", "src_words", "trg_words"),
-    "train": ("optimizer", "lr", "rho", "eps", "loss", "lr_schedule", "lr_decay",
-              "warmup_updates", "clip_norm", "precision"),
-}  # fmt: skip
+    "train": (
+        "optimizer",
+        "lr",
+        "rho",
+        "eps",
+        "loss",
+        "lr_schedule",
+        "lr_decay",
+        "warmup_updates",
+        "clip_norm",
+        "precision",
+    ),
+}
 
 
 def recipe(run: RunConfig) -> dict:
@@ -119,10 +129,13 @@ def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -
         run, train=dataclasses.replace(run.train, dev_bleu_sentences=bleu_sentences)
     )
     m = dev_metrics(model, prep, cfg, "cpu", full=True)
-    result = {"dev_nll": m["dev_nll"], "dev_nll_sentences": m["dev_nll_sentences"],
-              "dev_bleu_greedy": m["dev_bleu"],
-              "dev_bleu_sentences": min(bleu_sentences, len(prep.dev)),
-              "seconds": m["eval_seconds"]}  # fmt: skip
+    result = {
+        "dev_nll": m["dev_nll"],
+        "dev_nll_sentences": m["dev_nll_sentences"],
+        "dev_bleu_greedy": m["dev_bleu"],
+        "dev_bleu_sentences": min(bleu_sentences, len(prep.dev)),
+        "seconds": m["eval_seconds"],
+    }
     write_json(out_dir / "final.json", result)
     return result
 
@@ -139,8 +152,10 @@ def train_arm(profile: str, results_dir: str, data_dir: str | None, name: str) -
     try:
         summary = train_run(run, out, prep=prep, progress=False)
     except Diverged as e:
-        write_json(out / "final.json", {"diverged": str(e), "updates": e.update, "dev_nll": None,
-                                        "dev_bleu_greedy": None})  # fmt: skip
+        write_json(
+            out / "final.json",
+            {"diverged": str(e), "updates": e.update, "dev_nll": None, "dev_bleu_greedy": None},
+        )
         print(f"[budget] {name}: diverged at update {e.update}", flush=True)
         return name, {"train_s": round(time.time() - t0, 1), "final_eval_s": 0.0}
     t1 = time.time()
@@ -178,10 +193,13 @@ def dev_search(model, prep, idx: list[int], search, precision: str = "fp32", on=
     seconds = time.perf_counter() - t0
     refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
     score = bleu.bleu_tok([" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps], refs)
-    return {"dev sentences": len(idx), "dev BLEU": round(score.score, 2),
-            "brevity penalty": round(score.bp, 3),
-            "length ratio": round(score.sys_len / score.ref_len, 3),
-            "seconds": round(seconds, 1)}  # fmt: skip
+    return {
+        "dev sentences": len(idx),
+        "dev BLEU": round(score.score, 2),
+        "brevity penalty": round(score.bp, 3),
+        "length ratio": round(score.sys_len / score.ref_len, 3),
+        "seconds": round(seconds, 1),
+    }
 
 
 def search_study(
@@ -201,10 +219,16 @@ def search_study(
     rows = []
     for option in SEARCH_OPTIONS:
         search = dataclasses.replace(run.search, **option)
-        rows.append({"arm": arm, **{f"search.{k}": v for k, v in option.items()},
-                     "beam": search.beam,
-                     **dev_search(model, prep, idx, search, run.train.precision,
-                                  backend(run.train.backend))})  # fmt: skip
+        rows.append(
+            {
+                "arm": arm,
+                **{f"search.{k}": v for k, v in option.items()},
+                "beam": search.beam,
+                **dev_search(
+                    model, prep, idx, search, run.train.precision, backend(run.train.backend)
+                ),
+            }
+        )
     with atomic_write(out / "search.csv") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -293,8 +317,13 @@ def sharing_cost(
     with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
         alone = pool.submit(_seconds_per_step, *args).result()
         shared = [f.result() for f in [pool.submit(_seconds_per_step, *args) for _ in range(2)]]
-    result = {"arm": arm, "steps": steps, "alone_s_per_update": alone,
-              "shared_s_per_update": sum(shared) / 2, "slowdown": sum(shared) / 2 / alone}  # fmt: skip
+    result = {
+        "arm": arm,
+        "steps": steps,
+        "alone_s_per_update": alone,
+        "shared_s_per_update": sum(shared) / 2,
+        "slowdown": sum(shared) / 2 / alone,
+    }
     write_json(Path(results_dir) / "sharing.json", result)
     return result
 
@@ -345,8 +374,10 @@ def search_choice(results_dir=RESULTS) -> dict:
     with open(Path(results_dir) / "search.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     best = max(rows, key=lambda r: float(r["dev BLEU"]))
-    return {k: v == "True" for k, v in ((k[len("search."):], v) for k, v in best.items()
-                                        if k.startswith("search."))}  # fmt: skip
+    return {
+        k: v == "True"
+        for k, v in ((k[len("search.") :], v) for k, v in best.items() if k.startswith("search."))
+    }
 
 
 def _load(profile, data_dir):
@@ -523,11 +554,16 @@ def findings(out: Path, compare_at: float = COMPARE_AT[-1]) -> dict:
     at = {n: at_minutes(c, compare_at) for n, c in curve.items()}
     ref = manifest["runs"][0]
     # NLL is comparable only over one target vocabulary: a shortlist maps the rarer words to <unk>
-    ranked = sorted((n for n in at if at[n] is not None and vocab[n] == vocab[ref]),
-                    key=lambda n: at[n])  # fmt: skip
+    ranked = sorted(
+        (n for n in at if at[n] is not None and vocab[n] == vocab[ref]), key=lambda n: at[n]
+    )
     chosen = ranked[0]
-    result = {"compare_at": compare_at, "ranked": [(n, at[n]) for n in ranked], "chosen": chosen,
-              "other_vocabulary": [n for n in curve if vocab[n] != vocab[ref]]}  # fmt: skip
+    result = {
+        "compare_at": compare_at,
+        "ranked": [(n, at[n]) for n in ranked],
+        "chosen": chosen,
+        "other_vocabulary": [n for n in curve if vocab[n] != vocab[ref]],
+    }
     if "paper" in curve and at.get("paper") is not None:
         log = out / "runs" / "paper" / "train_log.jsonl"
         recs = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()]
@@ -555,8 +591,10 @@ def write_study(
     if walls is not None:  # the arms done so far, in the profile's order, with their wall times
         prof = _load(profile, data_dir)
         old = out / "manifest.json"
-        walls = {**(json.loads(old.read_text("utf-8"))["wall_seconds"] if old.is_file() else {}),
-                 **walls}  # fmt: skip
+        walls = {
+            **(json.loads(old.read_text("utf-8"))["wall_seconds"] if old.is_file() else {}),
+            **walls,
+        }
         manifest = provenance(prof, git)
         manifest["runs"] = [
             n
@@ -599,10 +637,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--search", action="store_true", help="then compare the search settings on dev (search.csv)"
     )
-    ap.add_argument("--extend", type=float, metavar="MINUTES",
-                    help="then train the chosen arm on to MINUTES and evaluate it on the test set")  # fmt: skip
-    ap.add_argument("--sharing", action="store_true",
-                    help="then time an update alone and two side by side (sharing.json)")  # fmt: skip
+    ap.add_argument(
+        "--extend",
+        type=float,
+        metavar="MINUTES",
+        help="then train the chosen arm on to MINUTES and evaluate it on the test set",
+    )
+    ap.add_argument(
+        "--sharing",
+        action="store_true",
+        help="then time an update alone and two side by side (sharing.json)",
+    )
     ap.add_argument("--arch", help="with --extend: train this model from scratch instead")
     a = ap.parse_args(argv)
     if a.train:

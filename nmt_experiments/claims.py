@@ -60,7 +60,11 @@ SHORT, LONG, RATIO_MARGIN = 30, 50, 0.1
 FLOOR = 5.0
 #: The verdicts.
 REPRODUCED, NOT_REPRODUCED, OPPOSITE, NOT_TESTABLE = (
-    "reproduced", "not reproduced", "the opposite holds", "not testable here")  # fmt: skip
+    "reproduced",
+    "not reproduced",
+    "the opposite holds",
+    "not testable here",
+)
 #: The paper's claim that the book does not judge, and why (Table 1's No-UNK column).
 MOSES_CLAIM = (
     "The paper's claim that RNNsearch-50* is as good as the phrase-based Moses on the sentences "
@@ -96,8 +100,9 @@ def short_bleu(stats: Sequence[np.ndarray], lengths) -> float:
 
 def floor_text(below: dict[str, float]) -> str:
     """``"Seq2seq-50 (BLEU 0.9 on sentences of fewer than 30 words)"`` for each model below."""
-    return ", ".join(f"{m} (BLEU {b:.1f} on sentences of fewer than {SHORT} words)"
-                     for m, b in below.items())  # fmt: skip
+    return ", ".join(
+        f"{m} (BLEU {b:.1f} on sentences of fewer than {SHORT} words)" for m, b in below.items()
+    )
 
 
 def below_floor(below: dict[str, float]) -> str:
@@ -123,8 +128,10 @@ def verdict(
         return OPPOSITE, "a difference's 95% interval is below 0"
     if any(hi < margin for _, hi in intervals):
         return NOT_REPRODUCED, f"a difference's 95% interval is below +{margin:g}{unit}: too small"
-    return NOT_TESTABLE, (f"a difference's 95% interval contains +{margin:g}{unit}: these seeds "
-                          "and this test set cannot decide")  # fmt: skip
+    return NOT_TESTABLE, (
+        f"a difference's 95% interval contains +{margin:g}{unit}: these seeds "
+        "and this test set cannot decide"
+    )
 
 
 def holds_verdict(interval: list[float], margin: float = RATIO_MARGIN) -> tuple[str, str]:
@@ -170,8 +177,10 @@ class Judge:
             short,
             long,
         )  # Figure 2's lengths (a testbed of short sentences: less)
-        self.score = {m: float(np.mean([bleu.bleu_from_stats(s, True) for s in ss]))
-                      for m, ss in stats.items()}  # fmt: skip
+        self.score = {
+            m: float(np.mean([bleu.bleu_from_stats(s, True) for s in ss]))
+            for m, ss in stats.items()
+        }
         self.samples = {m: seeded_scores(ss, n_samples, draw=m) for m, ss in stats.items()}
         self.low = {m: b for m, ss in stats.items() if (b := short_bleu(ss, lengths)) < FLOOR}
 
@@ -195,25 +204,40 @@ class Judge:
         return f"{m} {self.score[m]:.2f}" + (f" ({k} seeds)" if k > 1 else " (1 seed)")
 
     def row(self, claim, paper, ours, v, why, observation="") -> dict:
-        return {"claim": claim, "paper": paper, "ours": ours, "verdict": v, "reason": why,
-                "observation": observation}  # fmt: skip
+        return {
+            "claim": claim,
+            "paper": paper,
+            "ours": ours,
+            "verdict": v,
+            "reason": why,
+            "observation": observation,
+        }
 
     def beats(self, claim: str, paper: str, pairs: list[tuple[str, str]]) -> dict:
         """``claim``: in each pair ``(better, other)``, ``better`` beats ``other`` by
         :data:`MARGIN` BLEU (paired differences over the test sentences and the seeds). Where a
         model below the floor takes part, the observation says which model leads at this budget."""
-        ds = [(self.score[a] - self.score[b], bleu.interval(self.samples[a] - self.samples[b]))
-              for a, b in pairs]  # fmt: skip
+        ds = [
+            (self.score[a] - self.score[b], bleu.interval(self.samples[a] - self.samples[b]))
+            for a, b in pairs
+        ]
         below = self.below([m for p in pairs for m in p])
         v, why = verdict([iv for _, iv in ds], MARGIN, below)
         seen = ""
         if below:
-            ahead = [f"{a} {'leads' if iv[0] > MARGIN else 'does not lead'} {b} by more than "
-                     f"{MARGIN:g} BLEU" for (a, b), (_, iv) in zip(pairs, ds, strict=True)]  # fmt: skip
-            seen = (f"At this budget, outside the verdict: {'; '.join(ahead)}. That says which "
-                    "model learned faster, not which architecture is better.")  # fmt: skip
-        ours = "; ".join(f"{self.named(a)} vs {self.named(b)}, difference {difference(*d)}"
-                         for (a, b), d in zip(pairs, ds, strict=True))  # fmt: skip
+            ahead = [
+                f"{a} {'leads' if iv[0] > MARGIN else 'does not lead'} {b} by more than "
+                f"{MARGIN:g} BLEU"
+                for (a, b), (_, iv) in zip(pairs, ds, strict=True)
+            ]
+            seen = (
+                f"At this budget, outside the verdict: {'; '.join(ahead)}. That says which "
+                "model learned faster, not which architecture is better."
+            )
+        ours = "; ".join(
+            f"{self.named(a)} vs {self.named(b)}, difference {difference(*d)}"
+            for (a, b), d in zip(pairs, ds, strict=True)
+        )
         return self.row(claim, paper, ours, v, why, seen)
 
     def ratio(self, m: str) -> tuple[float, list[float], np.ndarray]:
@@ -221,17 +245,24 @@ class Judge:
         interval and its resamples."""
         short, long_ = self.lengths < self.short, self.lengths >= self.long
         with np.errstate(divide="ignore", invalid="ignore"):
-            samples = (seeded_scores(self.stats[m], self.n, long_, m)
-                       / seeded_scores(self.stats[m], self.n, short, m))  # fmt: skip
+            samples = seeded_scores(self.stats[m], self.n, long_, m) / seeded_scores(
+                self.stats[m], self.n, short, m
+            )
         at = lambda sel: np.mean([bleu.bleu_from_stats(s[sel], True) for s in self.stats[m]])  # noqa: E731
         return float(at(long_) / max(at(short), 1e-9)), bleu.interval(samples), samples
 
     def ratios_text(self, models: Sequence[str]) -> str:
         n_long, lo, hi = int((self.lengths >= self.long).sum()), self.long, self.short
-        parts = [f"{m} {p:.2f} [{lo:.2f}, {hi:.2f}]"
-                 for m in models for p, (lo, hi), _ in [self.ratio(m)]]  # fmt: skip
-        return (f"BLEU(≥{lo}) / BLEU(<{hi}): " + "; ".join(parts)
-                + f" ({n_long} test sentences of ≥{lo} words)")  # fmt: skip
+        parts = [
+            f"{m} {p:.2f} [{lo:.2f}, {hi:.2f}]"
+            for m in models
+            for p, (lo, hi), _ in [self.ratio(m)]
+        ]
+        return (
+            f"BLEU(≥{lo}) / BLEU(<{hi}): "
+            + "; ".join(parts)
+            + f" ({n_long} test sentences of ≥{lo} words)"
+        )
 
     def _no_lengths(self) -> bool:
         return not (self.lengths >= self.long).any() or not (self.lengths < self.short).any()
@@ -242,8 +273,13 @@ class Judge:
         floor."""
         ours = self.ratios_text([m])
         if self._no_lengths():
-            return self.row(claim, paper, ours, NOT_TESTABLE,
-                            f"no test sentences of ≥{self.long} or of <{self.short} words")  # fmt: skip
+            return self.row(
+                claim,
+                paper,
+                ours,
+                NOT_TESTABLE,
+                f"no test sentences of ≥{self.long} or of <{self.short} words",
+            )
         if below := self.below([m]):
             return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
         return self.row(claim, paper, ours, *holds_verdict(self.ratio(m)[1]))
@@ -254,21 +290,32 @@ class Judge:
         when ``better`` is below it or none of ``others`` is above it."""
         ours = self.ratios_text([better, *others])
         if self._no_lengths():
-            return self.row(claim, paper, ours, NOT_TESTABLE,
-                            f"no test sentences of ≥{self.long} or of <{self.short} words")  # fmt: skip
+            return self.row(
+                claim,
+                paper,
+                ours,
+                NOT_TESTABLE,
+                f"no test sentences of ≥{self.long} or of <{self.short} words",
+            )
         if below := self.below([better]):
             return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
         above = [m for m in others if m not in self.low]
         if not above:
-            return self.row(claim, paper, ours, NOT_TESTABLE,
-                            f"no model to compare with is above the learning floor of {FLOOR:g} "
-                            f"BLEU: {floor_text(self.below(others))}")  # fmt: skip
+            return self.row(
+                claim,
+                paper,
+                ours,
+                NOT_TESTABLE,
+                f"no model to compare with is above the learning floor of {FLOOR:g} "
+                f"BLEU: {floor_text(self.below(others))}",
+            )
         r = self.ratio(better)[2]
         ivs = [bleu.interval(r - self.ratio(m)[2]) for m in above]
         v, why = verdict(ivs, RATIO_MARGIN, unit=" in the ratio")
         if len(above) < len(others):
-            why += (f" (compared with {', '.join(above)}; left out, "
-                    f"{below_floor(self.below(others))})")  # fmt: skip
+            why += (
+                f" (compared with {', '.join(above)}; left out, {below_floor(self.below(others))})"
+            )
         return self.row(claim, paper, ours, v, why)
 
     def aligns(self, claim: str, paper: str, m: str, records: list[dict], who: str) -> dict:
@@ -279,26 +326,51 @@ class Judge:
         n, peak, diag, mono = a["sentences"], a["peak"], a["diagonal"], a["monotonic"]
         back, local = a["moves_left"], a["local"]
         flagged = "; ".join(f"{_panel(records, i)}: {why}" for i, why in a["flagged"])
-        ours = (f"{who}, {n} sentences: mean largest weight {peak:.2f} (uniform: "
-                f"{a['uniform']:.2f}); rank correlation with the diagonal {diag:.2f}; "
-                f"{mono:.0%} of the steps monotonic; {back} moves left, {local} of at most "
-                f"{LOCAL} words" + (f". Flagged and left out: {flagged}" if flagged else ""))  # fmt: skip
+        ours = (
+            f"{who}, {n} sentences: mean largest weight {peak:.2f} (uniform: "
+            f"{a['uniform']:.2f}); rank correlation with the diagonal {diag:.2f}; "
+            f"{mono:.0%} of the steps monotonic; {back} moves left, {local} of at most "
+            f"{LOCAL} words" + (f". Flagged and left out: {flagged}" if flagged else "")
+        )
         if below := self.below([m]):
             return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
         if not n:
-            return self.row(claim, paper, ours, NOT_TESTABLE, "no translated sentence with "
-                            "attention weights that is not flagged")  # fmt: skip
+            return self.row(
+                claim,
+                paper,
+                ours,
+                NOT_TESTABLE,
+                "no translated sentence with attention weights that is not flagged",
+            )
         if peak < PEAKED:
-            return self.row(claim, paper, ours, NOT_TESTABLE, f"the attention is diffuse "
-                            f"(largest weight {peak:.2f} < {PEAKED}): its heaviest source word "
-                            "says little")  # fmt: skip
+            return self.row(
+                claim,
+                paper,
+                ours,
+                NOT_TESTABLE,
+                f"the attention is diffuse "
+                f"(largest weight {peak:.2f} < {PEAKED}): its heaviest source word "
+                "says little",
+            )
         if diag >= DIAGONAL and mono >= MONOTONIC and local >= back - local:
-            return self.row(claim, paper, ours, REPRODUCED, f"peaked; along the diagonal "
-                            f"({diag:.2f} ≥ {DIAGONAL}); {mono:.0%} ≥ {MONOTONIC:.0%} monotonic "
-                            "steps; most moves left local")  # fmt: skip
-        return self.row(claim, paper, ours, NOT_REPRODUCED, f"rank correlation with the diagonal "
-                        f"{diag:.2f} (< {DIAGONAL}?), {mono:.0%} monotonic steps (< "
-                        f"{MONOTONIC:.0%}?) or mostly long moves left")  # fmt: skip
+            return self.row(
+                claim,
+                paper,
+                ours,
+                REPRODUCED,
+                f"peaked; along the diagonal "
+                f"({diag:.2f} ≥ {DIAGONAL}); {mono:.0%} ≥ {MONOTONIC:.0%} monotonic "
+                "steps; most moves left local",
+            )
+        return self.row(
+            claim,
+            paper,
+            ours,
+            NOT_REPRODUCED,
+            f"rank correlation with the diagonal "
+            f"{diag:.2f} (< {DIAGONAL}?), {mono:.0%} monotonic steps (< "
+            f"{MONOTONIC:.0%}?) or mostly long moves left",
+        )
 
 
 def _panel(records: list[dict], i: int) -> str:
@@ -324,26 +396,39 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
     pairs = [("RNNsearch-30", "RNNencdec-30"), ("RNNsearch-50", "RNNencdec-50")]
     first = groups["RNNsearch-50"][0]
     return [
-        judge.beats("RNNsearch beats RNNencdec at both training lengths (Table 1)",
-                    "; ".join(vs(a, b) for a, b in pairs), pairs),
-        judge.beats("RNNsearch-30 beats RNNencdec-50, which saw longer sentences (Table 1)",
-                    vs("RNNsearch-30", "RNNencdec-50"), [("RNNsearch-30", "RNNencdec-50")]),
-        judge.holds_up(f"RNNsearch-50 shows no deterioration on sentences of {LONG} words or "
-                       "more (Figure 2)",
-                       "Figure 2: RNNsearch-50's curve does not fall, even past 50 words",
-                       "RNNsearch-50"),
-        judge.holds_up_better("RNNencdec's BLEU falls with length where RNNsearch-50's holds up "
-                              "(Figure 2)",
-                              "Figure 2: both RNNencdec curves fall with length; RNNsearch-50's "
-                              "does not", "RNNsearch-50", ["RNNencdec-30", "RNNencdec-50"]),
-        judge.aligns("The alignments follow the diagonal, mostly monotonic, with local "
-                     "reorderings (Figure 3)",
-                     "Figure 3: weights concentrated near the diagonal; e.g. European Economic "
-                     "Area → zone économique européenne reversed", "RNNsearch-50",
-                     read_json(run_dir(out, first) / "attention.json"),
-                     "RNNsearch-50 (" + ("its first seed" if first == "RNNsearch-50" else first)
-                     + ", Figure 3's model)"),
-    ]  # fmt: skip
+        judge.beats(
+            "RNNsearch beats RNNencdec at both training lengths (Table 1)",
+            "; ".join(vs(a, b) for a, b in pairs),
+            pairs,
+        ),
+        judge.beats(
+            "RNNsearch-30 beats RNNencdec-50, which saw longer sentences (Table 1)",
+            vs("RNNsearch-30", "RNNencdec-50"),
+            [("RNNsearch-30", "RNNencdec-50")],
+        ),
+        judge.holds_up(
+            f"RNNsearch-50 shows no deterioration on sentences of {LONG} words or more (Figure 2)",
+            "Figure 2: RNNsearch-50's curve does not fall, even past 50 words",
+            "RNNsearch-50",
+        ),
+        judge.holds_up_better(
+            "RNNencdec's BLEU falls with length where RNNsearch-50's holds up (Figure 2)",
+            "Figure 2: both RNNencdec curves fall with length; RNNsearch-50's does not",
+            "RNNsearch-50",
+            ["RNNencdec-30", "RNNencdec-50"],
+        ),
+        judge.aligns(
+            "The alignments follow the diagonal, mostly monotonic, with local "
+            "reorderings (Figure 3)",
+            "Figure 3: weights concentrated near the diagonal; e.g. European Economic "
+            "Area → zone économique européenne reversed",
+            "RNNsearch-50",
+            read_json(run_dir(out, first) / "attention.json"),
+            "RNNsearch-50 ("
+            + ("its first seed" if first == "RNNsearch-50" else first)
+            + ", Figure 3's model)",
+        ),
+    ]
 
 
 def note(out: Path, profile: str | None = None) -> str:

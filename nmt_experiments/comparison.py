@@ -49,8 +49,16 @@ VASWANI_CLAIM = (
 ATTENDING = ("RNNsearch", "Luong", "Transformer")
 #: Vaswani et al. (2017), the base model: 100,000 updates of about 25,000 target tokens (§5.1-5.2),
 #: 6 layers of width 512 with 8 heads and feed-forward 2048, label smoothing 0.1 (§3, §5.4).
-TRANSFORMER_BASE = {"updates": 100_000, "tokens": 25_000, "layers": 6, "m": 512, "heads": 8,
-                    "ff": 2048, "label_smoothing": 0.1, "warmup": 4_000}  # fmt: skip
+TRANSFORMER_BASE = {
+    "updates": 100_000,
+    "tokens": 25_000,
+    "layers": 6,
+    "m": 512,
+    "heads": 8,
+    "ff": 2048,
+    "label_smoothing": 0.1,
+    "warmup": 4_000,
+}
 
 
 def models(out: Path = RESULTS) -> dict[str, list[str]]:
@@ -88,36 +96,45 @@ def table(out: Path = RESULTS) -> list[dict]:
         all_, sd = tables.mean_sd([r["All"] for r in per])
         no_unk = [r["No UNK"] for r in per if r["No UNK"] is not None]
         cfg = config(out, runs[0])["model"]
-        rows.append({
-            "model": model,
-            "attention": ATTENTION[cfg["arch"]].format(score=cfg.get("score")),
-            "seeds": len(runs),
-            "All": round(all_, 2),
-            "All sd": None if sd is None else round(sd, 2),
-            "All per seed": " / ".join(f"{r['All']:.2f}" for r in per),
-            "No UNK": round(float(np.mean(no_unk)), 2) if no_unk else None,
-            f"All <{SHORT} words": round(short_bleu(stats, lengths), 2),
-            "dev NLL": round(float(np.mean([r["dev NLL"] for r in per])), 2),
-            "parameters (M)": per[0]["parameters (M)"],
-            "updates": per[0]["updates"] if len({r["updates"] for r in per}) == 1 else None,
-            "train tok/s": round(float(np.mean([r["train tok/s"] for r in per]))),
-            "hours per run": round(float(np.mean([r["hours"] for r in per])), 2),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "attention": ATTENTION[cfg["arch"]].format(score=cfg.get("score")),
+                "seeds": len(runs),
+                "All": round(all_, 2),
+                "All sd": None if sd is None else round(sd, 2),
+                "All per seed": " / ".join(f"{r['All']:.2f}" for r in per),
+                "No UNK": round(float(np.mean(no_unk)), 2) if no_unk else None,
+                f"All <{SHORT} words": round(short_bleu(stats, lengths), 2),
+                "dev NLL": round(float(np.mean([r["dev NLL"] for r in per])), 2),
+                "parameters (M)": per[0]["parameters (M)"],
+                "updates": per[0]["updates"] if len({r["updates"] for r in per}) == 1 else None,
+                "train tok/s": round(float(np.mean([r["train tok/s"] for r in per]))),
+                "hours per run": round(float(np.mean([r["hours"] for r in per])), 2),
+            }
+        )
     return rows
 
 
 #: The settings of a recipe that the comparison's models differ in (``recipes`` table).
 RECIPE_COLUMNS = {
-    "optimizer": ("train", "optimizer"), "lr": ("train", "lr"),
-    "schedule": ("train", "lr_schedule"), "warm-up": ("train", "warmup_updates"),
-    "Adam β₂": ("train", "adam_beta2"), "dropout": ("model", "dropout"),
-    "layers": ("model", "layers"), "forget-gate bias": ("model", "forget_bias"),
+    "optimizer": ("train", "optimizer"),
+    "lr": ("train", "lr"),
+    "schedule": ("train", "lr_schedule"),
+    "warm-up": ("train", "warmup_updates"),
+    "Adam β₂": ("train", "adam_beta2"),
+    "dropout": ("model", "dropout"),
+    "layers": ("model", "layers"),
+    "forget-gate bias": ("model", "forget_bias"),
     "length-normalised search": ("search", "normalize"),
     "search limit (× source)": ("search", "max_len_ratio"),
-}  # fmt: skip
+}
 #: The settings that only some architectures have: the others' rows leave them blank.
-OWN_SETTINGS = {"dropout": ("Transformer",), "forget-gate bias": ("Seq2seq", "Peeky", "Luong"),
-                "layers": ("Seq2seq", "Peeky", "Luong", "Transformer")}  # fmt: skip
+OWN_SETTINGS = {
+    "dropout": ("Transformer",),
+    "forget-gate bias": ("Seq2seq", "Peeky", "Luong"),
+    "layers": ("Seq2seq", "Peeky", "Luong", "Transformer"),
+}
 
 
 def recipes(out: Path = RESULTS) -> list[dict]:
@@ -128,9 +145,15 @@ def recipes(out: Path = RESULTS) -> list[dict]:
     for model, runs in models(out).items():
         cfg = config(out, runs[0])
         arch = cfg["model"]["arch"]
-        rows.append({"model": model, **{
-            col: cfg[sec].get(key) if arch in OWN_SETTINGS.get(col, (arch,)) else None
-            for col, (sec, key) in RECIPE_COLUMNS.items()}})  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                **{
+                    col: cfg[sec].get(key) if arch in OWN_SETTINGS.get(col, (arch,)) else None
+                    for col, (sec, key) in RECIPE_COLUMNS.items()
+                },
+            }
+        )
     return rows
 
 
@@ -162,11 +185,16 @@ def dev_curves(out: Path = RESULTS) -> dict[str, list[dict]]:
         common = sorted(set.intersection(*({e["update"] for e in c} for c in per)))
         timed = eval_curve(run_dir(out, timing_run(out, runs)))
         minutes = {e["update"]: e["minutes"] for e in timed}
-        found[model] = [{
-            "update": u, "minutes": minutes[u],
-            "dev_nll": float(np.mean([next(e["dev_nll"] for e in c if e["update"] == u)
-                                      for c in per])),
-        } for u in common]  # fmt: skip
+        found[model] = [
+            {
+                "update": u,
+                "minutes": minutes[u],
+                "dev_nll": float(
+                    np.mean([next(e["dev_nll"] for e in c if e["update"] == u) for c in per])
+                ),
+            }
+            for u in common
+        ]
     return found
 
 
@@ -174,8 +202,9 @@ def at_updates(curves: dict[str, list[dict]]) -> tuple[int, dict[str, float]]:
     """The dev NLL of every model at the last evaluation that all of them reached: that update and
     ``{model: dev NLL}``."""
     common = max(set.intersection(*({r["update"] for r in recs} for recs in curves.values())))
-    return common, {m: next(r["dev_nll"] for r in recs if r["update"] == common)
-                    for m, recs in curves.items()}  # fmt: skip
+    return common, {
+        m: next(r["dev_nll"] for r in recs if r["update"] == common) for m, recs in curves.items()
+    }
 
 
 def loops(words: list[str], n: int = 3, times: int = 3) -> bool:
@@ -205,11 +234,14 @@ def outputs(out: Path = RESULTS) -> list[dict]:
             unfinished.append(b["unfinished"])
             ratio.append(b["all"]["tok"]["sys_len"] / b["all"]["tok"]["ref_len"])
             looping.append(100 * sum(loops(h.split()) for h in lines) / len(lines))
-        rows.append({
-            "model": model, "unfinished": round(float(np.mean(unfinished)), 1),
-            "length / reference": round(float(np.mean(ratio)), 2),
-            "looping (%)": round(float(np.mean(looping)), 1),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "unfinished": round(float(np.mean(unfinished)), 1),
+                "length / reference": round(float(np.mean(ratio)), 2),
+                "looping (%)": round(float(np.mean(looping)), 1),
+            }
+        )
     return rows
 
 
@@ -232,38 +264,62 @@ def claims(
     found = models(out)
     judge = Judge.of(out, found, n_samples, short=short, long=long)
     arch = {m: config(out, runs[0])["model"]["arch"] for m, runs in found.items()}
-    reverse = {m: config(out, runs[0])["model"].get("reverse_source", False)
-               for m, runs in found.items()}  # fmt: skip
+    reverse = {
+        m: config(out, runs[0])["model"].get("reverse_source", False) for m, runs in found.items()
+    }
     paper_t1 = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
     rows = []
     if "RNNsearch-50" in found and "RNNencdec-50" in found:
-        rows.append(judge.beats(
-            "RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)",
-            f"RNNsearch-50 {paper_t1['RNNsearch-50']:.2f} vs RNNencdec-50 "
-            f"{paper_t1['RNNencdec-50']:.2f}", [("RNNsearch-50", "RNNencdec-50")]))  # fmt: skip
+        rows.append(
+            judge.beats(
+                "RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)",
+                f"RNNsearch-50 {paper_t1['RNNsearch-50']:.2f} vs RNNencdec-50 "
+                f"{paper_t1['RNNencdec-50']:.2f}",
+                [("RNNsearch-50", "RNNencdec-50")],
+            )
+        )
     attn = [m for m in found if arch[m] in ATTENDING]
     plain = [m for m in found if m not in attn]
     for m in attn:
-        rows.append(judge.holds_up(
-            f"{m} shows no deterioration on sentences of {long} words or more (Bahdanau et "
-            "al., Figure 2)", "RNNsearch-50's curve does not fall past 50 words", m))  # fmt: skip
-        rows.append(judge.holds_up_better(
-            f"{m} holds up on long sentences better than the models without attention "
-            "(Bahdanau et al., Figure 2)", "RNNsearch-50's curve does not fall; RNNencdec's do",
-            m, plain))  # fmt: skip
+        rows.append(
+            judge.holds_up(
+                f"{m} shows no deterioration on sentences of {long} words or more (Bahdanau et "
+                "al., Figure 2)",
+                "RNNsearch-50's curve does not fall past 50 words",
+                m,
+            )
+        )
+        rows.append(
+            judge.holds_up_better(
+                f"{m} holds up on long sentences better than the models without attention "
+                "(Bahdanau et al., Figure 2)",
+                "RNNsearch-50's curve does not fall; RNNencdec's do",
+                m,
+                plain,
+            )
+        )
     lstm = [m for m in found if arch[m] == "Seq2seq"]
     back = [m for m in lstm if reverse[m]]
     fwd = [m for m in lstm if not reverse[m]]
     if fwd and back:
-        rows.append(judge.beats(
-            "Reversing the source helps an LSTM encoder-decoder without attention "
-            "(Sutskever et al.)", SUTSKEVER_REVERSAL, [(back[0], fwd[0])]))  # fmt: skip
+        rows.append(
+            judge.beats(
+                "Reversing the source helps an LSTM encoder-decoder without attention "
+                "(Sutskever et al.)",
+                SUTSKEVER_REVERSAL,
+                [(back[0], fwd[0])],
+            )
+        )
     tf = [m for m in attn if arch[m] == "Transformer"]
     recurrent = [m for m in attn if m not in tf]
     if tf and recurrent:
-        rows.append(judge.beats(
-            "The Transformer beats the recurrent attention models (Vaswani et al.)",
-            VASWANI_CLAIM, [(tf[0], m) for m in recurrent]))  # fmt: skip
+        rows.append(
+            judge.beats(
+                "The Transformer beats the recurrent attention models (Vaswani et al.)",
+                VASWANI_CLAIM,
+                [(tf[0], m) for m in recurrent],
+            )
+        )
     return rows
 
 
@@ -281,12 +337,19 @@ def gpu_view(out: Path = GPU_RESULTS) -> list[dict]:
     rows = []
     for r in tables.comparison_table(out):
         stats, lengths = _stats(out, [r["model"]])
-        rows.append({
-            "model": r["model"], "All": r["All"], "No UNK": r["No UNK"],
-            f"All <{SHORT} words": round(short_bleu(stats, lengths), 2), "dev NLL": r["dev NLL"],
-            "parameters (M)": r["parameters (M)"], "updates": r["updates"],
-            "train tok/s": r["train tok/s"], "minutes": round(60 * r["hours"], 1),
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": r["model"],
+                "All": r["All"],
+                "No UNK": r["No UNK"],
+                f"All <{SHORT} words": round(short_bleu(stats, lengths), 2),
+                "dev NLL": r["dev NLL"],
+                "parameters (M)": r["parameters (M)"],
+                "updates": r["updates"],
+                "train tok/s": r["train tok/s"],
+                "minutes": round(60 * r["hours"], 1),
+            }
+        )
     return rows
 
 
@@ -349,8 +412,11 @@ def budget(out: Path = RESULTS) -> str:
     """The comparison's budget in words: ``"3,000 updates"`` (the same for every model, on the
     same batches) or, for runs trained by time, ``"40 minutes of one core"``."""
     t = config(out, read_json(out / "manifest.json")["runs"][0])["train"]
-    return f"{t['max_updates']:,} updates" if t["max_updates"] else f"{60 * t['max_hours']:.0f} " \
-        "minutes of one core"  # fmt: skip
+    return (
+        f"{t['max_updates']:,} updates"
+        if t["max_updates"]
+        else f"{60 * t['max_hours']:.0f} minutes of one core"
+    )
 
 
 def compute(out: Path = RESULTS) -> dict[str, float]:
@@ -365,17 +431,21 @@ def compute(out: Path = RESULTS) -> dict[str, float]:
             return 0.0
         manifest = read_json(d / "manifest.json")
         walls = {run: manifest["wall_seconds"].get(run, {}) for run in manifest["runs"]}
-        return sum(read_json(run_dir(d, run) / "train_summary.json")["hours"]
-                   + sum(v for k, v in wall.items() if k != "train_s") / 3600
-                   for run, wall in walls.items())  # fmt: skip
+        return sum(
+            read_json(run_dir(d, run) / "train_summary.json")["hours"]
+            + sum(v for k, v in wall.items() if k != "train_s") / 3600
+            for run, wall in walls.items()
+        )
 
     search = out / "recipes" / "search.csv"
     text = search.read_text(encoding="utf-8") if search.is_file() else ""
     rows = csv.DictReader(text.splitlines())
-    return {"sweep": hours(out / "recipes"),
-            "search": sum(float(r["seconds"]) for r in rows) / 3600,
-            "comparison": hours(out),
-            "cores": read_json(out / "manifest.json")["hardware"]["cpu_count"]}  # fmt: skip
+    return {
+        "sweep": hours(out / "recipes"),
+        "search": sum(float(r["seconds"]) for r in rows) / 3600,
+        "comparison": hours(out),
+        "cores": read_json(out / "manifest.json")["hardware"]["cpu_count"],
+    }
 
 
 def note(out: Path = RESULTS) -> str:

@@ -34,8 +34,9 @@ class _Canvas:
     def box(self, x, y, text, w=0.9, h=0.55, color="k", fill="white", size=LABEL, round_=True):
         """A box centred at (x, y); returns its centre and half sizes for :meth:`arrow`."""
         style = "round,pad=0.02,rounding_size=0.12" if round_ else "square,pad=0.02"
-        self.ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle=style,
-                                         fc=fill, ec=color, lw=1.2))  # fmt: skip
+        self.ax.add_patch(
+            FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle=style, fc=fill, ec=color, lw=1.2)
+        )
         self.ax.text(x, y, text, ha="center", va="center", fontsize=size, color="k")
         return (x, y, w / 2, h / 2)
 
@@ -45,9 +46,20 @@ class _Canvas:
     def arrow(self, a, b, color="k", lw=1.1, style="-|>", rad=0.0, ls="-", shrink=0.0):
         """An arrow from box (or point) ``a`` to box (or point) ``b``, from edge to edge."""
         (x0, y0), (x1, y1) = _edge(a, b), _edge(b, a)
-        self.ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle=style, mutation_scale=9,
-                                          color=color, lw=lw, ls=ls, shrinkA=shrink, shrinkB=shrink,
-                                          connectionstyle=f"arc3,rad={rad}"))  # fmt: skip
+        self.ax.add_patch(
+            FancyArrowPatch(
+                (x0, y0),
+                (x1, y1),
+                arrowstyle=style,
+                mutation_scale=9,
+                color=color,
+                lw=lw,
+                ls=ls,
+                shrinkA=shrink,
+                shrinkB=shrink,
+                connectionstyle=f"arc3,rad={rad}",
+            )
+        )
 
 
 def _edge(a, b):
@@ -87,8 +99,18 @@ def rnnsearch(alpha=(0.06, 0.14, 0.68, 0.12)):
     fwd, bwd, tops = [], [], []
     for x, j in zip(xs, names, strict=True):
         word = c.box(x, 0.4, f"$x_{{{j}}}$", w=0.7, h=0.5, fill="#eeeeee")
-        c.ax.add_patch(FancyBboxPatch((x - 0.52, 1.0), 1.04, 1.8, boxstyle="round,pad=0.02",
-                                      fc="#e3ecf5", ec=ENC, ls="--", lw=1.0))  # fmt: skip
+        c.ax.add_patch(
+            FancyBboxPatch(
+                (x - 0.52, 1.0),
+                1.04,
+                1.8,
+                boxstyle="round,pad=0.02",
+                fc="#e3ecf5",
+                ec=ENC,
+                ls="--",
+                lw=1.0,
+            )
+        )
         c.arrow(word, (x, 1.0), ENC)
         fwd.append(c.box(x, 1.45, rf"$\overrightarrow{{h}}_{{{j}}}$", w=0.8, h=0.55, color=ENC))
         bwd.append(c.box(x, 2.3, rf"$\overleftarrow{{h}}_{{{j}}}$", w=0.8, h=0.55, color=ENC))
@@ -100,16 +122,32 @@ def rnnsearch(alpha=(0.06, 0.14, 0.68, 0.12)):
     c.text(0.05, 1.45, "forward GRU", va="center", color=ENC)
     c.text(0.05, 2.3, "backward GRU", va="center", color=ENC)
     c.text(0.05, 3.0, r"annotations $h_j$", va="center", color=ENC)
-    ctx = c.box(8.6, 4.3, r"$c_i = \sum_j \alpha_{ij} h_j$", w=2.2, h=0.6, color=ATT,
-                fill="#fbf3dc")  # fmt: skip
+    ctx = c.box(
+        8.6, 4.3, r"$c_i = \sum_j \alpha_{ij} h_j$", w=2.2, h=0.6, color=ATT, fill="#fbf3dc"
+    )
     for k, a in enumerate(alpha):
         c.arrow(tops[k], ctx, ATT, lw=0.6 + 6 * a, style="-")
-        c.text(xs[k], 3.35, rf"$\alpha_{{i,{names[k]}}}$ = {a:.2f}", color=ATT, ha="center",
-               va="center")  # fmt: skip
-    c.box(2.6, 5.55, "alignment model\n"
-          r"$e_{ij} = v_a^\top \tanh(W_a s_{i-1} + U_a h_j)$" "\n"
-          r"$\alpha_{ij} = \mathrm{softmax}_j\, e_{ij}$",
-          w=4.6, h=1.15, color=ATT, fill="#fbf3dc", size=SMALL + 0.5)  # fmt: skip
+        c.text(
+            xs[k],
+            3.35,
+            rf"$\alpha_{{i,{names[k]}}}$ = {a:.2f}",
+            color=ATT,
+            ha="center",
+            va="center",
+        )
+    c.box(
+        2.6,
+        5.55,
+        "alignment model\n"
+        r"$e_{ij} = v_a^\top \tanh(W_a s_{i-1} + U_a h_j)$"
+        "\n"
+        r"$\alpha_{ij} = \mathrm{softmax}_j\, e_{ij}$",
+        w=4.6,
+        h=1.15,
+        color=ATT,
+        fill="#fbf3dc",
+        size=SMALL + 0.5,
+    )
     c.arrow((2.6, 4.97), (2.6, 3.55), ATT, ls="--")
     s_prev = c.box(6.5, 5.55, "$s_{i-1}$", color=REC)
     s_next = c.box(9.3, 5.55, "$s_i$", color=REC)
@@ -124,8 +162,9 @@ def rnnsearch(alpha=(0.06, 0.14, 0.68, 0.12)):
     c.arrow(out, s_next, REC)
     c.text(9.45, 6.15, "$y_i$", color=REC)
     c.text(0.05, 6.85, "one decoder step, $i$", size=LABEL)
-    _legend(c, 7.6, 2.4, [(ENC, "encoder"), (ATT, "attention"), (OUT, "readout"),
-                          (REC, "state update")])  # fmt: skip
+    _legend(
+        c, 7.6, 2.4, [(ENC, "encoder"), (ATT, "attention"), (OUT, "readout"), (REC, "state update")]
+    )
     return fig
 
 
@@ -137,8 +176,10 @@ def groundhog_order():
     X = [0.7, 4.7, 8.7]  # the states s_{i-1}, s_i, s_{i+1}
     names = ("i-1", "i", "i+1")
     s = [c.box(x, 1.3, f"$s_{{{n}}}$", color=REC) for x, n in zip(X, names, strict=True)]
-    y = [c.box(x, 5.85, f"$y_{{{n}}}$", fill="#eeeeee")
-         for x, n in zip((0.7, 3.7, 7.7), names, strict=True)]  # fmt: skip
+    y = [
+        c.box(x, 5.85, f"$y_{{{n}}}$", fill="#eeeeee")
+        for x, n in zip((0.7, 3.7, 7.7), names, strict=True)
+    ]
     for k, i in enumerate(("i", "i+1")):
         x0 = X[k]
         ctx = c.box(x0 + 1.0, 2.9, f"$c_{{{i}}}$", w=0.7, color=ATT, fill="#fbf3dc")
@@ -156,10 +197,20 @@ def groundhog_order():
         c.arrow(ctx, s[k + 1], REC)
         c.arrow(y[k + 1], s[k + 1], REC)
         c.text(x0 + 2.6, 0.95, "4", color=REC, size=LABEL, weight="bold")
-    c.text(0.05, 0.45, "1 attend from $s_{i-1}$;  2 read out from $s_{i-1}$, $y_{i-1}$ and $c_i$;  "
-           "3 emit $y_i$;  4 update with $y_i$ and the same $c_i$", va="center")  # fmt: skip
-    c.text(0.05, 0.05, r"The paper's Eq. 4 instead: $s_i = f(s_{i-1}, y_{i-1}, c_i)$, then "
-           r"$p(y_i) = g(y_{i-1}, s_i, c_i)$", va="bottom")  # fmt: skip
+    c.text(
+        0.05,
+        0.45,
+        "1 attend from $s_{i-1}$;  2 read out from $s_{i-1}$, $y_{i-1}$ and $c_i$;  "
+        "3 emit $y_i$;  4 update with $y_i$ and the same $c_i$",
+        va="center",
+    )
+    c.text(
+        0.05,
+        0.05,
+        r"The paper's Eq. 4 instead: $s_i = f(s_{i-1}, y_{i-1}, c_i)$, then "
+        r"$p(y_i) = g(y_{i-1}, s_i, c_i)$",
+        va="bottom",
+    )
     return fig
 
 
@@ -181,16 +232,18 @@ def encdec_and_search():
             c.arrow((x, 0.63), enc[-1], ENC)
             if k:
                 c.arrow(enc[k - 1], enc[k], ENC, style="<|-|>" if search else "-|>")
-        dec = [c.box(x + 1.5, 4.1, f"$s_{k + 1}$", w=0.6, h=0.5, color=REC)
-               for k, x in enumerate(xs)]  # fmt: skip
+        dec = [
+            c.box(x + 1.5, 4.1, f"$s_{k + 1}$", w=0.6, h=0.5, color=REC) for k, x in enumerate(xs)
+        ]
         for k in range(3):
             c.text(xs[k] + 1.35, 4.75, f"$y_{k + 1}$", size=SMALL + 0.5)
             if k:
                 c.arrow(dec[k - 1], dec[k], REC)
         if search:
             for k, d in enumerate(dec):
-                ctx = c.box(d[0] - 0.05, 2.75, f"$c_{k + 1}$", w=0.55, h=0.45, color=ATT,
-                            fill="#fbf3dc")  # fmt: skip
+                ctx = c.box(
+                    d[0] - 0.05, 2.75, f"$c_{k + 1}$", w=0.55, h=0.45, color=ATT, fill="#fbf3dc"
+                )
                 for e in enc:
                     c.arrow(e, ctx, ATT, lw=0.6, style="-")
                 c.arrow(ctx, d, ATT)
@@ -226,13 +279,28 @@ def seq2seq():
             c.arrow(lo[k - 1], lo[k], ENC if k <= 4 else REC)
             c.arrow(hi[k - 1], hi[k], ENC if k <= 4 else REC)
         if not enc:
-            c.box(x, 3.4, f"$p(y_{k - 3})$", w=0.95, h=0.45, color=OUT, fill="#f7e3e3",
-                  size=SMALL + 0.5)  # fmt: skip
+            c.box(
+                x,
+                3.4,
+                f"$p(y_{k - 3})$",
+                w=0.95,
+                h=0.45,
+                color=OUT,
+                fill="#f7e3e3",
+                size=SMALL + 0.5,
+            )
             c.arrow(hi[-1], (x, 3.17), OUT)
-    c.text(0.1, 3.4, "encoder: the source\nreversed, its end of\nsentence last", color=ENC,
-           va="center")  # fmt: skip
-    c.text(4.0, 3.4, "stacked LSTMs (the paper: 4 layers\nof 1000 cells); no attention: the\n"
-           "decoder starts from the encoder's\nlast states", va="center", ha="center")  # fmt: skip
+    c.text(
+        0.1, 3.4, "encoder: the source\nreversed, its end of\nsentence last", color=ENC, va="center"
+    )
+    c.text(
+        4.0,
+        3.4,
+        "stacked LSTMs (the paper: 4 layers\nof 1000 cells); no attention: the\n"
+        "decoder starts from the encoder's\nlast states",
+        va="center",
+        ha="center",
+    )
     return fig
 
 
@@ -241,32 +309,66 @@ def luong():
     attention from it over the source states, the attentional state ``h~_t`` from the context and
     ``h_t``, the output from ``h~_t``, and ``h~_t`` fed to the next step's input (input feeding)."""
     fig, c = _figure(3.0)
-    src = [c.box(0.7 + 1.1 * k, 0.45, rf"$\bar h_{k + 1}$", w=0.75, h=0.5, color=ENC,
-                 fill="#e3ecf5") for k in range(3)]  # fmt: skip
+    src = [
+        c.box(0.7 + 1.1 * k, 0.45, rf"$\bar h_{k + 1}$", w=0.75, h=0.5, color=ENC, fill="#e3ecf5")
+        for k in range(3)
+    ]
     c.text(0.3, 1.0, "source states (top LSTM layer)", color=ENC)
     h_prev = c.box(4.7, 1.25, "$h_{t-1}$", w=0.8, h=0.5, color=REC)
     h_t = c.box(6.4, 1.25, "$h_t$", w=0.8, h=0.5, color=REC)
-    inp = c.box(6.4, 0.3, r"$[y_{t-1}; \tilde h_{t-1}]$", w=1.7, h=0.45, fill="#eeeeee",
-                size=SMALL + 0.5)  # fmt: skip
+    inp = c.box(
+        6.4, 0.3, r"$[y_{t-1}; \tilde h_{t-1}]$", w=1.7, h=0.45, fill="#eeeeee", size=SMALL + 0.5
+    )
     c.arrow(h_prev, h_t, REC)
     c.arrow(inp, h_t, REC)
-    a_t = c.box(2.9, 2.35, r"$a_t(s) = \mathrm{softmax}_s\,\mathrm{score}(h_t, \bar h_s)$",
-                w=4.1, h=0.5, color=ATT, fill="#fbf3dc", size=SMALL + 0.5)  # fmt: skip
+    a_t = c.box(
+        2.9,
+        2.35,
+        r"$a_t(s) = \mathrm{softmax}_s\,\mathrm{score}(h_t, \bar h_s)$",
+        w=4.1,
+        h=0.5,
+        color=ATT,
+        fill="#fbf3dc",
+        size=SMALL + 0.5,
+    )
     for s in src:
         c.arrow(s, a_t, ATT, lw=0.7)
     c.arrow(h_t, a_t, ATT, rad=0.2)
-    ctx = c.box(5.6, 3.45, r"$c_t = \sum_s a_t(s)\,\bar h_s$", w=2.2, h=0.5, color=ATT,
-                fill="#fbf3dc", size=SMALL + 0.5)  # fmt: skip
+    ctx = c.box(
+        5.6,
+        3.45,
+        r"$c_t = \sum_s a_t(s)\,\bar h_s$",
+        w=2.2,
+        h=0.5,
+        color=ATT,
+        fill="#fbf3dc",
+        size=SMALL + 0.5,
+    )
     c.arrow(a_t, ctx, ATT)
-    ht = c.box(8.55, 2.35, r"$\tilde h_t = \tanh(W_c[c_t; h_t])$", w=2.3, h=0.5, color=OUT,
-               fill="#f7e3e3", size=SMALL + 0.5)  # fmt: skip
+    ht = c.box(
+        8.55,
+        2.35,
+        r"$\tilde h_t = \tanh(W_c[c_t; h_t])$",
+        w=2.3,
+        h=0.5,
+        color=OUT,
+        fill="#f7e3e3",
+        size=SMALL + 0.5,
+    )
     c.arrow(ctx, ht, OUT)
     c.arrow(h_t, ht, OUT)
-    c.box(8.55, 3.45, r"$p(y_t) = \mathrm{softmax}(W_s \tilde h_t)$", w=2.5, h=0.45, color=OUT,
-          fill="#f7e3e3", size=SMALL + 0.5)  # fmt: skip
+    c.box(
+        8.55,
+        3.45,
+        r"$p(y_t) = \mathrm{softmax}(W_s \tilde h_t)$",
+        w=2.5,
+        h=0.45,
+        color=OUT,
+        fill="#f7e3e3",
+        size=SMALL + 0.5,
+    )
     c.arrow(ht, (8.55, 3.22), OUT)
-    nxt = c.box(8.9, 0.3, r"$[y_t; \tilde h_t]$", w=1.3, h=0.45, fill="#eeeeee",
-                size=SMALL + 0.5)  # fmt: skip
+    nxt = c.box(8.9, 0.3, r"$[y_t; \tilde h_t]$", w=1.3, h=0.45, fill="#eeeeee", size=SMALL + 0.5)
     c.arrow(ht, nxt, REC, ls="--")
     c.text(7.05, 1.25, "input feeding:\n" r"step $t+1$ reads $\tilde h_t$", color=REC, va="center")
     return fig
@@ -289,21 +391,56 @@ def transformer():
                 c.arrow(boxes[k - 1], boxes[k], color)
         return boxes
 
-    enc = stack(2.2, ["embedding + position", "self-attention", "feed-forward"], ENC,
-                "encoder: all source words at once")  # fmt: skip
-    dec = stack(7.3, ["embedding + position", "masked self-attention", "attention over source",
-                      "feed-forward", "softmax: $p(y_i)$"], REC,
-                "decoder: the words so far")  # fmt: skip
-    c.ax.add_patch(FancyBboxPatch((2.2 - w / 2 - 0.15, 1.75), w + 0.3, 1.35,
-                                  boxstyle="round,pad=0.02", fc="none", ec=ENC, ls="--"))  # fmt: skip
+    enc = stack(
+        2.2,
+        ["embedding + position", "self-attention", "feed-forward"],
+        ENC,
+        "encoder: all source words at once",
+    )
+    dec = stack(
+        7.3,
+        [
+            "embedding + position",
+            "masked self-attention",
+            "attention over source",
+            "feed-forward",
+            "softmax: $p(y_i)$",
+        ],
+        REC,
+        "decoder: the words so far",
+    )
+    c.ax.add_patch(
+        FancyBboxPatch(
+            (2.2 - w / 2 - 0.15, 1.75),
+            w + 0.3,
+            1.35,
+            boxstyle="round,pad=0.02",
+            fc="none",
+            ec=ENC,
+            ls="--",
+        )
+    )
     c.text(0.15, 2.4, r"$\times N$", color=ENC, size=LABEL)
-    c.ax.add_patch(FancyBboxPatch((7.3 - w / 2 - 0.15, 1.75), w + 0.3, 2.15,
-                                  boxstyle="round,pad=0.02", fc="none", ec=REC, ls="--"))  # fmt: skip
+    c.ax.add_patch(
+        FancyBboxPatch(
+            (7.3 - w / 2 - 0.15, 1.75),
+            w + 0.3,
+            2.15,
+            boxstyle="round,pad=0.02",
+            fc="none",
+            ec=REC,
+            ls="--",
+        )
+    )
     c.text(9.0, 2.8, r"$\times N$", color=REC, size=LABEL)
     c.arrow(enc[-1], dec[2], ATT, rad=-0.1, lw=1.5)
     c.text(4.1, 3.5, "keys and values:\nthe encoder's output", color=ATT)
-    c.text(0.15, 5.3, "every sub-layer: $x + \\mathrm{Sublayer}(x)$, then layer normalisation;"
-           " no recurrence", va="top")  # fmt: skip
+    c.text(
+        0.15,
+        5.3,
+        "every sub-layer: $x + \\mathrm{Sublayer}(x)$, then layer normalisation; no recurrence",
+        va="top",
+    )
     return fig
 
 

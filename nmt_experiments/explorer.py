@@ -99,11 +99,14 @@ def explorer_html(
         if shape != (len(p["trg"]), {len(p["src"])}):
             raise ValueError(f"{p.get('title')!r}: alpha is not [len(trg), len(src)]")
     data = [
-        {"title": detokenize(p["title"].split(), src_lang),
-         "src": [html.unescape(t) for t in p["src"]], "trg": [html.unescape(t) for t in p["trg"]],
-         "alpha": [[round(float(w), 3) for w in row] for row in p["alpha"]]}
+        {
+            "title": detokenize(p["title"].split(), src_lang),
+            "src": [html.unescape(t) for t in p["src"]],
+            "trg": [html.unescape(t) for t in p["trg"]],
+            "alpha": [[round(float(w), 3) for w in row] for row in p["alpha"]],
+        }
         for p in panels
-    ]  # fmt: skip
+    ]
     payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")  # safe inside <script>
     script = _SCRIPT.replace("ROOT_ID", json.dumps(element_id))
     return (

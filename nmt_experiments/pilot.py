@@ -91,8 +91,14 @@ def score_short(model, prep, idx, run, beam: int = 0) -> tuple[dict, list[str]]:
     search = dataclasses.replace(run.search, beam=beam) if beam else run.search
     t0 = time.perf_counter()
     with autocast(torch.device("cpu"), run.train.precision):
-        hyps = decode_corpus(model, [prep.test.x[i] for i in idx], search, greedy=not beam,
-                             device="cpu", on=backend(run.train.backend))  # fmt: skip
+        hyps = decode_corpus(
+            model,
+            [prep.test.x[i] for i in idx],
+            search,
+            greedy=not beam,
+            device="cpu",
+            on=backend(run.train.backend),
+        )
     lines = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
     refs = [" ".join(prep.test.ref_tok[i]) for i in idx]
     return rescore(lines, refs) | {"seconds": round(time.perf_counter() - t0, 1)}, lines
@@ -102,8 +108,11 @@ def rescore(lines: list[str], refs: list[str]) -> dict:
     """Tokenized BLEU, brevity penalty and length ratio of hypotheses ``lines`` (tokenized)
     against the tokenized references ``refs``."""
     b = bleu.bleu_tok(lines, refs)
-    return {"bleu": round(b.score, 2), "bp": round(b.bp, 3),
-            "ratio": round(b.sys_len / max(b.ref_len, 1), 3)}  # fmt: skip
+    return {
+        "bleu": round(b.score, 2),
+        "bp": round(b.bp, 3),
+        "ratio": round(b.sys_len / max(b.ref_len, 1), 3),
+    }
 
 
 def short_references(cfg) -> list[str]:
@@ -128,9 +137,15 @@ def rescored(out: Path = RESULTS, profile=PROFILE, data_dir=None) -> list[dict]:
                 if f"{search}_bleu" not in p:
                     continue
                 lines = hypotheses(d, search, p["update"])
-                rows.append({"arm": name, "update": p["update"], "search": search,
-                             "recorded": p[f"{search}_bleu"],
-                             "rescored": rescore(lines, refs)["bleu"]})  # fmt: skip
+                rows.append(
+                    {
+                        "arm": name,
+                        "update": p["update"],
+                        "search": search,
+                        "recorded": p[f"{search}_bleu"],
+                        "rescored": rescore(lines, refs)["bleu"],
+                    }
+                )
     return rows
 
 
@@ -161,19 +176,25 @@ def train_arm(profile, out: Path, name: str, data_dir=None, every: int = SCORE_E
         summary = train_run(seg, d, prep=prep, progress=False)
         t1, cpu = time.time(), time.process_time() - c0
         if summary["updates"] != k:  # a checkpoint past the point: the budget was lowered
-            raise ValueError(f"{d}: arm {name!r} is at update {summary['updates']}, past its "
-                             f"scoring point {k}; score it with a budget of its points")  # fmt: skip
+            raise ValueError(
+                f"{d}: arm {name!r} is at update {summary['updates']}, past its "
+                f"scoring point {k}; score it with a budget of its points"
+            )
         loaded = load_trained(default_checkpoint_dir(seg, d) / "last.pt")
         loaded.on.tune_process()
         model = loaded.model
         greedy, lines = score_short(model, prep, idx, run)
         _write_lines(d / hyp_name("greedy", k), lines)
-        point = {"update": k, "train_minutes": round(summary["hours"] * 60, 2),
-                 "dev_nll": round(_log_eval(d, k)["dev_nll"], 3), "short_sentences": len(idx),
-                 **{f"greedy_{key}": v for key, v in greedy.items()},
-                 "load_avg": round(os.getloadavg()[0], 2),
-                 "segment_updates": summary["updates_this_session"],
-                 "segment_cpu_s": round(cpu, 1)}  # fmt: skip
+        point = {
+            "update": k,
+            "train_minutes": round(summary["hours"] * 60, 2),
+            "dev_nll": round(_log_eval(d, k)["dev_nll"], 3),
+            "short_sentences": len(idx),
+            **{f"greedy_{key}": v for key, v in greedy.items()},
+            "load_avg": round(os.getloadavg()[0], 2),
+            "segment_updates": summary["updates_this_session"],
+            "segment_cpu_s": round(cpu, 1),
+        }
         # and with the profile's (lite's) beam search, on whose output the floor is judged
         beam, lines = score_short(model, prep, idx, run, beam=run.search.beam)
         _write_lines(d / hyp_name("beam", k), lines)
@@ -182,8 +203,11 @@ def train_arm(profile, out: Path, name: str, data_dir=None, every: int = SCORE_E
         write_json(f, curve)
         walls["train_s"] += round(t1 - t0, 1)
         walls["score_s"] += round(time.time() - t1, 1)
-        print(f"[pilot] {name} {k}: short BLEU (greedy) {point['greedy_bleu']:.2f}, dev NLL "
-              f"{point['dev_nll']:.2f}, {point['train_minutes']:.1f} min", flush=True)  # fmt: skip
+        print(
+            f"[pilot] {name} {k}: short BLEU (greedy) {point['greedy_bleu']:.2f}, dev NLL "
+            f"{point['dev_nll']:.2f}, {point['train_minutes']:.1f} min",
+            flush=True,
+        )
     return walls
 
 
@@ -219,8 +243,10 @@ def train(profile=PROFILE, out: Path = RESULTS, arms=None, data_dir=None, every=
             if (Path(out) / "manifest.json").is_file()
             else {}
         )
-        walls = {k: round(v + old.get("wall_seconds", {}).get(name, {}).get(k, 0.0), 1)
-                 for k, v in walls.items()}  # fmt: skip
+        walls = {
+            k: round(v + old.get("wall_seconds", {}).get(name, {}).get(k, 0.0), 1)
+            for k, v in walls.items()
+        }
         write_manifest(Path(out), prof, {name: walls}, git, provenance)
 
 
@@ -231,9 +257,15 @@ def fit_log(updates, values) -> dict:
     x, y = np.log(np.asarray(updates, dtype=float)), np.asarray(values, dtype=float)
     b, a = np.polyfit(x, y, 1)
     rmse = float(np.sqrt(np.mean((a + b * x - y) ** 2)))
-    return {"a": float(a), "b": float(b), "per_doubling": float(b * math.log(2)), "rmse": rmse,
-            "points": len(x), "from_update": int(round(math.exp(x.min()))),
-            "to_update": int(round(math.exp(x.max())))}  # fmt: skip
+    return {
+        "a": float(a),
+        "b": float(b),
+        "per_doubling": float(b * math.log(2)),
+        "rmse": rmse,
+        "points": len(x),
+        "from_update": int(round(math.exp(x.min()))),
+        "to_update": int(round(math.exp(x.max()))),
+    }
 
 
 def reach(fit: dict, target: float) -> float | None:
@@ -269,12 +301,19 @@ def committed_points() -> list[dict]:
             short = np.asarray(by_len["src_len"]) < SHORT
             stats = np.asarray(by_len["stats_tok"])[short]
             ev = [r for r in train_log(d) if r.get("kind") == "eval"][-1]
-            rows.append({"results": where, "run": name, "lr": cfg["train"]["lr"],
-                         "precision": summary["precision"], "updates": summary["updates"],
-                         "minutes": round(summary["hours"] * 60, 1),
-                         "s_per_update": round(summary["hours"] * 3600 / summary["updates"], 4),
-                         "dev_nll": round(ev["dev_nll"], 2),
-                         "short_bleu_beam": round(bleu.bleu_from_stats(stats, True), 2)})  # fmt: skip
+            rows.append(
+                {
+                    "results": where,
+                    "run": name,
+                    "lr": cfg["train"]["lr"],
+                    "precision": summary["precision"],
+                    "updates": summary["updates"],
+                    "minutes": round(summary["hours"] * 60, 1),
+                    "s_per_update": round(summary["hours"] * 3600 / summary["updates"], 4),
+                    "dev_nll": round(ev["dev_nll"], 2),
+                    "short_bleu_beam": round(bleu.bleu_from_stats(stats, True), 2),
+                }
+            )
     return rows
 
 
@@ -311,8 +350,11 @@ def core_seconds_per_update(curve: list[dict]) -> float:
 
 def nll_curve(d: Path) -> list[dict]:
     """``[{"update", "dev_nll"}]``: a run's logged evaluations."""
-    return [{"update": r["update"], "dev_nll": r["dev_nll"]}
-            for r in train_log(d) if r.get("kind") == "eval"]  # fmt: skip
+    return [
+        {"update": r["update"], "dev_nll": r["dev_nll"]}
+        for r in train_log(d)
+        if r.get("kind") == "eval"
+    ]
 
 
 def bleu_vs_nll(points: list[tuple[float, float]]) -> dict | None:
@@ -326,8 +368,13 @@ def bleu_vs_nll(points: list[tuple[float, float]]) -> dict | None:
     x, y = np.array([p[0] for p in points]), np.log([p[1] for p in points])
     slope, icpt = np.polyfit(x, y, 1)
     rmse = float(np.sqrt(np.mean((icpt + slope * x - y) ** 2)))
-    return {"slope": float(slope), "intercept": float(icpt), "points": len(points), "rmse": rmse,
-            "floor_nll": float((math.log(FLOOR) - icpt) / slope) if slope < 0 else None}  # fmt: skip
+    return {
+        "slope": float(slope),
+        "intercept": float(icpt),
+        "points": len(points),
+        "rmse": rmse,
+        "floor_nll": float((math.log(FLOOR) - icpt) / slope) if slope < 0 else None,
+    }
 
 
 #: The fewest points (of a curve's second half) through which a BLEU line is fitted: BLEU at these
@@ -367,16 +414,24 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
         ),
         "greedy": bleu_vs_nll([(p["dev_nll"], p["greedy_bleu"]) for p in pooled]),
     }
-    result = {"floor": FLOOR, "short": SHORT, "maps": maps, "estimates": ESTIMATES, "arms": {},
-              "committed": committed}  # fmt: skip
+    result = {
+        "floor": FLOOR,
+        "short": SHORT,
+        "maps": maps,
+        "estimates": ESTIMATES,
+        "arms": {},
+        "committed": committed,
+    }
     cost = lite_cost()
     arms = {}
     for run in LITE_RUNS:  # lite's recipe: its three seeds' committed curves
         summary = read_json(LITE / "runs" / run / "train_summary.json")
         arms[f"lr-1e-3{run.removeprefix('RNNencdec-50')} (lite)"] = {
-            "nll": nll_curve(LITE / "runs" / run), "points": None,
+            "nll": nll_curve(LITE / "runs" / run),
+            "points": None,
             "s_per_update": summary["hours"] * 3600 / summary["updates"],
-            "settings": f"lite's {run} (committed)"}  # fmt: skip
+            "settings": f"lite's {run} (committed)",
+        }
 
     lite_recipe = recipe(load_profile("lite").runs["RNNencdec-50"])
     for name, curve in curves.items():
@@ -388,8 +443,11 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
             "settings": ", ".join(f"{k}={v}" for k, v in mine.items() if v != lite_recipe[k]),
         }
     for name, a in arms.items():
-        row = {"settings": a["settings"], "s_per_update": round(a["s_per_update"], 4),
-               "updates": a["nll"][-1]["update"] if a["nll"] else 0}  # fmt: skip
+        row = {
+            "settings": a["settings"],
+            "s_per_update": round(a["s_per_update"], 4),
+            "updates": a["nll"][-1]["update"] if a["nll"] else 0,
+        }
         found = {}
         if len(a["nll"]) >= 2:
             half = second_half(a["nll"])
@@ -400,8 +458,11 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
                 if mp and mp["floor_nll"] is not None:
                     found[f"nll_{m}"] = reach(fit, mp["floor_nll"])
         for search in ("greedy", "beam"):
-            half = [p for p in second_half(a["points"] or [{"update": 1}])
-                    if p.get(f"{search}_bleu") is not None]  # fmt: skip
+            half = [
+                p
+                for p in second_half(a["points"] or [{"update": 1}])
+                if p.get(f"{search}_bleu") is not None
+            ]
             if len(half) >= BLEU_POINTS:
                 fit = fit_log([p["update"] for p in half], [p[f"{search}_bleu"] for p in half])
                 row[f"{search}_fit"] = fit
@@ -425,10 +486,13 @@ def extrapolate(out: Path = RESULTS, profile=PROFILE) -> dict:
         # the first arm's dev NLL beside lite's at its first scoring point after the first and at
         # its last: how the gap that the learning rate makes changes
         result["lr_gap"] = [
-            {"update": p["update"], "dev_nll": p["dev_nll"],
-             "lite": interpolate(arms["lr-1e-3 (lite)"]["nll"], p["update"], "dev_nll")}
+            {
+                "update": p["update"],
+                "dev_nll": p["dev_nll"],
+                "lite": interpolate(arms["lr-1e-3 (lite)"]["nll"], p["update"], "dev_nll"),
+            }
             for p in (first["points"][1:2] + first["points"][-1:])
-        ]  # fmt: skip
+        ]
         result["lr_gap"] = [r for r in result["lr_gap"] if r["lite"] is not None]
     return result
 
@@ -459,12 +523,21 @@ def equal_core_time(arms: dict) -> list[dict]:
         nll, source = interpolate(first["nll"], u, "dev_nll"), "its curve"
         if nll is None and u > first["nll"][-1]["update"]:  # a little past its budget: its line
             nll, source = line["a"] + line["b"] * math.log(u), "its NLL line"
-        rows.append({"arm": name, "updates": last["update"], "core minutes": round(core_s / 60, 1),
-                     "dev NLL": last["dev_nll"], "short BLEU (greedy)": last["greedy_bleu"],
-                     f"{names[0]} updates": round(u),
-                     f"{names[0]} dev NLL": _round(nll, 2), f"{names[0]} dev NLL from": source,
-                     f"{names[0]} short BLEU (greedy)":
-                     _round(interpolate(first["points"], u, "greedy_bleu"), 2)})  # fmt: skip
+        rows.append(
+            {
+                "arm": name,
+                "updates": last["update"],
+                "core minutes": round(core_s / 60, 1),
+                "dev NLL": last["dev_nll"],
+                "short BLEU (greedy)": last["greedy_bleu"],
+                f"{names[0]} updates": round(u),
+                f"{names[0]} dev NLL": _round(nll, 2),
+                f"{names[0]} dev NLL from": source,
+                f"{names[0]} short BLEU (greedy)": _round(
+                    interpolate(first["points"], u, "greedy_bleu"), 2
+                ),
+            }
+        )
     return rows
 
 
@@ -483,16 +556,23 @@ def plan(arms: dict, cost: dict) -> dict:
     per_update = sum(PLAN[m] * scale[m] for m in PLAN)  # in RNNencdec-50 updates
     pilot_arms = [n for n in arms if not n.endswith("(lite)")]
     ref = arms[pilot_arms[0]]["s_per_update"] if pilot_arms else None
-    out = {"runs": PLAN, "cost_relative_to_RNNencdec_50": scale,
-           "rnnencdec50_updates_per_plan_update": per_update, "core_hours": PLAN_CORE_HOURS,
-           "arms": {}}  # fmt: skip
+    out = {
+        "runs": PLAN,
+        "cost_relative_to_RNNencdec_50": scale,
+        "rnnencdec50_updates_per_plan_update": per_update,
+        "core_hours": PLAN_CORE_HOURS,
+        "arms": {},
+    }
     for name, row in arms.items():
         est = row["updates_to_floor"]
         u = [x for x in ([est["nll_beam"]] if est["nll_beam"] else [est["nll_greedy"]]) if x]
         if not u:
             continue
-        rate = {"here": row["s_per_update"], "lite": cost["RNNencdec-50"] * (
-            1.0 if name.endswith("(lite)") else row["s_per_update"] / ref)}  # fmt: skip
+        rate = {
+            "here": row["s_per_update"],
+            "lite": cost["RNNencdec-50"]
+            * (1.0 if name.endswith("(lite)") else row["s_per_update"] / ref),
+        }
         need = max(u)
         p = {"updates": need, "estimate": "nll_beam" if est["nll_beam"] else "nll_greedy"}
         for where, r in rate.items():
@@ -519,12 +599,15 @@ def _key(arm: str) -> str:
 def book_numbers(out: Path = RESULTS) -> dict[str, str]:
     """The numbers chapter 8's section on the pilot glues, as text: ``{glue name: value}``."""
     s = read_json(Path(out) / "summary.json")
-    nums = {"pilot_floor": f"{s['floor']:g}", "pilot_short": str(s["short"]),
-            "pilot_score_every": f"{s['score_every']:,}",
-            "pilot_short_sentences": f"{s['short_sentences']:,}",
-            "pilot_core_minutes": _num(s["core_minutes"], 0),
-            "pilot_plan_factor": _num(s["plan"]["rnnencdec50_updates_per_plan_update"], 2),
-            "pilot_plan_core_hours": f"{s['plan']['core_hours']:g}"}  # fmt: skip
+    nums = {
+        "pilot_floor": f"{s['floor']:g}",
+        "pilot_short": str(s["short"]),
+        "pilot_score_every": f"{s['score_every']:,}",
+        "pilot_short_sentences": f"{s['short_sentences']:,}",
+        "pilot_core_minutes": _num(s["core_minutes"], 0),
+        "pilot_plan_factor": _num(s["plan"]["rnnencdec50_updates_per_plan_update"], 2),
+        "pilot_plan_core_hours": f"{s['plan']['core_hours']:g}",
+    }
     for m, mp in s["maps"].items():
         if mp and mp["floor_nll"] is not None:
             nums[f"pilot_floor_nll_{m}"] = _num(mp["floor_nll"], 1)
@@ -581,62 +664,107 @@ def _round_k(u) -> str:
 
 def summary_md(s: dict) -> str:
     """``summary.md`` from ``summary.json``'s dict."""
-    lines = ["# The pilot: RNNencdec-50 against the learning floor", "",
-             f"Every arm is RNNencdec-50 on lite's data and sizes, trained for a budget in updates "
-             f"on one core and scored every {s['score_every']:,} updates: greedy decoding of the "
-             f"{s['short_sentences']:,} newstest2014 sentences of fewer than {s['short']} source "
-             f"words (tokenized BLEU; the learning floor is {s['floor']:g} BLEU), and the dev NLL of "
-             "the fixed 500-sentence subset that training logs; the points are also decoded with "
-             "lite's beam search (beam 10, cost / length). The arms took "
-             f"{s['core_minutes']:.0f} minutes of one thread (training with its dev evaluations, "
-             "and scoring; wall time on a shared machine); `load average` is the machine's when a "
-             "point was scored (2 cores).",
-             "", "## The curves", ""]  # fmt: skip
-    rows = [{"arm": name, "update": p["update"], "training minutes (wall)": p["train_minutes"],
-             "dev NLL": p["dev_nll"], "short BLEU (greedy)": p["greedy_bleu"],
-             "brevity penalty": p["greedy_bp"], "length ratio": p["greedy_ratio"],
-             "short BLEU (beam)": p.get("beam_bleu"), "load average": p["load_avg"]}
-            for name, c in s["curves"].items() for p in c]  # fmt: skip
+    lines = [
+        "# The pilot: RNNencdec-50 against the learning floor",
+        "",
+        f"Every arm is RNNencdec-50 on lite's data and sizes, trained for a budget in updates "
+        f"on one core and scored every {s['score_every']:,} updates: greedy decoding of the "
+        f"{s['short_sentences']:,} newstest2014 sentences of fewer than {s['short']} source "
+        f"words (tokenized BLEU; the learning floor is {s['floor']:g} BLEU), and the dev NLL of "
+        "the fixed 500-sentence subset that training logs; the points are also decoded with "
+        "lite's beam search (beam 10, cost / length). The arms took "
+        f"{s['core_minutes']:.0f} minutes of one thread (training with its dev evaluations, "
+        "and scoring; wall time on a shared machine); `load average` is the machine's when a "
+        "point was scored (2 cores).",
+        "",
+        "## The curves",
+        "",
+    ]
+    rows = [
+        {
+            "arm": name,
+            "update": p["update"],
+            "training minutes (wall)": p["train_minutes"],
+            "dev NLL": p["dev_nll"],
+            "short BLEU (greedy)": p["greedy_bleu"],
+            "brevity penalty": p["greedy_bp"],
+            "length ratio": p["greedy_ratio"],
+            "short BLEU (beam)": p.get("beam_bleu"),
+            "load average": p["load_avg"],
+        }
+        for name, c in s["curves"].items()
+        for p in c
+    ]
     lines += [markdown_table(rows, fit=None) if rows else "(no arm scored yet)", ""]
-    lines += ["## The committed runs beside it", "",
-              "Lite's RNNencdec-50 (Adam 1e-3, bf16, 40 minutes of one core on lite's machine) and "
-              "the comparison's (Adam 3e-3, fp32, 3,000 updates), each scored with its own beam "
-              "search on the same sentences (from their `bleu_by_length.json`); dev NLL as their "
-              "logs' last evaluation records it:", "",
-              markdown_table(s["committed"], fit=None), ""]  # fmt: skip
+    lines += [
+        "## The committed runs beside it",
+        "",
+        "Lite's RNNencdec-50 (Adam 1e-3, bf16, 40 minutes of one core on lite's machine) and "
+        "the comparison's (Adam 3e-3, fp32, 3,000 updates), each scored with its own beam "
+        "search on the same sentences (from their `bleu_by_length.json`); dev NLL as their "
+        "logs' last evaluation records it:",
+        "",
+        markdown_table(s["committed"], fit=None),
+        "",
+    ]
     lines += ["## The extrapolation", ""]
     for m, mp in s["maps"].items():
         if mp and mp["floor_nll"] is not None:
-            which = ("every beam-scored point of the pilot and lite's three RNNencdec-50 runs "
-                     "(the same beam search)" if m == "beam" else "every point of the pilot")  # fmt: skip
-            lines += [f"{m.capitalize()} short-sentence BLEU against dev NLL, through {which} "
-                      f"({mp['points']} points of BLEU > 0): ln BLEU = {mp['intercept']:.2f} "
-                      f"{mp['slope']:+.4f} × NLL (rmse {mp['rmse']:.2f} in ln BLEU), which reaches "
-                      f"the floor at dev NLL {mp['floor_nll']:.1f}.", ""]  # fmt: skip
-    lines += ["The second half of each curve (from half its last update on) is fitted as a line in "
-              "log updates: dev NLL = a + b ln(updates), and the arm's greedy and beam BLEU the "
-              f"same way where it has {BLEU_POINTS} points or more. The estimates of the updates "
-              "to the floor: "
-              + "; ".join(f"`{k}`, the {v}" for k, v in s["estimates"].items()) + ". Greedy "
-              "decoding loops in these models (its length ratio), so its BLEU is the noisiest "
-              "of the curves; dev NLL is the smoothest. Core-hours: those updates at the arm's "
-              "core-seconds per update (the CPU time of its training segments, dev evaluations "
-              "included; lite's run's for lite's recipe, whose NLL curve is its committed log).",
-              ""]  # fmt: skip
+            which = (
+                "every beam-scored point of the pilot and lite's three RNNencdec-50 runs "
+                "(the same beam search)"
+                if m == "beam"
+                else "every point of the pilot"
+            )
+            lines += [
+                f"{m.capitalize()} short-sentence BLEU against dev NLL, through {which} "
+                f"({mp['points']} points of BLEU > 0): ln BLEU = {mp['intercept']:.2f} "
+                f"{mp['slope']:+.4f} × NLL (rmse {mp['rmse']:.2f} in ln BLEU), which reaches "
+                f"the floor at dev NLL {mp['floor_nll']:.1f}.",
+                "",
+            ]
+    lines += [
+        "The second half of each curve (from half its last update on) is fitted as a line in "
+        "log updates: dev NLL = a + b ln(updates), and the arm's greedy and beam BLEU the "
+        f"same way where it has {BLEU_POINTS} points or more. The estimates of the updates "
+        "to the floor: "
+        + "; ".join(f"`{k}`, the {v}" for k, v in s["estimates"].items())
+        + ". Greedy "
+        "decoding loops in these models (its length ratio), so its BLEU is the noisiest "
+        "of the curves; dev NLL is the smoothest. Core-hours: those updates at the arm's "
+        "core-seconds per update (the CPU time of its training segments, dev evaluations "
+        "included; lite's run's for lite's recipe, whose NLL curve is its committed log).",
+        "",
+    ]
     rows = []
     for name, r in s["arms"].items():
         nf, u, h = r.get("nll_fit"), r["updates_to_floor"], r["core_hours_to_floor"]
-        rows.append({"arm": name, "differs from lite": r["settings"], "updates": r["updates"],
-                     "core-s / update": r["s_per_update"],
-                     "dev NLL per doubling": None if nf is None else round(nf["per_doubling"], 2),
-                     "NLL fit rmse": None if nf is None else round(nf["rmse"], 2),
-                     **{f"updates to floor ({k})": _round_k(u[k]) for k in s["estimates"]},
-                     "core-h (nll_beam)": _num(h.get("nll_beam"), 1)})  # fmt: skip
+        rows.append(
+            {
+                "arm": name,
+                "differs from lite": r["settings"],
+                "updates": r["updates"],
+                "core-s / update": r["s_per_update"],
+                "dev NLL per doubling": None if nf is None else round(nf["per_doubling"], 2),
+                "NLL fit rmse": None if nf is None else round(nf["rmse"], 2),
+                **{f"updates to floor ({k})": _round_k(u[k]) for k in s["estimates"]},
+                "core-h (nll_beam)": _num(h.get("nll_beam"), 1),
+            }
+        )
     lines += [markdown_table(rows, fit=None), ""]
-    rows = [{"arm": name, "search": sr, "BLEU per doubling": round(r[f"{sr}_fit"]["per_doubling"], 2),
-             "fit rmse": round(r[f"{sr}_fit"]["rmse"], 2),
-             "points": r[f"{sr}_fit"]["points"], "from update": r[f"{sr}_fit"]["from_update"]}
-            for sr in ("greedy", "beam") for name, r in s["arms"].items() if f"{sr}_fit" in r]  # fmt: skip
+    rows = [
+        {
+            "arm": name,
+            "search": sr,
+            "BLEU per doubling": round(r[f"{sr}_fit"]["per_doubling"], 2),
+            "fit rmse": round(r[f"{sr}_fit"]["rmse"], 2),
+            "points": r[f"{sr}_fit"]["points"],
+            "from update": r[f"{sr}_fit"]["from_update"],
+        }
+        for sr in ("greedy", "beam")
+        for name, r in s["arms"].items()
+        if f"{sr}_fit" in r
+    ]
     if rows:
         lines += ["The BLEU lines:", "", markdown_table(rows, fit=None), ""]
     p = s["plan"]
@@ -644,31 +772,50 @@ def summary_md(s: dict) -> str:
     runs = " + ".join(f"{n} × {m}" for m, n in p["runs"].items())
     hours = f"{p['core_hours']:g}"
     if s.get("equal_core_time"):
-        lines += ["## At equal core-time", "",
-                  "Each arm at its last point, beside the first arm after the same core-seconds "
-                  "(interpolated on its curves, linear in log updates):", "",
-                  markdown_table(s["equal_core_time"], fit=None), ""]  # fmt: skip
-    lines += ["## Does the plan fit?", "",
-              f"The plan: {runs}, all at the same updates. Each model's cost per update relative "
-              f"to RNNencdec-50's, from lite's runs: {scale}; one update of the plan costs "
-              f"{p['rnnencdec50_updates_per_plan_update']:.2f} updates of RNNencdec-50. At each "
-              "arm's estimate (`nll_beam`) the plan costs, at the arm's core-"
-              "seconds per update measured here and at lite's run's rate (lite's RNNencdec-50 "
-              "scaled by the arm's cost relative to the first pilot arm). For the arms of another "
-              "n or batch, RNNsearch's cost per update is taken to grow in the same proportion as "
-              "RNNencdec's (not measured).", ""]  # fmt: skip
-    rows = [{"arm": name, "updates": _round_k(a["updates"]), "estimate": a["estimate"],
-             "core-h here": round(a["core_hours_here"], 1),
-             f"fits {hours} here": "yes" if a["fits_here"] else "no",
-             f"updates {hours} core-h buy here": _round_k(a["max_updates_here"]),
-             "core-h at lite's rate": round(a["core_hours_lite"], 1),
-             f"fits {hours} at lite's rate": "yes" if a["fits_lite"] else "no",
-             f"updates {hours} core-h buy at lite's rate": _round_k(a["max_updates_lite"])}
-            for name, a in p["arms"].items()]  # fmt: skip
-    lines += [markdown_table(rows, fit=None) if rows else "(no estimate)", "",
-              "Not included: evaluating the models on the test set (lite's took about half a "
-              "minute of beam search each); lite's runs shared their machine two at a time, as the "
-              "plan's would.", ""]  # fmt: skip
+        lines += [
+            "## At equal core-time",
+            "",
+            "Each arm at its last point, beside the first arm after the same core-seconds "
+            "(interpolated on its curves, linear in log updates):",
+            "",
+            markdown_table(s["equal_core_time"], fit=None),
+            "",
+        ]
+    lines += [
+        "## Does the plan fit?",
+        "",
+        f"The plan: {runs}, all at the same updates. Each model's cost per update relative "
+        f"to RNNencdec-50's, from lite's runs: {scale}; one update of the plan costs "
+        f"{p['rnnencdec50_updates_per_plan_update']:.2f} updates of RNNencdec-50. At each "
+        "arm's estimate (`nll_beam`) the plan costs, at the arm's core-"
+        "seconds per update measured here and at lite's run's rate (lite's RNNencdec-50 "
+        "scaled by the arm's cost relative to the first pilot arm). For the arms of another "
+        "n or batch, RNNsearch's cost per update is taken to grow in the same proportion as "
+        "RNNencdec's (not measured).",
+        "",
+    ]
+    rows = [
+        {
+            "arm": name,
+            "updates": _round_k(a["updates"]),
+            "estimate": a["estimate"],
+            "core-h here": round(a["core_hours_here"], 1),
+            f"fits {hours} here": "yes" if a["fits_here"] else "no",
+            f"updates {hours} core-h buy here": _round_k(a["max_updates_here"]),
+            "core-h at lite's rate": round(a["core_hours_lite"], 1),
+            f"fits {hours} at lite's rate": "yes" if a["fits_lite"] else "no",
+            f"updates {hours} core-h buy at lite's rate": _round_k(a["max_updates_lite"]),
+        }
+        for name, a in p["arms"].items()
+    ]
+    lines += [
+        markdown_table(rows, fit=None) if rows else "(no estimate)",
+        "",
+        "Not included: evaluating the models on the test set (lite's took about half a "
+        "minute of beam search each); lite's runs shared their machine two at a time, as the "
+        "plan's would.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -685,9 +832,24 @@ def write_study(out: Path = RESULTS, profile=PROFILE, every: int = SCORE_EVERY) 
         + sum(p.get("greedy_seconds", 0) + p.get("beam_seconds", 0) for p in c) / 60
         for c in curves.values()
     )
-    cols = ["arm", "update", "train_minutes", "dev_nll", "short_sentences", "greedy_bleu",
-            "greedy_bp", "greedy_ratio", "greedy_seconds", "beam_bleu", "beam_bp", "beam_ratio",
-            "beam_seconds", "load_avg", "segment_updates", "segment_cpu_s"]  # fmt: skip
+    cols = [
+        "arm",
+        "update",
+        "train_minutes",
+        "dev_nll",
+        "short_sentences",
+        "greedy_bleu",
+        "greedy_bp",
+        "greedy_ratio",
+        "greedy_seconds",
+        "beam_bleu",
+        "beam_bp",
+        "beam_ratio",
+        "beam_seconds",
+        "load_avg",
+        "segment_updates",
+        "segment_cpu_s",
+    ]
     with atomic_write(out / "curves.csv") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
@@ -709,26 +871,53 @@ def figure(s: dict, out: Path):
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 7.6), sharex=True)
     colors = {"lr-1e-3 (lite)": "k"}
     for name, c in s["curves"].items():
-        (line,) = a1.plot([p["update"] for p in c], [p["greedy_bleu"] for p in c], "o-", ms=3,
-                          label=f"{name}, greedy")  # fmt: skip
+        (line,) = a1.plot(
+            [p["update"] for p in c],
+            [p["greedy_bleu"] for p in c],
+            "o-",
+            ms=3,
+            label=f"{name}, greedy",
+        )
         beam = [p for p in c if p.get("beam_bleu") is not None]
-        a1.plot([p["update"] for p in beam], [p["beam_bleu"] for p in beam], "s--", ms=4,
-                color=line.get_color(), label=f"{name}, beam")  # fmt: skip
+        a1.plot(
+            [p["update"] for p in beam],
+            [p["beam_bleu"] for p in beam],
+            "s--",
+            ms=4,
+            color=line.get_color(),
+            label=f"{name}, beam",
+        )
         nll = nll_curve(Path(out) / "runs" / run_dir_name(name))
-        a2.plot([r["update"] for r in nll], [r["dev_nll"] for r in nll], lw=1.3, label=name,
-                color=line.get_color())  # fmt: skip
+        a2.plot(
+            [r["update"] for r in nll],
+            [r["dev_nll"] for r in nll],
+            lw=1.3,
+            label=name,
+            color=line.get_color(),
+        )
         colors[name] = line.get_color()
     lite = nll_curve(LITE / "runs" / "RNNencdec-50")
-    a2.plot([r["update"] for r in lite], [r["dev_nll"] for r in lite], "k", lw=2,
-            label="lr-1e-3 (lite, committed)")  # fmt: skip
+    a2.plot(
+        [r["update"] for r in lite],
+        [r["dev_nll"] for r in lite],
+        "k",
+        lw=2,
+        label="lr-1e-3 (lite, committed)",
+    )
     mine = [r for r in s["committed"] if r["results"] == "lite"]
-    a1.plot([r["updates"] for r in mine], [r["short_bleu_beam"] for r in mine], "ks", ms=4,
-            label="lr-1e-3 (lite's 3 seeds), beam")  # fmt: skip
+    a1.plot(
+        [r["updates"] for r in mine],
+        [r["short_bleu_beam"] for r in mine],
+        "ks",
+        ms=4,
+        label="lr-1e-3 (lite's 3 seeds), beam",
+    )
     a1.axhline(s["floor"], color="gray", ls="--", lw=1, label="learning floor")
     floor_nll = (s["maps"].get("beam") or {}).get("floor_nll")
     if floor_nll:
-        a2.axhline(floor_nll, color="gray", ls="--", lw=1,
-                   label="dev NLL at the floor (beam, pooled)")  # fmt: skip
+        a2.axhline(
+            floor_nll, color="gray", ls="--", lw=1, label="dev NLL at the floor (beam, pooled)"
+        )
         for name, row in s["arms"].items():  # each curve's line in log updates, to the floor
             u, fit = row["updates_to_floor"].get("nll_beam"), row.get("nll_fit")
             if u and fit and name in colors:
@@ -744,8 +933,9 @@ def figure(s: dict, out: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nmt_experiments.pilot",
-                                 description=__doc__.split("\n")[0])  # fmt: skip
+    ap = argparse.ArgumentParser(
+        prog="python -m nmt_experiments.pilot", description=__doc__.split("\n")[0]
+    )
     ap.add_argument(
         "--profile", default=str(PROFILE), help="the pilot's profile (its runs are arms)"
     )

@@ -61,14 +61,27 @@ def fig2_bleu_by_length(
     for name, value in (paper or {}).items():
         if name in curves:
             ax.axhline(value, ls=FIG2_STYLES.get(name, "-"), color="0.6", lw=0.9)
-            ax.annotate(f"paper {name}", (xmax, value), xytext=(-3, 2), textcoords="offset points",
-                        ha="right", va="bottom", fontsize=8, color="0.4")  # fmt: skip
+            ax.annotate(
+                f"paper {name}",
+                (xmax, value),
+                xytext=(-3, 2),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                fontsize=8,
+                color="0.4",
+            )
     for name, (x, y) in curves.items():
         style = (styles or {}).get(name) or {"ls": FIG2_STYLES.get(name, "-"), "color": "k"}
         ax.plot(x, y, lw=1.6, label=name, **style)
     ax.set(xlabel="Sentence length", ylabel="BLEU score", xlim=(0, xmax), ylim=(0, top))
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False,
-              fontsize=9, ncol=min(len(curves), 3 if len(curves) > 4 else 4))  # fmt: skip
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        frameon=False,
+        fontsize=9,
+        ncol=min(len(curves), 3 if len(curves) > 4 else 4),
+    )
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title, fontsize=10)
@@ -123,8 +136,15 @@ def length_histogram(lengths: Mapping[str, Sequence[int]], max_len: int | None =
     hi = max((max(v) for v in lengths.values() if len(v)), default=1)
     bins = np.arange(0, hi + 2) - 0.5
     for (name, v), style in zip(lengths.items(), ["-", "--", ":", "-."], strict=False):
-        ax.hist(v, bins=bins, histtype="step", ls=style, lw=1.5, label=f"{name} ({len(v):,})",
-                weights=np.full(len(v), 100 / max(len(v), 1)))  # fmt: skip
+        ax.hist(
+            v,
+            bins=bins,
+            histtype="step",
+            ls=style,
+            lw=1.5,
+            label=f"{name} ({len(v):,})",
+            weights=np.full(len(v), 100 / max(len(v), 1)),
+        )
     if max_len is not None:
         ax.axvline(max_len + 0.5, color="k", ls=":", lw=1, label=f"limit {max_len}")
     ax.set(xlabel="sentence length (words)", ylabel="% of the series' sentences")
@@ -168,8 +188,13 @@ def nll_by_time_and_updates(
     fig, axes = plt.subplots(2, 1, figsize=(COLUMN_WIDTH, 7.6), sharey=True)
     for name, recs in curves.items():
         for ax, key in zip(axes, ("minutes", "update"), strict=True):
-            ax.plot([r[key] for r in recs], [r["dev_nll"] for r in recs], lw=1.4, label=name,
-                    **(styles or {}).get(name, {}))  # fmt: skip
+            ax.plot(
+                [r[key] for r in recs],
+                [r["dev_nll"] for r in recs],
+                lw=1.4,
+                label=name,
+                **(styles or {}).get(name, {}),
+            )
     axes[0].set(xlabel="minutes of training (one core)", ylabel="dev NLL per sentence (nats)")
     axes[1].set(xlabel="updates (minibatches of 80 pairs)", ylabel="dev NLL per sentence (nats)")
     for ax in axes:

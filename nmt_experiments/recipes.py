@@ -76,15 +76,19 @@ def table(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
         final = read_json(f)
         kin = [r for n, r in prof.runs.items() if family(n) == family(name)]
         diverged = final.get("diverged") is not None
-        rows.append({
-            "model": family(name), "arm": name.split(".", 1)[1],
-            "settings": settings(run, kin),
-            "updates": final["updates"] if diverged
-            else read_json(f.parent / "train_summary.json")["updates"],
-            "dev NLL": None if diverged else round(final["dev_nll"], 2),
-            "dev BLEU (greedy)": None if diverged else round(final["dev_bleu_greedy"], 2),
-            "diverged": diverged,
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": family(name),
+                "arm": name.split(".", 1)[1],
+                "settings": settings(run, kin),
+                "updates": final["updates"]
+                if diverged
+                else read_json(f.parent / "train_summary.json")["updates"],
+                "dev NLL": None if diverged else round(final["dev_nll"], 2),
+                "dev BLEU (greedy)": None if diverged else round(final["dev_bleu_greedy"], 2),
+                "diverged": diverged,
+            }
+        )
     for fam in dict.fromkeys(r["model"] for r in rows):
         mine = [r for r in rows if r["model"] == fam]
         done = len(mine) == sum(family(n) == fam for n in prof.runs)
@@ -140,12 +144,17 @@ def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
         (False, True): "is the lowest rate tried",
         (False, False): "was the only rate tried with its other settings",
     }
-    edge = [f"{m}'s {_rate(b['lr'])} {side[b['lower'], b['higher']]}"
-            for m, b in found.items() if not (b["lower"] and b["higher"])]  # fmt: skip
+    edge = [
+        f"{m}'s {_rate(b['lr'])} {side[b['lower'], b['higher']]}"
+        for m, b in found.items()
+        if not (b["lower"] and b["higher"])
+    ]
     text = []
     if inside:
-        text.append("Chosen learning rates with a lower and a higher one beside them that score "
-                    f"worse on dev, the other settings equal: {', '.join(inside)}.")  # fmt: skip
+        text.append(
+            "Chosen learning rates with a lower and a higher one beside them that score "
+            f"worse on dev, the other settings equal: {', '.join(inside)}."
+        )
     if edge:
         text.append(f"At the grid's edge: {'; '.join(edge)}, so a better rate may lie beyond it.")
     return " ".join(text)
@@ -173,9 +182,13 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
         mine = []
         for option in SEARCH_GRID:
             search = dataclasses.replace(run.search, **option)
-            mine.append({"model": model_name, **{f"search.{k}": v for k, v in option.items()},
-                         **dev_search(model, prep, idx, search,
-                                      on=backend(run.train.backend))})  # fmt: skip
+            mine.append(
+                {
+                    "model": model_name,
+                    **{f"search.{k}": v for k, v in option.items()},
+                    **dev_search(model, prep, idx, search, on=backend(run.train.backend)),
+                }
+            )
             print(
                 f"[recipes] {model_name} {option}: dev BLEU {mine[-1]['dev BLEU']:.2f}", flush=True
             )
@@ -273,8 +286,10 @@ def _toml(value) -> str:
 
 def _search(row: dict) -> dict:
     """The search settings of a row of ``search.csv``."""
-    return {"normalize": row["search.normalize"] == "True",
-            "max_len_ratio": float(row["search.max_len_ratio"])}  # fmt: skip
+    return {
+        "normalize": row["search.normalize"] == "True",
+        "max_len_ratio": float(row["search.max_len_ratio"]),
+    }
 
 
 def _inline(d: dict) -> str:
@@ -310,8 +325,9 @@ MULTI30K_PROVISIONAL = {
 }
 
 
-def compare_profile(out: Path | None = None, compare_out: Path | None = None,
-                    testbed: Testbed | None = None) -> str:  # fmt: skip
+def compare_profile(
+    out: Path | None = None, compare_out: Path | None = None, testbed: Testbed | None = None
+) -> str:
     """The text of the comparison's profile (``studies/compare.toml``; ``studies/multi30k.toml``
     for :data:`MULTI30K`): every model of :data:`MODELS` with the recipe of its family's chosen
     arm (:func:`chosen`: the model and training settings in which that arm differs from the
@@ -336,12 +352,18 @@ def compare_profile(out: Path | None = None, compare_out: Path | None = None,
                 continue
             arm = doc["runs"][arms[fam]]
             why = " (provisional: the sweep has not chosen)" if fam not in chosen_ else ""
-            runs.append((run_name(model, seed), arms[fam] + why, {
-                "model": {**arm.get("model", {}), **settings},
-                "data": {"seed": seed},
-                "train": {**arm.get("train", {}), "seed": seed},
-                "search": _search(search[fam]) if fam in search else DEFAULT_SEARCH,
-            }))  # fmt: skip
+            runs.append(
+                (
+                    run_name(model, seed),
+                    arms[fam] + why,
+                    {
+                        "model": {**arm.get("model", {}), **settings},
+                        "data": {"seed": seed},
+                        "train": {**arm.get("train", {}), "seed": seed},
+                        "search": _search(search[fam]) if fam in search else DEFAULT_SEARCH,
+                    },
+                )
+            )
     flag = "" if testbed is WMT14 else f" --testbed {testbed.name}"
     return _profile_text(testbed.name, testbed.description, common, runs, flag)
 
@@ -405,12 +427,23 @@ tools/multi30k_study.sh` runs the sweep, writes this profile and trains every ru
 results/multi30k/."""
 
 #: The testbeds: WMT'14 at lite's data and a fixed budget (the comparison), Multi30k to convergence.
-WMT14 = Testbed("compare", PROFILE, RESULTS, COMPARE, {"max_updates": UPDATES},
-                COMPARE_DESCRIPTION.format(updates=UPDATES))  # fmt: skip
-MULTI30K = Testbed("multi30k", PROFILE_DIR / "studies" / "multi30k-recipes.toml",
-                   home() / "results" / "multi30k" / "recipes",
-                   PROFILE_DIR / "studies" / "multi30k.toml", MULTI30K_BUDGET, MULTI30K_DESCRIPTION,
-                   MULTI30K_PROVISIONAL)  # fmt: skip
+WMT14 = Testbed(
+    "compare",
+    PROFILE,
+    RESULTS,
+    COMPARE,
+    {"max_updates": UPDATES},
+    COMPARE_DESCRIPTION.format(updates=UPDATES),
+)
+MULTI30K = Testbed(
+    "multi30k",
+    PROFILE_DIR / "studies" / "multi30k-recipes.toml",
+    home() / "results" / "multi30k" / "recipes",
+    PROFILE_DIR / "studies" / "multi30k.toml",
+    MULTI30K_BUDGET,
+    MULTI30K_DESCRIPTION,
+    MULTI30K_PROVISIONAL,
+)
 TESTBEDS = {"compare": WMT14, "multi30k": MULTI30K}
 
 
@@ -444,8 +477,17 @@ def gpu_profile(out: Path = RESULTS) -> str:
         train = dict(arm.get("train", {}))
         if arm.get("model", {}).get("arch", "RNNsearch") == "Transformer":
             train["cuda_graphs"] = False
-        runs.append((model, arms[fam], {"model": {**arm.get("model", {}), **sizes},
-                                        "train": train, "search": _search(search[fam])}))  # fmt: skip
+        runs.append(
+            (
+                model,
+                arms[fam],
+                {
+                    "model": {**arm.get("model", {}), **sizes},
+                    "train": train,
+                    "search": _search(search[fam]),
+                },
+            )
+        )
     return _profile_text("compare-gpu", GPU_DESCRIPTION.format(minutes=GPU_MINUTES), common, runs)
 
 
@@ -483,22 +525,35 @@ SEARCH_NOTE = (
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nmt_experiments.recipes", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap = argparse.ArgumentParser(
+        prog="python -m nmt_experiments.recipes",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--train", action="store_true", help="train the arms not finished yet")
     ap.add_argument("--search", action="store_true", help="search settings on dev")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--data-dir")
     ap.add_argument("--arms", nargs="*", help="only these arms")
-    ap.add_argument("--testbed", choices=sorted(TESTBEDS), default="compare",
-                    help="compare: WMT'14 (default); multi30k: the Multi30k testbed's sweep and "
-                    "study (its profile, results and comparison)")  # fmt: skip
+    ap.add_argument(
+        "--testbed",
+        choices=sorted(TESTBEDS),
+        default="compare",
+        help="compare: WMT'14 (default); multi30k: the Multi30k testbed's sweep and "
+        "study (its profile, results and comparison)",
+    )
     ap.add_argument("--results-dir", type=Path, help="default: the testbed's")
     ap.add_argument("--profile", help="the sweep's profile (default: the testbed's)")
-    ap.add_argument("--write-profile", nargs="?", const=True, type=Path, metavar="PATH",
-                    help="write the comparison's profile (default: the testbed's, "
-                    "studies/compare.toml, with its GPU view studies/compare-gpu.toml) from the "
-                    "chosen recipes and searches")  # fmt: skip
+    ap.add_argument(
+        "--write-profile",
+        nargs="?",
+        const=True,
+        type=Path,
+        metavar="PATH",
+        help="write the comparison's profile (default: the testbed's, "
+        "studies/compare.toml, with its GPU view studies/compare-gpu.toml) from the "
+        "chosen recipes and searches",
+    )
     a = ap.parse_args(argv)
     bed = TESTBEDS[a.testbed]
     out, prof = a.results_dir or bed.results, Path(a.profile) if a.profile else bed.sweep

@@ -111,14 +111,22 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     if kept is not None and (
         name not in prof.publish or publish.current(published, run, run_dir(out, name))
     ):
-        print(f"[replicate] {name}: recorded already (no checkpoint here to train on), test BLEU "
-              f"{kept['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
+        print(
+            f"[replicate] {name}: recorded already (no checkpoint here to train on), test BLEU "
+            f"{kept['all']['tok']['score']:.2f}",
+            flush=True,
+        )
         summary = read_json(run_dir(out, name) / "train_summary.json")
-        return name, {"train_s": round(summary["hours"] * 3600, 1),
-                      "evaluate_s": round(kept["seconds"], 1)}  # fmt: skip
+        return name, {
+            "train_s": round(summary["hours"] * 3600, 1),
+            "evaluate_s": round(kept["seconds"], 1),
+        }
     if evaluated(run, run_dir(out, name)) is None:
-        print(f"[replicate] {name}: training (at most {_budget(run.train, time.time())}), then "
-              "decoding the test set", flush=True)  # fmt: skip
+        print(
+            f"[replicate] {name}: training (at most {_budget(run.train, time.time())}), then "
+            "decoding the test set",
+            flush=True,
+        )
     summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
     train_s = round(summary["hours"] * 3600, 1)  # its whole training, across resumptions
     t1 = time.time()
@@ -126,8 +134,10 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
     if done is not None:  # a replication resumed after this run's evaluation: its recorded times
         if name in prof.publish and not publish.current(published, run, run_dir(out, name)):
             _publish(prof, name, results_dir, prep)
-        print(f"[replicate] {name}: evaluated already, test BLEU "
-              f"{done['all']['tok']['score']:.2f}", flush=True)  # fmt: skip
+        print(
+            f"[replicate] {name}: evaluated already, test BLEU {done['all']['tok']['score']:.2f}",
+            flush=True,
+        )
         return name, {"train_s": train_s, "evaluate_s": round(done["seconds"], 1)}
     result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
     if name in prof.publish:  # the weights a reader translates with (nmt_lib.publish)
@@ -161,9 +171,12 @@ def evaluated(run, d: Path) -> dict | None:
         return None
     bleu = read_json(f)
     ckpt = find_checkpoint(default_checkpoint_dir(run, d))
-    same = (bleu.get("checkpoint") in (portable(ckpt, run), str(ckpt))
-            and bleu.get("search") == to_dict(run.search)
-            and ckpt.is_file() and ckpt.stat().st_mtime <= f.stat().st_mtime)  # fmt: skip
+    same = (
+        bleu.get("checkpoint") in (portable(ckpt, run), str(ckpt))
+        and bleu.get("search") == to_dict(run.search)
+        and ckpt.is_file()
+        and ckpt.stat().st_mtime <= f.stat().st_mtime
+    )
     return bleu if same else None
 
 
@@ -188,8 +201,11 @@ def recorded(run, d: Path) -> dict | None:
     if not all(f.is_file() for f in files):
         return None
     config, summary, bleu = map(read_json, files)
-    whole = (same_run(config, run) and summary.get("stopped_by") not in (None, "interrupted")
-             and bleu.get("search") == to_dict(run.search))  # fmt: skip
+    whole = (
+        same_run(config, run)
+        and summary.get("stopped_by") not in (None, "interrupted")
+        and bleu.get("search") == to_dict(run.search)
+    )
     return bleu if whole else None
 
 
@@ -262,15 +278,24 @@ def unk_dictionary(
         return None
     cfg = prof.runs[next(iter(runs))].data
     prep = prepare(cfg)
-    copied = {a for before, after in runs.values() for hb, ha in zip(before, after, strict=True)
-              for b, a in zip(hb, ha, strict=True) if b == UNK_WORD and a != UNK_WORD}  # fmt: skip
+    copied = {
+        a
+        for before, after in runs.values()
+        for hb, ha in zip(before, after, strict=True)
+        for b, a in zip(hb, ha, strict=True)
+        if b == UNK_WORD and a != UNK_WORD
+    }
     table = dictionary(train_pairs(cfg), copied, prep.trg_vocab, min_pairs, min_dice)
     idx, lang = range(len(prep.test)), cfg.trg_lang
     scores = {}
     for name, (before, after) in runs.items():
         looked = [through(b, a, table) for b, a in zip(before, after, strict=True)]
-        n = [(b, a, x) for hb, ha, hx in zip(before, after, looked, strict=True)
-             for b, a, x in zip(hb, ha, hx, strict=True) if b == UNK_WORD and a != UNK_WORD]  # fmt: skip
+        n = [
+            (b, a, x)
+            for hb, ha, hx in zip(before, after, looked, strict=True)
+            for b, a, x in zip(hb, ha, hx, strict=True)
+            if b == UNK_WORD and a != UNK_WORD
+        ]
         scores[name] = {
             "copied": len(n),
             "looked_up": sum(a != x for _, a, x in n),
@@ -367,8 +392,11 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
     manifest["sacrebleu_signatures"] = signatures
     manifest["wall_seconds"] = walls
     published = {name: published_dir(prof.name, name, out) for name in prof.publish}
-    manifest["published"] = {name: publish.recorded_sums(d) for name, d in published.items()
-                             if (d / publish.SUMS).is_file()}  # fmt: skip
+    manifest["published"] = {
+        name: publish.recorded_sums(d)
+        for name, d in published.items()
+        if (d / publish.SUMS).is_file()
+    }
     write_json(out / "manifest.json", manifest)
     return manifest
 
@@ -380,17 +408,26 @@ def main(argv: list[str] | None = None) -> int:
         "its manifest (--train); rewrite README.md's summary of the committed results (--readme).",
     )
     ap.add_argument("--readme", action="store_true", help="rewrite README.md's results summary")
-    ap.add_argument("--train", metavar="PROFILE",
-                    help="a profile name or TOML path, e.g. nmt_lib/profiles/studies/compare.toml")  # fmt: skip
+    ap.add_argument(
+        "--train",
+        metavar="PROFILE",
+        help="a profile name or TOML path, e.g. nmt_lib/profiles/studies/compare.toml",
+    )
     ap.add_argument("--results-dir", help="default: results/<the profile's name>")
     ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
     ap.add_argument("--jobs", type=int, help="models trained at a time (default: NMT_JOBS, else 1)")
-    ap.add_argument("--unk-dictionary", metavar="PROFILE",
-                    help="measure <unk> replaced through a dictionary counted on the training data, "
-                    "on the profile's committed translations (unk_dictionary.json)")  # fmt: skip
-    ap.add_argument("--claims", metavar="PROFILE",
-                    help="judge the paper's claims on the profile's committed results (its "
-                    "claims.csv and claims.md; --results-dir for another directory of that profile)")  # fmt: skip
+    ap.add_argument(
+        "--unk-dictionary",
+        metavar="PROFILE",
+        help="measure <unk> replaced through a dictionary counted on the training data, "
+        "on the profile's committed translations (unk_dictionary.json)",
+    )
+    ap.add_argument(
+        "--claims",
+        metavar="PROFILE",
+        help="judge the paper's claims on the profile's committed results (its "
+        "claims.csv and claims.md; --results-dir for another directory of that profile)",
+    )
     a = ap.parse_args(argv)
     if a.claims:
         out = results_path(a.claims, a.results_dir)
@@ -400,13 +437,18 @@ def main(argv: list[str] | None = None) -> int:
     if a.unk_dictionary:
         r = unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
         if r is None:
-            print(f"[replicate] no run of {a.unk_dictionary} has its <unk> replaced "
-                  "(hyp.test.unk_replaced.tok.txt): nothing to measure", file=sys.stderr)  # fmt: skip
+            print(
+                f"[replicate] no run of {a.unk_dictionary} has its <unk> replaced "
+                "(hyp.test.unk_replaced.tok.txt): nothing to measure",
+                file=sys.stderr,
+            )
             return 1
         for name, x in r["runs"].items():
-            print(f"[replicate] {name}: <unk> replaced {x['unk_replaced']['tok']['score']:.2f}, "
-                  f"through the dictionary {x['dictionary']['tok']['score']:.2f} "
-                  f"({x['looked_up']} of {x['copied']} copied words looked up)")  # fmt: skip
+            print(
+                f"[replicate] {name}: <unk> replaced {x['unk_replaced']['tok']['score']:.2f}, "
+                f"through the dictionary {x['dictionary']['tok']['score']:.2f} "
+                f"({x['looked_up']} of {x['copied']} copied words looked up)"
+            )
         return 0
     if not (a.readme or a.train):  # --claims and --unk-dictionary have returned
         ap.error(

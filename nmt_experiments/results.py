@@ -78,8 +78,10 @@ def commit_text(manifest: dict) -> str:
     git = manifest["git"]
     text = git["commit"][:10] if git["commit"] else "uncommitted"
     text += " with uncommitted changes" if git["dirty"] else ""
-    later = "; ".join(f"{name}: {g['what']} from {g['commit'][:10]}"
-                      for name, g in manifest.get("git_runs", {}).items())  # fmt: skip
+    later = "; ".join(
+        f"{name}: {g['what']} from {g['commit'][:10]}"
+        for name, g in manifest.get("git_runs", {}).items()
+    )
     return text + (f" ({later})" if later else "")
 
 
@@ -94,8 +96,11 @@ def tokens_per_update(d: Path) -> float:
     windows: a window's tokens per second times its seconds (the elapsed time since the record
     before), over its updates. Logs written before windows were counted give none: ``ValueError``."""
     recs = [r for r in train_log(d) if "window_updates" in r]
-    per = sorted(b["tokens_per_s"] * (b["elapsed"] - a["elapsed"]) / b["window_updates"]
-                 for a, b in zip(recs, recs[1:], strict=False) if b["elapsed"] > a["elapsed"])  # fmt: skip
+    per = sorted(
+        b["tokens_per_s"] * (b["elapsed"] - a["elapsed"]) / b["window_updates"]
+        for a, b in zip(recs, recs[1:], strict=False)
+        if b["elapsed"] > a["elapsed"]
+    )
     if not per:
         raise ValueError(f"{d / 'train_log.jsonl'}: no training windows with their updates")
     return per[len(per) // 2]
@@ -114,8 +119,16 @@ def eval_curve(d: Path) -> list[dict]:
     BLEU of the first dev sentences). The untrained model is not evaluated: a curve starts at the
     first evaluation."""
     recs = train_log(d)
-    return [{"minutes": r["elapsed"] / 60, "update": r["update"], "dev_nll": r["dev_nll"],
-             "dev_bleu": r["dev_bleu"]} for r in recs if r.get("kind") == "eval"]  # fmt: skip
+    return [
+        {
+            "minutes": r["elapsed"] / 60,
+            "update": r["update"],
+            "dev_nll": r["dev_nll"],
+            "dev_bleu": r["dev_bleu"],
+        }
+        for r in recs
+        if r.get("kind") == "eval"
+    ]
 
 
 def published_dir(profile: str, run: str, results_dir=None) -> Path:

@@ -92,14 +92,24 @@ def table1(out: Path) -> list[dict]:
         row = over_seeds(per)
         if seeded:  # the seeds and their spread beside the mean
             sd = mean_sd([r["All"] for r in per])[1]
-            row = {"model": name, "seeds": len(runs), "All": row.pop("All"),
-                   "All sd": None if sd is None else round(sd, 2), **row}  # fmt: skip
+            row = {
+                "model": name,
+                "seeds": len(runs),
+                "All": row.pop("All"),
+                "All sd": None if sd is None else round(sd, 2),
+                **row,
+            }
         row["paper All"] = float(paper[name]["bleu_all"])
         row["paper No UNK"] = float(paper[name]["bleu_no_unk"])
         rows.append(row)
     moses = paper["Moses"]
-    rows.append({"model": "Moses", "paper All": float(moses["bleu_all"]),
-                 "paper No UNK": float(moses["bleu_no_unk"])})  # fmt: skip
+    rows.append(
+        {
+            "model": "Moses",
+            "paper All": float(moses["bleu_all"]),
+            "paper No UNK": float(moses["bleu_no_unk"]),
+        }
+    )
     return rows
 
 
@@ -113,26 +123,30 @@ def table2(out: Path) -> list[dict]:
         for run in runs:
             s = read_json(run_dir(out, run) / "train_summary.json")
             nll = read_json(run_dir(out, run) / "nll.json")
-            per.append({
-                "model": name,
-                **({"seeds": len(runs)} if seeded else {}),
-                "updates": s["updates"],
-                "epochs": s["epochs"],
-                "hours": s["hours"],
-                "device": s["device"],
-                "train NLL": nll["train"]["mean"],
-                "dev NLL": nll["dev"]["mean"],
-            })  # fmt: skip
+            per.append(
+                {
+                    "model": name,
+                    **({"seeds": len(runs)} if seeded else {}),
+                    "updates": s["updates"],
+                    "epochs": s["epochs"],
+                    "hours": s["hours"],
+                    "device": s["device"],
+                    "train NLL": nll["train"]["mean"],
+                    "dev NLL": nll["dev"]["mean"],
+                }
+            )
         p = paper[name]
-        rows.append({
-            **over_seeds(per, {"hours": 3}),
-            "paper updates": int(float(p["updates_1e5"]) * 1e5),
-            "paper epochs": float(p["epochs"]),
-            "paper hours": float(p["hours"]),
-            "paper GPU": p["gpu"],
-            "paper train NLL": float(p["train_nll"]),
-            "paper dev NLL": float(p["dev_nll"]),
-        })  # fmt: skip
+        rows.append(
+            {
+                **over_seeds(per, {"hours": 3}),
+                "paper updates": int(float(p["updates_1e5"]) * 1e5),
+                "paper epochs": float(p["epochs"]),
+                "paper hours": float(p["hours"]),
+                "paper GPU": p["gpu"],
+                "paper train NLL": float(p["train_nll"]),
+                "paper dev NLL": float(p["dev_nll"]),
+            }
+        )
     return rows
 
 
@@ -178,8 +192,9 @@ def md_text(text: str) -> str:
     written as entities, so that a word such as ``<unk>`` or ``</s>`` shows instead of being read
     as a tag (which the browser drops). Code spans are left as they are: Markdown escapes them."""
     parts = str(text).split("`")
-    return "`".join(p if k % 2 else p.replace("<", "&lt;").replace(">", "&gt;")
-                    for k, p in enumerate(parts))  # fmt: skip
+    return "`".join(
+        p if k % 2 else p.replace("<", "&lt;").replace(">", "&gt;") for k, p in enumerate(parts)
+    )
 
 
 def _cell(v) -> str:
@@ -254,8 +269,11 @@ def claims_markdown(rows: list[dict]) -> str:
     """A claims table as the book shows it: each claim first in one plain sentence (the claim, its
     verdict and why, and what the numbers show outside the verdict), then the table of the paper's
     numbers and ours."""
-    lines = [f"- **{r['claim']}**: *{r['verdict']}*; {r['reason']}."
-             + (f" {r['observation']}" if r.get("observation") else "") for r in rows]  # fmt: skip
+    lines = [
+        f"- **{r['claim']}**: *{r['verdict']}*; {r['reason']}."
+        + (f" {r['observation']}" if r.get("observation") else "")
+        for r in rows
+    ]
     table = [{k: r[k] for k in ("claim", "paper", "ours", "verdict")} for r in rows]
     return "\n".join(lines) + "\n\n" + markdown_table(table)
 
@@ -274,8 +292,10 @@ def readme_results(profile: str = "lite") -> str:
         read_json(run_dir(out, name) / "train_summary.json")["hours"] + w["evaluate_s"] / 3600
         for name, w in manifest["wall_seconds"].items()
     )
-    rows = [{"model": r["model"], f"BLEU, `{profile}`": r["All"], "BLEU, the paper": r["paper All"]}
-            for r in t1]  # fmt: skip
+    rows = [
+        {"model": r["model"], f"BLEU, `{profile}`": r["All"], "BLEU, the paper": r["paper All"]}
+        for r in t1
+    ]
     seeds = f" ({seeded}: the table gives their mean)" if (seeded := seeds_text(out)) else ""
     text = [
         f"What the committed `{profile}` results show (newstest2014, tokenized BLEU as the paper's "
@@ -302,11 +322,13 @@ def _compare_summary() -> list[str]:
         judged = [r["verdict"] for r in csv.DictReader(f)]
     cmp = read_json(compare / "manifest.json")
     t = run_from_dict(cmp["configs"][cmp["runs"][0]]).train
-    budget = (f"the same {t.max_updates:,} updates each, with its own recipe chosen on dev"
-              if t.max_updates else
-              f"the same {60 * t.max_hours:.0f} minutes of one core each (equal time, "
-              "which measures our implementations as much as the architectures), with "
-              "lite's recipe")  # fmt: skip
+    budget = (
+        f"the same {t.max_updates:,} updates each, with its own recipe chosen on dev"
+        if t.max_updates
+        else f"the same {60 * t.max_hours:.0f} minutes of one core each (equal time, "
+        "which measures our implementations as much as the architectures), with "
+        "lite's recipe"
+    )
     return [
         "",
         "Beside them, on the same data and sizes, the models before and after the paper "
@@ -365,10 +387,13 @@ def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:
             width = 10 if max(d["src_len"]) >= 40 else 2
             edges = list(range(0, max(d["src_len"]) + width + 1, width))
             buckets = bleu.bleu_by_length(np.array(d["stats_tok"]), d["src_len"], True, edges)
-            per.append([((b["lo"] + b["hi"] + 1) / 2, b["bleu"]) for b in buckets
-                        if b["n"] and b["hi"]])  # fmt: skip
-        curves[name] = ([x for x, _ in per[0]],
-                        [float(np.mean([p[k][1] for p in per])) for k in range(len(per[0]))])  # fmt: skip
+            per.append(
+                [((b["lo"] + b["hi"] + 1) / 2, b["bleu"]) for b in buckets if b["n"] and b["hi"]]
+            )
+        curves[name] = (
+            [x for x, _ in per[0]],
+            [float(np.mean([p[k][1] for p in per])) for k in range(len(per[0]))],
+        )
     return curves, edges
 
 
@@ -418,18 +443,25 @@ def unk_replacement(out: Path, examples: int = 4, max_words: int = 25) -> tuple[
             before = (d / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()
             after = (d / "hyp.test.unk_replaced.tok.txt").read_text(encoding="utf-8").splitlines()
             n = sum(len(h.split()) for h in before) or 1
-            per.append({
-                "model": model,
-                "All": b["all"]["tok"]["score"],
-                "All, <unk> replaced": b["unk_replaced"]["tok"]["score"],
-                "<unk> in the output (%)": 100 * sum(h.split().count("<unk>") for h in before) / n,
-                "<unk> left (%)": 100 * sum(h.split().count("<unk>") for h in after) / n,
-            })  # fmt: skip
+            per.append(
+                {
+                    "model": model,
+                    "All": b["all"]["tok"]["score"],
+                    "All, <unk> replaced": b["unk_replaced"]["tok"]["score"],
+                    "<unk> in the output (%)": 100
+                    * sum(h.split().count("<unk>") for h in before)
+                    / n,
+                    "<unk> left (%)": 100 * sum(h.split().count("<unk>") for h in after) / n,
+                }
+            )
             if name in looked_up:
                 per[-1]["All, through a dictionary"] = looked_up[name]["dictionary"]["tok"]["score"]
             if len(per) == 1:
-                first = [(model, x.split(), y.split()) for x, y in zip(before, after, strict=True)
-                         if x != y and len(x.split()) <= max_words][:examples]  # fmt: skip
+                first = [
+                    (model, x.split(), y.split())
+                    for x, y in zip(before, after, strict=True)
+                    if x != y and len(x.split()) <= max_words
+                ][:examples]
         if per and len(per) == len(runs):  # a model whose every seed has both
             rows.append(over_seeds(per, {"<unk> in the output (%)": 1, "<unk> left (%)": 1}))
             changed = first
@@ -440,8 +472,10 @@ def long_sentences(out: Path, test, models=("RNNencdec-50", "RNNsearch-50")) -> 
     """Appendix C: the paper's long test sentences (or, if the test set lacks them, its three
     longest), with the reference and each model's translation, as Markdown; and whether they
     are the paper's."""
-    idx = [next((i for i, s in enumerate(test.src_raw) if s.startswith(p)), None)
-           for p in APPENDIX_C_PREFIXES]  # fmt: skip
+    idx = [
+        next((i for i, s in enumerate(test.src_raw) if s.startswith(p)), None)
+        for p in APPENDIX_C_PREFIXES
+    ]
     paper = all(i is not None for i in idx)
     if not paper:
         idx = sorted(range(len(test)), key=lambda i: -len(test.src_tok[i]))[:3]
@@ -487,27 +521,38 @@ def gap_to_paper(out: Path) -> list[dict]:
             seen = s["updates"] * cfg.data.batch_size * s.get("world_size", 1)
             flops = 6 * forward_macs(cfg.model, src, trg) * seen
             p_flops = 6 * forward_macs(pc, src, trg) * p_seen
-            per.append({
-                "model": name,
-                "training pairs (≤ max_len)": train["pairs"],
-                "paper training pairs (all lengths)": int(corpus["training_pairs"]),
-                "pairs seen": seen,
-                "paper pairs seen": int(p_seen),
-                "target words seen (M)": seen * (trg - 1) / 1e6,
-                "paper target words seen (M)": p_seen * (trg - 1) / 1e6,
-                "parameters (M)": ours_n / 1e6,
-                "paper parameters (M)": paper_n / 1e6,
-                "hours": s["hours"],
-                "device": s["device"],
-                "paper hours": float(t2[name]["hours"]),
-                "paper GPU": t2[name]["gpu"],
-                "training PFLOP": flops / 1e15,
-                "paper training PFLOP": p_flops / 1e15,
-                "paper / ours compute": p_flops / flops if flops else None,
-            })  # fmt: skip
-        rows.append(over_seeds(per, {
-            "target words seen (M)": 1, "paper target words seen (M)": 1, "training PFLOP": 3,
-            "paper training PFLOP": 1, "paper / ours compute": 0}))  # fmt: skip
+            per.append(
+                {
+                    "model": name,
+                    "training pairs (≤ max_len)": train["pairs"],
+                    "paper training pairs (all lengths)": int(corpus["training_pairs"]),
+                    "pairs seen": seen,
+                    "paper pairs seen": int(p_seen),
+                    "target words seen (M)": seen * (trg - 1) / 1e6,
+                    "paper target words seen (M)": p_seen * (trg - 1) / 1e6,
+                    "parameters (M)": ours_n / 1e6,
+                    "paper parameters (M)": paper_n / 1e6,
+                    "hours": s["hours"],
+                    "device": s["device"],
+                    "paper hours": float(t2[name]["hours"]),
+                    "paper GPU": t2[name]["gpu"],
+                    "training PFLOP": flops / 1e15,
+                    "paper training PFLOP": p_flops / 1e15,
+                    "paper / ours compute": p_flops / flops if flops else None,
+                }
+            )
+        rows.append(
+            over_seeds(
+                per,
+                {
+                    "target words seen (M)": 1,
+                    "paper target words seen (M)": 1,
+                    "training PFLOP": 3,
+                    "paper training PFLOP": 1,
+                    "paper / ours compute": 0,
+                },
+            )
+        )
     return rows
 
 

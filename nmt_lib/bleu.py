@@ -66,10 +66,16 @@ def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tokenized: bool) -> Bl
     m = metric(tokenized)
     s = m.corpus_score(list(hyps), [list(refs)])
     return BleuResult(
-        float(s.score), str(m.get_signature()), list(map(int, s.counts)),
-        list(map(int, s.totals)), [float(p) for p in s.precisions], float(s.bp),
-        int(s.sys_len), int(s.ref_len), len(hyps),
-    )  # fmt: skip
+        float(s.score),
+        str(m.get_signature()),
+        list(map(int, s.counts)),
+        list(map(int, s.totals)),
+        [float(p) for p in s.precisions],
+        float(s.bp),
+        int(s.sys_len),
+        int(s.ref_len),
+        len(hyps),
+    )
 
 
 def bleu_detok(hyps: Sequence[str], refs: Sequence[str]) -> BleuResult:

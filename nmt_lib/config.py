@@ -170,8 +170,14 @@ def _dropout(cfg) -> None:
 
 #: The config class of each architecture (``model.arch``): the paper's two
 #: (:mod:`nmt_lib.paper.model`) and those before and after it (:mod:`nmt_lib.models`).
-CONFIGS = {"RNNsearch": ModelConfig, "RNNencdec": ModelConfig, "Seq2seq": LSTMConfig,
-           "Peeky": LSTMConfig, "Luong": LuongConfig, "Transformer": TransformerConfig}  # fmt: skip
+CONFIGS = {
+    "RNNsearch": ModelConfig,
+    "RNNencdec": ModelConfig,
+    "Seq2seq": LSTMConfig,
+    "Peeky": LSTMConfig,
+    "Luong": LuongConfig,
+    "Transformer": TransformerConfig,
+}
 #: The architectures.
 ARCHS = tuple(CONFIGS)
 #: Every ``[model]`` key of some architecture.
@@ -228,8 +234,9 @@ class DataConfig:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"data.{name} must be > 0, got {getattr(self, name)}")
         if self.max_train_pairs is not None and self.max_train_pairs <= 0:
-            raise ConfigError(f"data.max_train_pairs must be > 0 (or unset), got "
-                              f"{self.max_train_pairs}")  # fmt: skip
+            raise ConfigError(
+                f"data.max_train_pairs must be > 0 (or unset), got {self.max_train_pairs}"
+            )
 
     def resolved_data_dir(self) -> Path:
         """``data_dir`` if set, else ``NMT_DATA``, else ``data/wmt14`` under :func:`home`: a setting
@@ -289,9 +296,12 @@ class TrainConfig:
     seed: int = 1234
 
     def __post_init__(self):
-        choices = {"optimizer": ("adadelta", "adam"), "loss": ("sum", "sentence", "token"),
-                   "lr_schedule": ("constant", "plateau", "inverse_sqrt"),
-                   "backend": ("fast", "reference")}  # fmt: skip
+        choices = {
+            "optimizer": ("adadelta", "adam"),
+            "loss": ("sum", "sentence", "token"),
+            "lr_schedule": ("constant", "plateau", "inverse_sqrt"),
+            "backend": ("fast", "reference"),
+        }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(
@@ -499,8 +509,10 @@ def load_profile(name_or_path: str | os.PathLike, **section_overrides: dict) -> 
             parts[sec] = model_config(values, where) if sec == "model" else make(cls, values, where)
         family = {f.name for f in dataclasses.fields(parts["model"])}
         if foreign := sorted(set(run.get("model", {})) - family):  # the shared section's may be
-            raise ConfigError(f"{path}: runs.{run_name!r}.model: {foreign} do not apply to "
-                              f"arch {parts['model'].arch!r}")  # fmt: skip
+            raise ConfigError(
+                f"{path}: runs.{run_name!r}.model: {foreign} do not apply to "
+                f"arch {parts['model'].arch!r}"
+            )
         try:
             runs[run_name] = RunConfig(name=run_name, **parts)
         except ConfigError as e:
@@ -546,9 +558,10 @@ def run_from_dict(d: dict) -> RunConfig:
     (:func:`model_config`)."""
     parts = {
         sec: model_config(d.get(sec, {}), f"config.{sec}")
-        if sec == "model" else make(cls, d.get(sec, {}), f"config.{sec}")
+        if sec == "model"
+        else make(cls, d.get(sec, {}), f"config.{sec}")
         for sec, cls in _SECTIONS.items()
-    }  # fmt: skip
+    }
     return RunConfig(name=d["name"], **parts)
 
 

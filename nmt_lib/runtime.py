@@ -79,7 +79,10 @@ def warn_emulated_bf16(precision: str, device: torch.device) -> None:
             " (a CPU without AVX512-BF16 or AMX, a GPU before Ampere): its bf16 products are"
             " emulated, and a training step runs ~30x slower than in float32 on such a CPU"
             " (bench/README.md). train.precision = 'auto' chooses float32 there, bf16 where it is"
-            " native.", RuntimeWarning, stacklevel=3)  # fmt: skip
+            " native.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def autocast(device: torch.device, precision: str):

@@ -91,8 +91,9 @@ class Trainer:
         every rank).
     """
 
-    def __init__(self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1,
-                 on=None):  # fmt: skip
+    def __init__(
+        self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1, on=None
+    ):
         self.cfg, self.model, self.iterator = cfg, model, iterator
         self.on = on if on is not None else backend(cfg.train.backend)
         self.device = torch.device(device) if device is not None else torch.device("cpu")
@@ -110,8 +111,9 @@ class Trainer:
                     if buf.data_ptr() != p.data_ptr():
                         p.copy_(buf)
         # the loss and its gradients: eager, or replayed as CUDA graphs (train.cuda_graphs)
-        self.backward = self.on.backward(model, self.params, self.precision, self.device,
-                                         t.cuda_graphs, t.label_smoothing)  # fmt: skip
+        self.backward = self.on.backward(
+            model, self.params, self.precision, self.device, t.cuda_graphs, t.label_smoothing
+        )
         self.update = 0
         self.elapsed = 0.0  # seconds of training, summed over resumes
         self.best_dev_nll = math.inf
@@ -223,8 +225,15 @@ class Trainer:
         except (ValueError, KeyError, RuntimeError) as e:
             raise CheckpointError(f"{path}: cannot restore the training state: {e}") from None
         set_rng_state(state["rng"])
-        for k in ("update", "elapsed", "best_dev_nll", "best_update", "bad_evals", "n_nonfinite",
-                  "stopped"):  # fmt: skip
+        for k in (
+            "update",
+            "elapsed",
+            "best_dev_nll",
+            "best_update",
+            "bad_evals",
+            "n_nonfinite",
+            "stopped",
+        ):
             setattr(self, k, state[k])
         self.lr_scale = state.get("lr_scale", 1.0)
         self.nonfinite_streak = state.get("nonfinite_streak", 0)
@@ -375,8 +384,9 @@ def _held(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, rank: int):
         yield
 
 
-def _train(cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress, rank, world,
-           device) -> dict:  # fmt: skip
+def _train(
+    cfg: RunConfig, out_dir: Path, ckpt_dir: Path, prep, resume, progress, rank, world, device
+) -> dict:
     """:func:`train_run` once the run is locked."""
     last = ckpt_dir / LAST
     resuming = resume and last.is_file()
@@ -424,8 +434,10 @@ def _prepared(cfg: RunConfig, prep, resuming: bool, last: Path):
         prep = data.prepare(cfg.data, verify=resuming)
     elif resuming:
         data.check_prepared(prep.path, full=True)
-    for side, v, rows in (("src", prep.src_vocab, cfg.model.src_vocab),
-                          ("trg", prep.trg_vocab, cfg.model.trg_vocab)):  # fmt: skip
+    for side, v, rows in (
+        ("src", prep.src_vocab, cfg.model.src_vocab),
+        ("trg", prep.trg_vocab, cfg.model.trg_vocab),
+    ):
         if len(v) > rows:
             raise ValueError(f"{side} vocabulary has {len(v)} rows, the model only {rows}")
     return prep
@@ -545,9 +557,13 @@ def _loop(trainer: Trainer, prep, log, ckpt_dir: Path, progress, stop_signal: li
     quiet = True if not lead else (None if progress is None else not progress)  # None: if a tty
     # a budget in updates counts updates; one in hours counts seconds (either gives an ETA)
     by_time = t.max_updates is None and t.max_hours is not None
-    bar = tqdm(total=round(t.max_hours * 3600) if by_time else t.max_updates,
-               initial=round(trainer.elapsed) if by_time else trainer.update,
-               unit="s" if by_time else "it", desc=cfg.name, disable=quiet)  # fmt: skip
+    bar = tqdm(
+        total=round(t.max_hours * 3600) if by_time else t.max_updates,
+        initial=round(trainer.elapsed) if by_time else trainer.update,
+        unit="s" if by_time else "it",
+        desc=cfg.name,
+        disable=quiet,
+    )
     t_session = t_save = time.perf_counter()
     elapsed0, updates0 = trainer.elapsed, trainer.update
     reason = _budget_left(trainer)
@@ -557,18 +573,32 @@ def _loop(trainer: Trainer, prep, log, ckpt_dir: Path, progress, stop_signal: li
             trainer.elapsed = elapsed0 + time.perf_counter() - t_session
             window.add(s)
             if s["action"] in ("skip", "shrink") and lead:
-                log.write({"kind": "nonfinite", "update": trainer.update, "action": s["action"],
-                           "epoch": trainer.epoch, "elapsed": trainer.elapsed})  # fmt: skip
+                log.write(
+                    {
+                        "kind": "nonfinite",
+                        "update": trainer.update,
+                        "action": s["action"],
+                        "epoch": trainer.epoch,
+                        "elapsed": trainer.elapsed,
+                    }
+                )
             if trainer.nonfinite_streak >= t.max_nonfinite:  # the same on every rank
-                raise Diverged(cfg.name, trainer.update, last,
-                               f"{trainer.nonfinite_streak} non-finite updates in a row "
-                               f"(train.max_nonfinite = {t.max_nonfinite})")  # fmt: skip
+                raise Diverged(
+                    cfg.name,
+                    trainer.update,
+                    last,
+                    f"{trainer.nonfinite_streak} non-finite updates in a row "
+                    f"(train.max_nonfinite = {t.max_nonfinite})",
+                )
             bar.update(round(trainer.elapsed) - bar.n if by_time else 1)
             if trainer.update % log_every == 0 and lead:
                 rec = window.record(trainer)
                 log.write(rec)
-                bar.set_postfix(update=trainer.update, nll=f"{rec['train_nll']:.2f}",
-                                tok_s=f"{rec['tokens_per_s']:.0f}")  # fmt: skip
+                bar.set_postfix(
+                    update=trainer.update,
+                    nll=f"{rec['train_nll']:.2f}",
+                    tok_s=f"{rec['tokens_per_s']:.0f}",
+                )
             if trainer.update % t.eval_every == 0:
                 last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST)
                 window.restart_clock()  # evaluation time is not training throughput
@@ -616,7 +646,7 @@ def _summary(trainer: Trainer, reason, updates0: int, resumed_from, last_eval, c
         "checkpoint_dir": str(ckpt_dir),
         "model_checkpoint": str(
             ckpt_dir / (BEST if t.patience and (ckpt_dir / BEST).is_file() else LAST)
-        ),  # fmt: skip
+        ),
     }
 
 
@@ -665,9 +695,16 @@ def _evaluate(trainer: Trainer, prep, device, log, bar, best: Path, final=False)
                 trainer.lr_scale *= cfg.train.lr_decay
         if cfg.train.patience and trainer.bad_evals >= cfg.train.patience:
             trainer.stopped = "early_stop"
-        rec = {"kind": "eval", "update": trainer.update, "epoch": trainer.epoch,
-               "elapsed": trainer.elapsed, "best_dev_nll": trainer.best_dev_nll,
-               "bad_evals": trainer.bad_evals, "lr": trainer.lr(), **m}  # fmt: skip
+        rec = {
+            "kind": "eval",
+            "update": trainer.update,
+            "epoch": trainer.epoch,
+            "elapsed": trainer.elapsed,
+            "best_dev_nll": trainer.best_dev_nll,
+            "bad_evals": trainer.bad_evals,
+            "lr": trainer.lr(),
+            **m,
+        }
         log.write(rec)
         bar.set_postfix(dev_nll=f"{m['dev_nll']:.2f}", dev_bleu=m["dev_bleu"])
     if trainer.world > 1:

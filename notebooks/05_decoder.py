@@ -335,8 +335,9 @@ def copy_batch(n: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 torch.manual_seed(0)
-toy_cfg = ModelConfig(src_vocab=3 + digits, trg_vocab=3 + digits, m=16, n=32, n_align=32, l=16,
-                      output_rank=None)  # fmt: skip
+toy_cfg = ModelConfig(
+    src_vocab=3 + digits, trg_vocab=3 + digits, m=16, n=32, n_align=32, l=16, output_rank=None
+)
 toy = build_model(toy_cfg)  # the paper's initialisation: v_a = 0
 opt = torch.optim.Adam(toy.parameters(), lr=1e-2)
 probe = torch.tensor([[5, 9, 4, 11, 7, 12, 2]])  # the digits 2 6 1 8 4 9, then EOS
@@ -367,9 +368,11 @@ for k, u in enumerate(snapshots):
     glue(f"toy_diag{k}", float(seen[u].diagonal().mean()), display=False)
 glue("toy_loss_end", sorted(losses[-50:])[25], display=False)  # the median of the last 50
 fig = plots.fig3_alignments(
-    [{"src": names, "trg": names, "alpha": seen[u], "title": f"after {u} updates"}
-     for u in snapshots]
-)  # fmt: skip
+    [
+        {"src": names, "trg": names, "alpha": seen[u], "title": f"after {u} updates"}
+        for u in snapshots
+    ]
+)
 glue("toy_align_fig", fig, display=False)
 plt.close(fig)
 fig, ax = plt.subplots(figsize=(6.0, 2.6))

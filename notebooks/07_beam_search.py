@@ -46,8 +46,13 @@ from nmt_lib.paper.steps import Steps
 _ = torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 lite_normalize = load_profile("lite").runs["RNNsearch-50"].search.normalize
-glue("beam_lite_rule", "by their cost per word (`search.normalize`)" if lite_normalize
-     else "by their total cost, as GroundHog does", display=False)  # fmt: skip
+glue(
+    "beam_lite_rule",
+    "by their cost per word (`search.normalize`)"
+    if lite_normalize
+    else "by their total cost, as GroundHog does",
+    display=False,
+)
 
 # %% [markdown]
 # ## The equations

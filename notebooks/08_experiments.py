@@ -63,10 +63,15 @@ if (t.optimizer, t.loss) == ("adadelta", "sum"):
         "the paper's recipe (Adadelta, the loss summed over tokens, the gradient norm clipped to 1)"
     )
 else:
-    per = {"sum": "summed over tokens", "sentence": "averaged over sentences",
-           "token": "averaged over tokens"}[t.loss]  # fmt: skip
-    recipe = (f"{t.optimizer.capitalize()} at learning rate {t.lr:g}, the loss {per}, the gradient "
-              f"norm clipped to {t.clip_norm:g}: the recipe that the budget study chose")  # fmt: skip
+    per = {
+        "sum": "summed over tokens",
+        "sentence": "averaged over sentences",
+        "token": "averaged over tokens",
+    }[t.loss]
+    recipe = (
+        f"{t.optimizer.capitalize()} at learning rate {t.lr:g}, the loss {per}, the gradient "
+        f"norm clipped to {t.clip_norm:g}: the recipe that the budget study chose"
+    )
 glue("exp_recipe", recipe, display=False)
 
 # %% [markdown]
@@ -131,8 +136,11 @@ for name in MODELS:
     glue(f"t1_{key}_paper", ours[name]["paper All"], display=False)
 judged = claims.claims(out)
 glue("t1_claim", judged[0]["verdict"], display=False)
-glue("t1_claim_why", " ".join(filter(None, [judged[0]["reason"] + ".", judged[0]["observation"]])),
-     display=False)  # fmt: skip
+glue(
+    "t1_claim_why",
+    " ".join(filter(None, [judged[0]["reason"] + ".", judged[0]["observation"]])),
+    display=False,
+)
 glue("claims_margin", f"{claims.MARGIN:g}", display=False)
 glue("claims_ratio_margin", f"{claims.RATIO_MARGIN:g}", display=False)
 glue("claims_floor", f"{claims.FLOOR:g} BLEU", display=False)
@@ -143,28 +151,46 @@ glue("claims_n", len(judged), display=False)
 glue("claims_counts", tables.verdict_counts([r["verdict"] for r in judged]), display=False)
 glue("claims_moses", claims.MOSES_CLAIM, display=False)
 groups = seed_groups(out)
-stats = {m: [np.array(read_json(run_dir(out, r) / "bleu_by_length.json")["stats_tok"])
-             for r in groups[m]] for m in MODELS[:4]}  # fmt: skip
+stats = {
+    m: [
+        np.array(read_json(run_dir(out, r) / "bleu_by_length.json")["stats_tok"]) for r in groups[m]
+    ]
+    for m in MODELS[:4]
+}
 seeded = tables.seeds_text(out)
 single = [m for m in MODELS[:4] if len(groups[m]) == 1]
 if seeded:
     one = "has one run" if len(single) == 1 else "have one run each"
-    noise = (f"This build trained {seeded} (another initialisation and another order of the "
-             "batches; Table 1 gives their mean and standard deviation), so the intervals of the "
-             "claims about them cover training noise as well."
-             + (f" {' and '.join(single)} {one}: for them, an interval measures only which test "
-                "sentences were drawn." if single else ""))  # fmt: skip
+    noise = (
+        f"This build trained {seeded} (another initialisation and another order of the "
+        "batches; Table 1 gives their mean and standard deviation), so the intervals of the "
+        "claims about them cover training noise as well."
+        + (
+            f" {' and '.join(single)} {one}: for them, an interval measures only which test "
+            "sentences were drawn."
+            if single
+            else ""
+        )
+    )
 else:
-    noise = ("The models of this build have one run each, so these intervals measure how much "
-             "the scores depend on *which test sentences* were drawn, not on the training run's "
-             "randomness; the comparison's three seeds of RNNsearch-50 and RNNencdec-50 measure "
-             "that spread at equal updates.")  # fmt: skip
+    noise = (
+        "The models of this build have one run each, so these intervals measure how much "
+        "the scores depend on *which test sentences* were drawn, not on the training run's "
+        "randomness; the comparison's three seeds of RNNsearch-50 and RNNencdec-50 measure "
+        "that spread at equal updates."
+    )
 glue("claims_noise", Markdown(noise), display=False)
 src_len = read_json(run_dir(out, MODELS[0]) / "bleu_by_length.json")["src_len"]
-below = [f"{m} ({b:.1f} BLEU on those sentences)" for m in MODELS[:4]
-         if (b := claims.short_bleu(stats[m], src_len)) < claims.FLOOR]  # fmt: skip
-glue("claims_below", (", ".join(below) + (" is" if len(below) == 1 else " are")) if below
-     else "no model is", display=False)  # fmt: skip
+below = [
+    f"{m} ({b:.1f} BLEU on those sentences)"
+    for m in MODELS[:4]
+    if (b := claims.short_bleu(stats[m], src_len)) < claims.FLOOR
+]
+glue(
+    "claims_below",
+    (", ".join(below) + (" is" if len(below) == 1 else " are")) if below else "no model is",
+    display=False,
+)
 
 # %% [markdown]
 # In the paper, RNNsearch-50 scores {glue:text}`t1_RNNsearch_50_paper` BLEU on all test sentences
@@ -209,15 +235,19 @@ upd = {m: t2m[m]["updates"] for m in MODELS[2:4]}
 hours = {t["max_hours"] for t in train_cfg.values()}
 if all(t["max_updates"] is None for t in train_cfg.values()) and len(hours) == 1:
     more = max(upd, key=upd.get)
-    footing = (f"The models train for the same time ({60 * hours.pop():.0f} minutes of one core), "
-               f"not the same number of updates: RNNencdec-50 made {upd['RNNencdec-50']:,} and "
-               f"RNNsearch-50 {upd['RNNsearch-50']:,}, so the budget favours {more}, the faster per "
-               "update. Time measures an architecture and our implementation of it together.")  # fmt: skip
+    footing = (
+        f"The models train for the same time ({60 * hours.pop():.0f} minutes of one core), "
+        f"not the same number of updates: RNNencdec-50 made {upd['RNNencdec-50']:,} and "
+        f"RNNsearch-50 {upd['RNNsearch-50']:,}, so the budget favours {more}, the faster per "
+        "update. Time measures an architecture and our implementation of it together."
+    )
 elif len(set(upd.values())) == 1:
     footing = f"RNNencdec-50 and RNNsearch-50 both made {upd['RNNsearch-50']:,} updates."
 else:
-    footing = (f"RNNencdec-50 made {upd['RNNencdec-50']:,} updates and RNNsearch-50 "
-               f"{upd['RNNsearch-50']:,}.")  # fmt: skip
+    footing = (
+        f"RNNencdec-50 made {upd['RNNencdec-50']:,} updates and RNNsearch-50 "
+        f"{upd['RNNsearch-50']:,}."
+    )
 glue("t2_footing", footing, display=False)
 with open(results_path("compare") / "claims.csv", encoding="utf-8") as f:
     first = next(r for r in csv.DictReader(f) if r["claim"].startswith("RNNsearch-50 beats"))

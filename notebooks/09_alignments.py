@@ -57,18 +57,32 @@ panels, from_paper = tables.fig3_panels(out)
 fig = plots.fig3_alignments(panels, ncols=1, cell=0.3)  # one panel a row: legible at page width
 if train:
     plots.save(fig, out / "fig3_alignments.png")
-which = (f"the paper's sentences {panels[0]['title']}–{panels[-1]['title']}" if from_paper
-         else "sentences chosen by the paper's rule")  # fmt: skip
+which = (
+    f"the paper's sentences {panels[0]['title']}–{panels[-1]['title']}"
+    if from_paper
+    else "sentences chosen by the paper's rule"
+)
 glue("al_which", which, display=False)
 glue("fig3", fig, display=False)
 plt.close(fig)
 # the rows of the generated words (not the final <end>): their heaviest source word's weight, the
 # diagonal, and what a uniform, alignment-free distribution would give; a panel whose translation
 # is mostly <unk> or whose weights are near uniform is flagged and left out of the averages
-stats = [claims.alignment_stats(*((p["alpha"][:-1], p["trg"][:-1]) if p["trg"][-1:] == ["<end>"]
-                                  else (p["alpha"], p["trg"]))) for p in panels]  # fmt: skip
-flagged = [f"{p['title']} ({'; '.join(s['flags'])})" for p, s in zip(panels, stats, strict=True)
-           if s["flags"]]  # fmt: skip
+stats = [
+    claims.alignment_stats(
+        *(
+            (p["alpha"][:-1], p["trg"][:-1])
+            if p["trg"][-1:] == ["<end>"]
+            else (p["alpha"], p["trg"])
+        )
+    )
+    for p in panels
+]
+flagged = [
+    f"{p['title']} ({'; '.join(s['flags'])})"
+    for p, s in zip(panels, stats, strict=True)
+    if s["flags"]
+]
 kept = [s for s in stats if not s["flags"]] or stats
 peak = sum(s["peak"] for s in kept) / len(kept)
 monotonic = sum(s["monotonic_steps"] for s in kept) / max(sum(s["steps"] for s in kept), 1)
@@ -83,9 +97,16 @@ order = ("along the diagonal" if diagonal >= claims.DIAGONAL else "off the diago
     ", mostly monotonic" if monotonic >= claims.MONOTONIC else ", not mostly monotonic"
 )
 glue("al_verdict", f"{sharp}, {order}", display=False)
-glue("al_flagged", (f"flagged and left out of these averages: {'; '.join(flagged)}. Weights on "
-                    "words the model could not name say little of what it aligns.") if flagged
-     else "no panel is flagged here.", display=False)  # fmt: skip
+glue(
+    "al_flagged",
+    (
+        f"flagged and left out of these averages: {'; '.join(flagged)}. Weights on "
+        "words the model could not name say little of what it aligns."
+    )
+    if flagged
+    else "no panel is flagged here.",
+    display=False,
+)
 glue("al_peaked", claims.PEAKED, display=False)
 glue("al_monotonic_rule", 100 * claims.MONOTONIC, display=False)
 
@@ -129,12 +150,14 @@ from nmt_experiments.explorer import explorer_html
 records = read_json(run_dir(out, "RNNsearch-50") / "attention.json")
 figure3 = {id(r): f"Figure 3 ({c})" for c, r in zip("abcd", records[:4], strict=True)}
 explore = [
-    {**tables.attention_panel(r),
-     "title": figure3.get(id(r)) or f"test sentence {r['index'] + 1}: "
-              + " ".join(r["src_tokens"][:8]) + " …"}
+    {
+        **tables.attention_panel(r),
+        "title": figure3.get(id(r))
+        or f"test sentence {r['index'] + 1}: " + " ".join(r["src_tokens"][:8]) + " …",
+    }
     for r in records
     if r.get("alpha")
-]  # fmt: skip
+]
 glue("al_n_explore", len(explore), display=False)
 HTML(explorer_html(explore))
 
@@ -200,31 +223,50 @@ unk_rows, unk_examples = tables.unk_replacement(out)
 
 
 def _marked(before, after):
-    return " ".join(f"<b>{_html.escape(_html.unescape(w))}</b>" if w != v
-                    else _html.escape(_html.unescape(w)) for v, w in zip(before, after, strict=True))  # fmt: skip
+    return " ".join(
+        f"<b>{_html.escape(_html.unescape(w))}</b>" if w != v else _html.escape(_html.unescape(w))
+        for v, w in zip(before, after, strict=True)
+    )
 
 
 if unk_rows:
-    cells = "".join(f"<tr><td>{m}</td><td>{_marked(b, b)}</td><td>{_marked(b, a)}</td></tr>"
-                    for m, b, a in unk_examples)  # fmt: skip
-    display(Markdown(tables.markdown_table(unk_rows) + "\nnewstest2014, tokenized BLEU, all "
-                     "sentences; % of the output's tokens."))  # fmt: skip
+    cells = "".join(
+        f"<tr><td>{m}</td><td>{_marked(b, b)}</td><td>{_marked(b, a)}</td></tr>"
+        for m, b, a in unk_examples
+    )
+    display(
+        Markdown(
+            tables.markdown_table(unk_rows) + "\nnewstest2014, tokenized BLEU, all "
+            "sentences; % of the output's tokens."
+        )
+    )
     head = f"<tr><th>model</th><th>translation</th><th>{_html.escape('<unk>')} replaced</th></tr>"
-    display(HTML(f"<table>{head}{cells}</table>") if cells else Markdown("No translation has an `<unk>` to "
-                 "replace."))  # fmt: skip
+    display(
+        HTML(f"<table>{head}{cells}</table>")
+        if cells
+        else Markdown("No translation has an `<unk>` to replace.")
+    )
     if (out / "unk_dictionary.json").is_file():
         lexicon = read_json(out / "unk_dictionary.json")
         entries = lexicon["entries"]
         step = max(1, len(entries) // 12)
         sample = ", ".join(f"{w} → {t}" for w, t in list(entries.items())[::step][:12])
         which = "twelve of them, evenly spaced in code-point order" if step > 1 else "they are"
-        display(Markdown(f"The dictionary has {len(entries):,} entries for the "
-                         f"{lexicon['copied_words']:,} distinct source words copied; {which}: "
-                         f"{sample or 'none'}."))  # fmt: skip
+        display(
+            Markdown(
+                f"The dictionary has {len(entries):,} entries for the "
+                f"{lexicon['copied_words']:,} distinct source words copied; {which}: "
+                f"{sample or 'none'}."
+            )
+        )
 else:
-    display(Markdown(f"The `{profile}` results hold no translations with `<unk>` replaced "
-                     "(`hyp.test.unk_replaced.tok.txt`): `python -m nmt_lib evaluate` of a run "
-                     "writes them."))  # fmt: skip
+    display(
+        Markdown(
+            f"The `{profile}` results hold no translations with `<unk>` replaced "
+            "(`hyp.test.unk_replaced.tok.txt`): `python -m nmt_lib evaluate` of a run "
+            "writes them."
+        )
+    )
 
 # %% [markdown]
 # ## Summary
@@ -288,17 +330,24 @@ from nmt_experiments import translator
 from nmt_lib import publish
 from nmt_lib.config import home, load_profile
 
-ready = [(run, published_dir(profile, run, results_dir))
-         for run in load_profile(profile).publish]  # fmt: skip
+ready = [(run, published_dir(profile, run, results_dir)) for run in load_profile(profile).publish]
 ready = [(run, path) for run, path in ready if (path / publish.SUMS).is_file()]
 if ready:
     # the bundle goes into the book's _static folder, which the build copies after it has run
     # the chapters; the fragment loads it on its first click
     run, path = ready[0]
-    display(HTML(translator.book_translator(
-        path, home() / "book" / "_static", f"nmt-translator-{profile}-{path.name}",
-        f"{run} of the {profile} profile",
-    )))  # fmt: skip
+    display(
+        HTML(
+            translator.book_translator(
+                path,
+                home() / "book" / "_static",
+                f"nmt-translator-{profile}-{path.name}",
+                f"{run} of the {profile} profile",
+            )
+        )
+    )
 else:
-    print(f"The {profile} profile has no published model yet (results/{profile}/published/), "
-          "so this page has no translator.")  # fmt: skip
+    print(
+        f"The {profile} profile has no published model yet (results/{profile}/published/), "
+        "so this page has no translator."
+    )

@@ -139,12 +139,22 @@ differences = [
     ("layers (encoder, decoder)", f"{peeky_cfg.layers}, {peeky_cfg.layers}", "1, 1"),
     ("parameters", f"{n_peeky / 1e6:.2f} M", f"{n_encdec / 1e6:.2f} M"),
     ("$c$", "top layer's $h_{T_x}$", r"$\overrightarrow h_{T_x}$"),
-    ("initial state", r"the encoder's final $(h, \mu)$, every layer", r"$s_0 = \tanh(W_s c + b_s)$"),
-    ("output layer", "one affine map of $[s_i; c]$ and a softmax",
-     "deep output: maxout of $U_o s_{i-1} + V_o \\bar e(y_{i-1}) + C_o c$, then a softmax"),
-    ("previous word in the output layer", "only through the state",
-     r"also directly, $V_o \bar e(y_{i-1})$"),
-]  # fmt: skip
+    (
+        "initial state",
+        r"the encoder's final $(h, \mu)$, every layer",
+        r"$s_0 = \tanh(W_s c + b_s)$",
+    ),
+    (
+        "output layer",
+        "one affine map of $[s_i; c]$ and a softmax",
+        "deep output: maxout of $U_o s_{i-1} + V_o \\bar e(y_{i-1}) + C_o c$, then a softmax",
+    ),
+    (
+        "previous word in the output layer",
+        "only through the state",
+        r"also directly, $V_o \bar e(y_{i-1})$",
+    ),
+]
 rows = [{"": a, "Peeky (comparison)": b, "RNNencdec (`lite`)": c} for a, b, c in differences]
 Markdown(markdown_table(rows))
 
@@ -217,8 +227,9 @@ def reference(model, src, trg):
     summary, e_prev, logp = state[-1][0], torch.zeros(cfg.m), []
     for w in trg:
         peeky = cfg.arch == "Peeky"
-        state = lstm_step(P, "decoder", cfg.layers,
-                          torch.cat([e_prev, summary]) if peeky else e_prev, state)  # fmt: skip
+        state = lstm_step(
+            P, "decoder", cfg.layers, torch.cat([e_prev, summary]) if peeky else e_prev, state
+        )
         out = torch.cat([state[-1][0], summary]) if peeky else state[-1][0]
         logits = P["W_y"] @ out + P["b_y"]
         logp.append(logits[w] - torch.logsumexp(logits, 0))
@@ -232,8 +243,9 @@ y_mask = torch.tensor([[i < L for i in range(5)] for L in lengths_y])
 x = torch.randint(3, 13, x_mask.shape).masked_fill(~x_mask, 0)
 y = torch.randint(3, 11, y_mask.shape).masked_fill(~y_mask, 0)
 for arch, reverse in (("Seq2seq", False), ("Seq2seq", True), ("Peeky", False)):
-    cfg = model_config(arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, layers=2,
-                      reverse_source=reverse)  # fmt: skip
+    cfg = model_config(
+        arch=arch, src_vocab=13, trg_vocab=11, m=5, n=4, layers=2, reverse_source=reverse
+    )
     model = build_model(cfg).double()
     with torch.no_grad():
         for p in model.parameters():

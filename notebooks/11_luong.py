@@ -99,17 +99,32 @@ plt.close(fig)
 
 # %%
 rows = [
-    ("the state attention is computed from", "$s_{i-1}$, before the recurrent step",
-     "$s_i$, after it"),
-    ("the score", "$v_a^\\top \\tanh(W_a s_{i-1} + U_a h_j)$ (additive)",
-     "dot, general (bilinear) or concat (additive)"),
-    ("the context enters the recurrence", "yes: $C c_i$ in every gate of $s_i$",
-     "no; $\\hat s_{i-1}$ does, with input feeding"),
-    ("the output layer reads", "$s_{i-1}$, $E y_{i-1}$, $c_i$ (deep output, maxout)",
-     "$\\hat s_i = \\tanh(W_c [c_i; s_i])$"),
-    ("the source states", "bidirectional GRU annotations $[\\overrightarrow h_j; \\overleftarrow h_j]$",
-     "top layer of a (stacked) LSTM, one direction"),
-]  # fmt: skip
+    (
+        "the state attention is computed from",
+        "$s_{i-1}$, before the recurrent step",
+        "$s_i$, after it",
+    ),
+    (
+        "the score",
+        "$v_a^\\top \\tanh(W_a s_{i-1} + U_a h_j)$ (additive)",
+        "dot, general (bilinear) or concat (additive)",
+    ),
+    (
+        "the context enters the recurrence",
+        "yes: $C c_i$ in every gate of $s_i$",
+        "no; $\\hat s_{i-1}$ does, with input feeding",
+    ),
+    (
+        "the output layer reads",
+        "$s_{i-1}$, $E y_{i-1}$, $c_i$ (deep output, maxout)",
+        "$\\hat s_i = \\tanh(W_c [c_i; s_i])$",
+    ),
+    (
+        "the source states",
+        "bidirectional GRU annotations $[\\overrightarrow h_j; \\overleftarrow h_j]$",
+        "top layer of a (stacked) LSTM, one direction",
+    ),
+]
 table = "| | Bahdanau et al. (the paper) | Luong et al. (global) |\n|---|---|---|\n"
 table += "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
 glue("luong_contrast", Markdown(table), display=False)
@@ -208,8 +223,9 @@ y_mask = torch.tensor([[i < L for i in range(5)] for L in lengths_y])
 x = torch.randint(3, 13, x_mask.shape).masked_fill(~x_mask, 0)
 y = torch.randint(3, 11, y_mask.shape).masked_fill(~y_mask, 0)
 for score, feed in (("dot", True), ("general", True), ("concat", True), ("general", False)):
-    cfg = model_config(arch="Luong", src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, score=score,
-                      input_feed=feed)  # fmt: skip
+    cfg = model_config(
+        arch="Luong", src_vocab=13, trg_vocab=11, m=5, n=4, n_align=3, score=score, input_feed=feed
+    )
     model = build_model(cfg).double()
     with torch.no_grad():
         for p in model.parameters():

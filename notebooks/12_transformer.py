@@ -167,9 +167,20 @@ def multi_head(P, p, X, Y, causal, n_h):
 def reference(model, src, trg):
     cfg, P = model.cfg, {k: v.detach() for k, v in model.named_parameters()}
     d, n_h = cfg.m, cfg.heads
-    pe = lambda pos: torch.tensor([math.sin(pos / 10000 ** (2 * (u // 2) / d)) if u % 2 == 0  # noqa: E731
-                                   else math.cos(pos / 10000 ** (2 * (u // 2) / d)) for u in range(d)])  # fmt: skip
-    ffn = lambda v, p: P[p + ".W_2"] @ torch.relu(P[p + ".W_1"] @ v + P[p + ".b_1"]) + P[p + ".b_2"]  # noqa: E731
+
+    def pe(pos):  # the sinusoidal position encoding of position pos
+        return torch.tensor(
+            [
+                math.sin(pos / 10000 ** (2 * (u // 2) / d))
+                if u % 2 == 0
+                else math.cos(pos / 10000 ** (2 * (u // 2) / d))
+                for u in range(d)
+            ]
+        )
+
+    def ffn(v, p):  # the position-wise feed-forward network of sublayer p
+        return P[p + ".W_2"] @ torch.relu(P[p + ".W_1"] @ v + P[p + ".b_1"]) + P[p + ".b_2"]
+
     h = [math.sqrt(d) * P["E_bar"][w] + pe(j) for j, w in enumerate(src)]  # rows h_j
     for k in range(cfg.layers):
         p = f"encoder.{k}"

@@ -50,17 +50,24 @@ first = {m: runs[0] for m, runs in found.items()}
 by_updates = bool(comparison.config(out, manifest["runs"][0])["train"]["max_updates"])
 glue("cmp_budget", comparison.budget(out), display=False)
 glue("cmp_cpu", manifest["hardware"]["cpu_model"] or manifest["hardware"]["cpu"], display=False)
-diff = (" (its uncommitted changes, with which the runs were trained: results/compare/code.diff)"
-        if (out / "code.diff").is_file() else "")  # fmt: skip
+diff = (
+    " (its uncommitted changes, with which the runs were trained: results/compare/code.diff)"
+    if (out / "code.diff").is_file()
+    else ""
+)
 glue("cmp_commit", commit_text(manifest) + diff, display=False)
 cost = comparison.compute(out)
 total = cost["sweep"] + cost["search"] + cost["comparison"]
-glue("cmp_compute", (
-    f"The whole study took {total:.1f} hours of one core: {cost['sweep']:.1f} for the recipe "
-    f"sweep, {cost['search']:.1f} for choosing the search settings and {cost['comparison']:.1f} "
-    f"for the comparison's runs: about {total / cost['cores']:.1f} hours of the machine's "
-    f"{cost['cores']} cores, one run on each."
-), display=False)  # fmt: skip
+glue(
+    "cmp_compute",
+    (
+        f"The whole study took {total:.1f} hours of one core: {cost['sweep']:.1f} for the recipe "
+        f"sweep, {cost['search']:.1f} for choosing the search settings and {cost['comparison']:.1f} "
+        f"for the comparison's runs: about {total / cost['cores']:.1f} hours of the machine's "
+        f"{cost['cores']} cores, one run on each."
+    ),
+    display=False,
+)
 glue("cmp_created", manifest["created_utc"], display=False)
 glue("cmp_n", len(found), display=False)
 glue("cmp_runs", len(manifest["runs"]), display=False)
@@ -69,24 +76,32 @@ glue("cmp_seeded", ", ".join(seeded) if seeded else "none", display=False)
 glue("cmp_max_seeds", max(len(runs) for runs in found.values()), display=False)
 precision = read_json(run_dir(out, manifest["runs"][0]) / "train_summary.json")["precision"]
 glue("cmp_precision", precision, display=False)
-glue("cmp_why_budget", (
-    f"The comparison's {comparison.budget(out)} are three times the recipe sweep's: far enough "
-    "that every attention model of the sweep is past the start of learning (its dev NLL falls "
-    "steadily), and short enough for several seeds of every model of a claim on two CPU cores."
-    if by_updates else
-    "The runs committed here were trained by time, with one seed each: read their table and "
-    "curves with that in mind, and their verdicts by the rules below, which mark a model that "
-    "has not learned enough."
-), display=False)  # fmt: skip
-glue("cmp_how", (
-    "the same number of updates on the same batches (a seed orders the batches and initialises "
-    "the model, the same order for every model of that seed), each model with the recipe and "
-    "search settings chosen on dev for it"
-    if by_updates else
-    "the same wall-clock time of one core each, with `lite`'s recipe and search settings, chosen "
-    "for RNNsearch-50: a budget of time ranks our implementations as much as the architectures, "
-    "and one recipe suits one of them best"
-), display=False)  # fmt: skip
+glue(
+    "cmp_why_budget",
+    (
+        f"The comparison's {comparison.budget(out)} are three times the recipe sweep's: far enough "
+        "that every attention model of the sweep is past the start of learning (its dev NLL falls "
+        "steadily), and short enough for several seeds of every model of a claim on two CPU cores."
+        if by_updates
+        else "The runs committed here were trained by time, with one seed each: read their table and "
+        "curves with that in mind, and their verdicts by the rules below, which mark a model that "
+        "has not learned enough."
+    ),
+    display=False,
+)
+glue(
+    "cmp_how",
+    (
+        "the same number of updates on the same batches (a seed orders the batches and initialises "
+        "the model, the same order for every model of that seed), each model with the recipe and "
+        "search settings chosen on dev for it"
+        if by_updates
+        else "the same wall-clock time of one core each, with `lite`'s recipe and search settings, chosen "
+        "for RNNsearch-50: a budget of time ranks our implementations as much as the architectures, "
+        "and one recipe suits one of them best"
+    ),
+    display=False,
+)
 
 # %% [markdown]
 # ## How the numbers are computed
@@ -146,25 +161,35 @@ swept = (
 )
 # one table a reader can follow row by row: the arm's settings beside its dev scores, the chosen
 # arm marked in words (the family's name only on its first row)
-shown = [{"model": r["model"] if k == 0 or r["model"] != swept[k - 1]["model"] else "",
-          "settings": r["settings"].replace(",", ", "), "dev NLL": r["dev NLL"],
-          "dev BLEU (greedy)": r["dev BLEU (greedy)"],
-          "the recipe": "**chosen**" if r.get("chosen") == "True" else ""}
-         for k, r in enumerate(swept)]  # fmt: skip
-Markdown(tables.markdown_table(shown, fit=None) + "\n" + recipes.NOTE + "\n\n"
-         + recipes.bracketed_text()
-         if swept and by_updates else
-         "*The recipe sweep's table is shown here once the comparison's runs are trained with "
-         "its recipes.*")  # fmt: skip
+shown = [
+    {
+        "model": r["model"] if k == 0 or r["model"] != swept[k - 1]["model"] else "",
+        "settings": r["settings"].replace(",", ", "),
+        "dev NLL": r["dev NLL"],
+        "dev BLEU (greedy)": r["dev BLEU (greedy)"],
+        "the recipe": "**chosen**" if r.get("chosen") == "True" else "",
+    }
+    for k, r in enumerate(swept)
+]
+Markdown(
+    tables.markdown_table(shown, fit=None) + "\n" + recipes.NOTE + "\n\n" + recipes.bracketed_text()
+    if swept and by_updates
+    else "*The recipe sweep's table is shown here once the comparison's runs are trained with "
+    "its recipes.*"
+)
 
 # %% [markdown]
 # ## The table
 
 # %% tags=["hide-input"]
 rows = comparison.table(out)
-Markdown(tables.markdown_table(rows) + "\n" + comparison.note(out).split(" 95%")[0]
-         + " Dev NLL: nats per sentence, on all of dev (the mean over seeds). train tok/s: "
-           "target words per second of one core, the median of the training log.")  # fmt: skip
+Markdown(
+    tables.markdown_table(rows)
+    + "\n"
+    + comparison.note(out).split(" 95%")[0]
+    + " Dev NLL: nats per sentence, on all of dev (the mean over seeds). train tok/s: "
+    "target words per second of one core, the median of the training log."
+)
 
 # %% tags=["hide-input"]
 by = {r["model"]: r for r in rows}
@@ -175,8 +200,11 @@ plain = [m for m in found if m not in attn]
 palette = {m: f"C{k}" for k, m in enumerate(found)}
 styles = {m: {"ls": "-" if m in attn else "--", "color": palette[m]} for m in found}
 sds = [r["All sd"] for r in rows if r["All sd"] is not None]
-glue("cmp_sd", (f"from {min(sds):.2f} to {max(sds):.2f} BLEU" if sds else
-                "not measured (one seed per model)"), display=False)  # fmt: skip
+glue(
+    "cmp_sd",
+    (f"from {min(sds):.2f} to {max(sds):.2f} BLEU" if sds else "not measured (one seed per model)"),
+    display=False,
+)
 fastest = max(rows, key=lambda r: r["train tok/s"])
 slowest = min(rows, key=lambda r: r["train tok/s"])
 glue("cmp_fastest", f"{fastest['model']} ({fastest['train tok/s']:,} tok/s)", display=False)
@@ -187,14 +215,18 @@ glue("cmp_below", ", ".join(below) if below else "none", display=False)
 plain_above = [m for m in plain if by[m][floor_col] >= claims.FLOOR]
 best_plain = max(plain, key=lambda m: by[m][floor_col]) if plain else None
 if plain_above:
-    long_question = (f"of the models without attention, {', '.join(plain_above)} "
-                     f"translate{'s' if len(plain_above) == 1 else ''} short sentences at this "
-                     "budget, so the question can be put to them")  # fmt: skip
+    long_question = (
+        f"of the models without attention, {', '.join(plain_above)} "
+        f"translate{'s' if len(plain_above) == 1 else ''} short sentences at this "
+        "budget, so the question can be put to them"
+    )
 elif best_plain:
-    long_question = (f"no model without attention translates short sentences at this budget (the "
-                     f"best, {best_plain}, scores {by[best_plain][floor_col]:.1f} BLEU on sentences "
-                     f"of fewer than {claims.SHORT} words, below the floor of {claims.FLOOR:g}), so "
-                     "the question stays open until they train longer")  # fmt: skip
+    long_question = (
+        f"no model without attention translates short sentences at this budget (the "
+        f"best, {best_plain}, scores {by[best_plain][floor_col]:.1f} BLEU on sentences "
+        f"of fewer than {claims.SHORT} words, below the floor of {claims.FLOOR:g}), so "
+        "the question stays open until they train longer"
+    )
 else:
     long_question = "no model without attention was trained"
 glue("cmp_long_question", long_question, display=False)
@@ -221,17 +253,28 @@ common, nll_at = comparison.at_updates(dev)
 fig = plots.nll_by_time_and_updates(dev, styles)
 glue("cmp_dev_fig", fig, display=False)
 plt.close(fig)
-timed = {m: read_json(run_dir(out, comparison.timing_run(out, found[m])) / "train_summary.json")
-         for m in found}  # fmt: skip
-per_update = [{"model": m, "seconds per update": round(3600 * timed[m]["hours"]
-                                                      / timed[m]["updates"], 2),
-               "dev evaluation (% of the time)": round(100 * sum(
-                   eval_share(run_dir(out, r)) for r in found[m]) / len(found[m]), 1),
-               f"dev NLL at update {common:,}": round(nll_at[m], 1),
-               "dev NLL at the end": round(dev[m][-1]["dev_nll"], 1)} for m in found]  # fmt: skip
+timed = {
+    m: read_json(run_dir(out, comparison.timing_run(out, found[m])) / "train_summary.json")
+    for m in found
+}
+per_update = [
+    {
+        "model": m,
+        "seconds per update": round(3600 * timed[m]["hours"] / timed[m]["updates"], 2),
+        "dev evaluation (% of the time)": round(
+            100 * sum(eval_share(run_dir(out, r)) for r in found[m]) / len(found[m]), 1
+        ),
+        f"dev NLL at update {common:,}": round(nll_at[m], 1),
+        "dev NLL at the end": round(dev[m][-1]["dev_nll"], 1),
+    }
+    for m in found
+]
 glue("cmp_common", f"{common:,}", display=False)
-glue("cmp_nll_order", ", ".join(f"{m} ({nll_at[m]:.1f})" for m in sorted(nll_at, key=nll_at.get)),
-     display=False)  # fmt: skip
+glue(
+    "cmp_nll_order",
+    ", ".join(f"{m} ({nll_at[m]:.1f})" for m in sorted(nll_at, key=nll_at.get)),
+    display=False,
+)
 dev_n = comparison.config(out, manifest["runs"][0])["train"]["dev_nll_sentences"]
 Markdown(
     tables.markdown_table(per_update) + "\nSeconds per update: those of the model's median "
@@ -258,8 +301,9 @@ Markdown(
 
 # %% tags=["hide-input"]
 curves, edges = comparison.curves(out)
-fig = plots.fig2_bleu_by_length(curves, xmax=max(60, edges[-1]), styles=styles,
-                                title="profile: compare")  # fmt: skip
+fig = plots.fig2_bleu_by_length(
+    curves, xmax=max(60, edges[-1]), styles=styles, title="profile: compare"
+)
 glue("cmp_fig2", fig, display=False)
 plt.close(fig)
 
@@ -311,11 +355,20 @@ def verdicts_of(rows_):
 
 glue("cmp_all_verdicts", verdicts_of(judged), display=False)
 glue("cmp_claims_n", len(judged), display=False)
-glue("cmp_own_ratio", "; ".join(f"{r['ours'].split(': ')[1].split(' (')[0]}, {r['verdict']}"
-                                for r in own_rows) or "no attention model", display=False)  # fmt: skip
-glue("cmp_bottleneck", "; ".join(f"{r['claim'].split(' holds')[0]}: {r['verdict']}"
-                                 for r in ratio_rows if r not in own_rows) or "no attention model",
-     display=False)  # fmt: skip
+glue(
+    "cmp_own_ratio",
+    "; ".join(f"{r['ours'].split(': ')[1].split(' (')[0]}, {r['verdict']}" for r in own_rows)
+    or "no attention model",
+    display=False,
+)
+glue(
+    "cmp_bottleneck",
+    "; ".join(
+        f"{r['claim'].split(' holds')[0]}: {r['verdict']}" for r in ratio_rows if r not in own_rows
+    )
+    or "no attention model",
+    display=False,
+)
 
 
 def claim_text(prefix: str) -> str:
@@ -399,16 +452,18 @@ for m in attn:
     sentences, from_paper = tables.fig3_panels(out, first[m])
     panels.append({**sentences[0], "title": f"{m}: {sentences[0]['title']}"})
     a = claims.attention_summary(read_json(run_dir(out, first[m]) / "attention.json"))
-    summary.append({
-        "model": m,
-        "sentences": a["sentences"],
-        "mean largest weight": round(a["peak"], 2),
-        "uniform weight": round(a["uniform"], 2),
-        "diagonal (rank correlation)": round(a["diagonal"], 2),
-        "monotonic steps (%)": round(100 * a["monotonic"]),
-        "flagged": len(a["flagged"]),
-        "moves left, local": f"{a['moves_left']}, {a['local']}",
-    })  # fmt: skip
+    summary.append(
+        {
+            "model": m,
+            "sentences": a["sentences"],
+            "mean largest weight": round(a["peak"], 2),
+            "uniform weight": round(a["uniform"], 2),
+            "diagonal (rank correlation)": round(a["diagonal"], 2),
+            "monotonic steps (%)": round(100 * a["monotonic"]),
+            "flagged": len(a["flagged"]),
+            "moves left, local": f"{a['moves_left']}, {a['local']}",
+        }
+    )
 fig = plots.fig3_alignments(panels, ncols=2, cell=0.25)
 glue("cmp_fig3", fig, display=False)
 plt.close(fig)
@@ -458,15 +513,20 @@ if gpu_rows:
     above = [r for r in gpu_rows if r["model"] not in below]
     text = (
         f"On one {device}, in {gpu_rows[0]['minutes']:g} minutes each: "
-        + "; ".join(f"{r['model']} made {r['updates']:,} updates ({r['train tok/s']:,} target "
-                    f"tokens/s) and scores {r['All']:.2f} BLEU" for r in gpu_rows)
+        + "; ".join(
+            f"{r['model']} made {r['updates']:,} updates ({r['train tok/s']:,} target "
+            f"tokens/s) and scores {r['All']:.2f} BLEU"
+            for r in gpu_rows
+        )
         + f". ({commit_text(gm)}, {gm['created_utc'][:10]}.)"
-    )  # fmt: skip
+    )
     if len(above) > 1:
         text += f" Of the models above the learning floor, {max(above, key=lambda r: r['All'])['model']} leads."
     if below:
-        text += (f" Below the learning floor of {claims.FLOOR:g} BLEU, and so *not testable at this "
-                 f"budget*: {claims.floor_text(below)}. ")  # fmt: skip
+        text += (
+            f" Below the learning floor of {claims.FLOOR:g} BLEU, and so *not testable at this "
+            f"budget*: {claims.floor_text(below)}. "
+        )
     for model in below:
         opening, n, total = comparison.commonest_opening(run_dir(comparison.GPU_RESULTS, model))
         same = ": the same opening whatever the source" if 2 * n > total else ""
@@ -475,9 +535,11 @@ if gpu_rows:
         text += comparison.transformer_recipe(comparison.GPU_RESULTS) + (
             comparison.transformer_footing(comparison.GPU_RESULTS)
         )
-    note = (f"Profile `{gm['profile']}` (newstest2014, tokenized BLEU), one run per model, "
-            f"{', '.join(sorted(set(gm['hardware']['precision_per_run'].values())))}; minutes: "
-            "training, its evaluations on dev included.")  # fmt: skip
+    note = (
+        f"Profile `{gm['profile']}` (newstest2014, tokenized BLEU), one run per model, "
+        f"{', '.join(sorted(set(gm['hardware']['precision_per_run'].values())))}; minutes: "
+        "training, its evaluations on dev included."
+    )
     display_gpu = Markdown(f"{text}\n\n{tables.markdown_table(gpu_rows)}\n{note}")
 else:
     display_gpu = Markdown("No GPU run of the comparison is committed (`results/gpu/compare/`).")

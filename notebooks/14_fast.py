@@ -148,8 +148,12 @@ s = torch.randn(4, cfg.n)
 na, l2 = cfg.n_align, 2 * cfg.l
 pairs = torch.arange(l2).view(-1, 2).t().flatten()  # units (2k, 2k+1) -> (k, l + k)
 merged = (s @ steps.S + steps.b_S).split([na, l2, cfg.n, cfg.n], dim=1)
-separate = [s @ dec.attention.W_a.T, s @ dec.U_o[pairs].T + dec.b_o[pairs],
-            s @ dec.gru.U_r.T, s @ dec.gru.U_z.T]  # fmt: skip
+separate = [
+    s @ dec.attention.W_a.T,
+    s @ dec.U_o[pairs].T + dec.b_o[pairs],
+    s @ dec.gru.U_r.T,
+    s @ dec.gru.U_z.T,
+]
 for got, want in zip(merged, separate, strict=True):
     assert_close(got, want)
 t_tilde = s @ dec.U_o.T + dec.b_o
@@ -225,8 +229,11 @@ y_n, g = torch.randint(0, K, (N,)), torch.randn(N)
 lp_ref = log_softmax(F.linear(u, W, b)).gather(-1, y_n[:, None]).squeeze(-1)
 lp_fast = target_log_prob(u, W, b, y_n)
 assert_close(lp_fast, lp_ref)
-for gf, gr in zip(torch.autograd.grad((lp_fast * g).sum(), (u, W, b)),
-                  torch.autograd.grad((lp_ref * g).sum(), (u, W, b)), strict=True):  # fmt: skip
+for gf, gr in zip(
+    torch.autograd.grad((lp_fast * g).sum(), (u, W, b)),
+    torch.autograd.grad((lp_ref * g).sum(), (u, W, b)),
+    strict=True,
+):
     assert_close(gf, gr)
 z = F.linear(u, W, b).detach().requires_grad_()  # (fast-output-grad), by autograd
 lp_z = log_softmax(z).gather(-1, y_n[:, None]).squeeze(-1)
@@ -526,8 +533,9 @@ with torch.no_grad():
         assert_close(state_f[0], state_r[0])  # s_i, [G * B, n] against B encodings
 
 torch.manual_seed(0)  # a sharper model: App. B.1's initialisation, its matrices scaled up
-beam_ref = build_model(ModelConfig(src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4,
-                                   output_rank=5))  # fmt: skip
+beam_ref = build_model(
+    ModelConfig(src_vocab=13, trg_vocab=11, m=8, n=10, n_align=6, l=4, output_rank=5)
+)
 with torch.no_grad():
     for p in beam_ref.parameters():
         p.mul_(30 if p.dim() > 1 else 1)
@@ -623,29 +631,36 @@ def span(values: list[float]) -> str:
 
 bench_train, bench_search = bench_results("bench_train.json"), bench_results("bench_search.json")
 train_rows = [
-    {"model, shape": f"{r['arch']}, {r['shape']}", "precision": r["precision"],
-     "nmt_lib tok/s": fmt(r["nmt_lib_tok_s"], ",.0f"),
-     "naive.py tok/s": fmt(r.get("naive_tok_s"), ",.0f"),
-     "speed-up": fmt(r.get("speedup"), ".2f") + "×",
-     "nmt_lib, % of GEMM peak": fmt(100 * r["nmt_lib_flop_frac"], ".0f")}
+    {
+        "model, shape": f"{r['arch']}, {r['shape']}",
+        "precision": r["precision"],
+        "nmt_lib tok/s": fmt(r["nmt_lib_tok_s"], ",.0f"),
+        "naive.py tok/s": fmt(r.get("naive_tok_s"), ",.0f"),
+        "speed-up": fmt(r.get("speedup"), ".2f") + "×",
+        "nmt_lib, % of GEMM peak": fmt(100 * r["nmt_lib_flop_frac"], ".0f"),
+    }
     for r in bench_train["throughput"]
-]  # fmt: skip
+]
 search_rows = [
-    {"precision": r["precision"], "nmt_lib beam sent/s": fmt(r["nmt_lib beam sent/s"], ".1f"),
-     "naive.py beam sent/s": fmt(r.get("naive beam sent/s"), ".1f"),
-     "beam speed-up": fmt(r.get("beam speed-up vs naive"), ".2f") + "×",
-     "nmt_lib greedy sent/s": fmt(r["nmt_lib greedy sent/s"], ".1f"),
-     "naive.py greedy sent/s": fmt(r.get("naive greedy sent/s"), ".1f"),
-     "greedy speed-up": fmt(r.get("greedy speed-up vs naive"), ".2f") + "×"}
+    {
+        "precision": r["precision"],
+        "nmt_lib beam sent/s": fmt(r["nmt_lib beam sent/s"], ".1f"),
+        "naive.py beam sent/s": fmt(r.get("naive beam sent/s"), ".1f"),
+        "beam speed-up": fmt(r.get("beam speed-up vs naive"), ".2f") + "×",
+        "nmt_lib greedy sent/s": fmt(r["nmt_lib greedy sent/s"], ".1f"),
+        "naive.py greedy sent/s": fmt(r.get("naive greedy sent/s"), ".1f"),
+        "greedy speed-up": fmt(r.get("greedy speed-up vs naive"), ".2f") + "×",
+    }
     for r in bench_search["search"]
-]  # fmt: skip
+]
 glue("fast_train_machine", machine(bench_train["machine"]), display=False)
 glue("fast_search_machine", machine(bench_search["machine"]), display=False)
 glue("fast_train_table", Markdown(markdown_table(train_rows)), display=False)
 glue("fast_search_table", Markdown(markdown_table(search_rows)), display=False)
 speedups = [r["speedup"] for r in bench_train["throughput"] if r.get("speedup")]
-beam_speedups = [r["beam speed-up vs naive"] for r in bench_search["search"]
-                 if r.get("beam speed-up vs naive")]  # fmt: skip
+beam_speedups = [
+    r["beam speed-up vs naive"] for r in bench_search["search"] if r.get("beam speed-up vs naive")
+]
 glue("fast_train_speedup", span(speedups), display=False)
 glue("fast_beam_speedup", span(beam_speedups), display=False)
 

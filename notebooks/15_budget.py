@@ -50,8 +50,11 @@ t2_updates = [float(r["updates_1e5"]) * 1e5 for r in paper_table("table2").value
 glue("bu_t2_min", f"{min(t2_updates):,.0f}", display=False)
 glue("bu_t2_max", f"{max(t2_updates):,.0f}", display=False)
 precision = read_json(out / "runs" / ref / "train_summary.json")["precision"]
-glue("bu_precision", {"bf16": "bf16 (the CPU multiplies bf16 natively)"}.get(precision, precision),
-     display=False)  # fmt: skip
+glue(
+    "bu_precision",
+    {"bf16": "bf16 (the CPU multiplies bf16 natively)"}.get(precision, precision),
+    display=False,
+)
 
 # %% [markdown]
 # ## The setting
@@ -125,8 +128,12 @@ Markdown(
 )
 
 # %% tags=["hide-input"]
-same = [r["updates"] for r in rows if r["parameters (M)"] == rows[0]["parameters (M)"]
-        and "batch_size" not in r["differs from the reference"]]  # fmt: skip
+same = [
+    r["updates"]
+    for r in rows
+    if r["parameters (M)"] == rows[0]["parameters (M)"]
+    and "batch_size" not in r["differs from the reference"]
+]
 glue("bu_upd_min", f"{min(same):,}", display=False)
 glue("bu_upd_max", f"{max(same):,}", display=False)
 
@@ -149,8 +156,11 @@ assert noise["pairs"], "no replicate pair: the study cannot state its noise"
 glue("bu_floor", floor, display=False)
 glue("bu_floor_n", len(noise["differences"]), display=False)
 glue("bu_floor_pairs", ", and ".join(f"`{a}` and `{b}`" for a, b in noise["pairs"]), display=False)
-glue("bu_floor_list", ", ".join(f"{d['difference']:.2f}" for d in noise["differences"]),
-     display=False)  # fmt: skip
+glue(
+    "bu_floor_list",
+    ", ".join(f"{d['difference']:.2f}" for d in noise["differences"]),
+    display=False,
+)
 
 # %% [markdown]
 # **The noise floor.** Two pairs of arms take the same steps: {glue:text}`bu_floor_pairs`,
@@ -231,14 +241,21 @@ if lr_arm in by_arm and delta(found["chosen"], lr_arm) is not None:
     lr_text = (
         f"The `lite` profile's learning rate was chosen by this ranking: `{found['chosen']}` ended "
         f"{abs(gap):.2f} nats {'below' if gap > 0 else 'above'} `{lr_arm}`, "
-        + ("within the noise floor: **the study does not tell the two learning rates apart**"
-           if within else "above the noise floor")
+        + (
+            "within the noise floor: **the study does not tell the two learning rates apart**"
+            if within
+            else "above the noise floor"
+        )
         + (f". `{lr_arm}` led at {' and '.join(f'{m:g}' for m in early)} minutes" if early else "")
         + f"; its greedy dev BLEU at the end was {b['dev BLEU (greedy, end)']:.2f}, against "
         f"{a['dev BLEU (greedy, end)']:.2f}."
-        + (f" The `lite` recipe takes the lower dev NLL at {found['compare_at']:.0f} minutes: a tie "
-           f"broken by noise, not a finding." if within else "")
-    )  # fmt: skip
+        + (
+            f" The `lite` recipe takes the lower dev NLL at {found['compare_at']:.0f} minutes: a tie "
+            f"broken by noise, not a finding."
+            if within
+            else ""
+        )
+    )
 glue("bu_lr_verdict", lr_text, display=False)
 
 # %% [markdown]
@@ -307,8 +324,11 @@ glue("bu_full_share", 100 * full_s / (sum(gaps) / len(gaps)), display=False)
 
 # %% tags=["hide-input"]
 cost = []
-for arm, what in (("adam-1e-3-large", "the larger model"), ("adam-1e-3-batch-160", "batches of 160"),
-                  ("adam-1e-3-vocab-30k", "30,000-word shortlists")):  # fmt: skip
+for arm, what in (
+    ("adam-1e-3-large", "the larger model"),
+    ("adam-1e-3-batch-160", "batches of 160"),
+    ("adam-1e-3-vocab-30k", "30,000-word shortlists"),
+):
     if arm in by_arm:
         a, b = by_arm[arm], by_arm[ref]
         cost.append(
@@ -366,8 +386,11 @@ glue(
     display=False,
 )
 assert lite.search.normalize == choice["normalize"], "profile lite: search.normalize"
-Markdown(tables.markdown_table([{k: v for k, v in r.items() if k not in ("arm", "beam")}
-                                for r in search_rows]))  # fmt: skip
+Markdown(
+    tables.markdown_table(
+        [{k: v for k, v in r.items() if k not in ("arm", "beam")} for r in search_rows]
+    )
+)
 
 # %% [markdown]
 # The higher dev BLEU ranks hypotheses by {glue:text}`bu_search_norm`, and the `lite` profile
@@ -386,12 +409,17 @@ long_run = ext.get(found["chosen"])
 encdec = ext.get(f"{found['chosen']}-RNNencdec")
 short_run = ext.get(f"{found['chosen']} (study arm)")
 table = [
-    {"model": f"`{name}`", "architecture": e["arch"], "updates": f"{e['updates']:,}",
-     "minutes": round(e["minutes"], 1), "dev NLL (all dev)": None if e["dev_nll"] is None
-     else round(e["dev_nll"], 2), "test BLEU": round(e["test_bleu"], 2),
-     "brevity penalty": round(e["brevity_penalty"], 3)}
+    {
+        "model": f"`{name}`",
+        "architecture": e["arch"],
+        "updates": f"{e['updates']:,}",
+        "minutes": round(e["minutes"], 1),
+        "dev NLL (all dev)": None if e["dev_nll"] is None else round(e["dev_nll"], 2),
+        "test BLEU": round(e["test_bleu"], 2),
+        "brevity penalty": round(e["brevity_penalty"], 3),
+    }
     for name, e in ext.items()
-]  # fmt: skip
+]
 Markdown(tables.markdown_table(table) if table else "*(not run)*")
 
 # %% tags=["hide-input"]
@@ -403,8 +431,11 @@ if long_run and encdec:
     values["bu_pair_verdict"] = "above" if lo > MARGIN else "not above"
 if long_run:
     records = read_json(long_run["dir"] / "attention.json")[:4]
-    st = [alignment_stats(r["alpha"][:-1] if r["hyp_tokens"][-1:] == ["</s>"] else r["alpha"])
-          for r in records if r.get("alpha")]  # fmt: skip
+    st = [
+        alignment_stats(r["alpha"][:-1] if r["hyp_tokens"][-1:] == ["</s>"] else r["alpha"])
+        for r in records
+        if r.get("alpha")
+    ]
     values["bu_att_peak"] = sum(x["peak"] for x in st) / len(st)
     values["bu_att_mono"] = (
         100 * sum(x["monotonic_steps"] for x in st) / max(sum(x["steps"] for x in st), 1)
@@ -476,8 +507,10 @@ if long_run:  # the fit against what the extension measured on the same dev subs
     log = (long_run["dir"] / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
     last = [r for r in map(json.loads, log) if r.get("kind") == "eval"][-1]
     pred = fit["alpha"] - fit["beta"] * math.log(last["update"])
-    check = (f" Extended to {last['update']:,} updates, the arm measured {last['dev_nll']:.1f} "
-             f"where the line predicted {pred:.1f}.")  # fmt: skip
+    check = (
+        f" Extended to {last['update']:,} updates, the arm measured {last['dev_nll']:.1f} "
+        f"where the line predicted {pred:.1f}."
+    )
 glue("bu_fit_check", check, display=False)
 glue(
     "bu_paper_dev_nll",
@@ -516,15 +549,23 @@ old = out / "lite-paper-recipe"
 old_manifest = read_json(old / "manifest.json")
 old_rows = []
 for row, t2 in zip(tables.table1(old), tables.table2(old), strict=False):
-    old_rows.append({"model": row["model"], "updates": f"{t2['updates']:,}",
-                     "minutes": round(60 * t2["hours"]), "dev NLL (all dev)": t2["dev NLL"],
-                     "test BLEU": row["All"], "No UNK": row["No UNK"],
-                     "paper's test BLEU": row["paper All"]})  # fmt: skip
+    old_rows.append(
+        {
+            "model": row["model"],
+            "updates": f"{t2['updates']:,}",
+            "minutes": round(60 * t2["hours"]),
+            "dev NLL (all dev)": t2["dev NLL"],
+            "test BLEU": row["All"],
+            "No UNK": row["No UNK"],
+            "paper's test BLEU": row["paper All"],
+        }
+    )
 old_cfg = run_from_dict(old_manifest["configs"]["RNNsearch-50"])
 glue("bu_old_best", max(r["test BLEU"] for r in old_rows), display=False)
 glue("bu_old_minutes", old_cfg.train.max_hours * 60, display=False)
-glue("bu_old_recipe", f"{old_cfg.train.optimizer}, the loss as a {old_cfg.train.loss}",
-     display=False)  # fmt: skip
+glue(
+    "bu_old_recipe", f"{old_cfg.train.optimizer}, the loss as a {old_cfg.train.loss}", display=False
+)
 glue("bu_old_commit", commit_text(old_manifest), display=False)
 Markdown(tables.markdown_table(old_rows))
 
@@ -546,30 +587,50 @@ gpu = results_path("gpu")
 gpu_rows, gpu_values = [], {}
 if (gpu / "manifest.json").is_file():
     gpu_manifest = read_json(gpu / "manifest.json")
-    for where, name, label in ((gpu, "RNNsearch-50", "gpu"),
-                               (results_path("lite"), "RNNsearch-50", "lite")):  # fmt: skip
+    for where, name, label in (
+        (gpu, "RNNsearch-50", "gpu"),
+        (results_path("lite"), "RNNsearch-50", "lite"),
+    ):
         if not (run_dir(where, name) / "bleu.json").is_file():
             continue
         summ = read_json(run_dir(where, name) / "train_summary.json")
         b = read_json(run_dir(where, name) / "bleu.json")
         nll = read_json(run_dir(where, name) / "nll.json")
-        gpu_rows.append({"profile": f"`{label}`", "device": summ["device"],
-                         "minutes": round(60 * summ["hours"], 1), "updates": f"{summ['updates']:,}",
-                         "epochs": round(summ["epochs"], 2), "dev NLL (all dev)": round(nll["dev"]["mean"], 2),
-                         "test BLEU": round(b["all"]["tok"]["score"], 2),
-                         "No UNK": round(b["no_unk"]["tok"]["score"], 2)})  # fmt: skip
+        gpu_rows.append(
+            {
+                "profile": f"`{label}`",
+                "device": summ["device"],
+                "minutes": round(60 * summ["hours"], 1),
+                "updates": f"{summ['updates']:,}",
+                "epochs": round(summ["epochs"], 2),
+                "dev NLL (all dev)": round(nll["dev"]["mean"], 2),
+                "test BLEU": round(b["all"]["tok"]["score"], 2),
+                "No UNK": round(b["no_unk"]["tok"]["score"], 2),
+            }
+        )
         if label == "gpu":
-            gpu_values = {"bu_gpu_minutes": 60 * summ["hours"], "bu_gpu_updates": summ["updates"],
-                          "bu_gpu_bleu": b["all"]["tok"]["score"], "bu_gpu_device": summ["device"],
-                          "bu_gpu_share": 100 * summ["updates"] / paper_updates,
-                          "bu_gpu_commit": commit_text(gpu_manifest)}  # fmt: skip
+            gpu_values = {
+                "bu_gpu_minutes": 60 * summ["hours"],
+                "bu_gpu_updates": summ["updates"],
+                "bu_gpu_bleu": b["all"]["tok"]["score"],
+                "bu_gpu_device": summ["device"],
+                "bu_gpu_share": 100 * summ["updates"] / paper_updates,
+                "bu_gpu_commit": commit_text(gpu_manifest),
+            }
     paper_t1 = paper_table("table1")["RNNsearch-50"]
     paper_t2 = paper_table("table2")["RNNsearch-50"]
-    gpu_rows.append({"profile": "the paper", "device": paper_t2["gpu"], "minutes": round(
-        60 * float(paper_t2["hours"])),
-        "updates": f"{paper_updates:,.0f}", "epochs": float(paper_t2["epochs"]),
-        "dev NLL (all dev)": float(paper_t2["dev_nll"]),
-        "test BLEU": float(paper_t1["bleu_all"]), "No UNK": float(paper_t1["bleu_no_unk"])})  # fmt: skip
+    gpu_rows.append(
+        {
+            "profile": "the paper",
+            "device": paper_t2["gpu"],
+            "minutes": round(60 * float(paper_t2["hours"])),
+            "updates": f"{paper_updates:,.0f}",
+            "epochs": float(paper_t2["epochs"]),
+            "dev NLL (all dev)": float(paper_t2["dev_nll"]),
+            "test BLEU": float(paper_t1["bleu_all"]),
+            "No UNK": float(paper_t1["bleu_no_unk"]),
+        }
+    )
 for key in ("bu_gpu_minutes", "bu_gpu_updates", "bu_gpu_bleu", "bu_gpu_share"):
     glue(key, gpu_values.get(key, float("nan")), display=False)
 for key in ("bu_gpu_device", "bu_gpu_commit"):
@@ -604,11 +665,17 @@ summary.append(
     f"Two pairs of replicate arms put the noise floor at {floor:.2f} nats; within it of the first, "
     f"{', '.join(f'`{n}`' for n in tied)} are not told apart. The `lite` profile trains with the "
     f"first's recipe"
-    + (f", and its learning rate over `{lr_arm}`'s is a choice within the noise." if lr_text
-       and lr_arm in tied else ".")
-)  # fmt: skip
-for arm, what in (("adam-1e-3-large", "the larger model"), ("adam-1e-3-batch-160", "batches of 160"),
-                  ("adam-1e-3-vocab-30k", "the 30,000-word shortlists")):  # fmt: skip
+    + (
+        f", and its learning rate over `{lr_arm}`'s is a choice within the noise."
+        if lr_text and lr_arm in tied
+        else "."
+    )
+)
+for arm, what in (
+    ("adam-1e-3-large", "the larger model"),
+    ("adam-1e-3-batch-160", "batches of 160"),
+    ("adam-1e-3-vocab-30k", "the 30,000-word shortlists"),
+):
     if rank(arm) is not None and rank(ref) is not None:
         gap = delta(ref, arm)
         verb = "learned less" if rank(arm) > rank(ref) else "learned more"

@@ -113,8 +113,10 @@ def test_states_grouped_per_sentence_equal_repeated_annotations():
     torch.testing.assert_close(c, c_ref, rtol=1e-14, atol=1e-14)
     torch.testing.assert_close(alpha, alpha_ref, rtol=1e-14, atol=1e-14)
     Ws = s_prev @ att.W_a.detach().t()
-    for c, alpha in (attend_in_pieces(Uh, Ws, att.v_a, h, mask),
-                     attend(Uh, Ws, att.v_a, h, mask, fused=kernels)):  # fmt: skip
+    for c, alpha in (
+        attend_in_pieces(Uh, Ws, att.v_a, h, mask),
+        attend(Uh, Ws, att.v_a, h, mask, fused=kernels),
+    ):
         torch.testing.assert_close(c, c_ref, rtol=1e-14, atol=1e-14)
         torch.testing.assert_close(alpha, alpha_ref, rtol=1e-14, atol=1e-14)
 

@@ -85,8 +85,11 @@ def results(tmp_path_factory):
     ]
     r = subprocess.run(
         [*cmd, "--results-dir", str(out), "--out-dir", str(out.parent / "executed")],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     TIMES["notebooks smoke --train"] = time.time() - t0
     try:
         assert r.returncode == 0, f"notebooks failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
@@ -116,10 +119,19 @@ def browse(exe: str, tmp: Path, *args: str, timeout: int = 180, console: bool = 
     ``console`` (stdout, the pages' console messages: chromium's log lines ``CONSOLE``)."""
     profile = tmp / f"profile-{time.monotonic_ns()}"
     cmd = [
-        exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--host-resolver-rules=MAP * ~NOTFOUND", *args,
-    ]  # fmt: skip
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        *args,
+    ]
     if console:
         cmd[1:1] = ["--enable-logging=stderr", "--v=0"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -140,12 +152,26 @@ def test_replicate_mode_writes_the_results_layout(results):
     for name in MODELS:
         run = run_dir(results, name)
         assert json.loads((run / "bleu.json").read_text(encoding="utf-8"))["precision"] == "fp32"
-        for f in ("config.json", "train_log.jsonl", "train_summary.json", "bleu.json",
-                  "hyp.test.tok.txt", "hyp.test.detok.txt", "bleu_by_length.json", "nll.json",
-                  "attention.json"):  # fmt: skip
+        for f in (
+            "config.json",
+            "train_log.jsonl",
+            "train_summary.json",
+            "bleu.json",
+            "hyp.test.tok.txt",
+            "hyp.test.detok.txt",
+            "bleu_by_length.json",
+            "nll.json",
+            "attention.json",
+        ):
             assert (run / f).is_file(), run / f
-    for f in ("table1.csv", "table1.md", "table2.csv", "table2.md", "long_sentences.md",
-              "data_summary.json"):  # fmt: skip
+    for f in (
+        "table1.csv",
+        "table1.md",
+        "table2.csv",
+        "table2.md",
+        "long_sentences.md",
+        "data_summary.json",
+    ):
         assert (results / f).stat().st_size > 0, f
     for f in ("fig2_bleu_by_length.png", "fig3_alignments.png"):
         assert (results / f).read_bytes()[:8] == PNG, f
@@ -342,10 +368,16 @@ def inspected(html, chromium, tmp_path_factory):
     check.write_text(page, encoding="utf-8")
     t0 = time.time()
     try:
-        out, console = browse(chromium, tmp_path_factory.mktemp("chromium"),
-                              "--allow-file-access-from-files", "--virtual-time-budget=300000",
-                              f"--window-size={WINDOW[0] + 40},{WINDOW[1]}", "--dump-dom",
-                              check.as_uri(), console=True)  # fmt: skip
+        out, console = browse(
+            chromium,
+            tmp_path_factory.mktemp("chromium"),
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=300000",
+            f"--window-size={WINDOW[0] + 40},{WINDOW[1]}",
+            "--dump-dom",
+            check.as_uri(),
+            console=True,
+        )
     finally:
         check.unlink()
     TIMES["browser checks"] = time.time() - t0
@@ -367,8 +399,10 @@ def page_problems(page: str, r: dict, has_math: bool, figures: int) -> list[str]
     if r["raw"]:
         problems.append(f"{page}: unrendered math delimiters {r['raw']}")
     problems += [f"{page}: image {src} did not load" for src, w in r["images"] if not w]
-    problems += [f"{page}: <{tag}> read as a tag, not shown as text: '{text}'"
-                 for tag, text in r.get("unknown", [])]  # fmt: skip
+    problems += [
+        f"{page}: <{tag}> read as a tag, not shown as text: '{text}'"
+        for tag, text in r.get("unknown", [])
+    ]
     shown = sum(1 for _, natural, _, captioned in r.get("figures", []) if natural and captioned)
     if shown < figures:
         problems.append(f"{page}: {figures} figures in its source, {shown} shown")
@@ -413,8 +447,14 @@ def test_the_browser_checks_find_a_raw_tag_and_a_missing_figure(chromium, tmp_pa
     check = tmp_path / "check.html"
     page = CHECK.replace("PAGES", json.dumps(["bad.html"]))
     check.write_text(page.replace("WIDTH", "1280").replace("HEIGHT", "900"), encoding="utf-8")
-    out = browse(chromium, tmp_path, "--allow-file-access-from-files",
-                 "--virtual-time-budget=20000", "--dump-dom", check.as_uri())  # fmt: skip
+    out = browse(
+        chromium,
+        tmp_path,
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        check.as_uri(),
+    )
     found = re.search(r"RESULTS(\{.*\})</pre>", out)
     res = json.loads(found.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
     problems = page_problems("bad.html", res["bad.html"], has_math=False, figures=1)
@@ -426,9 +466,12 @@ def test_the_browser_checks_find_a_raw_tag_and_a_missing_figure(chromium, tmp_pa
 def test_no_table_needs_sideways_scrolling(inspected):
     """At 1280 px every table fits the width it is shown in (no horizontal scroll bar)."""
     res, _ = inspected
-    wide = [f"{page}: table '{head}' is {width} px in {shown} px"
-            for page, r in res.items() for head, width, shown in r.get("tables", [])
-            if width > shown + 1]  # fmt: skip
+    wide = [
+        f"{page}: table '{head}' is {width} px in {shown} px"
+        for page, r in res.items()
+        for head, width, shown in r.get("tables", [])
+        if width > shown + 1
+    ]
     assert not wide, "\n".join(wide)
     assert sum(len(r.get("tables", [])) for r in res.values()) >= 10
 
@@ -449,8 +492,10 @@ def test_figures_are_shown_once_and_readable(inspected):
                 continue  # reported by test_pages_render_in_a_browser
             text_px = plots.MIN_FONT_PT / 72 * 100 * min(1.0, shown / natural)
             if text_px < MIN_TEXT_PX:
-                problems.append(f"{page}: {src} ({natural} px) shown at {shown:.0f} px: its "
-                                f"smallest text {text_px:.1f} px")  # fmt: skip
+                problems.append(
+                    f"{page}: {src} ({natural} px) shown at {shown:.0f} px: its "
+                    f"smallest text {text_px:.1f} px"
+                )
             if "jupyter_execute" in src or "_images" in src:
                 if not captioned:
                     problems.append(f"{page}: {src} is shown without a caption")
@@ -461,8 +506,13 @@ def test_figures_are_shown_once_and_readable(inspected):
 def test_alignment_explorer_runs_offline(html, chromium, tmp_path):
     """The alignments chapter's explorer: its script runs in the built page with no network, fills
     the sentence list and shows the first generated word's weights over the source words."""
-    dom = browse(chromium, tmp_path, "--virtual-time-budget=20000", "--dump-dom",
-                 (html / "chapters/09_alignments.html").as_uri())  # fmt: skip
+    dom = browse(
+        chromium,
+        tmp_path,
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        (html / "chapters/09_alignments.html").as_uri(),
+    )
     box = dom[dom.index('class="nmt-explorer"') :]
     assert box.count("<option") >= 4, "no sentence in the explorer's list"
     src = re.search(r'class="nmt-row nmt-src">(.*?)</div>', box, re.S).group(1)
@@ -481,8 +531,15 @@ def test_screenshot(html, chromium, tmp_path, page):
     shots.mkdir(parents=True, exist_ok=True)
     shot = shots / (Path(page).stem + ".png")
     shot.unlink(missing_ok=True)
-    browse(chromium, tmp_path, "--hide-scrollbars", "--window-size=1280,2400",
-           "--virtual-time-budget=20000", f"--screenshot={shot}", (html / page).as_uri())  # fmt: skip
+    browse(
+        chromium,
+        tmp_path,
+        "--hide-scrollbars",
+        "--window-size=1280,2400",
+        "--virtual-time-budget=20000",
+        f"--screenshot={shot}",
+        (html / page).as_uri(),
+    )
     data = shot.read_bytes()
     assert data[:8] == PNG and len(data) > 50_000, f"{shot}: not a real screenshot"
 

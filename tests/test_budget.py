@@ -56,8 +56,17 @@ def study(tmp_path_factory):
     (root / "study.toml").write_text(STUDY)
     with pytest.MonkeyPatch.context() as mp:  # checkpoints under root, for the module's tests
         mp.setenv("NMT_CACHE", str(root / "cache"))
-        budget.main(["--profile", str(root / "study.toml"), "--results-dir", str(root / "out"),
-                     "--data-dir", str(root / "wmt"), "--train"])  # fmt: skip
+        budget.main(
+            [
+                "--profile",
+                str(root / "study.toml"),
+                "--results-dir",
+                str(root / "out"),
+                "--data-dir",
+                str(root / "wmt"),
+                "--train",
+            ]
+        )
         yield root
 
 
@@ -236,8 +245,11 @@ def test_noise_floor_is_the_largest_difference_between_replicates():
         )
     with open(budget.RESULTS / "arms.csv", encoding="utf-8") as f:
         rows = {r["arm"]: r for r in csv.DictReader(f)}
-    diffs = [abs(float(rows[a][f"dev NLL @{m:g} min"]) - float(rows[b][f"dev NLL @{m:g} min"]))
-             for a, b in budget.REPLICATES for m in budget.COMPARE_AT]  # fmt: skip
+    diffs = [
+        abs(float(rows[a][f"dev NLL @{m:g} min"]) - float(rows[b][f"dev NLL @{m:g} min"]))
+        for a, b in budget.REPLICATES
+        for m in budget.COMPARE_AT
+    ]
     assert result["floor"] == pytest.approx(max(diffs), abs=0.011)  # arms.csv rounds to 0.01
     assert len(result["differences"]) == len(diffs)
 

@@ -151,14 +151,38 @@ def test_sigkill_mid_run_then_resume(toy, tmp_path):
     cfg, _, root = toy
     out, cache = tmp_path / "results", root / "cache"
     env = {**os.environ, "NMT_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
-    base = [sys.executable, "-m", "nmt_lib", "train", "--profile", "smoke", "--run",
-            "RNNsearch-50", "--data-dir", str(root / "wmt"), "--out", str(out),
-            "--set", "train.threads=1", "--set", "train.precision='fp32'",
-            "--set", "train.checkpoint_minutes=0.0001", "--set", "train.eval_every=10",
-            "--set", "train.dev_bleu_sentences=2"]  # fmt: skip
+    base = [
+        sys.executable,
+        "-m",
+        "nmt_lib",
+        "train",
+        "--profile",
+        "smoke",
+        "--run",
+        "RNNsearch-50",
+        "--data-dir",
+        str(root / "wmt"),
+        "--out",
+        str(out),
+        "--set",
+        "train.threads=1",
+        "--set",
+        "train.precision='fp32'",
+        "--set",
+        "train.checkpoint_minutes=0.0001",
+        "--set",
+        "train.eval_every=10",
+        "--set",
+        "train.dev_bleu_sentences=2",
+    ]
     log = out / "runs" / "RNNsearch-50" / "train_log.jsonl"
-    proc = subprocess.Popen([*base, "--set", "train.max_updates=100000"], env=env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [*base, "--set", "train.max_updates=100000"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.time() + 60
         while time.time() < deadline and proc.poll() is None:
@@ -174,13 +198,20 @@ def test_sigkill_mid_run_then_resume(toy, tmp_path):
     (ckpt_dir,) = (cache / "ckpt").glob("RNNsearch-50-*")
     u = load_checkpoint(ckpt_dir / "last.pt")["update"]  # intact despite the kill
     assert u >= 1
-    done = subprocess.run([*base, "--set", f"train.max_updates={u + 3}"], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [*base, "--set", f"train.max_updates={u + 3}"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "runs" / "RNNsearch-50" / "train_summary.json").read_text())
     assert summary["resumed_from_update"] == u and summary["updates"] == u + 3
-    updates = [r["update"] for r in map(json.loads, log.read_text().splitlines())
-               if r["kind"] == "train"]  # fmt: skip
+    updates = [
+        r["update"] for r in map(json.loads, log.read_text().splitlines()) if r["kind"] == "train"
+    ]
     assert updates == list(range(1, u + 4))  # records after the checkpoint were dropped, no gaps
     assert json.loads((out / "runs" / "RNNsearch-50" / "config.json").read_text())["name"] == (
         "RNNsearch-50"
@@ -214,7 +245,9 @@ def test_a_checkpoint_that_predates_a_setting_fits_its_run_with_the_default(arch
     old = to_dict(run)
     del old["model"]["dropout"], old["train"]["label_smoothing"]
     check_compatible({"config": old}, run, "old.pt")
-    for other in (replace(run, model=replace(run.model, dropout=0.3)),
-                  replace(run, train=replace(run.train, label_smoothing=0.1))):  # fmt: skip
+    for other in (
+        replace(run, model=replace(run.model, dropout=0.3)),
+        replace(run, train=replace(run.train, label_smoothing=0.1)),
+    ):
         with pytest.raises(CheckpointError, match="dropout|label_smoothing"):
             check_compatible({"config": old}, other, "old.pt")

@@ -30,9 +30,13 @@ def fake_results(root, long_ok: dict, alpha, encdec_learned: bool = True):
     refs = [" ".join(rng.choices(words, k=n)) for n in [15] * 40 + [55] * 40]
     for name in MODELS[:4]:
         weak = "encdec" in name
-        hyps = [r if (i < 40 and not (weak and (i % 3 == 0 or not encdec_learned)))
-                or (i >= 40 and long_ok[name] and not (weak and not encdec_learned))
-                else " ".join(rng.choices(words, k=len(r.split()))) for i, r in enumerate(refs)]  # fmt: skip
+        hyps = [
+            r
+            if (i < 40 and not (weak and (i % 3 == 0 or not encdec_learned)))
+            or (i >= 40 and long_ok[name] and not (weak and not encdec_learned))
+            else " ".join(rng.choices(words, k=len(r.split())))
+            for i, r in enumerate(refs)
+        ]
         d = run_dir(root, name)
         d.mkdir(parents=True)
         stats = bleu.sentence_stats(hyps, refs, True)
@@ -69,7 +73,10 @@ def test_claims_verdicts_follow_the_numbers(tmp_path):
     rows = claims(tmp_path / "c", n_samples=100)
     # equal models do not "beat" each other: a difference must reach claims.MARGIN BLEU
     assert [r["verdict"] for r in rows] == ["not reproduced"] * 2 + [
-        "reproduced", "not reproduced", "not testable here"]  # fmt: skip
+        "reproduced",
+        "not reproduced",
+        "not testable here",
+    ]
     assert all("too small" in r["reason"] for r in rows[:2] + rows[3:4])
     assert "near the uniform" in rows[4]["ours"] and "not flagged" in rows[4]["reason"]
 
@@ -83,7 +90,10 @@ def test_a_baseline_below_the_floor_makes_a_claim_not_testable_even_when_it_lose
     fake_results(tmp_path, ok, np.eye(9).tolist(), encdec_learned=False)
     rows = claims(tmp_path, n_samples=100)
     assert [r["verdict"] for r in rows] == ["not testable here"] * 2 + [
-        "reproduced", "not testable here", "reproduced"]  # fmt: skip
+        "reproduced",
+        "not testable here",
+        "reproduced",
+    ]
     assert "RNNencdec-30 (BLEU" in rows[0]["reason"] and "RNNencdec-50 (BLEU" in rows[0]["reason"]
     assert "RNNsearch-30 leads RNNencdec-30" in rows[0]["observation"]
     assert "learned faster" in rows[1]["observation"]
@@ -159,8 +169,10 @@ def test_a_models_seeds_enter_its_score_and_interval(tmp_path):
 
     s1, lo1, hi1 = parse(one)
     s2, lo2, hi2 = parse(two)
-    per = [bleu.bleu_from_stats(np.array(json.loads(f.read_text())["stats_tok"]), True)
-           for f in (run_dir(tmp_path, "RNNsearch-50") / "bleu_by_length.json", weak)]  # fmt: skip
+    per = [
+        bleu.bleu_from_stats(np.array(json.loads(f.read_text())["stats_tok"]), True)
+        for f in (run_dir(tmp_path, "RNNsearch-50") / "bleu_by_length.json", weak)
+    ]
     assert s1 == round(per[0], 2) and s2 == round(np.mean(per), 2)
     assert "RNNsearch-50 " + f"{s2:.2f} (2 seeds) vs" in two and "seeds" not in one
     assert lo2 < lo1 - 5 and hi2 - lo2 > 2 * (hi1 - lo1)

@@ -24,8 +24,12 @@ def fake_dir(root, models: dict, seeds: int = 1):
     for name, (cfg, short_ok, long_ok) in models.items():
         for k in range(1, seeds + 1):
             rng = random.Random(k)
-            hyps = [r if i % 40 < 40 * (short_ok if i < 40 else long_ok)
-                    else " ".join(rng.choices(WORDS, k=len(r.split()))) for i, r in enumerate(REFS)]  # fmt: skip
+            hyps = [
+                r
+                if i % 40 < 40 * (short_ok if i < 40 else long_ok)
+                else " ".join(rng.choices(WORDS, k=len(r.split())))
+                for i, r in enumerate(REFS)
+            ]
             run = f"{name}-s{k}"
             d = run_dir(root, run)
             d.mkdir(parents=True)
@@ -39,16 +43,28 @@ def fake_dir(root, models: dict, seeds: int = 1):
     return root
 
 
-def study(tmp_path, tag, search=(0.9, 0.9), luong=(0.9, 0.9), reversed_=(0.95, 0.1),
-          forward=(0.5, 0.1), transformer=0.99, seeds=1):  # fmt: skip
-    out = fake_dir(tmp_path / tag, {
-        "RNNencdec-50": ({"arch": "RNNencdec"}, 0.9, 0.1),
-        "RNNsearch-50": ({"arch": "RNNsearch"}, *search),
-        "Seq2seq-50": ({"arch": "Seq2seq"}, *forward),
-        "Seq2seq-50-reversed": ({"arch": "Seq2seq", "reverse_source": True}, *reversed_),
-        "Luong-dot-50": ({"arch": "Luong", "score": "dot"}, *luong),
-        "Transformer-50": ({"arch": "Transformer"}, transformer, transformer),
-    }, seeds)  # fmt: skip
+def study(
+    tmp_path,
+    tag,
+    search=(0.9, 0.9),
+    luong=(0.9, 0.9),
+    reversed_=(0.95, 0.1),
+    forward=(0.5, 0.1),
+    transformer=0.99,
+    seeds=1,
+):
+    out = fake_dir(
+        tmp_path / tag,
+        {
+            "RNNencdec-50": ({"arch": "RNNencdec"}, 0.9, 0.1),
+            "RNNsearch-50": ({"arch": "RNNsearch"}, *search),
+            "Seq2seq-50": ({"arch": "Seq2seq"}, *forward),
+            "Seq2seq-50-reversed": ({"arch": "Seq2seq", "reverse_source": True}, *reversed_),
+            "Luong-dot-50": ({"arch": "Luong", "score": "dot"}, *luong),
+            "Transformer-50": ({"arch": "Transformer"}, transformer, transformer),
+        },
+        seeds,
+    )
     return comparison.claims(out, n_samples=100)
 
 
@@ -57,7 +73,9 @@ def test_comparison_verdicts_follow_the_numbers(tmp_path):
     parts = [r["claim"].split(" shows")[0].split(" holds")[0] for r in rows[1:7]]
     assert parts == ["RNNsearch-50"] * 2 + ["Luong-dot-50"] * 2 + ["Transformer-50"] * 2
     assert [("no deterioration" in r["claim"], "better than" in r["claim"]) for r in rows[1:3]] == [
-        (True, False), (False, True)]  # fmt: skip
+        (True, False),
+        (False, True),
+    ]
     assert [r["verdict"] for r in rows] == ["reproduced"] * 9
     assert "RNNsearch-50 beats RNNencdec-50" in rows[0]["claim"]
     assert "Seq2seq-50-reversed" in rows[7]["ours"] and "RNNsearch-50" in rows[8]["ours"]
@@ -67,8 +85,13 @@ def test_comparison_verdicts_follow_the_numbers(tmp_path):
     # and it holds up no better than they do); reversal and the Transformer make things worse
     rows = study(tmp_path, "b", luong=(0.9, 0.1), reversed_=(0.25, 0.0), transformer=0.4)
     assert [r["verdict"] for r in rows] == ["reproduced"] * 3 + [
-        "not reproduced", "the opposite holds", "reproduced", "reproduced", "the opposite holds",
-        "the opposite holds"]  # fmt: skip
+        "not reproduced",
+        "the opposite holds",
+        "reproduced",
+        "reproduced",
+        "the opposite holds",
+        "the opposite holds",
+    ]
 
 
 def test_models_below_the_learning_floor_make_a_claim_not_testable(tmp_path):
@@ -84,8 +107,13 @@ def test_models_below_the_learning_floor_make_a_claim_not_testable(tmp_path):
     )
     # no model without attention above the floor: nothing to compare Figure 2's ratio with, but
     # RNNsearch-50's own ratio is still judged
-    out = fake_dir(tmp_path / "d", {"RNNsearch-50": ({"arch": "RNNsearch"}, 0.9, 0.9),
-                                    "Seq2seq-50": ({"arch": "Seq2seq"}, 0.0, 0.0)})  # fmt: skip
+    out = fake_dir(
+        tmp_path / "d",
+        {
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 0.9, 0.9),
+            "Seq2seq-50": ({"arch": "Seq2seq"}, 0.0, 0.0),
+        },
+    )
     own, contrast = comparison.claims(out, n_samples=100)
     assert own["verdict"] == "reproduced"
     assert (
@@ -121,10 +149,18 @@ def test_seeded_scores():
 
 
 def test_models_group_the_seeds(tmp_path):
-    out = fake_dir(tmp_path / "g", {"RNNsearch-50": ({"arch": "RNNsearch"}, 1, 1),
-                                    "Luong-dot-50": ({"arch": "Luong"}, 0.5, 0.5)}, seeds=2)  # fmt: skip
-    assert comparison.models(out) == {"RNNsearch-50": ["RNNsearch-50-s1", "RNNsearch-50-s2"],
-                                      "Luong-dot-50": ["Luong-dot-50-s1", "Luong-dot-50-s2"]}  # fmt: skip
+    out = fake_dir(
+        tmp_path / "g",
+        {
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 1, 1),
+            "Luong-dot-50": ({"arch": "Luong"}, 0.5, 0.5),
+        },
+        seeds=2,
+    )
+    assert comparison.models(out) == {
+        "RNNsearch-50": ["RNNsearch-50-s1", "RNNsearch-50-s2"],
+        "Luong-dot-50": ["Luong-dot-50-s1", "Luong-dot-50-s2"],
+    }
     curves, edges = comparison.curves(out)
     assert list(curves) == ["RNNsearch-50", "Luong-dot-50"] and edges[1] == 10
     per = []  # each seed's Figure 2 points: the curve is their mean
@@ -140,13 +176,20 @@ def test_loops_and_outputs(tmp_path):
     assert not comparison.loops("a b c a b c a b".split())  # "a b c" twice, "b c a" twice
     assert not comparison.loops("a a b a a b a a".split(), times=4)
     assert not comparison.loops("<unk> <unk> <unk> <unk> <unk> a <unk> <unk> <unk>".split())
-    out = fake_dir(tmp_path / "compare", {"RNNsearch-50": ({"arch": "RNNsearch"}, 1, 1),
-                                          "Transformer-50": ({"arch": "Transformer"}, 1, 1)},
-                   seeds=2)  # fmt: skip
-    for run, hyps, unfinished in (("RNNsearch-50-s1", ["x", "y"], 0),
-                                  ("RNNsearch-50-s2", ["x y", "x y z"], 0),
-                                  ("Transformer-50-s1", ["x y z x y z x y z", "x y z"], 1),
-                                  ("Transformer-50-s2", ["x y z x y z x y z", "x y z"], 2)):  # fmt: skip
+    out = fake_dir(
+        tmp_path / "compare",
+        {
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 1, 1),
+            "Transformer-50": ({"arch": "Transformer"}, 1, 1),
+        },
+        seeds=2,
+    )
+    for run, hyps, unfinished in (
+        ("RNNsearch-50-s1", ["x", "y"], 0),
+        ("RNNsearch-50-s2", ["x y", "x y z"], 0),
+        ("Transformer-50-s1", ["x y z x y z x y z", "x y z"], 1),
+        ("Transformer-50-s2", ["x y z x y z x y z", "x y z"], 2),
+    ):
         sys_len = sum(len(h.split()) for h in hyps)
         (run_dir(out, run) / "hyp.test.tok.txt").write_text("\n".join(hyps) + "\n")
         (run_dir(out, run) / "bleu.json").write_text(
@@ -155,18 +198,30 @@ def test_loops_and_outputs(tmp_path):
             )
         )
     rows = {r["model"]: r for r in comparison.outputs(out)}
-    assert rows["Transformer-50"] == {"model": "Transformer-50", "unfinished": 1.5,
-                                      "length / reference": 3.0, "looping (%)": 50.0}  # fmt: skip
-    assert rows["RNNsearch-50"] == {"model": "RNNsearch-50", "unfinished": 0.0,
-                                    "length / reference": 0.88, "looping (%)": 0.0}  # fmt: skip
+    assert rows["Transformer-50"] == {
+        "model": "Transformer-50",
+        "unfinished": 1.5,
+        "length / reference": 3.0,
+        "looping (%)": 50.0,
+    }
+    assert rows["RNNsearch-50"] == {
+        "model": "RNNsearch-50",
+        "unfinished": 0.0,
+        "length / reference": 0.88,
+        "looping (%)": 0.0,
+    }
 
 
 @pytest.mark.skipif(
     not (comparison.RESULTS / "manifest.json").is_file(), reason="no committed comparison"
 )
 def test_committed_comparison_tables_are_what_the_code_makes_of_the_runs():
-    made = {"comparison": comparison.table(), "recipes": comparison.recipes(),
-            "claims": comparison.claims(), "outputs": comparison.outputs()}  # fmt: skip
+    made = {
+        "comparison": comparison.table(),
+        "recipes": comparison.recipes(),
+        "claims": comparison.claims(),
+        "outputs": comparison.outputs(),
+    }
     for name, rows in made.items():
         with open(comparison.RESULTS / f"{name}.csv", encoding="utf-8") as f:
             saved = list(csv.DictReader(f))
@@ -176,14 +231,22 @@ def test_committed_comparison_tables_are_what_the_code_makes_of_the_runs():
 
 def test_dev_nll_at_the_updates_every_model_reached(tmp_path):
     curves = {
-        "RNNencdec-50": [{"update": 250, "dev_nll": 9.0}, {"update": 500, "dev_nll": 8.0},
-                         {"update": 640, "dev_nll": 7.5}],
-        "RNNsearch-50": [{"update": 250, "dev_nll": 9.5}, {"update": 500, "dev_nll": 7.0},
-                         {"update": 750, "dev_nll": 6.0}],
+        "RNNencdec-50": [
+            {"update": 250, "dev_nll": 9.0},
+            {"update": 500, "dev_nll": 8.0},
+            {"update": 640, "dev_nll": 7.5},
+        ],
+        "RNNsearch-50": [
+            {"update": 250, "dev_nll": 9.5},
+            {"update": 500, "dev_nll": 7.0},
+            {"update": 750, "dev_nll": 6.0},
+        ],
         "Luong-dot-50": [{"update": 250, "dev_nll": 9.2}, {"update": 500, "dev_nll": 7.2}],
-    }  # fmt: skip
-    assert comparison.at_updates(curves) == (500, {"RNNencdec-50": 8.0, "RNNsearch-50": 7.0,
-                                                   "Luong-dot-50": 7.2})  # fmt: skip
+    }
+    assert comparison.at_updates(curves) == (
+        500,
+        {"RNNencdec-50": 8.0, "RNNsearch-50": 7.0, "Luong-dot-50": 7.2},
+    )
     # dev_curves reads them back from the training logs, averaged over the seeds. Luong's three
     # seeds are 0, 1 and 2 nats better at every update; seed 1 took three times as long per update
     # (slowed by other work), seed 2 half as long, seed 3 as long as the others: the minutes are
@@ -196,8 +259,15 @@ def test_dev_nll_at_the_updates_every_model_reached(tmp_path):
             d = run_dir(tmp_path, f"{name}-s{k}")
             d.mkdir(parents=True)
             lines = [{"kind": "train", "update": 1}] + [
-                {"kind": "eval", "elapsed": 60.0 * r["update"] * slow, "dev_bleu": 1.0, **r,
-                 "dev_nll": r["dev_nll"] - shift} for r in recs]  # fmt: skip
+                {
+                    "kind": "eval",
+                    "elapsed": 60.0 * r["update"] * slow,
+                    "dev_bleu": 1.0,
+                    **r,
+                    "dev_nll": r["dev_nll"] - shift,
+                }
+                for r in recs
+            ]
             (d / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
             last = recs[-1]["update"]
             summary = {"hours": last * slow / 60, "updates": last}
@@ -206,8 +276,10 @@ def test_dev_nll_at_the_updates_every_model_reached(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"runs": runs}))
     got = comparison.dev_curves(tmp_path)
     want = {m: [{**r, "minutes": float(r["update"])} for r in recs] for m, recs in curves.items()}
-    want["Luong-dot-50"] = [{**r, "minutes": float(r["update"]), "dev_nll": r["dev_nll"] - 1.0}
-                            for r in curves["Luong-dot-50"]]  # fmt: skip
+    want["Luong-dot-50"] = [
+        {**r, "minutes": float(r["update"]), "dev_nll": r["dev_nll"] - 1.0}
+        for r in curves["Luong-dot-50"]
+    ]
     assert got == want
     luong = [f"Luong-dot-50-s{k}" for k in (1, 2, 3)]
     assert comparison.timing_run(tmp_path, luong) == "Luong-dot-50-s3"
@@ -223,8 +295,10 @@ def test_commit_text_names_the_commit_its_state_and_the_runs_made_later():
     assert commit_text({"git": {"commit": None, "dirty": True}}) == (
         "uncommitted with uncommitted changes"
     )
-    later = {"Peeky-50": {"commit": "2772cc4a611c", "what": "trained and evaluated"},
-             "Transformer-50": {"commit": "a0f14175bfb5", "what": "test set decoded"}}  # fmt: skip
+    later = {
+        "Peeky-50": {"commit": "2772cc4a611c", "what": "trained and evaluated"},
+        "Transformer-50": {"commit": "a0f14175bfb5", "what": "test set decoded"},
+    }
     assert commit_text({"git": git, "git_runs": later}) == (
         "1e49024a70 (Peeky-50: trained and evaluated from 2772cc4a61; "
         "Transformer-50: test set decoded from a0f14175bf)"
@@ -232,11 +306,27 @@ def test_commit_text_names_the_commit_its_state_and_the_runs_made_later():
 
 
 def test_the_gpu_view_reads_its_runs_and_is_empty_without_them(tmp_path, monkeypatch):
-    out = fake_dir(tmp_path / "gpu", {"RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 0.0),
-                                      "Transformer-50": ({"arch": "Transformer"}, 0.0, 1.0)})  # fmt: skip
+    out = fake_dir(
+        tmp_path / "gpu",
+        {
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 0.0),
+            "Transformer-50": ({"arch": "Transformer"}, 0.0, 1.0),
+        },
+    )
     runs = ["RNNsearch-50-s1", "Transformer-50-s1"]
-    base = [{"model": r, "All": 1.0, "No UNK": None, "dev NLL": 2.0, "parameters (M)": 3.0,
-             "updates": 4, "train tok/s": 5, "hours": 0.05} for r in runs]  # fmt: skip
+    base = [
+        {
+            "model": r,
+            "All": 1.0,
+            "No UNK": None,
+            "dev NLL": 2.0,
+            "parameters (M)": 3.0,
+            "updates": 4,
+            "train tok/s": 5,
+            "hours": 0.05,
+        }
+        for r in runs
+    ]
     monkeypatch.setattr(comparison.tables, "comparison_table", lambda d: base if d == out else [])
     rows = comparison.gpu_view(out)
     assert [r["model"] for r in rows] == runs and {r["minutes"] for r in rows} == {3.0}
@@ -248,7 +338,8 @@ def test_the_gpu_view_reads_its_runs_and_is_empty_without_them(tmp_path, monkeyp
 def test_the_commonest_opening_counts_the_translations_that_begin_with_it(tmp_path):
     (tmp_path / "hyp.test.tok.txt").write_text(
         "Monsieur le Président , merci .\nMonsieur le Président .\nLe chat dort .\nMonsieur le\n",
-        encoding="utf-8")  # fmt: skip
+        encoding="utf-8",
+    )
     assert comparison.commonest_opening(tmp_path) == ("Monsieur le Président", 2, 4)
     assert comparison.commonest_opening(tmp_path, words=1) == ("Monsieur", 3, 4)
 
@@ -263,10 +354,19 @@ def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
     d = run_dir(out, "Transformer-50-s1")
     # windows of 25 updates of 2,000 target tokens, one of them slowed by an evaluation, and a
     # resume (its elapsed time starts again from the checkpoint's): the median is 2,000
-    windows = [(25, 50.0, 1000.0), (25, 100.0, 1000.0), (25, 200.0, 250.0), (25, 250.0, 1000.0),
-               (10, 240.0, 5000.0), (25, 290.0, 1000.0), (25, 340.0, 1000.0)]  # fmt: skip
-    lines = [{"kind": "train", "window_updates": n, "elapsed": e, "tokens_per_s": t}
-             for n, e, t in windows]  # fmt: skip
+    windows = [
+        (25, 50.0, 1000.0),
+        (25, 100.0, 1000.0),
+        (25, 200.0, 250.0),
+        (25, 250.0, 1000.0),
+        (10, 240.0, 5000.0),
+        (25, 290.0, 1000.0),
+        (25, 340.0, 1000.0),
+    ]
+    lines = [
+        {"kind": "train", "window_updates": n, "elapsed": e, "tokens_per_s": t}
+        for n, e, t in windows
+    ]
     (d / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert tokens_per_update(d) == 2000.0
     (d / "train_summary.json").write_text(json.dumps({"updates": 3000}))
@@ -278,20 +378,32 @@ def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
 def test_the_share_of_training_time_spent_on_dev(tmp_path):
     from nmt_experiments.results import eval_share
 
-    lines = [{"kind": "train", "elapsed": 50.0}, {"kind": "eval", "elapsed": 100.0, "eval_seconds": 5.0},
-             {"kind": "train", "elapsed": 150.0}, {"kind": "eval", "elapsed": 200.0, "eval_seconds": 15.0}]  # fmt: skip
+    lines = [
+        {"kind": "train", "elapsed": 50.0},
+        {"kind": "eval", "elapsed": 100.0, "eval_seconds": 5.0},
+        {"kind": "train", "elapsed": 150.0},
+        {"kind": "eval", "elapsed": 200.0, "eval_seconds": 15.0},
+    ]
     (tmp_path / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert eval_share(tmp_path) == 0.1
 
 
 def test_the_recipes_table_leaves_blank_what_an_architecture_does_not_have(tmp_path):
-    train = {"optimizer": "adam", "lr": 0.003, "lr_schedule": "constant", "warmup_updates": 0,
-             "adam_beta2": 0.999}  # fmt: skip
+    train = {
+        "optimizer": "adam",
+        "lr": 0.003,
+        "lr_schedule": "constant",
+        "warmup_updates": 0,
+        "adam_beta2": 0.999,
+    }
     configs = {
-        f"{arch}-50-s1": {"model": {"arch": arch, "layers": 2, "dropout": 0.1, "forget_bias": 1.0},
-                          "train": train, "search": {"normalize": True, "max_len_ratio": 1.5}}
+        f"{arch}-50-s1": {
+            "model": {"arch": arch, "layers": 2, "dropout": 0.1, "forget_bias": 1.0},
+            "train": train,
+            "search": {"normalize": True, "max_len_ratio": 1.5},
+        }
         for arch in ("RNNsearch", "Luong", "Transformer")
-    }  # fmt: skip
+    }
     (tmp_path / "manifest.json").write_text(json.dumps({"runs": list(configs), "configs": configs}))
     rows = {r["model"]: r for r in comparison.recipes(tmp_path)}
     assert (rows["RNNsearch-50"]["dropout"], rows["RNNsearch-50"]["forget-gate bias"]) == (
@@ -311,9 +423,13 @@ def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
     """A run's training hours are its own record over every session it resumed in, not the wall
     time of the last command that finished it; a run no longer in the manifest's runs (an arm
     dropped from the sweep, its wall time left behind) is not counted."""
-    runs = {tmp_path: {"A-s1": (1.0, {"train_s": 600.0, "evaluate_s": 360.0}),
-                       "A-s2": (2.0, {"train_s": 7200.0, "evaluate_s": 0.0})},
-            tmp_path / "recipes": {"A.adam-1e-3": (0.5, {"train_s": 1800.0, "final_eval_s": 1800.0})}}  # fmt: skip
+    runs = {
+        tmp_path: {
+            "A-s1": (1.0, {"train_s": 600.0, "evaluate_s": 360.0}),
+            "A-s2": (2.0, {"train_s": 7200.0, "evaluate_s": 0.0}),
+        },
+        tmp_path / "recipes": {"A.adam-1e-3": (0.5, {"train_s": 1800.0, "final_eval_s": 1800.0})},
+    }
     for d, found in runs.items():
         for run, (hours, _) in found.items():
             run_dir(d, run).mkdir(parents=True)
@@ -325,8 +441,12 @@ def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
         }
         (d / "manifest.json").write_text(json.dumps(manifest))
     (tmp_path / "recipes" / "search.csv").write_text("model,seconds\nA,720\nA,1080\n")
-    assert comparison.compute(tmp_path) == {"sweep": 1.0, "search": 0.5, "comparison": 3.1,
-                                            "cores": 2}  # fmt: skip
+    assert comparison.compute(tmp_path) == {
+        "sweep": 1.0,
+        "search": 0.5,
+        "comparison": 3.1,
+        "cores": 2,
+    }
     for f in ("manifest.json", "search.csv"):  # a comparison without its sweep
         (tmp_path / "recipes" / f).unlink()
     assert comparison.compute(tmp_path)["sweep"] == comparison.compute(tmp_path)["search"] == 0

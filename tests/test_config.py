@@ -214,9 +214,19 @@ def test_a_config_saved_with_every_architectures_keys_reads_back():
     run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
     seq = run["Seq2seq-50-s1"]
     old = to_dict(seq)
-    old["model"] |= {"n_align": 256, "l": 128, "output_rank": 128, "score": "general",
-                     "heads": 4, "ff": 1024, "dropout": 0.0, "input_feed": True, "n_dec": None,
-                     "gate_bias": False, "embedding_bias": True}  # fmt: skip
+    old["model"] |= {
+        "n_align": 256,
+        "l": 128,
+        "output_rank": 128,
+        "score": "general",
+        "heads": 4,
+        "ff": 1024,
+        "dropout": 0.0,
+        "input_feed": True,
+        "n_dec": None,
+        "gate_bias": False,
+        "embedding_bias": True,
+    }
     assert run_from_dict(old) == seq and same_run(old, seq)
     assert not same_run({**old, "model": {**old["model"], "layers": 1}}, seq)
 
@@ -234,9 +244,11 @@ def test_a_runs_own_model_key_of_another_architecture_is_an_error(tmp_path):
 def test_a_bad_model_value_of_another_family_is_still_an_error():
     """Keys of other families are left out of a run's config, not out of the checks: a bad value
     in an override raises, naming where it came from."""
-    for bad, message in (({"layers": 0}, "model.layers must be positive"),
-                         ({"score": "bogus"}, "model.score must be"),
-                         ({"heads": "x"}, r"--set model.heads: expected int")):  # fmt: skip
+    for bad, message in (
+        ({"layers": 0}, "model.layers must be positive"),
+        ({"score": "bogus"}, "model.score must be"),
+        ({"heads": "x"}, r"--set model.heads: expected int"),
+    ):
         with pytest.raises(ConfigError, match=message):
             load_profile("smoke", model=bad)
     with pytest.raises(ConfigError, match="model.arch must be one of"):

@@ -71,8 +71,9 @@ def test_float64_on_cuda_equals_the_cpu(arch):
 def test_bf16_autocast_on_cuda_as_close_to_float32_as_on_the_cpu(arch):
     """Log-probs within 0.01 nats of float32, every gradient within 5 % (relative L2) or twice the
     CPU's bf16 error (as ``test_fast_paths.test_bf16_autocast_as_close_to_float32_as_the_step_path``)."""
-    model, *batch = setup(arch, backend="fast", dtype=torch.float32, scale=0.3, m=16, n=16, n_dec=24, n_align=12,
-                          l=8)  # fmt: skip
+    model, *batch = setup(
+        arch, backend="fast", dtype=torch.float32, scale=0.3, m=16, n=16, n_dec=24, n_align=12, l=8
+    )
     exact = outputs_and_grads(model, batch, torch.device("cpu"))
     cpu_bf16 = outputs_and_grads(model, batch, torch.device("cpu"), autocast=True)
     gpu_bf16 = outputs_and_grads(model, batch, GPU, autocast=True)
@@ -118,8 +119,11 @@ def test_best_words_on_cuda_equal_the_cpus(dtype, normalized):
 def test_adadelta_on_cuda_is_torch_adadelta():
     """torch's own (multi-tensor) step; ``grad_scale`` as scaling the gradients first."""
     g = torch.Generator().manual_seed(0)
-    shapes = [torch.randn(5, 9, generator=g), torch.randn(9, 5, generator=g).t(),
-              torch.randn(1011, generator=g)]  # fmt: skip
+    shapes = [
+        torch.randn(5, 9, generator=g),
+        torch.randn(9, 5, generator=g).t(),
+        torch.randn(1011, generator=g),
+    ]
     ours = [torch.nn.Parameter(t.to(GPU)) for t in shapes]
     ref = [torch.nn.Parameter(t.to(GPU)) for t in shapes]
     opt = Adadelta(ours, lr=1.0, rho=0.95, eps=1e-6)
@@ -174,9 +178,9 @@ RECIPES = {"paper": {}, "adam-sentence": {"optimizer": "adam", "lr": 1e-3, "loss
 
 
 @pytest.mark.parametrize(
-    "precision,tol,recipe", [("fp32", 1e-5, "paper"), ("bf16", 1e-2, "paper"),
-                             ("fp32", 1e-5, "adam-sentence")]
-)  # fmt: skip
+    "precision,tol,recipe",
+    [("fp32", 1e-5, "paper"), ("bf16", 1e-2, "paper"), ("fp32", 1e-5, "adam-sentence")],
+)
 def test_training_with_cuda_graphs_equals_eager_training(toy, precision, tol, recipe):  # noqa: F811
     """bf16: the padded shapes' products may round differently. Adam moves a weight whose gradient
     is rounding noise by ~lr whatever its sign: its weights are compared to lr."""
@@ -184,8 +188,9 @@ def test_training_with_cuda_graphs_equals_eager_training(toy, precision, tol, re
     atol = tol / 10 if recipe == "paper" else 3 * RECIPES[recipe]["lr"]
 
     def three_updates(cuda_graphs: bool):
-        c = with_train(cfg, device="cuda", precision=precision, cuda_graphs=cuda_graphs,
-                       **RECIPES[recipe])  # fmt: skip
+        c = with_train(
+            cfg, device="cuda", precision=precision, cuda_graphs=cuda_graphs, **RECIPES[recipe]
+        )
         torch.manual_seed(c.train.seed)
         it = data.TrainIterator.from_config(prep.train, c.data)
         tr = Trainer(c, build_model(c.model).to(GPU), it, GPU)

@@ -281,11 +281,16 @@ def test_a_pack_trains_and_evaluates_without_the_data_directory(toy, tmp_path):
     got = prepare(cfg, workers=1)
     assert got.src_vocab == prep.src_vocab and got.trg_vocab == prep.trg_vocab
     assert len(got.train) == len(prep.train)
-    assert all(np.array_equal(a, b) for i in (0, len(prep.train) - 1)
-               for a, b in zip(got.train.pair(i), prep.train.pair(i), strict=True))  # fmt: skip
+    assert all(
+        np.array_equal(a, b)
+        for i in (0, len(prep.train) - 1)
+        for a, b in zip(got.train.pair(i), prep.train.pair(i), strict=True)
+    )
     assert (got.dev.x, got.test.y, got.test.no_unk) == (prep.dev.x, prep.test.y, prep.test.no_unk)
-    assert set(data_mod.read_pack(out)["data_sha256"]) >= {"train/toy.en", "test-full/" + next(
-        p.name for p in (out / "data/test-full").iterdir())}  # fmt: skip
+    assert set(data_mod.read_pack(out)["data_sha256"]) >= {
+        "train/toy.en",
+        "test-full/" + next(p.name for p in (out / "data/test-full").iterdir()),
+    }
     with pytest.raises(DataError, match=r"pack\.json: packed with data\.max_len = 12, not 8"):
         prepare(dataclasses.replace(cfg, max_len=8), workers=1)
     ref = next((out / "data/test-full").glob("*ref*"))
@@ -315,12 +320,15 @@ def test_multi30k_reads_plain_text_dev_and_both_flickr_test_sets(toy30k, monkeyp
     prep = prepare(cfg, workers=1)
     assert len(prep.dev) == 20 and len(prep.test) == 40
     assert [i[0] for i in prep.test.ids] == ["multi30k.test_2016_flickr"] * 20 + [
-        "multi30k.test_2017_flickr"] * 20  # fmt: skip
+        "multi30k.test_2017_flickr"
+    ] * 20
     assert prep.test.ids[20][2] == "1"  # line numbers within each part
     first = next(read_lines(root / "multi30k.task1.test_2017_flickr.en"))
     assert prep.test.src_raw[20] == first and prep.test.src_tok[20] == tokenize(first, "en")
-    assert prep.stats["test"]["parts"] == {"multi30k.test_2016_flickr": 20,
-                                           "multi30k.test_2017_flickr": 20}  # fmt: skip
+    assert prep.stats["test"]["parts"] == {
+        "multi30k.test_2016_flickr": 20,
+        "multi30k.test_2017_flickr": 20,
+    }
     assert len(prep.src_vocab) == len(prep.trg_vocab) == 23  # the training side's 20 words
     assert prep.stats["train"]["lines_read"] == 300
     # the Moses-tokenized first training line, in the shortlist's words
@@ -340,8 +348,11 @@ def test_multi30k_truncated_misaligned_or_missing_file_is_named(toy30k, split):
         prepare(multi30k(root, cache), workers=1)
     f.write_text("".join(text.splitlines(keepends=True)[:-2]), encoding="utf-8")  # two lines short
     n = {"train": 300}.get(split, 20)
-    msg = (rf"{split}\.en has {n} lines, .*{split}\.fr has {n - 2}" if split == "train"
-           else rf"{split}\.en has {n} lines and .*{split}\.fr {n - 2}")  # fmt: skip
+    msg = (
+        rf"{split}\.en has {n} lines, .*{split}\.fr has {n - 2}"
+        if split == "train"
+        else rf"{split}\.en has {n} lines and .*{split}\.fr {n - 2}"
+    )
     with pytest.raises(DataError, match=msg):
         prepare(multi30k(root, cache), workers=1)
     f.unlink()

@@ -29,9 +29,15 @@ def toy_config(root: Path):
     prof = load_profile(
         "smoke",
         data={"data_dir": str(root / "wmt"), "cache_dir": str(root / "cache")},
-        train={"threads": 1, "precision": "fp32", "device": "cpu", "max_updates": 4,
-               "eval_every": 2, "dev_bleu_sentences": 2},
-    )  # fmt: skip
+        train={
+            "threads": 1,
+            "precision": "fp32",
+            "device": "cpu",
+            "max_updates": 4,
+            "eval_every": 2,
+            "dev_bleu_sentences": 2,
+        },
+    )
     return prof.runs["RNNsearch-50"]
 
 
@@ -42,8 +48,13 @@ def new_trainer(cfg, prep, rank=0, world=1):
 
 
 def worker(rank: int, world: int, port: int, root: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))  # fmt: skip
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        WORLD_SIZE=str(world),
+        LOCAL_RANK=str(rank),
+    )
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
@@ -73,8 +84,9 @@ def test_two_processes_agree_and_sum_gradients(tmp_path):
     prep = data.prepare(cfg.data, workers=1, progress=False)  # once, before the workers read it
     torch.optim.Adadelta([torch.zeros(1, requires_grad=True)])  # imports torch._dynamo once, here
     # fork: the workers inherit the imports (a fresh interpreter per worker takes ~10 s here)
-    mp.start_processes(worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True,
-                       start_method="fork")  # fmt: skip
+    mp.start_processes(
+        worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True, start_method="fork"
+    )
     r0, r1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
     for name in r0["params"]:
         assert torch.equal(r0["params"][name], r1["params"][name]), name

@@ -7,8 +7,12 @@ import pytest
 
 from nmt_experiments.explorer import explorer_html
 
-PANEL = {"title": "a </script> title", "src": ["the", "man", "<end>"], "trg": ["l'", "homme", "<end>"],
-         "alpha": [[0.7, 0.3, 0.0], [0.1, 0.9, 0.0], [0.0, 0.0, 1.0]]}  # fmt: skip
+PANEL = {
+    "title": "a </script> title",
+    "src": ["the", "man", "<end>"],
+    "trg": ["l'", "homme", "<end>"],
+    "alpha": [[0.7, 0.3, 0.0], [0.1, 0.9, 0.0], [0.0, 0.0, 1.0]],
+}
 
 
 def test_the_data_travel_inline_and_cannot_end_the_script():
@@ -31,8 +35,12 @@ def test_malformed_weights_are_refused():
 def test_moses_escapes_are_shown_as_text():
     """The data hold Moses tokens (``&apos;``, ``&quot;``); the reader sees the characters, and a
     sentence's name detokenized."""
-    panel = {**PANEL, "title": "test sentence 3: &quot; I won &apos;t go &quot; …",
-             "src": ["won", "&apos;t", "<end>"], "trg": ["&quot;", "pas", "<end>"]}  # fmt: skip
+    panel = {
+        **PANEL,
+        "title": "test sentence 3: &quot; I won &apos;t go &quot; …",
+        "src": ["won", "&apos;t", "<end>"],
+        "trg": ["&quot;", "pas", "<end>"],
+    }
     payload = re.search(r'<script type="application/json">(.*?)</script>', explorer_html([panel]))
     (data,) = json.loads(payload.group(1).replace("<\\/", "</"))
     assert data["title"] == 'test sentence 3: "I won\'t go" …'

@@ -76,8 +76,16 @@ def test_attention_scan_states_past_the_end_keep_their_gradient():
     gradients of a loss on all of S, padding included."""
     g = torch.Generator().manual_seed(0)
     B, Ty, Tx, n, na, ctx = 3, 4, 5, 4, 3, 6
-    shapes = [(B, Ty, 3 * n), (B, n), (B, Tx, ctx), (B, Tx, na), (n, 2 * n + na), (ctx, 3 * n),
-              (n, n), (na,)]  # fmt: skip
+    shapes = [
+        (B, Ty, 3 * n),
+        (B, n),
+        (B, Tx, ctx),
+        (B, Tx, na),
+        (n, 2 * n + na),
+        (ctx, 3 * n),
+        (n, n),
+        (na,),
+    ]
     args = [torch.randn(*s, generator=g, dtype=torch.float64).requires_grad_() for s in shapes]
     y_mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]]).bool()
     x_mask = torch.ones(B, Tx, dtype=torch.bool)
@@ -103,16 +111,19 @@ def test_padded_rows_real_positions_then_copies_of_the_first():
 
 
 def run_python(code: str, env: dict) -> str:
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_acceleration_raises_onednn_kernel_cache_unless_set():
     """Importing the library (the fast backend too) leaves the process alone; choosing acceleration
     raises oneDNN's kernel cache, unless the user set it."""
-    code = ("import os, nmt_lib.fast, nmt_lib.train; "
-            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), end=' '); "
-            "nmt_lib.fast.tune_process(); print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])")  # fmt: skip
+    code = (
+        "import os, nmt_lib.fast, nmt_lib.train; "
+        "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), end=' '); "
+        "nmt_lib.fast.tune_process(); print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
+    )
     env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
     assert run_python(code, env) == "None 8192"
     assert run_python(code, {**env, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "64"}) == "64 64"
@@ -120,8 +131,10 @@ def test_acceleration_raises_onednn_kernel_cache_unless_set():
 
 @pytest.mark.skipif(sys.platform != "linux", reason="glibc's mallopt")
 def test_acceleration_keeps_freed_memory_unless_opted_out():
-    code = ("import nmt_lib.backend as f; assert f.backend('reference').tune_process() == {}; "
-            "print(f.backend('fast').tune_process()['malloc'])")  # fmt: skip
+    code = (
+        "import nmt_lib.backend as f; assert f.backend('reference').tune_process() == {}; "
+        "print(f.backend('fast').tune_process()['malloc'])"
+    )
     assert run_python(code, dict(os.environ)) == "True"
     assert run_python(code, {**os.environ, "NMT_LIB_MALLOPT": "0"}) == "False"
 
@@ -141,19 +154,23 @@ def test_accelerate_again_takes_the_new_options():
 def test_training_and_evaluation_tune_the_process_for_the_fast_backend(tmp_path):
     """Training on the fast backend asks it to tune the process (oneDNN's kernel cache), which
     importing the library and loading a model do not."""
-    code = ("import os; from nmt_lib.data.fixtures import toy_run; from nmt_lib.train import "
-            f"train_run; cfg, prep = toy_run({str(tmp_path)!r}, max_updates=1, eval_every=1); "
-            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), end=' '); "
-            f"train_run(cfg, {str(tmp_path / 'out')!r}, prep, progress=False); "
-            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'))")  # fmt: skip
+    code = (
+        "import os; from nmt_lib.data.fixtures import toy_run; from nmt_lib.train import "
+        f"train_run; cfg, prep = toy_run({str(tmp_path)!r}, max_updates=1, eval_every=1); "
+        "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), end=' '); "
+        f"train_run(cfg, {str(tmp_path / 'out')!r}, prep, progress=False); "
+        "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
     assert run_python(code, env).split()[-2:] == ["None", "8192"]
 
 
 def test_fast_gru_scan_gradcheck():
     g = torch.Generator().manual_seed(1)
-    args = [torch.randn(*s, generator=g, dtype=torch.float64).requires_grad_()
-            for s in ((2, 5, 9), (2, 3), (3, 6), (3, 3))]  # fmt: skip
+    args = [
+        torch.randn(*s, generator=g, dtype=torch.float64).requires_grad_()
+        for s in ((2, 5, 9), (2, 3), (3, 6), (3, 3))
+    ]
     mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
     assert torch.autograd.gradcheck(lambda *x: fast_gru_scan(*x, mask), args)
 
@@ -214,8 +231,11 @@ def test_logit_pieces_only_for_float32_on_a_cpu_with_a_small_weight_gradient():
     cpu, N, K = torch.device("cpu"), 1500, 10003  # bench-small: 1500 x 10003 float32 logits
     rows = [len(range(N)[p]) for p in _logit_pieces(N, 256, K, torch.float32, cpu)]
     assert rows[0] % 64 == 0 and rows[0] * K * 4 <= LOGIT_BLOCK_BYTES and len(rows) == 3
-    for args in ((N, 256, K, torch.bfloat16, cpu), (N, 256, K, torch.float32, torch.device("cuda")),
-                 (2400, 620, 30001, torch.float32, cpu)):  # fmt: skip  # the paper's W_o: 74 MB
+    for args in (
+        (N, 256, K, torch.bfloat16, cpu),
+        (N, 256, K, torch.float32, torch.device("cuda")),
+        (2400, 620, 30001, torch.float32, cpu),
+    ):  # the paper's W_o: 74 MB
         assert _logit_pieces(*args) == [slice(0, args[0])]
     assert _logit_pieces(0, 256, K, torch.float32, cpu) == [slice(0, 0)]
 
@@ -276,15 +296,22 @@ def loss_and_grads(model, logp, alpha, seed=5):
     if alpha is not None:  # the attention weights are an output too
         loss = loss + (alpha * torch.randn(alpha.shape, generator=g, dtype=alpha.dtype)).sum()
     params = [p for _, p in model.named_parameters()]
-    return dict(zip([k for k, _ in model.named_parameters()], torch.autograd.grad(loss, params),
-                    strict=True))  # fmt: skip
+    return dict(
+        zip(
+            [k for k, _ in model.named_parameters()], torch.autograd.grad(loss, params), strict=True
+        )
+    )
 
 
 @pytest.mark.parametrize(
     "arch,overrides",
-    [("RNNsearch", {}), ("RNNsearch", {"output_rank": None, "gate_bias": True, "n_dec": None}),
-     ("RNNencdec", {}), ("RNNencdec", {"output_rank": None, "embedding_bias": False})],
-)  # fmt: skip
+    [
+        ("RNNsearch", {}),
+        ("RNNsearch", {"output_rank": None, "gate_bias": True, "n_dec": None}),
+        ("RNNencdec", {}),
+        ("RNNencdec", {"output_rank": None, "embedding_bias": False}),
+    ],
+)
 def test_forward_equals_step_interface_values_and_gradients(arch, overrides):
     """The fast backend's forward (its own teacher forcing) against the paper's step loop (on the
     reference backend the forward is that loop)."""
@@ -314,8 +341,13 @@ def search_steps(model, x, x_mask, y, y_mask):
         for i in range(y.shape[1]):
             scores, alpha_i, carry = steps.readout(enc, state)
             best, words = steps.best_words(scores, K, torch.zeros_like(y_mask[:, i]), False)
-            logp.append(torch.full((len(y), K), -torch.inf, dtype=best.dtype).scatter(1, words, best)
-                        .gather(1, y[:, i, None]).squeeze(1).to(torch.float64))  # fmt: skip
+            logp.append(
+                torch.full((len(y), K), -torch.inf, dtype=best.dtype)
+                .scatter(1, words, best)
+                .gather(1, y[:, i, None])
+                .squeeze(1)
+                .to(torch.float64)
+            )
             alpha.append(alpha_i)
             state = steps.advance(carry, y[:, i])
     logp = torch.stack(logp, 1).masked_fill(~y_mask, 0.0)
@@ -396,8 +428,19 @@ class NoReadBack(TorchFunctionMode):
     """Fails on any torch call that reads a tensor's values into Python or gives a shape that
     depends on them (on a GPU: a wait for it, which a CUDA graph's capture forbids)."""
 
-    READ = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "nonzero",
-            "masked_select", "unique", "numpy", "cpu"}  # fmt: skip
+    READ = {
+        "item",
+        "tolist",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "nonzero",
+        "masked_select",
+        "unique",
+        "numpy",
+        "cpu",
+    }
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")

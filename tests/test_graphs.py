@@ -29,11 +29,14 @@ def fake_cuda(monkeypatch):
         step()  # the capture runs the step once
 
     stream = types.SimpleNamespace(wait_stream=lambda s: None)
-    for name, fake in {"CUDAGraph": Graph, "graph_pool_handle": lambda: None,
-                       "Stream": lambda device=None: stream,
-                       "current_stream": lambda device=None: stream,
-                       "stream": lambda s: contextlib.nullcontext(),
-                       "device": lambda d: contextlib.nullcontext()}.items():  # fmt: skip
+    for name, fake in {
+        "CUDAGraph": Graph,
+        "graph_pool_handle": lambda: None,
+        "Stream": lambda device=None: stream,
+        "current_stream": lambda device=None: stream,
+        "stream": lambda s: contextlib.nullcontext(),
+        "device": lambda d: contextlib.nullcontext(),
+    }.items():
         monkeypatch.setattr(graphs.torch.cuda, name, fake)
     monkeypatch.setattr(GraphedLoss, "_record", record)
 

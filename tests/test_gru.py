@@ -137,13 +137,23 @@ def test_paper_modules_are_plain_pytorch(module):
     path = Path(__file__).resolve().parent.parent / "nmt_lib" / "paper" / f"{module}.py"
     text = path.read_text()
     tree = ast.parse(text)
-    local = {"." * node.level + node.module for node in ast.walk(tree)
-             if isinstance(node, ast.ImportFrom) and node.level}  # fmt: skip
+    local = {
+        "." * node.level + node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level
+    }
     assert local <= {*(f".{m}" for m in PAPER_MODULES), "..config", "..data.vocab"}, local
-    others = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-              for a in node.names}  # fmt: skip
-    others |= {node.module.split(".")[0] for node in ast.walk(tree)
-               if isinstance(node, ast.ImportFrom) and node.level == 0}  # fmt: skip
+    others = {
+        a.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+    }
+    others |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 0
+    }
     assert others <= {"torch", "__future__", "math", "typing"}, others
     for switch in ("is_grad_enabled", "is_current_stream_capturing", "environ", "mallopt"):
         assert switch not in text, switch
@@ -153,8 +163,15 @@ def test_paper_modules_are_plain_pytorch(module):
 def test_concept_module_imports_only_torch(module):
     path = Path(__file__).resolve().parent.parent / "nmt_lib" / "paper" / f"{module}.py"
     tree = ast.parse(path.read_text())
-    roots = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-             for a in node.names}  # fmt: skip
-    roots |= {(node.module or ".").split(".")[0] for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom)}  # fmt: skip
+    roots = {
+        a.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+    }
+    roots |= {
+        (node.module or ".").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    }
     assert roots <= {"torch", "__future__"}, roots

@@ -93,8 +93,9 @@ def peaked_model():
     from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab=40, trg_vocab=300, m=16, n=16, n_align=16, l=8, output_rank=None,
-                      init="fanin")  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab=40, trg_vocab=300, m=16, n=16, n_align=16, l=8, output_rank=None, init="fanin"
+    )
     model = build_model(cfg).eval()
     with torch.no_grad():
         model.decoder.b_y.normal_(0, 3)
@@ -192,8 +193,13 @@ def test_tanh_of_the_kernels_is_accurate(lib):
     too) within 7 float32 ulps of tanh over the whole range and at ±inf (all floats were checked
     once: 4.9 ulps for the scalar version with FMA; on this sweep the AVX-512 one 2.5, the AVX2 one
     2.5, and 2.8 on a denser one of 72M floats)."""
-    x = torch.cat([torch.linspace(-12, 12, 20001), torch.logspace(-8, 0, 200),
-                   torch.tensor([math.inf, -math.inf])]).view(1, -1, 1)  # fmt: skip
+    x = torch.cat(
+        [
+            torch.linspace(-12, 12, 20001),
+            torch.logspace(-8, 0, 200),
+            torch.tensor([math.inf, -math.inf]),
+        ]
+    ).view(1, -1, 1)
     got, out, z = torch.empty_like(x), torch.empty_like(x), torch.ones_like(x)
     assert kernels.gru_update(x, None, torch.zeros_like(x), z, torch.zeros_like(x), None, got, out)
     ref = torch.tanh(x.double())
@@ -243,14 +249,23 @@ def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype):
         for a, b in zip(got, ref, strict=True):
             torch.testing.assert_close(a, b, rtol=0, atol=tol)
     d_q, dv, d_sum = torch.empty(B, N), torch.zeros(B, N), torch.zeros(B, Tx, N)
-    args = dict(Uh=Uh, q=q, v_a=v, h=h, d_c=d_c, alpha=a32, d_alpha=None, d_sum=d_sum, d_q=d_q,
-                dv=dv)  # fmt: skip
+    args = dict(
+        Uh=Uh, q=q, v_a=v, h=h, d_c=d_c, alpha=a32, d_alpha=None, d_sum=d_sum, d_q=d_q, dv=dv
+    )
     assert kernels.attend_backward(**args)
     other = torch.float32 if h_dtype == torch.bfloat16 else torch.bfloat16
-    for bad in (dict(Uh=Uh.double()), dict(d_sum=d_sum.transpose(0, 1)), dict(q=q[:, :-1]),
-                dict(alpha=a32[:, :-1]), dict(d_alpha=d_alpha[:, :1]), dict(d_c=d_c.to(other)),
-                dict(dv=dv.t().contiguous().t()), dict(v_a=v[:-1]), dict(d_q=d_q.t()),
-                dict(d_q=d_q.double())):  # fmt: skip
+    for bad in (
+        dict(Uh=Uh.double()),
+        dict(d_sum=d_sum.transpose(0, 1)),
+        dict(q=q[:, :-1]),
+        dict(alpha=a32[:, :-1]),
+        dict(d_alpha=d_alpha[:, :1]),
+        dict(d_c=d_c.to(other)),
+        dict(dv=dv.t().contiguous().t()),
+        dict(v_a=v[:-1]),
+        dict(d_q=d_q.t()),
+        dict(d_q=d_q.double()),
+    ):
         assert not kernels.attend_backward(**{**args, **bad})
 
 
@@ -313,9 +328,13 @@ def test_kernels_ignore_the_default_dtype_and_refuse_what_they_cannot_read(lib, 
     try:
         got = kernels.best_words(x, 2, torch.zeros(3, dtype=torch.bool), False, b, False)
         f32 = dict(dtype=torch.float32)
-        c, e = kernels.attend(torch.randn(2, 3, 4, **f32), torch.randn(2, 4, **f32),
-                              torch.ones(4, **f32), torch.randn(2, 3, 5, **f32),
-                              torch.ones(2, 3, dtype=torch.bool))  # fmt: skip
+        c, e = kernels.attend(
+            torch.randn(2, 3, 4, **f32),
+            torch.randn(2, 4, **f32),
+            torch.ones(4, **f32),
+            torch.randn(2, 3, 5, **f32),
+            torch.ones(2, 3, dtype=torch.bool),
+        )
     finally:
         torch.set_default_dtype(torch.float32)
     assert got[0].dtype == torch.float32 and torch.equal(got[0], ref[0])
@@ -374,9 +393,22 @@ def gru_operands(dtype, n, seed):
 
     mask = torch.ones(D, k, 1, dtype=torch.bool)
     mask[0, 3], mask[1, 0] = False, False
-    return gru, mask, dict(a=rand(3 * n), x=rand(3 * n, dtype), g=rand(2 * n, dtype),
-                           u=rand(n, dtype), h=rand(n), r=unit(n), z=unit(n),
-                           ht=2 * unit(n) - 1, dh=rand(n), d_rh=rand(n, dtype))  # fmt: skip
+    return (
+        gru,
+        mask,
+        dict(
+            a=rand(3 * n),
+            x=rand(3 * n, dtype),
+            g=rand(2 * n, dtype),
+            u=rand(n, dtype),
+            h=rand(n),
+            r=unit(n),
+            z=unit(n),
+            ht=2 * unit(n) - 1,
+            dh=rand(n),
+            d_rh=rand(n, dtype),
+        ),
+    )
 
 
 def run_gru_fns(impl, gru, mask, t, dtype, n):
@@ -392,7 +424,7 @@ def run_gru_fns(impl, gru, mask, t, dtype, n):
         impl.gru_gates(c["a"], c["x"], c["g"], c["h"], r, z, rh),
         impl.gru_update(
             c["a"][..., :n], c["x"][..., :n], c["u"], c["z"], out, mask, ht, out, out_c
-        ),  # out is h: updated in place  # fmt: skip
+        ),  # out is h: updated in place
         impl.gru_backward_update(c["dh"], mask, c["z"], c["ht"], c["h"], dA, dcand_c),
         impl.gru_backward_reset(c["d_rh"], c["h"], c["r"], dA, drz_c, c["dh"], dA_c),
     ]
@@ -432,19 +464,21 @@ def test_gru_kernels_refuse_what_they_cannot_read(lib):
     assert not any(done) and all((o == 7).all() for o in out[:4])
     r = torch.empty(2, 5, 4)
     assert not kernels.gru_gates(t["a"][..., :-1], None, t["g"], t["h"], r, r, r)
-    assert not kernels.gru_update(t["a"][..., :4], None, t["u"], t["z"], t["h"], mask[:, :3],
-                                  r, r)  # fmt: skip
+    assert not kernels.gru_update(t["a"][..., :4], None, t["u"], t["z"], t["h"], mask[:, :3], r, r)
     assert not kernels.gru_gates(t["a"][0], None, t["g"][0], t["h"], r, r, r)  # [k, ·] for D = 2
-    assert not kernels.gru_gates(t["a"][0, 0], None, t["g"][0, 0], t["h"][0, 0], r[0, 0], r[0, 0],
-                                 r[0, 0])  # fmt: skip  # 1-D
-    assert not kernels.gru_update(t["a"][0, :, :4], None, t["u"][0], t["z"][0], t["h"][0],
-                                  mask, r[0], r[0])  # fmt: skip  # mask [D, k, 1] for D = 1
+    assert not kernels.gru_gates(
+        t["a"][0, 0], None, t["g"][0, 0], t["h"][0, 0], r[0, 0], r[0, 0], r[0, 0]
+    )  # 1-D
+    assert not kernels.gru_update(
+        t["a"][0, :, :4], None, t["u"][0], t["z"][0], t["h"][0], mask, r[0], r[0]
+    )  # mask [D, k, 1] for D = 1
     out = torch.zeros(1, 5, 4).expand(2, 5, 4)  # both directions' rows in the same memory
     assert not kernels.gru_gates(t["a"], None, t["g"], t["h"], out, r, r)
     big = kernels.MAX_UNITS + 1  # more units than the kernels keep on a thread's stack
     h, r = torch.zeros(1, 1, big), torch.full((1, 1, big), 7.0)
-    assert not kernels.gru_gates(torch.zeros(1, 1, 3 * big), None, torch.zeros(1, 1, 2 * big), h,
-                                 r, r, r)  # fmt: skip
+    assert not kernels.gru_gates(
+        torch.zeros(1, 1, 3 * big), None, torch.zeros(1, 1, 2 * big), h, r, r, r
+    )
     assert (r == 7).all()
 
 
@@ -458,8 +492,17 @@ def test_training_with_and_without_gru_kernels(lib, arch):
     from nmt_lib.paper.model import build_model
 
     torch.manual_seed(0)
-    cfg = ModelConfig(arch=arch, src_vocab=30, trg_vocab=40, m=8, n=12, n_align=10, l=6,
-                      output_rank=None, init="fanin")  # fmt: skip
+    cfg = ModelConfig(
+        arch=arch,
+        src_vocab=30,
+        trg_vocab=40,
+        m=8,
+        n=12,
+        n_align=10,
+        l=6,
+        output_rank=None,
+        init="fanin",
+    )
     paper = build_model(cfg)
     x, y = torch.randint(3, 30, (6, 9)), torch.randint(3, 40, (6, 7))
     x_mask = torch.arange(9) < torch.tensor([9, 9, 7, 5, 3, 2])[:, None]
@@ -492,8 +535,14 @@ def test_transposed_kernel_equals_torch_copy(lib, dtype):
     halfway = torch.tensor([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8)])  # bf16 ties: to even
     nans = torch.tensor([0x7FFFFFFF, -1], dtype=torch.int32).view(torch.float32)  # rounding: ±0
     wide[:, 5, :9] = torch.cat([halfway, torch.tensor([math.inf, -math.inf, math.nan, 0.0]), nans])
-    for x in (wide[0], wide[:, :, 2:35], wide[1, 3:], wide.to(dtype), wide.transpose(0, 1),
-              torch.randn(0, 5)):  # fmt: skip
+    for x in (
+        wide[0],
+        wide[:, :, 2:35],
+        wide[1, 3:],
+        wide.to(dtype),
+        wide.transpose(0, 1),
+        torch.randn(0, 5),
+    ):
         for out in (torch.bfloat16, torch.float32):
             got = kernels.transposed(x, out)
             assert got is not None and got.is_contiguous()
@@ -545,10 +594,20 @@ def test_amx_product_is_the_matmul():
     if not kernels.amx():
         pytest.skip("no AMX on this CPU (or no compiled kernels)")
     g = torch.Generator().manual_seed(11)
-    for D, M, K, N in [(1, 1, 1, 1), (1, 15, 31, 17), (1, 16, 32, 32), (1, 17, 45, 33),
-                       (2, 33, 64, 48), (1, 80, 620, 77), (2, 64, 256, 517), (1, 3, 0, 5)]:  # fmt: skip
-        for x_dtype, transposed, bias in ((torch.bfloat16, False, False),
-                                          (torch.float32, True, True)):  # fmt: skip
+    for D, M, K, N in [
+        (1, 1, 1, 1),
+        (1, 15, 31, 17),
+        (1, 16, 32, 32),
+        (1, 17, 45, 33),
+        (2, 33, 64, 48),
+        (1, 80, 620, 77),
+        (2, 64, 256, 517),
+        (1, 3, 0, 5),
+    ]:
+        for x_dtype, transposed, bias in (
+            (torch.bfloat16, False, False),
+            (torch.float32, True, True),
+        ):
             W = torch.randn(D, N, K, generator=g).bfloat16().mT
             W = W if transposed else W.contiguous()
             big = torch.randn(D, M, K + 3, generator=g).to(x_dtype)
@@ -618,8 +677,7 @@ def test_float32_products_by_onednn_are_the_matmul(onednn_float32, monkeypatch):
     calls = []
     monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", lambda *a: calls.append(a))
     x, w = rand(3, 4), rand(4, 5)
-    for a, b in ((x.double(), w.double()), (x.bfloat16(), w.bfloat16()),
-                 (x.requires_grad_(), w)):  # fmt: skip
+    for a, b in ((x.double(), w.double()), (x.bfloat16(), w.bfloat16()), (x.requires_grad_(), w)):
         torch.testing.assert_close(kernels.matmul(a, b), torch.matmul(a, b))
     monkeypatch.setenv("NMT_LIB_KERNELS", "0")
     assert kernels.right_product(w) is None
@@ -638,8 +696,12 @@ def test_onednn_float32_on_amd_cpus_only(fresh_onednn_float32, monkeypatch):
     """oneDNN's float32 products where ``/proc/cpuinfo`` names an AMD CPU (and this PyTorch has
     them), not elsewhere, nor with ``NMT_LIB_KERNELS=0``."""
     has = kernels._prepacking(torch.float32)
-    for vendor, env, want in (("AuthenticAMD", "1", has), ("GenuineIntel", "1", False),
-                              ("", "1", False), ("AuthenticAMD", "0", False)):  # fmt: skip
+    for vendor, env, want in (
+        ("AuthenticAMD", "1", has),
+        ("GenuineIntel", "1", False),
+        ("", "1", False),
+        ("AuthenticAMD", "0", False),
+    ):
         monkeypatch.setattr(kernels, "cpu_info", lambda *keys, v=vendor: v)
         monkeypatch.setenv("NMT_LIB_KERNELS", env)
         fresh_onednn_float32.cache_clear()

@@ -49,8 +49,10 @@ def graph(package: str) -> dict[str, set[str]]:
 
 
 def test_the_library_never_imports_the_experiments():
-    bad = {n: sorted(i for i in deps if i.startswith("nmt_experiments"))
-           for n, deps in graph("nmt_lib").items()}  # fmt: skip
+    bad = {
+        n: sorted(i for i in deps if i.startswith("nmt_experiments"))
+        for n, deps in graph("nmt_lib").items()
+    }
     assert not {n: d for n, d in bad.items() if d}
 
 

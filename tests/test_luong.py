@@ -57,10 +57,14 @@ def reference(model, x, y):
     return logp, align
 
 
-CASES = [{"score": "dot"}, {"score": "general"}, {"score": "concat"},
-         {"score": "general", "input_feed": False},
-         {"score": "concat", "layers": 2, "reverse_source": True},
-         {"score": "dot", "layers": 2, "input_feed": False, "reverse_source": True}]  # fmt: skip
+CASES = [
+    {"score": "dot"},
+    {"score": "general"},
+    {"score": "concat"},
+    {"score": "general", "input_feed": False},
+    {"score": "concat", "layers": 2, "reverse_source": True},
+    {"score": "dot", "layers": 2, "input_feed": False, "reverse_source": True},
+]
 
 
 @pytest.mark.parametrize("overrides", CASES)
@@ -77,8 +81,9 @@ def test_without_input_feeding_the_whole_sequence_is_the_steps(score):
     """Without input feeding, teacher forcing runs the decoder LSTM over the whole sequence
     (``torch.nn.LSTM``) and attends from all its states at once: the log-probabilities and
     alignments of the steps, driven one position at a time (float64)."""
-    model, x, x_mask, y, y_mask = setup("Luong", score=score, layers=2, input_feed=False,
-                                        reverse_source=score == "general")  # fmt: skip
+    model, x, x_mask, y, y_mask = setup(
+        "Luong", score=score, layers=2, input_feed=False, reverse_source=score == "general"
+    )
     logp, align = model(x, x_mask, y, y_mask)
     logp_s, align_s = teacher_forced(model, x, x_mask, y, y_mask)
     torch.testing.assert_close(logp, logp_s, rtol=1e-12, atol=1e-12)

@@ -131,8 +131,9 @@ def test_sentence_alone_equals_inside_padded_batch(arch, backend):
     scores = model.score(x, x_mask, y, y_mask)
     for b in range(B):
         Lx, Ly = X_LENGTHS[b], Y_LENGTHS[b]
-        alone = model.score(x[b : b + 1, :Lx], x_mask[b : b + 1, :Lx], y[b : b + 1, :Ly],
-                            y_mask[b : b + 1, :Ly])  # fmt: skip
+        alone = model.score(
+            x[b : b + 1, :Lx], x_mask[b : b + 1, :Lx], y[b : b + 1, :Ly], y_mask[b : b + 1, :Ly]
+        )
         torch.testing.assert_close(alone[0], scores[b], rtol=1e-13, atol=1e-13)
 
 
@@ -149,8 +150,10 @@ def test_encoded_select_reorders_every_field(arch, backend):
             assert torch.equal(a[idx], b)
     s = model.init_state(sel)
     torch.testing.assert_close(s, model.init_state(enc)[idx])
-    torch.testing.assert_close(model.readout_step(sel, s, None)[0],
-                               model.readout_step(enc, model.init_state(enc), None)[0][idx])  # fmt: skip
+    torch.testing.assert_close(
+        model.readout_step(sel, s, None)[0],
+        model.readout_step(enc, model.init_state(enc), None)[0][idx],
+    )
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -209,8 +212,10 @@ def test_fast_steps_equal_the_reference_steps(arch, dtype, table):
             parents = torch.randint(0, R // x.shape[0], (x.shape[0], G), generator=gen)
             rows = (torch.arange(x.shape[0])[:, None] * (R // x.shape[0]) + parents).view(-1)
             words = torch.randint(3, CFG.trg_vocab, (rows.numel(),), generator=gen)
-            states = [steps.advance(tuple(t[rows] for t in c), words)
-                      for steps, c in zip((fast, ref), (carry, carry_ref), strict=True)]  # fmt: skip
+            states = [
+                steps.advance(tuple(t[rows] for t in c), words)
+                for steps, c in zip((fast, ref), (carry, carry_ref), strict=True)
+            ]
             torch.testing.assert_close(states[0][0], states[1][0], rtol=tol, atol=tol)
 
 
@@ -238,8 +243,11 @@ def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(mon
     xs = [[3, 4, 5, 2], [6, 7, 2], [8, 2]]  # 9 words, beam 3: 27 rows >= K
     calls, given = [], []
     orig_steps = model.steps
-    monkeypatch.setattr(fast_steps, "word_projections",
-                        lambda s, rows: calls.append(rows) or word_projections(s, rows))  # fmt: skip
+    monkeypatch.setattr(
+        fast_steps,
+        "word_projections",
+        lambda s, rows: calls.append(rows) or word_projections(s, rows),
+    )
     monkeypatch.setattr(model, "steps", lambda w=None: given.append(w) or orig_steps(w))
     fast = backend_named("fast")
     with_table = decoding.decode_corpus(
@@ -317,8 +325,9 @@ def test_parameter_breakdown_at_paper_sizes():
     params = dict(meta_model().named_parameters())
     seen = set()
     for what, (prefixes, millions) in PAPER_BREAKDOWN.items():
-        names = {k for k in params for p in prefixes if k == p or (p.endswith(".") and
-                 k.startswith(p))}  # fmt: skip
+        names = {
+            k for k in params for p in prefixes if k == p or (p.endswith(".") and k.startswith(p))
+        }
         seen |= names
         assert round(sum(params[k].numel() for k in names) / 1e6, 2) == millions, what
     assert seen == set(params)
@@ -327,16 +336,18 @@ def test_parameter_breakdown_at_paper_sizes():
 @pytest.mark.parametrize("arch,millions", [("RNNsearch", 80.4), ("RNNencdec", 68.6)])
 def test_parameter_counts_paper_literal(arch, millions):
     """§2.5's paper-literal variants (K=30000, full W_o, all GRU biases), given as ≈."""
-    model = meta_model(arch=arch, src_vocab=30000, trg_vocab=30000, output_rank=None,
-                       gate_bias=True)  # fmt: skip
+    model = meta_model(
+        arch=arch, src_vocab=30000, trg_vocab=30000, output_rank=None, gate_bias=True
+    )
     assert round(count_parameters(model) / 1e6, 1) == millions
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_initialisation_statistics(arch):
     torch.manual_seed(0)
-    cfg = model_config(arch=arch, src_vocab=300, trg_vocab=300, m=64, n=128, n_align=96, l=64,
-                      output_rank=48)  # fmt: skip
+    cfg = model_config(
+        arch=arch, src_vocab=300, trg_vocab=300, m=64, n=128, n_align=96, l=64, output_rank=48
+    )
     n_orthogonal = 0
     for name, p in build_model(cfg).named_parameters():
         leaf = name.rsplit(".", 1)[-1]

@@ -74,8 +74,17 @@ def test_the_studies_are_lite_but_the_architecture_and_its_recipe(study):
     settings, the recipe and the search differ."""
     prof, lite = load_profile(PROFILE_DIR / "studies" / f"{study}.toml"), load_profile("lite")
     ref = lite.runs["RNNsearch-50"]
-    own = {"arch", "layers", "reverse_source", "score", "input_feed", "heads", "ff", "dropout",
-           "forget_bias"}  # fmt: skip
+    own = {
+        "arch",
+        "layers",
+        "reverse_source",
+        "score",
+        "input_feed",
+        "heads",
+        "ff",
+        "dropout",
+        "forget_bias",
+    }
     archs = {run.model.arch for run in prof.runs.values()}
     assert archs >= set(ARCHS) - lite_archs(lite) - ({"Peeky"} if study == "recipes" else set())
     for name, run in prof.runs.items():

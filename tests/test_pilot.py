@@ -64,8 +64,19 @@ def study(tmp_path_factory):
     (root / "pilot.toml").write_text(STUDY)
     with pytest.MonkeyPatch.context() as mp:  # checkpoints under root, for the module's tests
         mp.setenv("NMT_CACHE", str(root / "cache"))
-        pilot.main(["--profile", str(root / "pilot.toml"), "--results-dir", str(root / "out"),
-                    "--data-dir", str(root / "wmt"), "--train", "--every", "4"])  # fmt: skip
+        pilot.main(
+            [
+                "--profile",
+                str(root / "pilot.toml"),
+                "--results-dir",
+                str(root / "out"),
+                "--data-dir",
+                str(root / "wmt"),
+                "--train",
+                "--every",
+                "4",
+            ]
+        )
         yield root
 
 
@@ -98,7 +109,9 @@ def test_each_arm_is_scored_at_its_points_with_its_hypotheses(study):
     assert manifest["runs"] == ["a", "b"]
     assert manifest["git"]["commit"] and manifest["data_sha256"] and manifest["versions"]["torch"]
     assert manifest["hardware"]["cpu_count"] and set(manifest["wall_seconds"]["a"]) == {
-        "train_s", "score_s"}  # fmt: skip
+        "train_s",
+        "score_s",
+    }
     assert manifest["configs"]["a"]["train"]["max_updates"] == 10
     assert (out / "pilot_curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "# The pilot" in (out / "summary.md").read_text()
@@ -138,7 +151,8 @@ def test_an_arm_scored_at_a_missing_point_resumes_there(study, monkeypatch):
     after = json.loads(f.read_text())
     drop = ("greedy_seconds", "beam_seconds", "load_avg", "segment_updates", "segment_cpu_s")
     assert [{k: v for k, v in p.items() if k not in drop} for p in after] == [
-        {k: v for k, v in p.items() if k not in drop} for p in before]  # fmt: skip
+        {k: v for k, v in p.items() if k not in drop} for p in before
+    ]
 
 
 def test_a_log_fit_recovers_a_known_line_and_solves_for_the_floor():

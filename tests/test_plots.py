@@ -60,8 +60,10 @@ def test_length_histogram_counts():
 
 
 def test_nll_by_time_and_updates_draws_both_axes():
-    recs = [{"minutes": 1.0, "update": 250, "dev_nll": 9.0}, {"minutes": 2.0, "update": 500,
-                                                              "dev_nll": 8.0}]  # fmt: skip
+    recs = [
+        {"minutes": 1.0, "update": 250, "dev_nll": 9.0},
+        {"minutes": 2.0, "update": 500, "dev_nll": 8.0},
+    ]
     fig = plots.nll_by_time_and_updates({"A": recs, "B": recs}, {"B": {"ls": "--"}})
     left, right = fig.axes
     assert list(left.get_lines()[0].get_xdata()) == [1.0, 2.0]
@@ -76,8 +78,12 @@ def _figures():
     recs = [
         {"minutes": m, "update": 100 * m, "dev_nll": 60.0 - m, "dev_bleu": m / 2} for m in range(9)
     ]
-    panel = {"src": [f"source-{j}" for j in range(50)], "trg": [f"target-{i}" for i in range(50)],
-             "alpha": np.full((50, 50), 0.02), "title": "(a) a long title for the panel"}  # fmt: skip
+    panel = {
+        "src": [f"source-{j}" for j in range(50)],
+        "trg": [f"target-{i}" for i in range(50)],
+        "alpha": np.full((50, 50), 0.02),
+        "title": "(a) a long title for the panel",
+    }
     curves = {n: ([5, 15, 25, 35, 45, 55], [10.0, 20.0, 15.0, 12, 11, 10]) for n in names}
     return {
         "fig2": plots.fig2_bleu_by_length(curves, paper={"RNNsearch-50": 26.75}),

@@ -61,8 +61,10 @@ def test_sweep_end_to_end(tmp_path, monkeypatch):
     recipes.main(["--train", "--profile", str(prof), "--results-dir", str(out)])
     rows = list(csv.DictReader((out / "recipes.csv").open()))
     assert [(r["model"], r["arm"]) for r in rows] == [
-        ("Seq2seq-12", "adam-1e-3"), ("Seq2seq-12", "adam-0"),
-        ("Transformer-12", "warmup-1e-3-dropout")]  # fmt: skip
+        ("Seq2seq-12", "adam-1e-3"),
+        ("Seq2seq-12", "adam-0"),
+        ("Transformer-12", "warmup-1e-3-dropout"),
+    ]
     assert {r["updates"] for r in rows} == {"6"}
     # the chosen arm of a family is its lowest dev NLL
     lower = float(rows[0]["dev NLL"]) < float(rows[1]["dev NLL"])
@@ -95,16 +97,28 @@ def fake_sweep(out, best: dict, profile=recipes.PROFILE):
         nll = 50.0 if name.split(".", 1)[1] == best[recipes.family(name)] else 60.0
         write_json(d / "final.json", {"dev_nll": nll, "dev_bleu_greedy": 1.0})
         write_json(d / "train_summary.json", {"updates": 1000})
-    rows = [{"model": fam, "search.normalize": n, "search.max_len_ratio": r, "dev BLEU": 1.0,
-             "chosen": (n, r) == (True, 1.5)}
-            for fam in best for n, r in [(False, 3.0), (True, 1.5)]]  # fmt: skip
+    rows = [
+        {
+            "model": fam,
+            "search.normalize": n,
+            "search.max_len_ratio": r,
+            "dev BLEU": 1.0,
+            "chosen": (n, r) == (True, 1.5),
+        }
+        for fam in best
+        for n, r in [(False, 3.0), (True, 1.5)]
+    ]
     tables.write_table(out, "search", rows, "")
 
 
 def test_compare_profile_is_the_chosen_recipes(tmp_path):
-    best = {"RNNsearch-50": "adam-3e-3", "RNNencdec-50": "adam-1e-3", "Seq2seq-50": "adam-3e-4",
-            "Luong-50": "adam-1e-3-1-layer-forget-bias-0",
-            "Transformer-50": "warmup-1e-3-dropout-0.1"}  # fmt: skip
+    best = {
+        "RNNsearch-50": "adam-3e-3",
+        "RNNencdec-50": "adam-1e-3",
+        "Seq2seq-50": "adam-3e-4",
+        "Luong-50": "adam-1e-3-1-layer-forget-bias-0",
+        "Transformer-50": "warmup-1e-3-dropout-0.1",
+    }
     out = tmp_path / "compare" / "recipes"
     fake_sweep(out, best)
     prof = tmp_path / "compare.toml"
@@ -140,8 +154,13 @@ def test_compare_profile_is_the_chosen_recipes(tmp_path):
 
 
 def test_the_gpu_view_takes_the_chosen_recipes_at_the_gpu_sizes(tmp_path):
-    best = {"RNNsearch-50": "adam-3e-3", "RNNencdec-50": "adam-1e-3", "Seq2seq-50": "adam-3e-4",
-            "Luong-50": "adam-1e-3", "Transformer-50": "warmup-1e-3-dropout-0.1"}  # fmt: skip
+    best = {
+        "RNNsearch-50": "adam-3e-3",
+        "RNNencdec-50": "adam-1e-3",
+        "Seq2seq-50": "adam-3e-4",
+        "Luong-50": "adam-1e-3",
+        "Transformer-50": "warmup-1e-3-dropout-0.1",
+    }
     out = tmp_path / "compare" / "recipes"
     fake_sweep(out, best)
     prof = tmp_path / "compare-gpu.toml"
@@ -153,7 +172,12 @@ def test_the_gpu_view_takes_the_chosen_recipes_at_the_gpu_sizes(tmp_path):
     assert search.train.lr == 3e-3 and search.train.cuda_graphs and search.train.precision == "bf16"
     assert search.train.max_hours == tf.train.max_hours == round(recipes.GPU_MINUTES / 60, 6)
     assert (tf.model.arch, tf.model.m, tf.model.layers, tf.model.heads, tf.model.ff) == (
-        "Transformer", 512, 6, 8, 2048)  # fmt: skip
+        "Transformer",
+        512,
+        6,
+        8,
+        2048,
+    )
     assert tf.model.dropout == 0.1 and tf.train.lr_schedule == "inverse_sqrt"
     assert not tf.train.cuda_graphs and tf.model.trg_vocab == gpu.model.trg_vocab
     for run in runs.values():
@@ -171,14 +195,26 @@ def test_the_comparisons_profile_is_written_from_the_committed_sweep():
 def test_a_diverged_arm_is_a_row_of_the_sweep_and_never_chosen(tmp_path):
     from nmt_lib.io import write_json
 
-    best = {"RNNsearch-50": "adam-3e-3", "RNNencdec-50": "adam-1e-3", "Seq2seq-50": "adam-3e-4",
-            "Luong-50": "adam-1e-3", "Transformer-50": "warmup-1e-3"}  # fmt: skip
+    best = {
+        "RNNsearch-50": "adam-3e-3",
+        "RNNencdec-50": "adam-1e-3",
+        "Seq2seq-50": "adam-3e-4",
+        "Luong-50": "adam-1e-3",
+        "Transformer-50": "warmup-1e-3",
+    }
     out = tmp_path / "recipes"
     fake_sweep(out, best)
     d = out / "runs" / "RNNsearch-50.adam-3e-3"  # the best arm of its family, had it not diverged
     (d / "train_summary.json").unlink()
-    write_json(d / "final.json", {"diverged": "run diverged at update 7", "updates": 7,
-                                  "dev_nll": None, "dev_bleu_greedy": None})  # fmt: skip
+    write_json(
+        d / "final.json",
+        {
+            "diverged": "run diverged at update 7",
+            "updates": 7,
+            "dev_nll": None,
+            "dev_bleu_greedy": None,
+        },
+    )
     rows = [r for r in recipes.table(out) if r["model"] == "RNNsearch-50"]
     gone = next(r for r in rows if r["arm"] == "adam-3e-3")
     assert gone["diverged"] and gone["dev NLL"] is None and gone["updates"] == 7
@@ -189,8 +225,13 @@ def test_a_diverged_arm_is_a_row_of_the_sweep_and_never_chosen(tmp_path):
 def test_the_sweep_says_which_chosen_rates_it_brackets(tmp_path):
     # RNNsearch-50 at 3e-3 has 1e-3 and 1e-2 beside it (other settings equal); Seq2seq-50 at 3e-4
     # is the lowest rate tried; Luong's chosen arm differs from the others in layers and bias too
-    best = {"RNNsearch-50": "adam-3e-3", "RNNencdec-50": "adam-1e-2", "Seq2seq-50": "adam-3e-4",
-            "Luong-50": "adam-1e-3-1-layer-forget-bias-0", "Transformer-50": "warmup-1e-3"}  # fmt: skip
+    best = {
+        "RNNsearch-50": "adam-3e-3",
+        "RNNencdec-50": "adam-1e-2",
+        "Seq2seq-50": "adam-3e-4",
+        "Luong-50": "adam-1e-3-1-layer-forget-bias-0",
+        "Transformer-50": "warmup-1e-3",
+    }
     out = tmp_path / "recipes"
     fake_sweep(out, best)
     found = recipes.bracketed(out)

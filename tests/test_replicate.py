@@ -45,8 +45,20 @@ def test_gpu_reference_trains_one_run_from_a_pack_with_its_provenance(tmp_path):
         pack = data.pack(cfg, tmp_path / "pack")
     env["NMT_CACHE"] = str(tmp_path / "other-cache")
     out = tmp_path / "results"
-    cmd = [sys.executable, str(ROOT / "bench/gpu_reference.py"), "--profile", "smoke",
-           "--pack", str(pack), "--minutes", "0.05", "--out", str(out), "--commit", "abc123"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(ROOT / "bench/gpu_reference.py"),
+        "--profile",
+        "smoke",
+        "--pack",
+        str(pack),
+        "--minutes",
+        "0.05",
+        "--out",
+        str(out),
+        "--commit",
+        "abc123",
+    ]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
@@ -72,14 +84,24 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
     head = "".join(x for x in head.splitlines(True) if not x.startswith("publish"))  # smoke's runs
     head = head.replace("max_updates = 1000", "max_updates = 50")  # two log windows of 25
     profile = tmp_path / "mini-compare.toml"
-    profile.write_text(head + '[runs."Luong-dot-s1"]\nmodel = { arch = "Luong", score = "dot" }\n\n'
-                       '[runs."Transformer-s1"]\nmodel = { arch = "Transformer", heads = 2, ff = 32 }\n\n'
-                       '[runs."Luong-dot-s2"]\nmodel = { arch = "Luong", score = "dot" }\n'
-                       'train = { seed = 2 }\ndata = { seed = 2 }\n')  # fmt: skip
+    profile.write_text(
+        head + '[runs."Luong-dot-s1"]\nmodel = { arch = "Luong", score = "dot" }\n\n'
+        '[runs."Transformer-s1"]\nmodel = { arch = "Transformer", heads = 2, ff = 32 }\n\n'
+        '[runs."Luong-dot-s2"]\nmodel = { arch = "Luong", score = "dot" }\n'
+        "train = { seed = 2 }\ndata = { seed = 2 }\n"
+    )
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "results"
-    code = replicate.main(["--train", str(profile), "--results-dir", str(out),
-                           "--data-dir", str(fixtures.toy_data_dir())])  # fmt: skip
+    code = replicate.main(
+        [
+            "--train",
+            str(profile),
+            "--results-dir",
+            str(out),
+            "--data-dir",
+            str(fixtures.toy_data_dir()),
+        ]
+    )
     assert code == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["runs"] == ["Luong-dot-s1", "Transformer-s1", "Luong-dot-s2"]
@@ -92,14 +114,19 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         assert bleu  # decoded and scored like the paper's models
     rows = tables.comparison_table(out)  # the comparison chapter's table, from the run's files
     assert [(r["model"], r["arch"]) for r in rows] == [
-        ("Luong-dot-s1", "Luong"), ("Transformer-s1", "Transformer"), ("Luong-dot-s2", "Luong")]  # fmt: skip
+        ("Luong-dot-s1", "Luong"),
+        ("Transformer-s1", "Transformer"),
+        ("Luong-dot-s2", "Luong"),
+    ]
     for r in rows:
         assert r["updates"] == 50 and r["parameters (M)"] > 0 and r["train tok/s"] > 0
         assert r["dev NLL"] > 0 and 0 <= r["All"] <= 100 and r["results"] == "results"
     # the chapter's tables: one row per model, its seeds together, with what each attends with
     rows = comparison.table(out)
-    assert [(r["model"], r["seeds"], r["updates"]) for r in rows] == [("Luong-dot", 2, 50),
-                                                                      ("Transformer", 1, 50)]  # fmt: skip
+    assert [(r["model"], r["seeds"], r["updates"]) for r in rows] == [
+        ("Luong-dot", 2, 50),
+        ("Transformer", 1, 50),
+    ]
     assert [r["attention"] for r in rows] == [
         "Luong: dot, from h_t",
         "multi-head scaled dot-product",
@@ -112,19 +139,34 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
     # a run whose evaluation is missing is evaluated again, alone
     calls = []
     evaluate = replicate.evaluate_run
-    monkeypatch.setattr(replicate, "evaluate_run", lambda run, *a, **k: calls.append(run.name)
-                        or evaluate(run, *a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        replicate,
+        "evaluate_run",
+        lambda run, *a, **k: calls.append(run.name) or evaluate(run, *a, **k),
+    )
     (replicate.run_dir(out, "Transformer-s1") / "bleu.json").unlink()
     capsys.readouterr()
-    assert replicate.main(["--train", str(profile), "--results-dir", str(out),
-                           "--data-dir", str(fixtures.toy_data_dir())]) == 0  # fmt: skip
+    assert (
+        replicate.main(
+            [
+                "--train",
+                str(profile),
+                "--results-dir",
+                str(out),
+                "--data-dir",
+                str(fixtures.toy_data_dir()),
+            ]
+        )
+        == 0
+    )
     assert calls == ["Transformer-s1"]
     said = capsys.readouterr().out  # an evaluated run is not announced as training
     assert "Luong-dot-s1: evaluated already" in said and "Luong-dot-s1: training" not in said
     again = json.loads((out / "manifest.json").read_text())
     kept = again["wall_seconds"]["Luong-dot-s1"]
-    assert kept["evaluate_s"] == round(json.loads((replicate.run_dir(out, "Luong-dot-s1")
-                                                   / "bleu.json").read_text())["seconds"], 1)  # fmt: skip
+    assert kept["evaluate_s"] == round(
+        json.loads((replicate.run_dir(out, "Luong-dot-s1") / "bleu.json").read_text())["seconds"], 1
+    )
     assert kept["train_s"] > 0 and again["configs"] == manifest["configs"]
 
     # a fresh clone of these results (no checkpoint at hand): nothing is trained or decoded again,
@@ -137,8 +179,9 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
     bleu = replicate.run_dir(out, "Luong-dot-s2") / "bleu.json"
     b = json.loads(bleu.read_text())
     bleu.write_text(json.dumps({**b, "search": {**b["search"], "beam": 1}}))
-    assert replicate.main(["--train", str(profile), "--results-dir", str(out),
-                           "--data-dir", toy]) == 0  # fmt: skip
+    assert (
+        replicate.main(["--train", str(profile), "--results-dir", str(out), "--data-dir", toy]) == 0
+    )
     assert calls == ["Transformer-s1", "Luong-dot-s2"]
     for n in ("Luong-dot-s1", "Transformer-s1"):
         assert (replicate.run_dir(out, n) / "train_log.jsonl").read_text() == logs[n]
@@ -181,8 +224,12 @@ def test_the_manifests_commit_is_dirty_for_code_changes_not_for_results(tmp_path
     to the code does not."""
 
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
 
     for f in ("nmt_lib/train.py", "results/lite/table1.csv"):
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)

@@ -85,8 +85,12 @@ def reference(model, x, y):
     return logp
 
 
-CASES = [("Seq2seq", {}), ("Seq2seq", {"reverse_source": True, "layers": 2}),
-         ("Peeky", {}), ("Peeky", {"reverse_source": True, "layers": 2})]  # fmt: skip
+CASES = [
+    ("Seq2seq", {}),
+    ("Seq2seq", {"reverse_source": True, "layers": 2}),
+    ("Peeky", {}),
+    ("Peeky", {"reverse_source": True, "layers": 2}),
+]
 
 
 @pytest.mark.parametrize("arch,overrides", CASES)
@@ -133,8 +137,9 @@ def gradcheck_model(model, x, x_mask, y, y_mask) -> bool:
     names = [k for k, _ in model.named_parameters()]
 
     def f(*params):
-        return functional_call(model, dict(zip(names, params, strict=True)),
-                               (x, x_mask, y, y_mask))[0]  # fmt: skip
+        return functional_call(
+            model, dict(zip(names, params, strict=True)), (x, x_mask, y, y_mask)
+        )[0]
 
     args = tuple(p.detach().clone().requires_grad_() for p in model.parameters())
     return torch.autograd.gradcheck(f, args, fast_mode=True)

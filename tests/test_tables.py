@@ -42,8 +42,10 @@ def test_markdown_and_csv_tables(tmp_path):
 def test_a_table_too_wide_for_the_book_is_split_and_its_file_is_not(tmp_path):
     """In the book a wide table becomes several, each with the first column and every other
     column once, in order; the results' ``.md`` file keeps one table."""
-    rows = [{"model": f"RNNsearch-{k}", **{f"column {c}": 12_000_000 * k for c in range(12)}}
-            for k in range(3)]  # fmt: skip
+    rows = [
+        {"model": f"RNNsearch-{k}", **{f"column {c}": 12_000_000 * k for c in range(12)}}
+        for k in range(3)
+    ]
     parts = markdown_table(rows).split("\n\n")
     assert len(parts) > 1
     heads = [p.splitlines()[0].strip("| ").split(" | ") for p in parts]
@@ -63,7 +65,7 @@ def test_a_table_too_wide_for_the_book_is_split_and_its_file_is_not(tmp_path):
         for p in sorted((home() / "results").glob("*/manifest.json"))
         if (p.parent / "table1.csv").is_file()
     ],
-)  # fmt: skip
+)
 def test_committed_tables_are_what_the_code_makes_of_the_committed_runs(profile):
     """Every committed table of results/<profile>/ is regenerated, equal, from its runs."""
     out = results_path(profile)
@@ -109,8 +111,15 @@ def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
         (d / "hyp.test.unk_replaced.tok.txt").write_text(f"le Schulz dort .\n{second}\nun chat\n")
     rows, examples = unk_replacement(tmp_path, examples=2)
     # a model's seeds make one row: the mean of their scores and shares (seed 2 replaced all three)
-    assert rows == [{"model": "RNNsearch-50", "All": 10.0, "All, <unk> replaced": 12.5,
-                     "<unk> in the output (%)": 37.5, "<unk> left (%)": 6.2}]  # fmt: skip
+    assert rows == [
+        {
+            "model": "RNNsearch-50",
+            "All": 10.0,
+            "All, <unk> replaced": 12.5,
+            "<unk> in the output (%)": 37.5,
+            "<unk> left (%)": 6.2,
+        }
+    ]
     assert examples == [  # from the model's first run
         ("RNNsearch-50", ["le", "<unk>", "dort", "."], ["le", "Schulz", "dort", "."]),
         ("RNNsearch-50", ["<unk>", "<unk>"], ["Oslo", "<unk>"]),
@@ -127,16 +136,20 @@ def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
 
     from nmt_experiments.results import run_dir
 
-    runs = {"RNNencdec-50": (2.0, 1000, 40.0, 0.6667), "RNNsearch-50": (10.0, 1000, 30.0, 0.6),
-            "RNNsearch-50-s2": (12.5, 1202, 29.0, 0.7)}  # fmt: skip
+    runs = {
+        "RNNencdec-50": (2.0, 1000, 40.0, 0.6667),
+        "RNNsearch-50": (10.0, 1000, 30.0, 0.6),
+        "RNNsearch-50-s2": (12.5, 1202, 29.0, 0.7),
+    }
     (tmp_path / "manifest.json").write_text(json.dumps({"runs": list(runs)}))
     for name, (score, updates, dev, hours) in runs.items():
         d = run_dir(tmp_path, name)
         d.mkdir(parents=True)
         tok = {"tok": {"score": score}, "detok": {"score": score - 1}}
         (d / "bleu.json").write_text(json.dumps({"all": tok, "no_unk": {"n": 0}}))
-        (d / "train_summary.json").write_text(json.dumps(
-            {"updates": updates, "epochs": 0.5, "hours": hours, "device": "cpu"}))  # fmt: skip
+        (d / "train_summary.json").write_text(
+            json.dumps({"updates": updates, "epochs": 0.5, "hours": hours, "device": "cpu"})
+        )
         (d / "nll.json").write_text(json.dumps({"train": {"mean": dev - 5}, "dev": {"mean": dev}}))
     t1 = {r["model"]: r for r in table1(tmp_path)}
     assert list(t1) == ["RNNencdec-50", "RNNsearch-50", "Moses"]
@@ -155,8 +168,15 @@ def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
 def test_over_seeds_means_numbers_and_keeps_text_and_gaps():
     from nmt_experiments.tables import over_seeds
 
-    rows = [{"model": "M", "n": 3, "x": 1.004, "unk": 2.0, "device": "cpu"},
-            {"model": "M", "n": 4, "x": 2.0, "unk": None, "device": "cpu"}]  # fmt: skip
-    assert over_seeds(rows, {"x": 1}) == {"model": "M", "n": 4, "x": 1.5, "unk": None,
-                                          "device": "cpu"}  # fmt: skip
+    rows = [
+        {"model": "M", "n": 3, "x": 1.004, "unk": 2.0, "device": "cpu"},
+        {"model": "M", "n": 4, "x": 2.0, "unk": None, "device": "cpu"},
+    ]
+    assert over_seeds(rows, {"x": 1}) == {
+        "model": "M",
+        "n": 4,
+        "x": 1.5,
+        "unk": None,
+        "device": "cpu",
+    }
     assert over_seeds(rows[:1]) == {"model": "M", "n": 3, "x": 1.0, "unk": 2.0, "device": "cpu"}

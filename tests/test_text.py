@@ -11,8 +11,19 @@ from nmt_lib.data.text import detokenize, tokenize, tokenize_lines, tokenized
 def test_tokenizer_perl_defaults():
     # escaping on, no lowercasing, English clitics split off
     assert tokenize("Mr. Smith's dog isn't here & <b>.", "en") == [
-        "Mr.", "Smith", "&apos;s", "dog", "isn", "&apos;t", "here", "&amp;", "&lt;", "b", "&gt;", ".",
-    ]  # fmt: skip
+        "Mr.",
+        "Smith",
+        "&apos;s",
+        "dog",
+        "isn",
+        "&apos;t",
+        "here",
+        "&amp;",
+        "&lt;",
+        "b",
+        "&gt;",
+        ".",
+    ]
     # aggressive hyphen splitting off (tokenizer.perl without -a)
     assert tokenize("A well-known fact.", "en") == ["A", "well-known", "fact", "."]
     # French elision keeps the apostrophe on the left word

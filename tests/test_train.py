@@ -155,9 +155,14 @@ def cpu(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "flags,native", [(("avx2", "fma"), False), (("avx512f", "avx512bw"), False),
-                     (("avx512f", "avx512_bf16"), True), (("avx2", "amx_tile", "amx_bf16"), True)],
-)  # fmt: skip
+    "flags,native",
+    [
+        (("avx2", "fma"), False),
+        (("avx512f", "avx512bw"), False),
+        (("avx512f", "avx512_bf16"), True),
+        (("avx2", "amx_tile", "amx_bf16"), True),
+    ],
+)
 def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16(cpu, flags, native):
     cpu(*flags)
     assert native_bf16("cpu") is native
@@ -173,8 +178,12 @@ def test_bf16_without_bf16_instructions_warns_and_auto_trains_in_float32(toy, cp
         assert trainer(with_train(cfg, precision="bf16"), prep).precision == "bf16"
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        s = train_run(with_train(cfg, precision="auto", max_updates=1, eval_every=1),
-                      tmp_path / "run", prep, progress=False)  # fmt: skip
+        s = train_run(
+            with_train(cfg, precision="auto", max_updates=1, eval_every=1),
+            tmp_path / "run",
+            prep,
+            progress=False,
+        )
     assert s["precision"] == "fp32"
     cpu("avx2", "avx512_bf16")
     tr = trainer(with_train(cfg, precision="auto"), prep)
@@ -234,8 +243,11 @@ def test_train_run_resume_equals_uninterrupted(toy, tmp_path):
         assert torch.equal(a["model"][k], b["model"][k]), k
 
     def nll(run):
-        return [(r["update"], r["train_nll"]) for r in read_log(run / "train_log.jsonl")
-                if r["kind"] == "train"]  # fmt: skip
+        return [
+            (r["update"], r["train_nll"])
+            for r in read_log(run / "train_log.jsonl")
+            if r["kind"] == "train"
+        ]
 
     assert nll(tmp_path / "a") == nll(tmp_path / "b")
     assert [u for u, _ in nll(tmp_path / "a")] == [1, 2, 3, 4, 5, 6]
@@ -303,9 +315,13 @@ def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
         monkeypatch.setattr(kernels, "library", lambda: None)
         monkeypatch.setattr(Adadelta, "CHUNK", chunk)
     g = torch.Generator().manual_seed(0)
-    shapes = [torch.randn(5, 9, generator=g), torch.randn(9, 5, generator=g).t(),
-              torch.randn(1011, generator=g), torch.randn(3, 4, 5, generator=g).permute(2, 0, 1),
-              torch.randn(4, generator=g)]  # fmt: skip
+    shapes = [
+        torch.randn(5, 9, generator=g),
+        torch.randn(9, 5, generator=g).t(),
+        torch.randn(1011, generator=g),
+        torch.randn(3, 4, 5, generator=g).permute(2, 0, 1),
+        torch.randn(4, generator=g),
+    ]
     ours = [torch.nn.Parameter(t.clone()) for t in shapes]
     ref = [torch.nn.Parameter(t.clone()) for t in shapes]
     opt = Adadelta(ours, lr=1.0, rho=0.95, eps=1e-6)
@@ -319,8 +335,9 @@ def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
     same = torch.equal if chunk != "kernel" else close_in_rounding
     for a, b in zip(ours, ref, strict=True):
         assert same(a, b) and a.stride() == b.stride()
-    for a, b in zip(opt.state_dict()["state"].values(), opt_ref.state_dict()["state"].values(),
-                    strict=True):  # fmt: skip
+    for a, b in zip(
+        opt.state_dict()["state"].values(), opt_ref.state_dict()["state"].values(), strict=True
+    ):
         assert a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     opt_ref.load_state_dict(opt.state_dict())
     Adadelta(ours, lr=1.0).load_state_dict(opt_ref.state_dict())
@@ -339,8 +356,11 @@ def test_deferred_clip_is_the_clip(monkeypatch, path):
     if path == "chunks":
         monkeypatch.setattr(kernels, "library", lambda: None)
     g = torch.Generator().manual_seed(3)
-    shapes = [torch.randn(5, 9, generator=g), torch.randn(9, 5, generator=g).t(),
-              torch.randn(1011, generator=g)]  # fmt: skip
+    shapes = [
+        torch.randn(5, 9, generator=g),
+        torch.randn(9, 5, generator=g).t(),
+        torch.randn(1011, generator=g),
+    ]
     runs = []
     for defer in (False, True):
         params = [torch.nn.Parameter(t.clone()) for t in shapes]
@@ -466,8 +486,15 @@ def test_warmup_and_plateau_schedule_resume(toy, tmp_path):
         assert tr.opt.param_groups[0]["lr"] == rates[-1]
     assert rates == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3])
     # lr = 0 never improves the dev NLL: every evaluation after the first halves the rate
-    flat = with_train(cfg, lr=0.0, warmup_updates=0, lr_schedule="plateau", lr_decay=0.5,
-                      max_updates=4, eval_every=1)  # fmt: skip
+    flat = with_train(
+        cfg,
+        lr=0.0,
+        warmup_updates=0,
+        lr_schedule="plateau",
+        lr_decay=0.5,
+        max_updates=4,
+        eval_every=1,
+    )
     train_run(flat, tmp_path / "p", prep, progress=False)
     state = load_checkpoint(Path(trainer_ckpt(tmp_path / "p", flat)) / "last.pt")
     assert state["lr_scale"] == 0.5**3
@@ -589,13 +616,18 @@ def test_multi30k_trains_and_scores_each_flickr_test_set(tmp_path, monkeypatch):
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     multi30k = load_profile("studies/multi30k").runs["RNNsearch-50-s1"].data
     d = {k: getattr(multi30k, k) for k in ("train", "dev", "test")}
-    cfg = load_profile("smoke", data=d, train={"threads": 1, "precision": "fp32", "device": "cpu",
-                                               "max_updates": 2})  # fmt: skip
+    cfg = load_profile(
+        "smoke",
+        data=d,
+        train={"threads": 1, "precision": "fp32", "device": "cpu", "max_updates": 2},
+    )
     cfg = cfg.runs["RNNsearch-50"]
     prep = data.prepare(cfg.data, workers=1, progress=False)
     train_run(cfg, tmp_path / "r", prep, progress=False)
     result = evaluate.evaluate_run(cfg, tmp_path / "r", prep, nll_sentences=5)
     assert result["all"]["n"] == 40
     assert {p: s["n"] for p, s in result["parts"].items()} == {
-        "multi30k.test_2016_flickr": 20, "multi30k.test_2017_flickr": 20}  # fmt: skip
+        "multi30k.test_2016_flickr": 20,
+        "multi30k.test_2017_flickr": 20,
+    }
     assert json.loads((tmp_path / "r" / "bleu.json").read_text())["parts"] == result["parts"]

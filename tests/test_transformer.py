@@ -40,9 +40,15 @@ def reference(model, x, y):
     dk = d // H
 
     def pe(pos):
-        return torch.tensor([math.sin(pos / 10000 ** (i / d)) if i % 2 == 0
-                             else math.cos(pos / 10000 ** ((i - 1) / d)) for i in range(d)],
-                            dtype=torch.float64)  # fmt: skip
+        return torch.tensor(
+            [
+                math.sin(pos / 10000 ** (i / d))
+                if i % 2 == 0
+                else math.cos(pos / 10000 ** ((i - 1) / d))
+                for i in range(d)
+            ],
+            dtype=torch.float64,
+        )
 
     def norm(v, p):
         mu, var = v.mean(), ((v - v.mean()) ** 2).mean()

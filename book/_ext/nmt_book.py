@@ -29,8 +29,14 @@ def _quiet_kernel() -> None:
     atexit.register(shutil.rmtree, tmp, True)
     spec = tmp / "kernels" / "python3"
     spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-            "--IPKernelApp.log_level=CRITICAL"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        "{connection_file}",
+        "--IPKernelApp.log_level=CRITICAL",
+    ]
     kernel = {"argv": argv, "display_name": "Python 3 (nmt_lib)", "language": "python"}
     (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
     os.environ["JUPYTER_PATH"] = os.pathsep.join(

@@ -213,14 +213,24 @@ def _multi30k() -> list[Corpus]:
 
     def one(split: str, kind: str) -> Corpus:
         stem = f"multi30k.task1.{split}"
-        return Corpus(f"multi30k.{split}", kind, (stem,), note=_MULTI30K.format(split=split),
-                      plain=True)  # fmt: skip
+        return Corpus(
+            f"multi30k.{split}", kind, (stem,), note=_MULTI30K.format(split=split), plain=True
+        )
 
     both = tuple(f"multi30k.task1.{s}" for s in _MULTI30K_TEST[:2])
-    flickr = Corpus("multi30k.test_flickr", "test", both, plain=True,
-                    note=_MULTI30K.format(split="test_{2016,2017}_flickr"))  # fmt: skip
-    return [one("train", "train"), one("val", "dev"), *(one(s, "test") for s in _MULTI30K_TEST),
-            flickr]  # fmt: skip
+    flickr = Corpus(
+        "multi30k.test_flickr",
+        "test",
+        both,
+        plain=True,
+        note=_MULTI30K.format(split="test_{2016,2017}_flickr"),
+    )
+    return [
+        one("train", "train"),
+        one("val", "dev"),
+        *(one(s, "test") for s in _MULTI30K_TEST),
+        flickr,
+    ]
 
 
 #: Every corpus this library knows by name.
@@ -292,8 +302,10 @@ def locate(cfg, data_dir: Path | None = None) -> Located:
         c, parts = get_corpus(name, kind), []
         for stem in c.parts:
             if c.plain:  # <stem>.<lang>[.gz|.xz], named by its part when the set has several
-                src, ref = (find_plain(data_dir / f"{stem}.{lang}") or data_dir / f"{stem}.{lang}"
-                            for lang in (s, t))  # fmt: skip
+                src, ref = (
+                    find_plain(data_dir / f"{stem}.{lang}") or data_dir / f"{stem}.{lang}"
+                    for lang in (s, t)
+                )
                 part = name if len(c.parts) == 1 else f"multi30k.{stem.rsplit('.', 1)[-1]}"
             else:
                 src, ref = data_dir / f"{stem}-src.{s}.sgm", data_dir / f"{stem}-ref.{t}.sgm"
@@ -421,13 +433,16 @@ def read_plain_pair(src: str | Path, ref: str | Path) -> list[tuple[str, str]]:
         check_whole_lines(p)
     a, b = list(read_lines(src)), list(read_lines(ref))
     if len(a) != len(b):
-        raise DataError(f"{src} has {len(a)} lines and {ref} {len(b)}: a dev/test set's two sides "
-                        "must be line-aligned (a file truncated or from another split?)")  # fmt: skip
+        raise DataError(
+            f"{src} has {len(a)} lines and {ref} {len(b)}: a dev/test set's two sides "
+            "must be line-aligned (a file truncated or from another split?)"
+        )
     for path, lines in ((src, a), (ref, b)):
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
-                raise DataError(f"{path}:{lineno}: empty line (every test and dev sentence has "
-                                "text)")  # fmt: skip
+                raise DataError(
+                    f"{path}:{lineno}: empty line (every test and dev sentence has text)"
+                )
     return list(zip(a, b, strict=True))
 
 

@@ -18,34 +18,79 @@ from ..config import DataConfig
 from ..io import atomic_write
 
 NOUNS = {
-    "cat": "chat", "dog": "chien", "bird": "oiseau", "man": "homme", "woman": "femme",
-    "child": "enfant", "house": "maison", "car": "voiture", "tree": "arbre", "book": "livre",
-    "city": "ville", "river": "rivière", "garden": "jardin", "horse": "cheval", "boat": "bateau",
-    "teacher": "professeur", "friend": "ami", "door": "porte", "window": "fenêtre", "apple": "pomme",
-}  # fmt: skip
+    "cat": "chat",
+    "dog": "chien",
+    "bird": "oiseau",
+    "man": "homme",
+    "woman": "femme",
+    "child": "enfant",
+    "house": "maison",
+    "car": "voiture",
+    "tree": "arbre",
+    "book": "livre",
+    "city": "ville",
+    "river": "rivière",
+    "garden": "jardin",
+    "horse": "cheval",
+    "boat": "bateau",
+    "teacher": "professeur",
+    "friend": "ami",
+    "door": "porte",
+    "window": "fenêtre",
+    "apple": "pomme",
+}
 ADJECTIVES = {
-    "big": "grand", "small": "petit", "red": "rouge", "old": "vieux", "new": "nouveau",
-    "green": "vert", "black": "noir", "white": "blanc", "happy": "heureux", "fast": "rapide",
-    "quiet": "calme", "strong": "fort",
-}  # fmt: skip
+    "big": "grand",
+    "small": "petit",
+    "red": "rouge",
+    "old": "vieux",
+    "new": "nouveau",
+    "green": "vert",
+    "black": "noir",
+    "white": "blanc",
+    "happy": "heureux",
+    "fast": "rapide",
+    "quiet": "calme",
+    "strong": "fort",
+}
 VERBS = {
-    "sees": "voit", "likes": "aime", "takes": "prend", "finds": "trouve", "wants": "veut",
-    "follows": "suit", "paints": "peint", "buys": "achète", "watches": "regarde", "opens": "ouvre",
-}  # fmt: skip
+    "sees": "voit",
+    "likes": "aime",
+    "takes": "prend",
+    "finds": "trouve",
+    "wants": "veut",
+    "follows": "suit",
+    "paints": "peint",
+    "buys": "achète",
+    "watches": "regarde",
+    "opens": "ouvre",
+}
 INTRANSITIVE = {"sleeps": "dort", "runs": "court", "sings": "chante"}
 DETERMINERS = {"the": "le", "a": "un", "this": "ce"}
 PREPOSITIONS = {"with": "avec", "in": "dans", "under": "sous", "behind": "derrière"}
 OTHER = {"and": "et"}
 RARE_NOUNS = {
-    "zebra": "zèbre", "violin": "violon", "lantern": "lanterne", "comet": "comète",
-    "walrus": "morse", "tulip": "tulipe",
-}  # fmt: skip
+    "zebra": "zèbre",
+    "violin": "violon",
+    "lantern": "lanterne",
+    "comet": "comète",
+    "walrus": "morse",
+    "tulip": "tulipe",
+}
 RARE_ADJECTIVES = {"purple": "violet", "ancient": "antique", "tiny": "minuscule", "golden": "doré"}
 RARE_INTRANSITIVE = {"juggles": "jongle", "whistles": "siffle"}
 DICTIONARY = {
-    **NOUNS, **ADJECTIVES, **VERBS, **INTRANSITIVE, **DETERMINERS, **PREPOSITIONS, **OTHER,
-    **RARE_NOUNS, **RARE_ADJECTIVES, **RARE_INTRANSITIVE,
-}  # fmt: skip
+    **NOUNS,
+    **ADJECTIVES,
+    **VERBS,
+    **INTRANSITIVE,
+    **DETERMINERS,
+    **PREPOSITIONS,
+    **OTHER,
+    **RARE_NOUNS,
+    **RARE_ADJECTIVES,
+    **RARE_INTRANSITIVE,
+}
 
 
 _SORTED = {
@@ -166,8 +211,9 @@ def write_toy_wmt(
     return root
 
 
-def write_toy_multi30k(root: Path, n_train: int = 300, seed: int = 0, n_val: int = 20,
-                       n_test: int = 20) -> Path:  # fmt: skip
+def write_toy_multi30k(
+    root: Path, n_train: int = 300, seed: int = 0, n_val: int = 20, n_test: int = 20
+) -> Path:
     """Write the toy pair into ``root`` in the layout of the Multi30k testbed
     (:mod:`nmt_lib.data.corpus`) and return ``root``: ``multi30k.task1.<split>.{en,fr}``, plain
     text, for the splits ``train`` (``n_train`` lines), ``val`` (``n_val``), ``test_2016_flickr``

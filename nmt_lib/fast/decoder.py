@@ -202,8 +202,11 @@ class _TargetLogProb(torch.autograd.Function):
             # a second backward through the same graph (retain_graph): the logits recomputed
             d = product(u_c[rows], W_c.t(), fused) if logits is None else logits[i]
             stats, y_r, g_r, logp_r = ctx.stats[i], y[rows], g[rows], logp[rows]
-            db_r = None if stats is None else fused.target_log_prob_backward(
-                d, b_w, y_r, g_r, stats, logp_r)  # fmt: skip
+            db_r = (
+                None
+                if stats is None
+                else fused.target_log_prob_backward(d, b_w, y_r, g_r, stats, logp_r)
+            )
             if db_r is None:
                 db_r = _grad_in_pieces(d, b_w, y_r, g_r, logp_r)
             du.append(product(d, W_c, fused))  # [rows, r]
@@ -281,9 +284,19 @@ def attention_decoder_scan(
     # functions would convert each step's rows, so a is converted once, into time-major order
     a = a.transpose(0, 1) if a.device.type == "cpu" else a.to(sd).transpose(0, 1).contiguous()
     S, C, A = _AttentionDecoderScan.apply(
-        a, s0, y_mask.t().unsqueeze(-1), h.to(cd),
-        Uh.to(sd), x_mask, W_s.to(cd), C_in.to(cd), U.to(cd), v_a.to(sd), fused, tile,
-    )  # fmt: skip
+        a,
+        s0,
+        y_mask.t().unsqueeze(-1),
+        h.to(cd),
+        Uh.to(sd),
+        x_mask,
+        W_s.to(cd),
+        C_in.to(cd),
+        U.to(cd),
+        v_a.to(sd),
+        fused,
+        tile,
+    )
     return S.transpose(0, 1), C.transpose(0, 1), A.transpose(0, 1)
 
 
@@ -321,8 +334,17 @@ class _AttentionDecoderScan(torch.autograd.Function):
                 x = times_C_in(c)  # [k, 3n]: [C; C_z; C_r] c
                 gates(a[i, :k], x, g[:, : 2 * n], s_k, R[i, :k], Z[i, :k], RS[i, :k])
                 u = times_U(RS[i, :k])  # U (r ∘ s)
-                update(a[i, :k, :n], x[:, :n], u, Z[i, :k], s_k, mask[i, :k], St[i, :k], s_k,
-                       None if s_c is None else s_c[:k])  # fmt: skip
+                update(
+                    a[i, :k, :n],
+                    x[:, :n],
+                    u,
+                    Z[i, :k],
+                    s_k,
+                    mask[i, :k],
+                    St[i, :k],
+                    s_k,
+                    None if s_c is None else s_c[:k],
+                )
         ctx.save_for_backward(mask, h, Uh, x_mask, W_s, C_in, U, v_a, S, C, A, Q, R, Z, St, RS)
         ctx.ks, ctx.fused = ks, fused
         return S, C, A
@@ -356,11 +378,29 @@ class _AttentionDecoderScan(torch.autograd.Function):
             else:  # the GRU update (past the sentence end s_i = s_{i-1}: only ds passes), then r
                 back_update(ds[:k], mask[i, :k], z, s_tilde, s, d_pre[i, :k], d_cand[:k])
                 d_rs = times_U_t(d_cand[:k])
-                back_reset(d_rs, s, r, d_pre[i, :k], d_g[i, :k, : 2 * n], ds[:k],
-                           None if same else d_pre_c[i, :k])  # fmt: skip
+                back_reset(
+                    d_rs,
+                    s,
+                    r,
+                    d_pre[i, :k],
+                    d_g[i, :k, : 2 * n],
+                    ds[:k],
+                    None if same else d_pre_c[i, :k],
+                )
                 torch.add(times_C_in_t(d_pre_c[i, :k]), dC[i, :k], out=d_c[i, :k])
-            attend_backward(Uh[:k], Q[i, :k], v_a, h[:k], d_c[i, :k], alpha, dA[i, :k], d_sum[:k],
-                            d_g[i, :k, 2 * n :], dv[:k], fused)  # fmt: skip  # d_g: ∂L/∂(W_a s)
+            attend_backward(
+                Uh[:k],
+                Q[i, :k],
+                v_a,
+                h[:k],
+                d_c[i, :k],
+                alpha,
+                dA[i, :k],
+                d_sum[:k],
+                d_g[i, :k, 2 * n :],
+                dv[:k],
+                fused,
+            )  # d_g: ∂L/∂(W_a s)
             ds[:k] += times_W_s_t(d_g[i, :k]) + dS[i, :k]
         # the weight gradients: one matmul over all steps and sentences each, [k, N] @ [N, k']
         rows = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731

@@ -41,9 +41,17 @@ from ..runtime import cpu_flags, cpu_info
 from .process import tune_process
 
 SOURCE = Path(__file__).with_name("kernels.c")
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-shared",
-         "-fPIC") + (("-mprefer-vector-width=512",) if platform.machine() in ("x86_64", "AMD64")
-                     else ())  # fmt: skip  # AVX-512 where there is: 1.5x the tanh of 256-bit
+FLAGS = (
+    "-O3",
+    "-march=native",
+    "-fopenmp",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-shared",
+    "-fPIC",
+) + (
+    ("-mprefer-vector-width=512",) if platform.machine() in ("x86_64", "AMD64") else ()
+)  # AVX-512 where there is: 1.5x the tanh of 256-bit
 
 
 def _cpu_id() -> bytes:
@@ -65,8 +73,13 @@ def build(cc: str, folder: Path) -> Path:
         fd, tmp = tempfile.mkstemp(suffix=".tmp", prefix=lib.name + ".", dir=folder)  # each its own
         os.close(fd)
         try:
-            subprocess.run([*shlex.split(cc), *FLAGS, "-o", tmp, str(SOURCE)], check=True,
-                           capture_output=True, text=True, timeout=300)  # fmt: skip
+            subprocess.run(
+                [*shlex.split(cc), *FLAGS, "-o", tmp, str(SOURCE)],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             os.replace(tmp, lib)
         finally:
             Path(tmp).unlink(missing_ok=True)
@@ -96,9 +109,13 @@ def load() -> ctypes.CDLL | None:
         lib = ctypes.CDLL(str(build(cc, folder)))
     except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
         detail = getattr(e, "stderr", None) or e
-        warnings.warn(f"nmt_lib: could not build {SOURCE.name} with {cc!r} ({detail}); beam search "
-                      "and training on the CPU use PyTorch operations instead (slower). "
-                      "NMT_LIB_KERNELS=0 silences this.", RuntimeWarning, stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"nmt_lib: could not build {SOURCE.name} with {cc!r} ({detail}); beam search "
+            "and training on the CPU use PyTorch operations instead (slower). "
+            "NMT_LIB_KERNELS=0 silences this.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return None
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
     lib.best_words.argtypes = [p, i32, i64, i64, i64, p, p, i32, i32, i64, i32, p, p, p]
@@ -110,8 +127,26 @@ def load() -> ctypes.CDLL | None:
     lib.target_logp_backward.argtypes = [p, i32, i64, i64, i64, p, p, p, p, p, i32, p]
     lib.target_logp_backward.restype = None
     v = ctypes.POINTER(View)
-    lib.attend_backward.argtypes = [p, p, p, p, i32, p, i32, p, p, i64, i64, i64, i64, i32, p, p, v,
-                                    p]  # fmt: skip
+    lib.attend_backward.argtypes = [
+        p,
+        p,
+        p,
+        p,
+        i32,
+        p,
+        i32,
+        p,
+        p,
+        i64,
+        i64,
+        i64,
+        i64,
+        i32,
+        p,
+        p,
+        v,
+        p,
+    ]
     lib.attend_backward.restype = None
     lib.gru_gates.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
     lib.gru_gates.restype = None
@@ -151,10 +186,15 @@ def best_words(
     per row, no library): then the caller computes it with PyTorch operations. ``x`` is not
     modified. A NaN logit is never among the best words (PyTorch's ``topk`` puts it first)."""
     R, K = x.shape
-    if (not _cpu(x, dtypes=(torch.bfloat16, torch.float32)) or not 0 < k <= K or R == 0
-            or no_eos.numel() != R or no_eos.device.type != "cpu"
-            or (bias is not None and (bias.numel() != K or not _cpu(bias, dtypes=(bias.dtype,))))
-            or (lib := library()) is None):  # fmt: skip
+    if (
+        not _cpu(x, dtypes=(torch.bfloat16, torch.float32))
+        or not 0 < k <= K
+        or R == 0
+        or no_eos.numel() != R
+        or no_eos.device.type != "cpu"
+        or (bias is not None and (bias.numel() != K or not _cpu(bias, dtypes=(bias.dtype,))))
+        or (lib := library()) is None
+    ):
         return None
     if x.stride(1) != 1:
         x = x.contiguous()
@@ -163,9 +203,22 @@ def best_words(
     threads = torch.get_num_threads()
     work = _buffer(threads, K + -(-K // 64))  # each thread's row and block maxima
     v, j = _buffer(R, k), _buffer(R, k, dtype=torch.long)
-    lib.best_words(x.data_ptr(), x.dtype == torch.bfloat16, R, K, x.stride(0),
-                   b.data_ptr(), mask.data_ptr(), ignore_unk,
-                   not normalized, k, threads, work.data_ptr(), v.data_ptr(), j.data_ptr())  # fmt: skip
+    lib.best_words(
+        x.data_ptr(),
+        x.dtype == torch.bfloat16,
+        R,
+        K,
+        x.stride(0),
+        b.data_ptr(),
+        mask.data_ptr(),
+        ignore_unk,
+        not normalized,
+        k,
+        threads,
+        work.data_ptr(),
+        v.data_ptr(),
+        j.data_ptr(),
+    )
     return v, j
 
 
@@ -193,19 +246,46 @@ def attend(
     not apply (other dtypes, shapes or devices, ``ctx`` > ``MAX_CONTEXT``, an ``out`` it cannot
     write, no library)."""
     (B, Tx, N), (GB, C) = Uh.shape, (Ws.shape[0], h.shape[-1])
-    if (not _cpu(Uh, Ws, v_a) or Ws.shape != (GB, N) or v_a.shape != (N,) or GB % max(B, 1)
-            or (GB and not B) or not _rows_of(h, B, Tx, C) or C > MAX_CONTEXT
-            or mask.shape != (B, Tx) or not _cpu(mask, dtypes=(torch.bool,))):  # fmt: skip
+    if (
+        not _cpu(Uh, Ws, v_a)
+        or Ws.shape != (GB, N)
+        or v_a.shape != (N,)
+        or GB % max(B, 1)
+        or (GB and not B)
+        or not _rows_of(h, B, Tx, C)
+        or C > MAX_CONTEXT
+        or mask.shape != (B, Tx)
+        or not _cpu(mask, dtypes=(torch.bool,))
+    ):
         return None
     c, alpha = out or (_buffer(GB, C, dtype=h.dtype), _buffer(GB, Tx))
-    if (not _rows_of(c, GB, C) or not _cpu(alpha) or alpha.shape != (GB, Tx)
-            or not alpha.is_contiguous() or (lib := library()) is None):  # fmt: skip
+    if (
+        not _rows_of(c, GB, C)
+        or not _cpu(alpha)
+        or alpha.shape != (GB, Tx)
+        or not alpha.is_contiguous()
+        or (lib := library()) is None
+    ):
         return None
     Uh, Ws, v_a, mask = Uh.contiguous(), Ws.contiguous(), v_a.contiguous(), mask.contiguous()
     if GB:
-        lib.attend(Uh.data_ptr(), Ws.data_ptr(), v_a.data_ptr(), mask.data_ptr(), h.data_ptr(),
-                   h.dtype == torch.bfloat16, B, GB // B, Tx, N, C, torch.get_num_threads(),
-                   alpha.data_ptr(), c.data_ptr(), c.dtype == torch.bfloat16)  # fmt: skip
+        lib.attend(
+            Uh.data_ptr(),
+            Ws.data_ptr(),
+            v_a.data_ptr(),
+            mask.data_ptr(),
+            h.data_ptr(),
+            h.dtype == torch.bfloat16,
+            B,
+            GB // B,
+            Tx,
+            N,
+            C,
+            torch.get_num_threads(),
+            alpha.data_ptr(),
+            c.data_ptr(),
+            c.dtype == torch.bfloat16,
+        )
     return c, alpha
 
 
@@ -231,21 +311,47 @@ def attend_backward(
     kernel does not apply (other dtypes, shapes or devices, ``d_sum`` or ``dv`` not contiguous,
     ``ctx`` or ``n'`` > ``MAX_CONTEXT``, no library)."""
     (B, Tx, N), C = Uh.shape, h.shape[-1]
-    if (not _cpu(Uh, q, v_a, alpha, d_sum, dv, *([] if d_alpha is None else [d_alpha]))
-            or q.shape != (B, N) or v_a.shape != (N,) or alpha.shape != (B, Tx)
-            or d_sum.shape != Uh.shape or dv.shape != (B, N)
-            or (d_alpha is not None and d_alpha.shape != (B, Tx)) or not d_sum.is_contiguous()
-            or not dv.is_contiguous() or not _rows_of(h, B, Tx, C) or d_c.dtype != h.dtype
-            or d_c.shape != (B, C) or d_c.device != h.device or max(C, N) > MAX_CONTEXT
-            or (vq := _view(d_q, 1, B, N)) is None or (lib := library()) is None):  # fmt: skip
+    if (
+        not _cpu(Uh, q, v_a, alpha, d_sum, dv, *([] if d_alpha is None else [d_alpha]))
+        or q.shape != (B, N)
+        or v_a.shape != (N,)
+        or alpha.shape != (B, Tx)
+        or d_sum.shape != Uh.shape
+        or dv.shape != (B, N)
+        or (d_alpha is not None and d_alpha.shape != (B, Tx))
+        or not d_sum.is_contiguous()
+        or not dv.is_contiguous()
+        or not _rows_of(h, B, Tx, C)
+        or d_c.dtype != h.dtype
+        or d_c.shape != (B, C)
+        or d_c.device != h.device
+        or max(C, N) > MAX_CONTEXT
+        or (vq := _view(d_q, 1, B, N)) is None
+        or (lib := library()) is None
+    ):
         return False
     Uh, q, v_a, alpha, d_c = (t.contiguous() for t in (Uh, q, v_a, alpha, d_c))
     d_alpha, d_e = None if d_alpha is None else d_alpha.contiguous(), _buffer(B, Tx)
-    lib.attend_backward(Uh.data_ptr(), q.data_ptr(), v_a.data_ptr(), h.data_ptr(),
-                        h.dtype == torch.bfloat16, d_c.data_ptr(), d_c.dtype == torch.bfloat16,
-                        alpha.data_ptr(), None if d_alpha is None else d_alpha.data_ptr(), B, Tx,
-                        N, C, torch.get_num_threads(), d_e.data_ptr(),
-                        d_sum.data_ptr(), ctypes.byref(vq), dv.data_ptr())  # fmt: skip
+    lib.attend_backward(
+        Uh.data_ptr(),
+        q.data_ptr(),
+        v_a.data_ptr(),
+        h.data_ptr(),
+        h.dtype == torch.bfloat16,
+        d_c.data_ptr(),
+        d_c.dtype == torch.bfloat16,
+        alpha.data_ptr(),
+        None if d_alpha is None else d_alpha.data_ptr(),
+        B,
+        Tx,
+        N,
+        C,
+        torch.get_num_threads(),
+        d_e.data_ptr(),
+        d_sum.data_ptr(),
+        ctypes.byref(vq),
+        dv.data_ptr(),
+    )
     return True
 
 
@@ -253,9 +359,15 @@ def _logits_apply(z: Tensor, bias: Tensor, y: Tensor) -> bool:
     """Whether the output-layer kernels take ``z [N, K]`` (bf16/float32, rows contiguous), a
     float32 ``bias [K]`` and long targets ``y [N]`` in range, all on the CPU."""
     N, K = z.shape
-    return (_cpu(z, dtypes=(torch.bfloat16, torch.float32)) and z.stride(1) == 1 and _cpu(bias)
-            and bias.numel() == K and _cpu(y, dtypes=(torch.long,)) and y.numel() == N
-            and (N == 0 or 0 <= int(y.min()) and int(y.max()) < K))  # fmt: skip
+    return (
+        _cpu(z, dtypes=(torch.bfloat16, torch.float32))
+        and z.stride(1) == 1
+        and _cpu(bias)
+        and bias.numel() == K
+        and _cpu(y, dtypes=(torch.long,))
+        and y.numel() == N
+        and (N == 0 or 0 <= int(y.min()) and int(y.max()) < K)
+    )
 
 
 def target_log_prob(z: Tensor, bias: Tensor, y: Tensor) -> tuple[Tensor, Tensor] | None:
@@ -266,8 +378,18 @@ def target_log_prob(z: Tensor, bias: Tensor, y: Tensor) -> tuple[Tensor, Tensor]
         return None
     (N, K), y, bias = z.shape, y.contiguous(), bias.contiguous()
     logp, stats = _buffer(N), _buffer(N, 2)
-    lib.target_logp(z.data_ptr(), z.dtype == torch.bfloat16, N, K, z.stride(0), bias.data_ptr(),
-                    y.data_ptr(), torch.get_num_threads(), logp.data_ptr(), stats.data_ptr())  # fmt: skip
+    lib.target_logp(
+        z.data_ptr(),
+        z.dtype == torch.bfloat16,
+        N,
+        K,
+        z.stride(0),
+        bias.data_ptr(),
+        y.data_ptr(),
+        torch.get_num_threads(),
+        logp.data_ptr(),
+        stats.data_ptr(),
+    )
     return logp, stats
 
 
@@ -277,15 +399,30 @@ def target_log_prob_backward(
     """Its backward: overwrites the logits ``z`` with their gradient ``g (onehot(y) - softmax)``
     and returns the bias's gradient ``[K]`` float32; or None (nothing done) where the kernel does
     not apply."""
-    if (not _logits_apply(z, bias, y) or not _cpu(g, stats, logp) or g.numel() != z.shape[0]
-            or (lib := library()) is None):  # fmt: skip
+    if (
+        not _logits_apply(z, bias, y)
+        or not _cpu(g, stats, logp)
+        or g.numel() != z.shape[0]
+        or (lib := library()) is None
+    ):
         return None
     (N, K), threads = z.shape, torch.get_num_threads()
     y, bias, g = y.contiguous(), bias.contiguous(), g.contiguous()
     db = _buffer(threads, K, zero=True)
-    lib.target_logp_backward(z.data_ptr(), z.dtype == torch.bfloat16, N, K, z.stride(0),
-                             bias.data_ptr(), y.data_ptr(), g.data_ptr(), stats.data_ptr(),
-                             logp.data_ptr(), threads, db.data_ptr())  # fmt: skip
+    lib.target_logp_backward(
+        z.data_ptr(),
+        z.dtype == torch.bfloat16,
+        N,
+        K,
+        z.stride(0),
+        bias.data_ptr(),
+        y.data_ptr(),
+        g.data_ptr(),
+        stats.data_ptr(),
+        logp.data_ptr(),
+        threads,
+        db.data_ptr(),
+    )
     return db.sum(0)
 
 
@@ -293,8 +430,12 @@ class View(ctypes.Structure):
     """``kernels.c``'s ``view``: a ``[D, rows, columns]`` bf16/float32 tensor whose columns are
     contiguous; data None: absent."""
 
-    _fields_ = [("data", ctypes.c_void_p), ("sd", ctypes.c_int64), ("sr", ctypes.c_int64),
-                ("bf16", ctypes.c_int32)]  # fmt: skip
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("sd", ctypes.c_int64),
+        ("sr", ctypes.c_int64),
+        ("bf16", ctypes.c_int32),
+    ]
 
 
 MAX_UNITS = 4096  # kernels.c: the GRU kernels' n (their rows live on the threads' stacks)
@@ -356,8 +497,15 @@ def gru_gates(a, x, g, h, r, z, rh) -> bool:
     if (dims := _dims(h)) is None:
         return False
     D, k, n = dims
-    vs = [_view(a, D, k, 3 * n), _view(x, D, k, 3 * n), _view(g, D, k, 2 * n), _view(h, D, k, n),
-          _view(r, D, k, n), _view(z, D, k, n), _view(rh, D, k, n)]  # fmt: skip
+    vs = [
+        _view(a, D, k, 3 * n),
+        _view(x, D, k, 3 * n),
+        _view(g, D, k, 2 * n),
+        _view(h, D, k, n),
+        _view(r, D, k, n),
+        _view(z, D, k, n),
+        _view(rh, D, k, n),
+    ]
     if (lib := _ready(n, D, k, vs)) is None:
         return False
     lib.gru_gates(D, k, n, *map(ctypes.byref, vs), torch.get_num_threads())
@@ -385,8 +533,14 @@ def gru_backward_update(dh, mask, z, ht, h, dA, dcand_c) -> bool:
     if (dims := _dims(h)) is None:
         return False
     D, k, n = dims
-    vs = [_view(dh, D, k, n), _view(z, D, k, n), _view(ht, D, k, n), _view(h, D, k, n),
-          _view(dA, D, k, 3 * n), _view(dcand_c, D, k, n)]  # fmt: skip
+    vs = [
+        _view(dh, D, k, n),
+        _view(z, D, k, n),
+        _view(ht, D, k, n),
+        _view(h, D, k, n),
+        _view(dA, D, k, 3 * n),
+        _view(dcand_c, D, k, n),
+    ]
     if (m := _mask(mask, D, k)) is None or (lib := _ready(n, D, k, vs)) is None:
         return False
     refs = list(map(ctypes.byref, vs))
@@ -400,8 +554,15 @@ def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
     if (dims := _dims(h)) is None:
         return False
     D, k, n = dims
-    vs = [_view(d_rh, D, k, n), _view(h, D, k, n), _view(r, D, k, n), _view(dA, D, k, 3 * n),
-          _view(drz_c, D, k, 2 * n), _view(dh, D, k, n), _view(dA_c, D, k, 3 * n)]  # fmt: skip
+    vs = [
+        _view(d_rh, D, k, n),
+        _view(h, D, k, n),
+        _view(r, D, k, n),
+        _view(dA, D, k, 3 * n),
+        _view(drz_c, D, k, 2 * n),
+        _view(dh, D, k, n),
+        _view(dA_c, D, k, 3 * n),
+    ]
     if (lib := _ready(n, D, k, vs)) is None:
         return False
     lib.gru_backward_reset(D, k, n, *map(ctypes.byref, vs), torch.get_num_threads())
@@ -423,8 +584,15 @@ def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
         return None
     out = torch.empty(*lead, C, R, dtype=dtype)
     if out.numel():
-        lib.transpose(x3.shape[0], R, C, ctypes.byref(vx), out.data_ptr(), _IS_BF16[dtype],
-                      torch.get_num_threads())  # fmt: skip
+        lib.transpose(
+            x3.shape[0],
+            R,
+            C,
+            ctypes.byref(vx),
+            out.data_ptr(),
+            _IS_BF16[dtype],
+            torch.get_num_threads(),
+        )
     return out
 
 
@@ -464,8 +632,12 @@ def amx_product(W: Tensor, bias: Tensor | None = None):
     bias``, the bias ``[m]`` added to the float32 sums before they are rounded), or None without
     AMX (:func:`amx`), for another device or dtype, or with ``NMT_LIB_KERNELS=0``. The decoding
     step uses it directly: at 640 rows it is faster than ``torch.matmul`` for some shapes only."""
-    if (W.dtype != torch.bfloat16 or not _recurrent_weight(W) or (lib := library()) is None
-            or not amx()):  # fmt: skip
+    if (
+        W.dtype != torch.bfloat16
+        or not _recurrent_weight(W)
+        or (lib := library()) is None
+        or not amx()
+    ):
         return None
     threads = torch.get_num_threads()
     *lead, K, N = W.shape
@@ -486,10 +658,18 @@ def amx_product(W: Tensor, bias: Tensor | None = None):
         if out.numel():
             if work[0].numel() < (size := D * -(-M // 16) * 16 * tiles_k * 32):
                 work[0] = _buffer(size, dtype=torch.bfloat16)
-            lib.amx_product(D, M, K, N, ctypes.byref(vx), packed.data_ptr(),
-                            None if b is None else b.data_ptr(),
-                            ctypes.byref(_view(out.view(D, M, N), D, M, N)), work[0].data_ptr(),
-                            threads)  # fmt: skip
+            lib.amx_product(
+                D,
+                M,
+                K,
+                N,
+                ctypes.byref(vx),
+                packed.data_ptr(),
+                None if b is None else b.data_ptr(),
+                ctypes.byref(_view(out.view(D, M, N), D, M, N)),
+                work[0].data_ptr(),
+                threads,
+            )
         return out
 
     return product
@@ -498,9 +678,12 @@ def amx_product(W: Tensor, bias: Tensor | None = None):
 def _recurrent_weight(W: Tensor) -> bool:
     """Whether :func:`right_product` may take ``W``: a CPU ``[n, m]`` or ``[D, n, m]``, bf16 (or
     float32 where :func:`onednn_float32`), the kernels not turned off (``NMT_LIB_KERNELS=0``)."""
-    return (W.device.type == "cpu" and W.dim() in (2, 3)
-            and (W.dtype == torch.bfloat16 or (W.dtype == torch.float32 and onednn_float32()))
-            and os.environ.get("NMT_LIB_KERNELS", "1") != "0")  # fmt: skip
+    return (
+        W.device.type == "cpu"
+        and W.dim() in (2, 3)
+        and (W.dtype == torch.bfloat16 or (W.dtype == torch.float32 and onednn_float32()))
+        and os.environ.get("NMT_LIB_KERNELS", "1") != "0"
+    )
 
 
 @functools.cache
@@ -518,8 +701,9 @@ def _prepacking(dtype: torch.dtype = torch.bfloat16) -> bool:
     tune_process()
     try:
         x, w = torch.ones(2, 3, dtype=dtype), torch.ones(4, 3, dtype=dtype)
-        y = torch.ops.mkldnn._linear_pointwise(x, torch.ops.mkldnn._reorder_linear_weight(w), None,
-                                               "none", [], "")  # fmt: skip
+        y = torch.ops.mkldnn._linear_pointwise(
+            x, torch.ops.mkldnn._reorder_linear_weight(w), None, "none", [], ""
+        )
         native = dtype != torch.bfloat16 or torch.ops.mkldnn._is_mkldnn_bf16_supported()
         return native and bool((y == 3).all())
     except (AttributeError, RuntimeError):
@@ -543,10 +727,17 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     by oneDNN where :func:`onednn_float32` and both are non-empty float32 CPU tensors (a 3-D
     product matrix by matrix), else ``torch.matmul``. The same product within float32 rounding
     (another order of the sums)."""
-    if (a.dtype == b.dtype == torch.float32 and a.device.type == b.device.type == "cpu"
-            and a.dim() == b.dim() in (2, 3) and a.shape[:-2] == b.shape[:-2]
-            and a.shape[-1] == b.shape[-2] and a.numel() and b.numel() and onednn_float32()
-            and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))):  # fmt: skip
+    if (
+        a.dtype == b.dtype == torch.float32
+        and a.device.type == b.device.type == "cpu"
+        and a.dim() == b.dim() in (2, 3)
+        and a.shape[:-2] == b.shape[:-2]
+        and a.shape[-1] == b.shape[-2]
+        and a.numel()
+        and b.numel()
+        and onednn_float32()
+        and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))
+    ):
         if a.dim() == 3:
             return torch.stack([matmul(x, y) for x, y in zip(a, b, strict=True)])
         a, b = _dense(a), _dense(b)  # oneDNN multiplies a row or column slice 500x slower
@@ -560,9 +751,15 @@ def _dense(x: Tensor) -> Tensor:
 
 
 def adadelta(
-    p: Tensor, g: Tensor, sq: Tensor, acc: Tensor, lr: float, rho: float, eps: float,
+    p: Tensor,
+    g: Tensor,
+    sq: Tensor,
+    acc: Tensor,
+    lr: float,
+    rho: float,
+    eps: float,
     grad_scale: float = 1.0,
-) -> bool:  # fmt: skip
+) -> bool:
     """A step of ``torch.optim.Adadelta`` in one pass (``kernels.c``) over 1-D contiguous float32 CPU
     tensors of the same length: the parameters ``p``, gradient ``g``, ``square_avg`` ``sq`` and
     ``acc_delta`` ``acc``, updated in place; torch's operations in its order, correctly rounded
@@ -570,9 +767,23 @@ def adadelta(
     ``g * grad_scale`` (as ``g.mul_(grad_scale)`` before; ``g`` is not modified). True when done,
     False (nothing written) where the kernel does not apply."""
     ts = (p, g, sq, acc)
-    if (not _cpu(*ts) or any(t.dim() != 1 or t.stride(0) != 1 or t.shape != p.shape for t in ts)
-            or (lib := library()) is None):  # fmt: skip
+    if (
+        not _cpu(*ts)
+        or any(t.dim() != 1 or t.stride(0) != 1 or t.shape != p.shape for t in ts)
+        or (lib := library()) is None
+    ):
         return False
-    lib.adadelta(p.data_ptr(), g.data_ptr(), sq.data_ptr(), acc.data_ptr(), p.numel(), rho,
-                 1 - rho, eps, -lr, grad_scale, torch.get_num_threads())  # fmt: skip
+    lib.adadelta(
+        p.data_ptr(),
+        g.data_ptr(),
+        sq.data_ptr(),
+        acc.data_ptr(),
+        p.numel(),
+        rho,
+        1 - rho,
+        eps,
+        -lr,
+        grad_scale,
+        torch.get_num_threads(),
+    )
     return True

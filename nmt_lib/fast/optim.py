@@ -33,8 +33,14 @@ class Adadelta(torch.optim.Adadelta):
         real_cpu = all(
             p.device.type == "cpu" and not p.is_complex() for g in groups for p in g["params"]
         )
-        options = any(g["weight_decay"] or g["maximize"] or g["foreach"] or g["capturable"]
-                      or g["differentiable"] for g in groups)  # fmt: skip
+        options = any(
+            g["weight_decay"]
+            or g["maximize"]
+            or g["foreach"]
+            or g["capturable"]
+            or g["differentiable"]
+            for g in groups
+        )
         if closure is not None or not real_cpu or options:  # torch's (GPUs: its multi-tensor one)
             if grad_scale != 1.0:
                 grads = [p.grad for g in groups for p in g["params"] if p.grad is not None]

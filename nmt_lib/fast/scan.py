@@ -220,9 +220,17 @@ class _GRUScan(torch.autograd.Function):
                 g = times_U_rz(h_k if h_c is None else h_c[:, :k])  # [D, k, 2n]
                 gates(a[t, :, :k], None, g, h_k, R[t, :, :k], Z[t, :, :k], RH[t, :, :k])
                 u = times_U(RH[t, :, :k])  # U (r ∘ h)
-                update(a[t, :, :k, :n], None, u, Z[t, :, :k], h_k,
-                       None if mask is None else mask[t, :, :k], Ht[t, :, :k], H[t, :, :k],
-                       None if h_c is None else h_c[:, :k])  # fmt: skip
+                update(
+                    a[t, :, :k, :n],
+                    None,
+                    u,
+                    Z[t, :, :k],
+                    h_k,
+                    None if mask is None else mask[t, :, :k],
+                    Ht[t, :, :k],
+                    H[t, :, :k],
+                    None if h_c is None else h_c[:, :k],
+                )
         ctx.save_for_backward(h0, U_rz, U, mask, H, R, Z, Ht, RH)
         ctx.ks, ctx.fused = ks, fused
         ctx.a_shape, ctx.a_order = a.shape, sorted(range(4), key=lambda i: -a.stride(i))
@@ -260,7 +268,8 @@ class _GRUScan(torch.autograd.Function):
         # weight gradients: one matmul over all steps and sentences each, [D, n, T*B] @ [D, T*B, k]
         rows = lambda x: x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[-1])  # noqa: E731
         dU = product(transposed(rows(RH), cd, ctx.fused), D_cand.view(D, T * B, n), ctx.fused)
-        dU_rz = product(transposed(rows(H_prev), cd, ctx.fused), D_rz.view(D, T * B, 2 * n),
-                        ctx.fused)  # fmt: skip
+        dU_rz = product(
+            transposed(rows(H_prev), cd, ctx.fused), D_rz.view(D, T * B, 2 * n), ctx.fused
+        )
         dU, dU_rz = (in_transposed_layout(d, ctx.fused) for d in (dU, dU_rz))  # as [U_r; U_z], U
         return dA, dh, dU_rz, dU, None, None, None

@@ -48,8 +48,9 @@ class Peeky(Seq2seq):
         c = self.summary(enc)[:, None].expand(-1, e_prev.shape[1], -1)
         return torch.cat([e_prev, c], -1)
 
-    def scored(self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor,
-               smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    def scored(
+        self, enc: LSTMEncoded, h: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0
+    ) -> Tensor:
         """:meth:`Seq2seq.scored`, with ``W_y [h_i; c] = W_y^(h) h_i + W_y^(c) c``: the summary's
         part once per sentence, not at every position (the same function)."""
         n = self.cfg.n

@@ -104,8 +104,9 @@ def target_log_prob(logp: Tensor, y: Tensor, smoothing: float = 0.0) -> Tensor:
     return (1 - smoothing) * gathered + smoothing * spread
 
 
-def teacher_forced(model, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor,
-                   smoothing: float = 0.0):  # fmt: skip
+def teacher_forced(
+    model, x: Tensor, x_mask: Tensor, y: Tensor, y_mask: Tensor, smoothing: float = 0.0
+):
     """``log p(y_i | y_<i, x)`` ``[B, Ty]`` (0 at padding) and the alignments ``[B, Ty, Tx]`` (0 at
     padding; None for a model without attention) of the reference ``y``, through the model's steps
     (``model.steps()``, whose scores are log-probabilities), one target position at a time: for
