@@ -115,7 +115,7 @@ _ = torch.manual_seed(0)
 #
 # One update, with the summed loss:
 #
-# ```{literalinclude} ../../nmt_lib/train.py
+# ```{literalinclude} ../../nmt_lib/trainer.py
 # :pyobject: Trainer.step
 # ```
 #
