@@ -127,7 +127,7 @@ _ = torch.manual_seed(0)
 #
 # The recipe lives in one config section, the paper's values as defaults:
 #
-# ```{literalinclude} ../../nmt_lib/config.py
+# ```{literalinclude} ../../nmt_lib/config/run.py
 # :pyobject: TrainConfig
 # ```
 #

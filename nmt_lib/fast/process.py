@@ -5,6 +5,7 @@ when the fast backend is asked to (``backend.tune_process()``: training, evaluat
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 
@@ -39,8 +40,6 @@ def keep_freed_memory() -> bool:
     if os.environ.get("NMT_LIB_MALLOPT", "1") == "0" or not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes
-
         libc = ctypes.CDLL("libc.so.6")
         return libc.mallopt(-1, 1 << 30) == 1 and libc.mallopt(-3, 1 << 25) == 1
     except (OSError, AttributeError):  # not glibc
