@@ -371,7 +371,7 @@ def _logits_apply(z: Tensor, bias: Tensor, y: Tensor) -> bool:
 
 
 def target_log_prob(z: Tensor, bias: Tensor, y: Tensor) -> tuple[Tensor, Tensor] | None:
-    """The forward of :func:`nmt_lib.fast.decoder.target_log_prob` after its matmul, in one pass per row
+    """The forward of :func:`nmt_lib.fast.output.target_log_prob` after its matmul, in one pass per row
     (``kernels.c``): ``log softmax(z + bias)[y]`` ``[N]`` float32 and the row statistics ``[N, 2]``
     (max, log Σ exp) for :func:`target_log_prob_backward`; or None where the kernel does not apply."""
     if not _logits_apply(z, bias, y) or (lib := library()) is None:
