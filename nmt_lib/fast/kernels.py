@@ -117,55 +117,33 @@ def load() -> ctypes.CDLL | None:
             stacklevel=3,
         )
         return None
-    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-    lib.best_words.argtypes = [p, i32, i64, i64, i64, p, p, i32, i32, i64, i32, p, p, p]
-    lib.best_words.restype = None
-    lib.attend.argtypes = [p, p, p, p, p, i32, i64, i64, i64, i64, i64, i32, p, p, i32]
-    lib.attend.restype = None
-    lib.target_logp.argtypes = [p, i32, i64, i64, i64, p, p, i32, p, p]
-    lib.target_logp.restype = None
-    lib.target_logp_backward.argtypes = [p, i32, i64, i64, i64, p, p, p, p, p, i32, p]
-    lib.target_logp_backward.restype = None
+    return _declare(lib)
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """``lib`` with the argument types of ``kernels.c``'s functions, one table (``v``: a strided
+    operand, :class:`View`); each returns nothing but ``amx_ready``, an int."""
+    p, i64, i32, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
     v = ctypes.POINTER(View)
-    lib.attend_backward.argtypes = [
-        p,
-        p,
-        p,
-        p,
-        i32,
-        p,
-        i32,
-        p,
-        p,
-        i64,
-        i64,
-        i64,
-        i64,
-        i32,
-        p,
-        p,
-        v,
-        p,
-    ]
-    lib.attend_backward.restype = None
-    lib.gru_gates.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
-    lib.gru_gates.restype = None
-    lib.gru_update.argtypes = [i64, i64, i64, v, v, v, v, v, p, i64, i64, v, v, v, i32]
-    lib.gru_update.restype = None
-    lib.gru_backward_update.argtypes = [i64, i64, i64, v, p, i64, i64, v, v, v, v, v, i32]
-    lib.gru_backward_update.restype = None
-    lib.gru_backward_reset.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
-    lib.gru_backward_reset.restype = None
-    f32 = ctypes.c_float
-    lib.adadelta.argtypes = [p, p, p, p, i64, f32, f32, f32, f32, f32, i32]
-    lib.adadelta.restype = None
-    lib.transpose.argtypes = [i64, i64, i64, v, p, i32, i32]
-    lib.transpose.restype = None
+    argtypes = {
+        "best_words": [p, i32, i64, i64, i64, p, p, i32, i32, i64, i32, p, p, p],
+        "attend": [p, p, p, p, p, i32, i64, i64, i64, i64, i64, i32, p, p, i32],
+        "target_logp": [p, i32, i64, i64, i64, p, p, i32, p, p],
+        "target_logp_backward": [p, i32, i64, i64, i64, p, p, p, p, p, i32, p],
+        "attend_backward": [p, p, p, p, i32, p, i32, p, p, i64, i64, i64, i64, i32, p, p, v, p],
+        "gru_gates": [i64, i64, i64, v, v, v, v, v, v, v, i32],
+        "gru_update": [i64, i64, i64, v, v, v, v, v, p, i64, i64, v, v, v, i32],
+        "gru_backward_update": [i64, i64, i64, v, p, i64, i64, v, v, v, v, v, i32],
+        "gru_backward_reset": [i64, i64, i64, v, v, v, v, v, v, v, i32],
+        "adadelta": [p, p, p, p, i64, f32, f32, f32, f32, f32, i32],
+        "transpose": [i64, i64, i64, v, p, i32, i32],
+        "amx_pack": [i64, i64, i64, p, i64, i64, i64, p, i32],
+        "amx_product": [i64, i64, i64, i64, v, p, p, v, p, i32],
+    }
+    for name, types in argtypes.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = types, None
     lib.amx_ready.restype = ctypes.c_int
-    lib.amx_pack.argtypes = [i64, i64, i64, p, i64, i64, i64, p, i32]
-    lib.amx_pack.restype = None
-    lib.amx_product.argtypes = [i64, i64, i64, i64, v, p, p, v, p, i32]
-    lib.amx_product.restype = None
     return lib
 
 
@@ -312,20 +290,7 @@ def attend_backward(
     ``ctx`` or ``n'`` > ``MAX_CONTEXT``, no library)."""
     (B, Tx, N), C = Uh.shape, h.shape[-1]
     if (
-        not _cpu(Uh, q, v_a, alpha, d_sum, dv, *([] if d_alpha is None else [d_alpha]))
-        or q.shape != (B, N)
-        or v_a.shape != (N,)
-        or alpha.shape != (B, Tx)
-        or d_sum.shape != Uh.shape
-        or dv.shape != (B, N)
-        or (d_alpha is not None and d_alpha.shape != (B, Tx))
-        or not d_sum.is_contiguous()
-        or not dv.is_contiguous()
-        or not _rows_of(h, B, Tx, C)
-        or d_c.dtype != h.dtype
-        or d_c.shape != (B, C)
-        or d_c.device != h.device
-        or max(C, N) > MAX_CONTEXT
+        not _attend_backward_applies(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum, dv)
         or (vq := _view(d_q, 1, B, N)) is None
         or (lib := library()) is None
     ):
@@ -353,6 +318,28 @@ def attend_backward(
         dv.data_ptr(),
     )
     return True
+
+
+def _attend_backward_applies(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum, dv) -> bool:
+    """Whether :func:`attend_backward`'s kernel takes these operands (its docstring: dtypes, shapes,
+    devices, contiguous ``d_sum`` and ``dv``, sizes up to ``MAX_CONTEXT``)."""
+    (B, Tx, N), C = Uh.shape, h.shape[-1]
+    return not (
+        not _cpu(Uh, q, v_a, alpha, d_sum, dv, *([] if d_alpha is None else [d_alpha]))
+        or q.shape != (B, N)
+        or v_a.shape != (N,)
+        or alpha.shape != (B, Tx)
+        or d_sum.shape != Uh.shape
+        or dv.shape != (B, N)
+        or (d_alpha is not None and d_alpha.shape != (B, Tx))
+        or not d_sum.is_contiguous()
+        or not dv.is_contiguous()
+        or not _rows_of(h, B, Tx, C)
+        or d_c.dtype != h.dtype
+        or d_c.shape != (B, C)
+        or d_c.device != h.device
+        or max(C, N) > MAX_CONTEXT
+    )
 
 
 def _logits_apply(z: Tensor, bias: Tensor, y: Tensor) -> bool:
