@@ -51,7 +51,7 @@ FLAGS = (
     "-fPIC",
 ) + (
     ("-mprefer-vector-width=512",) if platform.machine() in ("x86_64", "AMD64") else ()
-)  # AVX-512 where there is: 1.5x the tanh of 256-bit
+)  # AVX-512 where there is: a faster tanh (bench/README.md, "Compiled kernels")
 
 
 def _cpu_id() -> bytes:
@@ -559,7 +559,8 @@ def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
 def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
     """:func:`nmt_lib.fast.scan.transposed` (``kernels.c``): ``x.mT`` as a new contiguous tensor of
     ``dtype``, ``x`` ``[..., R, C]`` bf16/float32 with contiguous columns and leading dims that
-    flatten into one; None where the kernel does not apply. 10-20x PyTorch's transposing copy."""
+    flatten into one; None where the kernel does not apply. Faster than PyTorch's transposing copy
+    (bench/README.md, "Compiled kernels")."""
     if x.dim() < 2 or dtype not in _IS_BF16:
         return None
     *lead, R, C = x.shape
@@ -606,7 +607,7 @@ def right_product(W: Tensor, bias: Tensor | None = None, amx_tiles: bool = True)
     if W.dim() != 2 or not _prepacking(W.dtype):
         return None
     # from a contiguous copy (the kernel's transpose where it applies): reordering a transposed
-    # view is 2-6x slower than copy and reorder
+    # view is slower than copy and reorder (bench/README.md, "Prepacked oneDNN products")
     Wt = W.mT if W.mT.is_contiguous() else transposed(W, W.dtype)
     if Wt is None:
         Wt = W.mT.contiguous()
@@ -701,8 +702,8 @@ def _prepacking(dtype: torch.dtype = torch.bfloat16) -> bool:
 def onednn_float32() -> bool:
     """Whether float32 products on the CPU go through oneDNN (:func:`matmul`, :func:`right_product`)
     rather than ``torch.matmul`` (MKL): on AMD CPUs, where MKL's float32 products at the
-    shapes of a training step ran 1.0-1.45x as long as oneDNN's (an EPYC with AVX2 only,
-    bench/README.md, "oneDNN float32 on AMD CPUs"; PyTorch's bf16 products are oneDNN's already).
+    shapes of a training step ran longer than oneDNN's (bench/README.md, "oneDNN float32 on AMD
+    CPUs"; PyTorch's bf16 products are oneDNN's already).
     ``NMT_LIB_KERNELS=0`` turns it off."""
     if os.environ.get("NMT_LIB_KERNELS", "1") == "0" or cpu_info("vendor_id") != "AuthenticAMD":
         return False
@@ -727,7 +728,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     ):
         if a.dim() == 3:
             return torch.stack([matmul(x, y) for x, y in zip(a, b, strict=True)])
-        a, b = _dense(a), _dense(b)  # oneDNN multiplies a row or column slice 500x slower
+        a, b = _dense(a), _dense(b)  # oneDNN multiplies a row or column slice far slower
         return torch.ops.mkldnn._linear_pointwise(a, b.t(), None, "none", [], "")
     return torch.matmul(a, b)
 

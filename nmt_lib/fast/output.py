@@ -15,8 +15,9 @@ from .scan import compute_dtype, product, transposed
 def padded_rows(mask: Tensor, multiple: int = 64) -> tuple[Tensor, int]:
     """Flat indices of ``mask``'s N True entries, padded to a multiple of ``multiple`` with copies
     of the first, and N. The matmuls over the real positions then see a few dozen shapes instead of
-    one per batch: bf16 matmuls on CPUs (oneDNN) build a kernel for each new shape, 2-100 ms each,
-    more than the ≤ 63 extra rows cost. The copies' outputs are dropped, so they get no gradient."""
+    one per batch: bf16 matmuls on CPUs (oneDNN) build a kernel for each new shape, which costs
+    more than the ≤ 63 extra rows (bench/README.md, "The output layer over the whole sequence").
+    The copies' outputs are dropped, so they get no gradient."""
     idx = mask.flatten().nonzero().squeeze(1)
     return torch.cat([idx, idx[:1].expand(-len(idx) % multiple)]), len(idx)
 
@@ -38,9 +39,8 @@ def target_log_prob(u: Tensor, W: Tensor, b: Tensor, y: Tensor, fused=None) -> T
 #: Bytes of float32 logits that one block of :func:`_logit_pieces` holds at most: under glibc's
 #: largest ``M_MMAP_THRESHOLD`` (32 MiB), so that a freed block stays in the heap for the next
 #: step's (:func:`nmt_lib.fast.keep_freed_memory`) instead of being mapped afresh, each of its pages a
-#: fault. Bench-small's float32 logits in one block (60 MB) cost 14,000 faults and 45-53 ms of
-#: system time a step; in blocks under 1,000 and 2-4 ms, and the step was 1.01-1.05x as fast
-#: (bench/README.md, "The output layer over the whole sequence").
+#: fault (the faults and the time they cost: bench/README.md, "The output layer over the whole
+#: sequence").
 LOGIT_BLOCK_BYTES = 24 << 20
 
 
@@ -48,8 +48,9 @@ def _logit_pieces(N: int, r: int, K: int, dtype: torch.dtype, device: torch.devi
     """Row ranges of the ``[N, K]`` logits (``u [N, r]``) computed as one block each: on a CPU in
     float32, a multiple of 64 rows under :data:`LOGIT_BLOCK_BYTES`, where the ``[r, K]`` weight
     gradient (summed over the blocks) is under it too; otherwise all rows. At the paper's sizes
-    (a 74 MB weight gradient) the sum over blocks cost more than the faults it saved (0.93x); on a
-    GPU blocks would only add launches; in bf16 the sum would add a rounding."""
+    (a 74 MB weight gradient) the sum over blocks cost more than the faults it saved
+    (bench/README.md, as above); on a GPU blocks would only add launches; in bf16 the sum would add
+    a rounding."""
     if device.type != "cpu" or dtype != torch.float32 or 4 * r * K > LOGIT_BLOCK_BYTES:
         return [slice(0, N)]
     rows = max(64, LOGIT_BLOCK_BYTES // (4 * K) // 64 * 64)
