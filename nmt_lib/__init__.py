@@ -5,9 +5,10 @@ The folders show the layers. ``paper``: the paper's model (Figure 1), its equati
 PyTorch (``gru``, ``encoder``, ``attention``, ``decoder``, ``model``, and ``steps``, the decoding step
 a search drives). ``models``: the models before and after it, each with its own encoding, state and
 step, used the same way. ``fast``: the same functions computed faster. ``data``: WMT'14 (``corpus``,
-``download``, ``text``, ``vocab``, the prepared data, the toy corpus ``fixtures``). The modules
-beside them are the machinery: ``config`` (typed settings and profiles), ``backend`` (the backend of
-a run by name), ``recipe`` (the plain backend and the training recipe), ``train``, ``gradients``,
+``readers``, ``download``, ``text``, ``vocab``, the prepared data, the toy corpus ``fixtures``).
+``config``: typed settings and profiles. The modules beside them are the machinery: ``backend``
+(the backend of a run by name), ``recipe`` (the plain backend and the training recipe), ``train``
+(with ``trainer``, the update, and ``train_loop``, the session's loop), ``gradients``,
 ``search``, ``evaluate``, ``bleu``, ``unk``, ``checkpoint``, ``publish``, ``runtime`` (device and
 precision), ``io``. The replication and its studies are the package ``nmt_experiments``, which this
 one never imports. Importing the package changes nothing in the process.

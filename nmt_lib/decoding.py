@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from . import search as searches  # looked up at each call (tests replace its searches)
 from .config import SearchConfig
@@ -181,8 +182,6 @@ def decode_corpus(
 def _decode_batches(decode, xs, batches, book, workers: int, kind: str, progress) -> list:
     """:func:`decode_corpus`'s hypotheses, in input order: each of ``batches`` read back from the
     journal ``book`` (or None) or decoded (``decode``), in ``workers`` threads, and journaled."""
-    from tqdm import tqdm
-
     done = book.done() if book is not None else {}
     out: list[Hypothesis | None] = [None] * len(xs)
     for k, hyps in done.items():

@@ -46,7 +46,8 @@ def _squared_norm(g: torch.Tensor) -> torch.Tensor:
     dot): on CPUs
     faster than ``vector_norm`` and closer to the exact sum, and the chunks keep it so where one
     long float32 dot is not (``[3000, 620]`` of N(0, 1) on an AVX-512 EPYC: the squared norm's
-    relative error 7e-6 in one dot, 3e-7 in chunks, for 1.2x the time of one dot).
+    relative error 7e-6 in one dot, 3e-7 in chunks; the time: bench/README.md, "Precomputed
+    projections and layouts").
     Column-major matrices (``W_o``'s gradient) are read as they lie."""
     g = g.float()
     flat = (flat_alike(g) or [g.reshape(-1)])[0]

@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from .backend import backend
 from .checkpoint import CheckpointError, Loaded, check_finite, load_trained
@@ -78,8 +79,6 @@ def export(ckpt, out: str | os.PathLike, run: RunConfig, run_results: Path, test
 
 def _export_into(out: Path, loaded: Loaded, run, run_results, test) -> None:
     """:func:`export`'s files, staged in ``published/.publish.*`` and renamed ``out``."""
-    from safetensors.torch import save_file
-
     model = loaded.model
     stage = Path(tempfile.mkdtemp(prefix=".publish.", dir=out.parent))
     try:
@@ -177,8 +176,6 @@ def load(path: str | os.PathLike, device="cpu") -> Loaded:
     """The published model ``path`` (:class:`~nmt_lib.checkpoint.Loaded`: the model, its config,
     backend and vocabularies), its files checked first (:func:`verify`); the model in float32, in
     eval mode on ``device``."""
-    from safetensors.torch import load_file
-
     path = Path(path)
     verify(path)
     cfg = run_from_dict(read_json(path / FILES[1]))

@@ -46,7 +46,7 @@ def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
 def native_bf16(device_type: str) -> bool:
     """Whether a device of this type multiplies bf16 matrices in hardware: a CUDA GPU with bf16
     support; an x86 CPU with AVX512-BF16 or AMX (its ``/proc/cpuinfo`` flags; without them oneDNN
-    emulates bf16 products, 30-450x slower than float32: ``bench/README.md``, "Precision: bf16 where
+    emulates bf16 products, far slower than float32: ``bench/README.md``, "Precision: bf16 where
     it is native"); another CPU where oneDNN runs bf16 (ARM's BF16 extension)."""
     if device_type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)

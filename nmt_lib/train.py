@@ -42,7 +42,9 @@ machine, shared disk).
 lock (``.train.lock``) in the checkpoint directory and the results directory, and a second one is
 refused at once, naming the process that holds it; the lock dies with its process, however that
 ends. Holding it, a run removes the temporary files that a killed run of its own left
-(``.last.pt.*.tmp``, ...), and nothing else.
+(``.last.pt.*.tmp``, ...), and nothing else. The update and the training state it checkpoints are
+:class:`~nmt_lib.trainer.Trainer`'s; the session's loop (the log's records, the evaluations and
+early stopping, the checkpoints, divergence) is :func:`nmt_lib.train_loop.loop`.
 """
 
 from __future__ import annotations
@@ -52,263 +54,24 @@ import json
 import math
 import os
 import signal
-import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from . import data
 from .backend import backend
-from .checkpoint import (
-    BEST,
-    LAST,
-    CheckpointError,
-    check_compatible,
-    default_checkpoint_dir,
-    load_checkpoint,
-    load_model_state,
-    portable,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-)
+from .checkpoint import BEST, LAST, default_checkpoint_dir, load_checkpoint, portable
 from .config import RunConfig, to_dict
-from .evaluate import dev_metrics
-from .gradients import sum_gradients
-from .io import atomic_write, locked, naming, remove_debris, write_json
+from .io import locked, naming, remove_debris, write_json
 from .models import build_model
-from .runtime import resolve_device, resolve_precision, warn_emulated_bf16
+from .runtime import resolve_device
+from .train_loop import Diverged, JsonlLog, loop, stop_signals
+from .trainer import Trainer
+
+__all__ = ["Diverged", "Interrupted", "JsonlLog", "Trainer", "train_run"]
 
 
-class Trainer:
-    """One model's training state: model, optimizer, batch stream, counters (single process or one
-    rank of ``world``).
-
-    Args:
-        cfg: the run's config; model: on ``device``, made by ``on`` (:func:`nmt_lib.backend.backend`
-        of ``train.backend`` when None), which also gives the optimizer, the backward pass and the
-        update; iterator: a :class:`~nmt_lib.data.TrainIterator` (the same seed and position on
-        every rank).
-    """
-
-    def __init__(
-        self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1, on=None
-    ):
-        self.cfg, self.model, self.iterator = cfg, model, iterator
-        self.on = on if on is not None else backend(cfg.train.backend)
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
-        self.rank, self.world = rank, world
-        t = cfg.train
-        warn_emulated_bf16(t.precision, self.device)
-        self.precision = resolve_precision(t.precision, self.device)  # "bf16" or "fp32"
-        self.params = [p for p in model.parameters() if p.requires_grad]
-        self.opt = self.on.optimizer(t, self.params)
-        if world > 1:  # every rank starts from rank 0's weights
-            with torch.no_grad():
-                for p in self.params:
-                    buf = p.contiguous()  # NCCL takes contiguous tensors only (W_o is column-major)
-                    dist.broadcast(buf, 0)
-                    if buf.data_ptr() != p.data_ptr():
-                        p.copy_(buf)
-        # the loss and its gradients: eager, or replayed as CUDA graphs (train.cuda_graphs)
-        self.backward = self.on.backward(
-            model, self.params, self.precision, self.device, t.cuda_graphs, t.label_smoothing
-        )
-        self.update = 0
-        self.elapsed = 0.0  # seconds of training, summed over resumes
-        self.best_dev_nll = math.inf
-        self.best_update = 0
-        self.bad_evals = 0
-        self.n_nonfinite = 0
-        self.nonfinite_streak = 0  # non-finite updates in a row (train.max_nonfinite)
-        # train.lr_schedule = "plateau": times lr_decay per evaluation without progress
-        self.lr_scale = 1.0
-        self.stopped: str | None = None  # "early_stop" once patience is exhausted
-        self.data_fingerprint: dict | None = None  # nmt_lib.data.fingerprint of the training data
-
-    @property
-    def epoch(self) -> float:
-        return self.iterator.epoch
-
-    def next_batch(self):
-        """This rank's minibatch of the next ``world`` ones, and the sentences and target tokens
-        of all of them."""
-        mine, sentences, tokens = None, 0, 0
-        for r in range(self.world):
-            b = next(self.iterator)
-            sentences += b.x.shape[0]
-            tokens += b.n_trg_tokens
-            if r == self.rank:
-                mine = b
-        return mine, sentences, tokens
-
-    def lr(self) -> float:
-        """The learning rate of the next update ``u = update + 1``: ``train.lr``, times the plateau
-        decays so far, times the linear warm-up ``min(1, u / warmup_updates)``; with
-        ``lr_schedule = "inverse_sqrt"`` (Vaswani et al. 2017, §5.3, its peak ``train.lr``) times
-        ``sqrt(warmup_updates / u)`` after the warm-up."""
-        t, u = self.cfg.train, self.update + 1
-        warmup = min(1.0, u / t.warmup_updates) if t.warmup_updates else 1.0
-        if t.lr_schedule == "inverse_sqrt":
-            warmup = min(warmup, math.sqrt(t.warmup_updates / u))
-        return t.lr * self.lr_scale * warmup
-
-    def step(self) -> dict:
-        """One update (App. B.2). Returns ``loss`` (sum NLL of this rank's batch), ``sentences``,
-        ``tokens`` (target tokens, padding excluded, all ranks), ``grad_norm`` (of the gradient of
-        the loss as ``train.loss`` normalises it), ``action``."""
-        t = self.cfg.train
-        batch, sentences, tokens = self.next_batch()
-        batch = batch.to(self.device)
-        # train.loss: the paper SUMS the token NLLs, EOS included (PAPER.md §3, A6); "sentence" and
-        # "token" divide that sum by the sentences or target tokens of the update (all ranks)
-        denom = {"sum": 1, "sentence": sentences, "token": tokens}[t.loss]
-        self.model.train()
-        self.opt.zero_grad(set_to_none=True)
-        loss = self.backward(batch.x, batch.x_mask, batch.y, batch.y_mask, denom)
-        if self.world > 1:
-            sum_gradients(self.params)
-        for group in self.opt.param_groups:
-            group["lr"] = self.lr()
-        # GroundHog's gradient treatment (nmt_lib.gradients), then the optimizer's step
-        norm, action = self.on.update(self.opt, self.params, t.clip_norm, t.nonfinite)
-        if action in ("skip", "shrink"):
-            self.n_nonfinite += 1
-            self.nonfinite_streak += 1
-        else:
-            self.nonfinite_streak = 0
-        self.update += 1
-        return {
-            "loss": float(loss.detach()),
-            "sentences": int(batch.x.shape[0]),
-            "tokens": tokens,
-            "grad_norm": norm,
-            "action": action,
-        }
-
-    def state_dict(self) -> dict:
-        return {
-            "config": to_dict(self.cfg),
-            "model": self.model.state_dict(),
-            "optimizer": self.opt.state_dict(),
-            "iterator": self.iterator.state_dict(),
-            "rng": rng_state(),
-            "update": self.update,
-            "epoch": self.epoch,
-            "elapsed": self.elapsed,
-            "best_dev_nll": self.best_dev_nll,
-            "best_update": self.best_update,
-            "bad_evals": self.bad_evals,
-            "n_nonfinite": self.n_nonfinite,
-            "nonfinite_streak": self.nonfinite_streak,
-            "lr_scale": self.lr_scale,
-            "stopped": self.stopped,
-            "world": self.world,
-            "data": self.data_fingerprint,
-        }
-
-    def load_state_dict(self, state: dict, path: str | os.PathLike = "<checkpoint>") -> None:
-        """Continue from a checkpoint: raises :class:`CheckpointError` naming ``path`` if it does not
-        belong to this config."""
-        check_compatible(state, self.cfg, path)
-        saved, mine = state.get("data"), self.data_fingerprint
-        if saved and mine and saved != mine:  # a checkpoint of format 1 has none
-            what = ", ".join(k for k in mine if saved.get(k) != mine[k])
-            raise CheckpointError(
-                f"{path}: checkpoint trained on other data than this run's (they differ in: {what}); "
-                "use another checkpoint directory, or start afresh without resuming"
-            )
-        load_model_state(self.model, state, path)
-        try:
-            self.opt.load_state_dict(state["optimizer"])
-            self.iterator.load_state_dict(state["iterator"])
-        except (ValueError, KeyError, RuntimeError) as e:
-            raise CheckpointError(f"{path}: cannot restore the training state: {e}") from None
-        set_rng_state(state["rng"])
-        for k in (
-            "update",
-            "elapsed",
-            "best_dev_nll",
-            "best_update",
-            "bad_evals",
-            "n_nonfinite",
-            "stopped",
-        ):
-            setattr(self, k, state[k])
-        self.lr_scale = state.get("lr_scale", 1.0)
-        self.nonfinite_streak = state.get("nonfinite_streak", 0)
-
-    def finite(self) -> bool:
-        """Whether every parameter is finite (no NaN, no infinity)."""
-        with torch.no_grad():
-            return bool(torch.stack([torch.isfinite(p).all() for p in self.params]).all())
-
-
-# -------------------------------------------------------------------------------- bookkeeping
-class JsonlLog:
-    """Append-only JSON lines (one record per line), flushed at every write."""
-
-    def __init__(self, path: Path, keep_until: int | None):
-        """Open ``path``; records with ``update > keep_until`` (written after the checkpoint we
-        resume from) are dropped, and everything when ``keep_until`` is None."""
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        kept = []
-        if keep_until is not None and path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut by a crash
-                if rec.get("update", 0) <= keep_until:
-                    kept.append(line)
-        with atomic_write(path) as f:
-            f.writelines(line + "\n" for line in kept)
-        with naming(path):
-            self.f = open(path, "a", encoding="utf-8")
-
-    def write(self, rec: dict) -> None:
-        """Append ``rec``; a full disk raises :class:`~nmt_lib.io.WriteError` naming the file."""
-        with naming(self.path):
-            self.f.write(json.dumps(rec, sort_keys=True) + "\n")
-            self.f.flush()
-
-    def close(self) -> None:
-        self.f.close()
-
-
-def _dist_info() -> tuple[int, int, int]:
-    """(rank, world, local_rank) from torchrun's environment, or an initialized process group."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0))
-    world = int(os.environ.get("WORLD_SIZE", 1))
-    return int(os.environ.get("RANK", 0)), world, int(os.environ.get("LOCAL_RANK", 0))
-
-
-def _agree(flags: list[bool], world: int, device) -> list[bool]:
-    """Rank 0's decisions, broadcast to every rank."""
-    if world == 1:
-        return flags
-    t = torch.tensor([int(f) for f in flags], device=device)
-    dist.broadcast(t, 0)
-    return [bool(v) for v in t.tolist()]
-
-
-def _budget_left(trainer: Trainer) -> str | None:
-    """Why training must stop now, or None."""
-    t = trainer.cfg.train
-    if trainer.stopped:
-        return trainer.stopped
-    if t.max_updates is not None and trainer.update >= t.max_updates:
-        return "max_updates"
-    if t.max_epochs is not None and trainer.epoch >= t.max_epochs:
-        return "max_epochs"
-    if t.max_hours is not None and trainer.elapsed >= t.max_hours * 3600:
-        return "max_hours"
-    return None
-
-
-# ------------------------------------------------------------------------------- train_run
 def train_run(
     run_cfg: RunConfig,
     out_dir: str | os.PathLike,
@@ -360,6 +123,14 @@ def _process(t) -> tuple[int, int, torch.device]:
     return rank, world, device
 
 
+def _dist_info() -> tuple[int, int, int]:
+    """(rank, world, local_rank) from torchrun's environment, or an initialized process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0))
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    return int(os.environ.get("RANK", 0)), world, int(os.environ.get("LOCAL_RANK", 0))
+
+
 def _writable(*dirs: Path) -> None:
     """Make ``dirs``; one that cannot be written raises, naming it."""
     for d in dirs:
@@ -400,7 +171,7 @@ def _train(
     updates0 = trainer.update
     try:
         with stop_signals() as stop_signal:
-            reason, last_eval = _loop(trainer, prep, log, ckpt_dir, progress, stop_signal)
+            reason, last_eval = loop(trainer, prep, log, ckpt_dir, progress, stop_signal)
     finally:
         if log is not None:
             log.close()
@@ -419,8 +190,6 @@ def _train(
 def _prepared(cfg: RunConfig, prep, resuming: bool, last: Path):
     """The prepared data (prepared now when ``prep`` is None), checked against the files they were
     made from when resuming, and the vocabularies against the model's rows."""
-    from . import data
-
     if prep is None or resuming:  # contents edited behind an unchanged size and mtime
         changed = data.verify_inputs(cfg.data)
         if changed and (resuming or prep is not None):
@@ -446,8 +215,6 @@ def _prepared(cfg: RunConfig, prep, resuming: bool, last: Path):
 def _trainer(cfg: RunConfig, prep, device, rank: int, world: int) -> Trainer:
     """A fresh model (the initialisation of ``train.seed``, the same on every rank) on the run's
     backend, and its :class:`Trainer` over the training data."""
-    from . import data
-
     on = backend(cfg.train.backend)
     on.tune_process()
     torch.manual_seed(cfg.train.seed)  # the initialisation (App. B.1), identical on every rank
@@ -467,161 +234,6 @@ def _run_files(cfg: RunConfig, prep, out_dir: Path, ckpt_dir: Path, resumed_from
     prep.trg_vocab.save(ckpt_dir / "trg.vocab.txt")
     write_json(ckpt_dir / "config.json", to_dict(cfg))
     return JsonlLog(out_dir / "train_log.jsonl", resumed_from)
-
-
-@contextlib.contextmanager
-def stop_signals():
-    """SIGINT (Ctrl-C) and SIGTERM, recorded in the list yielded: the run stops at the next update
-    boundary, where the checkpoint is the state of an uninterrupted run; a second Ctrl-C stops at
-    once, keeping the last one. The handlers before are restored on exit (none are installed off
-    the main thread)."""
-    received: list[int] = []
-    old_handlers = {}
-
-    def on_signal(signum, frame):
-        received.append(signum)
-        if signum == signal.SIGINT:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    with contextlib.suppress(ValueError):  # not the main thread: no handlers
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old_handlers[sig] = signal.signal(sig, on_signal)
-    try:
-        yield received
-    finally:
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
-
-
-class Window:
-    """What the ``kind: "train"`` records average over: the updates since the last record."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self) -> None:
-        self.loss, self.sentences, self.tokens, self.norm, self.clip, self.n = 0.0, 0, 0, 0.0, 0, 0
-        self.restart_clock()
-
-    def restart_clock(self) -> None:
-        """Time from now on (evaluation time is not training throughput)."""
-        self.t0 = time.perf_counter()
-
-    def add(self, s: dict) -> None:
-        """One update's :meth:`Trainer.step` result."""
-        self.loss += s["loss"]
-        self.sentences += s["sentences"]
-        self.tokens += s["tokens"]
-        self.norm += s["grad_norm"] if math.isfinite(s["grad_norm"]) else 0.0
-        self.clip += s["action"] == "clip"
-        self.n += 1
-
-    def record(self, trainer: Trainer) -> dict:
-        """The training record of the window, which then starts again."""
-        dt = time.perf_counter() - self.t0
-        rec = {
-            "kind": "train",
-            "update": trainer.update,
-            "epoch": trainer.epoch,
-            "train_nll": self.loss / max(self.sentences, 1),
-            "tokens_per_s": self.tokens / max(dt, 1e-9),
-            "grad_norm": self.norm / self.n,
-            "clip_rate": self.clip / self.n,
-            "window_updates": self.n,  # fewer in the first record after a resume
-            "lr": trainer.lr(),
-            "elapsed": trainer.elapsed,
-        }
-        self.reset()
-        return rec
-
-
-def _save(trainer: Trainer, path: Path, last: Path) -> None:
-    """A checkpoint of ``trainer`` (rank 0 writes it); a diverged state never replaces a good
-    checkpoint."""
-    if not trainer.finite():
-        raise Diverged(trainer.cfg.name, trainer.update, last, "non-finite weights (NaN or Inf)")
-    if trainer.rank == 0:
-        save_checkpoint(path, trainer.state_dict())
-
-
-def _loop(trainer: Trainer, prep, log, ckpt_dir: Path, progress, stop_signal: list) -> tuple:
-    """Updates until a budget is spent, training stops early or a signal arrives: the training
-    and evaluation records, the checkpoints, and a final evaluation and checkpoint. Returns why it
-    stopped and the last evaluation."""
-    from tqdm import tqdm
-
-    cfg, t, device = trainer.cfg, trainer.cfg.train, trainer.device
-    lead, last = trainer.rank == 0, ckpt_dir / LAST
-    log_every = max(1, t.eval_every // 10)
-    window, last_eval = Window(), None
-    quiet = True if not lead else (None if progress is None else not progress)  # None: if a tty
-    # a budget in updates counts updates; one in hours counts seconds (either gives an ETA)
-    by_time = t.max_updates is None and t.max_hours is not None
-    bar = tqdm(
-        total=round(t.max_hours * 3600) if by_time else t.max_updates,
-        initial=round(trainer.elapsed) if by_time else trainer.update,
-        unit="s" if by_time else "it",
-        desc=cfg.name,
-        disable=quiet,
-    )
-    t_session = t_save = time.perf_counter()
-    elapsed0, updates0 = trainer.elapsed, trainer.update
-    reason = _budget_left(trainer)
-    try:
-        while reason is None:
-            s = trainer.step()
-            trainer.elapsed = elapsed0 + time.perf_counter() - t_session
-            window.add(s)
-            if s["action"] in ("skip", "shrink") and lead:
-                log.write(
-                    {
-                        "kind": "nonfinite",
-                        "update": trainer.update,
-                        "action": s["action"],
-                        "epoch": trainer.epoch,
-                        "elapsed": trainer.elapsed,
-                    }
-                )
-            if trainer.nonfinite_streak >= t.max_nonfinite:  # the same on every rank
-                raise Diverged(
-                    cfg.name,
-                    trainer.update,
-                    last,
-                    f"{trainer.nonfinite_streak} non-finite updates in a row "
-                    f"(train.max_nonfinite = {t.max_nonfinite})",
-                )
-            bar.update(round(trainer.elapsed) - bar.n if by_time else 1)
-            if trainer.update % log_every == 0 and lead:
-                rec = window.record(trainer)
-                log.write(rec)
-                bar.set_postfix(
-                    update=trainer.update,
-                    nll=f"{rec['train_nll']:.2f}",
-                    tok_s=f"{rec['tokens_per_s']:.0f}",
-                )
-            if trainer.update % t.eval_every == 0:
-                last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST)
-                window.restart_clock()  # evaluation time is not training throughput
-            due = time.perf_counter() - t_save >= t.checkpoint_minutes * 60
-            save_now, sig = _agree([due, bool(stop_signal)], trainer.world, device)
-            if sig:
-                reason = "interrupted"
-                break
-            reason = _budget_left(trainer)
-            if save_now and reason is None:
-                _save(trainer, last, last)
-                t_save = time.perf_counter()
-        if (
-            reason != "interrupted"
-            and trainer.update > updates0
-            and (last_eval is None or last_eval["update"] != trainer.update)
-        ):
-            last_eval = _evaluate(trainer, prep, device, log, bar, ckpt_dir / BEST, final=True)
-        if trainer.update > updates0 or not last.is_file():  # else the checkpoint is this state
-            _save(trainer, last, last)
-    finally:
-        bar.close()
-    return reason, last_eval
 
 
 def _summary(trainer: Trainer, reason, updates0: int, resumed_from, last_eval, ckpt_dir: Path):
@@ -650,19 +262,6 @@ def _summary(trainer: Trainer, reason, updates0: int, resumed_from, last_eval, c
     }
 
 
-class Diverged(RuntimeError):
-    """Training stopped because the run diverged (non-finite updates or weights); its last
-    checkpoint, of finite weights, is kept."""
-
-    def __init__(self, run: str, update: int, checkpoint: Path, why: str):
-        self.update = update
-        kept = f"{checkpoint} is kept" if checkpoint.is_file() else "no checkpoint was written"
-        super().__init__(
-            f"run {run!r} diverged at update {update}: {why}; {kept}: start afresh "
-            "(--no-resume) with a lower train.lr, or another train.clip_norm"
-        )
-
-
 class Interrupted(RuntimeError):
     """Training stopped by SIGINT or SIGTERM at an update boundary, its checkpoint saved."""
 
@@ -672,42 +271,3 @@ class Interrupted(RuntimeError):
             f"{signal.Signals(signum).name} at update {update}: checkpoint saved as {checkpoint}; "
             "rerun the same command to resume"
         )
-
-
-def _evaluate(trainer: Trainer, prep, device, log, bar, best: Path, final=False) -> dict:
-    """Dev metrics on rank 0, early-stopping bookkeeping, ``best`` checkpoint (with patience); the
-    decision to stop is broadcast so that every rank stops at the same update. A ``final``
-    evaluation (end of a session between two ``eval_every``) may improve the best but is not
-    counted as a bad evaluation."""
-    cfg = trainer.cfg
-    rec = None
-    if trainer.rank == 0:
-        m = dev_metrics(trainer.model, prep, cfg, device)
-        improved = m["dev_nll"] < trainer.best_dev_nll
-        if improved:
-            trainer.best_dev_nll, trainer.best_update = m["dev_nll"], trainer.update
-            trainer.bad_evals = 0
-            if cfg.train.patience and trainer.finite():
-                save_checkpoint(best, trainer.state_dict())
-        elif not final:  # the evaluation at the end of a session never counts against patience
-            trainer.bad_evals += 1
-            if cfg.train.lr_schedule == "plateau":
-                trainer.lr_scale *= cfg.train.lr_decay
-        if cfg.train.patience and trainer.bad_evals >= cfg.train.patience:
-            trainer.stopped = "early_stop"
-        rec = {
-            "kind": "eval",
-            "update": trainer.update,
-            "epoch": trainer.epoch,
-            "elapsed": trainer.elapsed,
-            "best_dev_nll": trainer.best_dev_nll,
-            "bad_evals": trainer.bad_evals,
-            "lr": trainer.lr(),
-            **m,
-        }
-        log.write(rec)
-        bar.set_postfix(dev_nll=f"{m['dev_nll']:.2f}", dev_bleu=m["dev_bleu"])
-    if trainer.world > 1:
-        (stop,) = _agree([trainer.stopped is not None], trainer.world, device)
-        trainer.stopped = "early_stop" if stop else None
-    return rec or {"update": trainer.update}

@@ -115,7 +115,7 @@ _ = torch.manual_seed(0)
 #
 # One update, with the summed loss:
 #
-# ```{literalinclude} ../../nmt_lib/train.py
+# ```{literalinclude} ../../nmt_lib/trainer.py
 # :pyobject: Trainer.step
 # ```
 #
@@ -127,7 +127,7 @@ _ = torch.manual_seed(0)
 #
 # The recipe lives in one config section, the paper's values as defaults:
 #
-# ```{literalinclude} ../../nmt_lib/config.py
+# ```{literalinclude} ../../nmt_lib/config/run.py
 # :pyobject: TrainConfig
 # ```
 #

@@ -111,7 +111,7 @@ glue(
 #
 # The settings, with GroundHog's values as defaults:
 #
-# ```{literalinclude} ../../nmt_lib/config.py
+# ```{literalinclude} ../../nmt_lib/config/run.py
 # :pyobject: SearchConfig
 # ```
 #

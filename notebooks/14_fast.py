@@ -46,7 +46,7 @@ from nmt_experiments.tables import markdown_table
 from nmt_lib.config import ModelConfig, TrainConfig, home
 from nmt_lib.data import pad
 from nmt_lib.fast import accelerate
-from nmt_lib.fast.decoder import padded_rows, target_log_prob
+from nmt_lib.fast.output import padded_rows, target_log_prob
 from nmt_lib.fast.scan import active_rows, fast_gru_scan
 from nmt_lib.io import read_json
 from nmt_lib.paper.decoder import log_softmax, maxout
@@ -207,6 +207,10 @@ print("fast encoder == paper encoder; [W_a; U_o; U_r; U_z] s == 4 products; maxo
 # ```
 #
 # ```{literalinclude} ../../nmt_lib/fast/decoder.py
+# :pyobject: _output_log_prob
+# ```
+#
+# ```{literalinclude} ../../nmt_lib/fast/output.py
 # :pyobject: padded_rows
 # ```
 #
@@ -214,7 +218,7 @@ print("fast encoder == paper encoder; [W_a; U_o; U_r; U_z] s == 4 products; maxo
 # time (the target entry $\lambda_n (1 - p_{y_n})$ is computed from $\log p_{y_n}$, which is
 # accurate even when $p_{y_n}$ is close to 1):
 #
-# ```{literalinclude} ../../nmt_lib/fast/decoder.py
+# ```{literalinclude} ../../nmt_lib/fast/output.py
 # :pyobject: _grad_in_pieces
 # ```
 #

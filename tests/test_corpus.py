@@ -1,4 +1,5 @@
-"""nmt_lib.data.corpus: the registry, locating files in the WMT'14 layout, streaming readers."""
+"""nmt_lib.data.corpus (the registry, locating files in the WMT'14 layout) and
+nmt_lib.data.readers (streaming readers)."""
 
 import gzip
 import lzma
@@ -6,17 +7,9 @@ import lzma
 import pytest
 
 from nmt_lib.config import DataConfig
-from nmt_lib.data.corpus import (
-    CORPORA,
-    DataError,
-    count_lines,
-    find_plain,
-    get_corpus,
-    locate,
-    read_lines,
-    read_sgml,
-)
+from nmt_lib.data.corpus import CORPORA, DataError, find_plain, get_corpus, locate
 from nmt_lib.data.fixtures import write_toy_wmt
+from nmt_lib.data.readers import count_lines, read_lines, read_sgml
 
 TEXT = "Première ligne\r\nsecond line\n\nlast line without newline"
 

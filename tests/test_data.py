@@ -12,8 +12,9 @@ import torch
 from nmt_lib import data as data_mod
 from nmt_lib.config import load_profile
 from nmt_lib.data import Batch, TrainIterator, data_summary, eval_batches, prepare
-from nmt_lib.data.corpus import DataError, read_lines
+from nmt_lib.data.corpus import DataError
 from nmt_lib.data.fixtures import write_toy_multi30k, write_toy_wmt
+from nmt_lib.data.readers import read_lines
 from nmt_lib.data.text import tokenize
 from nmt_lib.data.vocab import EOS, PAD, UNK
 

@@ -23,8 +23,9 @@ from nmt_lib.config import ConfigError, ModelConfig
 from nmt_lib.fast import accelerate, kernels, scan
 from nmt_lib.fast import attention as fast_attention
 from nmt_lib.fast import decoder as fast_decoder
+from nmt_lib.fast import output as fast_output
 from nmt_lib.fast.attention import energies_in_pieces
-from nmt_lib.fast.decoder import target_log_prob
+from nmt_lib.fast.output import target_log_prob
 from nmt_lib.fast.scan import ROW_TILE, active_rows, fast_gru_scan
 from nmt_lib.paper.attention import alignment_scores
 from nmt_lib.paper.decoder import log_softmax
@@ -103,11 +104,11 @@ def test_attention_scan_states_past_the_end_keep_their_gradient():
 
 def test_padded_rows_real_positions_then_copies_of_the_first():
     mask = torch.tensor([[False, True, True], [True, False, False]])
-    idx, n = fast_decoder.padded_rows(mask, multiple=4)
+    idx, n = fast_output.padded_rows(mask, multiple=4)
     assert idx.tolist() == [1, 2, 3, 1] and n == 3
-    assert fast_decoder.padded_rows(mask, multiple=1)[0].tolist() == [1, 2, 3]
-    assert len(fast_decoder.padded_rows(torch.ones(8, 16, dtype=torch.bool))[0]) == 128
-    assert fast_decoder.padded_rows(torch.zeros(2, 3, dtype=torch.bool))[0].numel() == 0
+    assert fast_output.padded_rows(mask, multiple=1)[0].tolist() == [1, 2, 3]
+    assert len(fast_output.padded_rows(torch.ones(8, 16, dtype=torch.bool))[0]) == 128
+    assert fast_output.padded_rows(torch.zeros(2, 3, dtype=torch.bool))[0].numel() == 0
 
 
 def run_python(code: str, env: dict) -> str:
@@ -206,8 +207,8 @@ def test_target_log_prob_in_blocks_of_rows(use_kernels, monkeypatch):
     kernels and with the PyTorch operations."""
     g = torch.Generator().manual_seed(5)
     N, r, K = 200, 12, 101
-    monkeypatch.setattr(fast_decoder, "LOGIT_BLOCK_BYTES", 64 * 4 * K)
-    pieces = fast_decoder._logit_pieces(N, r, K, torch.float32, torch.device("cpu"))
+    monkeypatch.setattr(fast_output, "LOGIT_BLOCK_BYTES", 64 * 4 * K)
+    pieces = fast_output._logit_pieces(N, r, K, torch.float32, torch.device("cpu"))
     assert [len(range(N)[p]) for p in pieces] == [64, 64, 64, 8]
     u, W, b = (torch.randn(*s, generator=g) for s in ((N, r), (r, K), (K,)))
     W = W.t()  # column-major, as the fast model stores W_o
@@ -226,7 +227,7 @@ def test_target_log_prob_in_blocks_of_rows(use_kernels, monkeypatch):
 
 
 def test_logit_pieces_only_for_float32_on_a_cpu_with_a_small_weight_gradient():
-    from nmt_lib.fast.decoder import LOGIT_BLOCK_BYTES, _logit_pieces
+    from nmt_lib.fast.output import LOGIT_BLOCK_BYTES, _logit_pieces
 
     cpu, N, K = torch.device("cpu"), 1500, 10003  # bench-small: 1500 x 10003 float32 logits
     rows = [len(range(N)[p]) for p in _logit_pieces(N, 256, K, torch.float32, cpu)]

@@ -707,7 +707,7 @@ def test_a_full_disk_is_one_line_naming_the_file_and_what_to_do(toy, tmp_path, c
     assert rc == 1 and len(err.splitlines()) == 1, err
     assert str(tmp_path / "r") in err and "No space left" in err and "free" in err
     # an append-only log on a full disk names its file too
-    from nmt_lib.train import JsonlLog
+    from nmt_lib.train_loop import JsonlLog
 
     log = JsonlLog(tmp_path / "log.jsonl", None)
 

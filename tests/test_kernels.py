@@ -271,10 +271,10 @@ def test_attend_backward_kernel_equals_torch_ops(lib, h_dtype):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_target_log_prob_kernels_equal_torch_ops(lib, dtype):
-    """``fast.decoder.target_log_prob`` (the output layer of training) with the kernels: the same
+    """``fast.output.target_log_prob`` (the output layer of training) with the kernels: the same
     log-probabilities and gradients (of u, W, b) as with the PyTorch operations, within float32
     rounding, under autocast or not; a gradient that is a broadcast view; a second backward."""
-    from nmt_lib.fast.decoder import target_log_prob
+    from nmt_lib.fast.output import target_log_prob
 
     g = torch.Generator().manual_seed(1)
     N, K, r = 70, 1001, 12
@@ -304,7 +304,7 @@ def test_target_log_prob_kernels_equal_torch_ops(lib, dtype):
 def test_target_log_prob_backward_rounds_the_gradient_as_torch(lib):
     """The gradient written over bf16 logits is rounded to nearest (even), as PyTorch's cast: the
     same bf16 numbers but for the rare float32 values next to a rounding boundary."""
-    from nmt_lib.fast.decoder import _grad_in_pieces
+    from nmt_lib.fast.output import _grad_in_pieces
 
     g = torch.Generator().manual_seed(2)
     N, K = 40, 3000

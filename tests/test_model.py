@@ -439,7 +439,7 @@ def test_forward_macs_counts_every_matrix_product(arch, rank):
 
     cfg = dataclasses.replace(CFG, arch=arch, output_rank=rank)
     model = accelerate(build_model(cfg), compiled=False)
-    # 64 target words: the output layer pads its rows to a multiple of 64 (decoder.padded_rows)
+    # 64 target words: the output layer pads its rows to a multiple of 64 (output.padded_rows)
     x, y = torch.randint(3, 13, (1, 7)), torch.randint(3, 11, (1, 64))
     ones = lambda t: torch.ones_like(t, dtype=torch.bool)  # noqa: E731
     with torch.no_grad(), FlopCounterMode(display=False) as counter:

@@ -281,7 +281,7 @@ def test_budgets_in_epochs_and_hours(toy, tmp_path):
 def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
     """NCCL broadcasts contiguous tensors only; the fast model stores W_o column-major. Every
     parameter goes through a contiguous buffer and comes back in its own layout."""
-    from nmt_lib import train as train_module
+    from nmt_lib import trainer as trainer_module
 
     cfg, prep, _ = toy
 
@@ -289,7 +289,7 @@ def test_ranks_start_from_rank_0_weights_broadcast_contiguous(toy, monkeypatch):
         assert t.is_contiguous() and src == 0
         t.fill_(7.0)
 
-    monkeypatch.setattr(train_module.dist, "broadcast", broadcast)
+    monkeypatch.setattr(trainer_module.dist, "broadcast", broadcast)
     it = data.TrainIterator.from_config(prep.train, cfg.data)
     model = models.build_model(cfg.model, backend("fast"))
     layouts = {k: p.stride() for k, p in model.named_parameters()}
@@ -542,7 +542,7 @@ def test_a_checkpoint_of_another_recipe_is_not_resumed(toy, tmp_path):
 
 
 def test_window_averages_the_updates_since_the_last_record():
-    from nmt_lib.train import Window
+    from nmt_lib.train_loop import Window
 
     class Stub:
         update, epoch, elapsed = 7, 0.5, 12.0
@@ -562,7 +562,7 @@ def test_window_averages_the_updates_since_the_last_record():
 def test_stop_signals_records_and_restores_the_handlers():
     import signal
 
-    from nmt_lib.train import stop_signals
+    from nmt_lib.train_loop import stop_signals
 
     before = signal.getsignal(signal.SIGTERM)
     with stop_signals() as received:

@@ -30,7 +30,7 @@ from nmt_lib import publish
 from nmt_lib.checkpoint import CheckpointError
 from nmt_lib.config import DataConfig
 from nmt_lib.data import fixtures
-from nmt_lib.data.corpus import read_lines, read_sgml
+from nmt_lib.data.readers import read_lines, read_sgml
 from nmt_lib.data.text import tokenize
 from nmt_lib.data.vocab import UNK
 from nmt_lib.decoding import decode

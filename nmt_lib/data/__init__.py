@@ -37,12 +37,13 @@ An input's sha256 is remembered per (path, size, mtime) (:func:`nmt_lib.data.tex
 per epoch. :func:`pack` (:mod:`~nmt_lib.data.packs`) writes what training needs for a machine
 without the data files.
 
-The modules: :mod:`~nmt_lib.data.corpus` (locating and reading the files),
-:mod:`~nmt_lib.data.text` (tokenizing, cached), :mod:`~nmt_lib.data.vocab` (the shortlists),
-:mod:`~nmt_lib.data.pipeline` (steps 3-5), :mod:`~nmt_lib.data.store` (the prepared data on disk,
-loaded and checked), :mod:`~nmt_lib.data.batches` (minibatches), :mod:`~nmt_lib.data.packs` (packs
-and the inputs' sha256), :mod:`~nmt_lib.data.download` and :mod:`~nmt_lib.data.fixtures` (the toy
-corpus). This package re-exports what its callers use.
+The modules: :mod:`~nmt_lib.data.corpus` (the known corpora, locating their files),
+:mod:`~nmt_lib.data.readers` (reading them), :mod:`~nmt_lib.data.text` (tokenizing, cached),
+:mod:`~nmt_lib.data.vocab` (the shortlists), :mod:`~nmt_lib.data.pipeline` (steps 3-5),
+:mod:`~nmt_lib.data.store` (the prepared data on disk, loaded and checked),
+:mod:`~nmt_lib.data.batches` (minibatches), :mod:`~nmt_lib.data.packs` (packs and the inputs'
+sha256), :mod:`~nmt_lib.data.download` and :mod:`~nmt_lib.data.fixtures` (the toy corpus). This
+package re-exports what its callers use.
 """
 
 from __future__ import annotations

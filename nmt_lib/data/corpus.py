@@ -1,4 +1,5 @@
-"""The data files: a registry of known corpora, where they live in a data directory, how to read them.
+"""The data files: a registry of known corpora (:data:`CORPORA`) and where they live in a data
+directory (:func:`locate`); :mod:`nmt_lib.data.readers` reads them.
 
 A WMT'14 data directory mirrors the official WMT'14 downloads (PAPER.md §1, paper §4.1)::
 
@@ -20,19 +21,10 @@ plain-text files (``data/task1/raw/<split>.<lang>.gz`` of github.com/multi30k/da
 and the test set ``multi30k.test_flickr``, both Flickr test sets in that order (its sentences
 keep their part's name: BLEU per part, :mod:`nmt_lib.evaluate`). Its dev and test sets are plain
 text (``Corpus.plain``), one sentence per line.
-
-Everything here streams: a training file is read line by line, decompressed on the fly, so memory does
-not grow with the corpus. Bad input raises :class:`DataError` naming the file and the line.
 """
 
 from __future__ import annotations
 
-import gzip
-import html
-import lzma
-import re
-import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -91,8 +83,42 @@ _LIUM_PARTS = ("ccb2_pc30", "crawl", "dev08_11", "ep7_pc45", "nc9", "un2000_pc34
 _OFFLINE = "an excerpt that exists only in offline copies of the data; not downloadable"
 
 
-def _registry() -> dict[str, Corpus]:
-    c = [
+_MULTI30K = (
+    "Multi30k task 1 (Elliott et al. 2016, CC BY): data/task1/raw/{split}.{{en,fr}}.gz of "
+    "https://github.com/multi30k/dataset, decompressed or not, named multi30k.task1.{split}.<lang>"
+)
+_MULTI30K_TEST = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
+
+
+def _multi30k() -> list[Corpus]:
+    """Multi30k task 1's splits (module docstring), in a data directory of their own."""
+
+    def one(split: str, kind: str) -> Corpus:
+        stem = f"multi30k.task1.{split}"
+        return Corpus(
+            f"multi30k.{split}", kind, (stem,), note=_MULTI30K.format(split=split), plain=True
+        )
+
+    both = tuple(f"multi30k.task1.{s}" for s in _MULTI30K_TEST[:2])
+    flickr = Corpus(
+        "multi30k.test_flickr",
+        "test",
+        both,
+        plain=True,
+        note=_MULTI30K.format(split="test_{2016,2017}_flickr"),
+    )
+    return [
+        one("train", "train"),
+        one("val", "dev"),
+        *(one(s, "test") for s in _MULTI30K_TEST),
+        flickr,
+    ]
+
+
+#: Every corpus this library knows by name.
+CORPORA: dict[str, Corpus] = {
+    c.name: c
+    for c in (
         Corpus(
             "newstest2014",
             "test",
@@ -197,44 +223,8 @@ def _registry() -> dict[str, Corpus]:
             "toy", "train", ("train/toy",), note="written by nmt_lib.data.fixtures.write_toy_wmt"
         ),
         *_multi30k(),
-    ]
-    return {x.name: x for x in c}
-
-
-_MULTI30K = (
-    "Multi30k task 1 (Elliott et al. 2016, CC BY): data/task1/raw/{split}.{{en,fr}}.gz of "
-    "https://github.com/multi30k/dataset, decompressed or not, named multi30k.task1.{split}.<lang>"
-)
-_MULTI30K_TEST = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
-
-
-def _multi30k() -> list[Corpus]:
-    """Multi30k task 1's splits (module docstring), in a data directory of their own."""
-
-    def one(split: str, kind: str) -> Corpus:
-        stem = f"multi30k.task1.{split}"
-        return Corpus(
-            f"multi30k.{split}", kind, (stem,), note=_MULTI30K.format(split=split), plain=True
-        )
-
-    both = tuple(f"multi30k.task1.{s}" for s in _MULTI30K_TEST[:2])
-    flickr = Corpus(
-        "multi30k.test_flickr",
-        "test",
-        both,
-        plain=True,
-        note=_MULTI30K.format(split="test_{2016,2017}_flickr"),
     )
-    return [
-        one("train", "train"),
-        one("val", "dev"),
-        *(one(s, "test") for s in _MULTI30K_TEST),
-        flickr,
-    ]
-
-
-#: Every corpus this library knows by name.
-CORPORA: dict[str, Corpus] = _registry()
+}
 
 
 _KIND_NAMES = {"train": "training corpus", "dev": "dev set", "test": "test set"}
@@ -296,198 +286,78 @@ def locate(cfg, data_dir: Path | None = None) -> Located:
     when ``train/<name>.<lang>[.gz|.xz]`` exists (a corpus of your own)."""
     data_dir = Path(data_dir or cfg.resolved_data_dir())
     missing: dict[str, tuple[Corpus, list[str]]] = {}  # corpus name -> (corpus, missing paths)
-    s, t = cfg.src_lang, cfg.trg_lang
-
-    def eval_files(name: str, kind: str) -> tuple[EvalFiles, ...]:
-        c, parts = get_corpus(name, kind), []
-        for stem in c.parts:
-            if c.plain:  # <stem>.<lang>[.gz|.xz], named by its part when the set has several
-                src, ref = (
-                    find_plain(data_dir / f"{stem}.{lang}") or data_dir / f"{stem}.{lang}"
-                    for lang in (s, t)
-                )
-                part = name if len(c.parts) == 1 else f"multi30k.{stem.rsplit('.', 1)[-1]}"
-            else:
-                src, ref = data_dir / f"{stem}-src.{s}.sgm", data_dir / f"{stem}-ref.{t}.sgm"
-                part = name
-            for p in (src, ref):
-                if not p.is_file():
-                    where = f"{p}[.gz|.xz]" if c.plain else str(p)
-                    missing.setdefault(name, (c, []))[1].append(where)
-            parts.append(EvalFiles(part, src, ref, c.plain))
-        return tuple(parts)
-
-    def train_files(name: str) -> TrainFiles:
-        c = CORPORA.get(name)
-        if c is None or c.kind != "train":
-            local = [find_plain(data_dir / "train" / f"{name}.{lang}") for lang in (s, t)]
-            if None in local:
-                try:
-                    get_corpus(name, "train")  # raises: unknown name, with the known ones
-                except DataError as e:
-                    raise DataError(
-                        f"data.train: {e}; nor is it a corpus of your own "
-                        f"({data_dir / 'train' / name}.{s} and .{t}, or .gz/.xz)"
-                    ) from None
-            return TrainFiles(name, (tuple(local),), False)
-        pairs = []
-        for stem in c.parts:
-            found = [find_plain(data_dir / f"{stem}.{lang}") for lang in (s, t)]
-            for lang, p in zip((s, t), found, strict=True):
-                if p is None:
-                    where = data_dir / f"{stem}.{lang}"
-                    missing.setdefault(name, (c, []))[1].append(f"{where}[.gz|.xz]")
-            pairs.append(tuple(found))
-        return TrainFiles(name, tuple(pairs), c.pretokenized, c.plain)
-
-    test = eval_files(cfg.test, "test")
-    dev = tuple(part for n in cfg.dev for part in eval_files(n, "dev"))
-    train = tuple(train_files(n) for n in cfg.train)
+    langs = cfg.src_lang, cfg.trg_lang
+    test = _eval_files(cfg.test, "test", data_dir, langs, missing)
+    dev = tuple(part for n in cfg.dev for part in _eval_files(n, "dev", data_dir, langs, missing))
+    train = tuple(_train_files(n, data_dir, langs, missing) for n in cfg.train)
     if missing:
-        lines = [
-            f"data directory {data_dir} lacks files (use another: --data-dir / data.data_dir, or NMT_DATA):"
-        ]
-        for name, (c, paths) in missing.items():
-            lines += [
-                f"  {_KIND_NAMES[c.kind]} {name}: {', '.join(paths)}",
-                f"    {how_to_get(c, data_dir)}",
-            ]
-        fetch = [n for n, (c, _) in missing.items() if c.archive is not None]
-        if len(fetch) > 1:
-            lines.append(
-                f"fetch all: python -m nmt_lib.data.download --data-dir {data_dir} {' '.join(fetch)}"
-            )
-        raise DataError("\n".join(lines))
+        raise _missing_files(missing, data_dir)
     return Located(test, dev, train)
 
 
-def _open_binary(path: Path):
-    name = str(path)
-    if name.endswith(".gz"):
-        return gzip.open(path, "rb")
-    if name.endswith(".xz"):
-        return lzma.open(path, "rb")
-    return open(path, "rb")
-
-
-def read_lines(path: str | Path) -> Iterator[str]:
-    """Stream the lines of a plain, ``.gz`` or ``.xz`` UTF-8 file, without their line ends.
-
-    Only ``\\n`` ends a line (a stray ``\\r`` before it is dropped), so a line-aligned corpus keeps its
-    alignment whatever other separators its text contains. Invalid UTF-8 raises DataError(file:line).
-    """
-    path, lineno = Path(path), 0
-    try:
-        with _open_binary(path) as f:
-            for lineno, raw in enumerate(f, 1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise DataError(f"{path}:{lineno}: invalid UTF-8 ({e.reason})") from None
-                yield line.rstrip("\n").removesuffix("\r")
-    except _BROKEN as e:
-        raise _broken(path, e, f"line {lineno + 1}") from None
-
-
-def count_lines(path: str | Path) -> int:
-    """The number of lines :func:`read_lines` yields (a last line without ``\\n`` counts), streaming."""
-    n, last = 0, b"\n"
-    try:
-        with _open_binary(Path(path)) as f:
-            while block := f.read(1 << 20):
-                n += block.count(b"\n")
-                last = block[-1:]
-    except _BROKEN as e:
-        raise _broken(path, e, f"after {n} lines") from None
-    return n + (last != b"\n")
-
-
-def check_whole_lines(path: str | Path) -> None:
-    """Refuse a file of whole lines (``Corpus.plain``) whose last line has no newline: a file cut
-    short, mid-sentence (DataError naming it). An empty file is refused too."""
-    path = Path(path)
-    try:
-        if str(path).endswith((".gz", ".xz")):
-            with _open_binary(path) as f:
-                last = b""
-                while block := f.read(1 << 20):
-                    last = block[-1:]
+def _eval_files(
+    name: str, kind: str, data_dir: Path, langs, missing: dict
+) -> tuple[EvalFiles, ...]:
+    """The parts of the test or dev set ``name``; its files that are not there go into ``missing``."""
+    (s, t), (c, parts) = langs, (get_corpus(name, kind), [])
+    for stem in c.parts:
+        if c.plain:  # <stem>.<lang>[.gz|.xz], named by its part when the set has several
+            src, ref = (
+                find_plain(data_dir / f"{stem}.{lang}") or data_dir / f"{stem}.{lang}"
+                for lang in (s, t)
+            )
+            part = name if len(c.parts) == 1 else f"multi30k.{stem.rsplit('.', 1)[-1]}"
         else:
-            with open(path, "rb") as f:
-                f.seek(0, 2)
-                if f.tell():
-                    f.seek(-1, 2)
-                last = f.read(1)
-    except _BROKEN as e:
-        raise _broken(path, e, "while checking its end") from None
-    if last != b"\n":
-        why = "is empty" if not last else "ends without a newline, in mid-line"
-        raise DataError(f"{path}: {why}: truncated? (every line of this corpus ends in a newline)")
+            src, ref = data_dir / f"{stem}-src.{s}.sgm", data_dir / f"{stem}-ref.{t}.sgm"
+            part = name
+        for p in (src, ref):
+            if not p.is_file():
+                where = f"{p}[.gz|.xz]" if c.plain else str(p)
+                missing.setdefault(name, (c, []))[1].append(where)
+        parts.append(EvalFiles(part, src, ref, c.plain))
+    return tuple(parts)
 
 
-def read_plain_pair(src: str | Path, ref: str | Path) -> list[tuple[str, str]]:
-    """The sentence pairs of a plain-text dev/test set (``Corpus.plain``): line ``i`` of ``src``
-    and of ``ref``. A truncated file (:func:`check_whole_lines`), two files of different line counts
-    or an empty line raises DataError naming the file (and line)."""
-    for p in (src, ref):
-        check_whole_lines(p)
-    a, b = list(read_lines(src)), list(read_lines(ref))
-    if len(a) != len(b):
-        raise DataError(
-            f"{src} has {len(a)} lines and {ref} {len(b)}: a dev/test set's two sides "
-            "must be line-aligned (a file truncated or from another split?)"
-        )
-    for path, lines in ((src, a), (ref, b)):
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
+def _train_files(name: str, data_dir: Path, langs, missing: dict) -> TrainFiles:
+    """The training corpus ``name`` (registered, or of your own under ``train/``); its registered
+    files that are not there go into ``missing``."""
+    s, t = langs
+    c = CORPORA.get(name)
+    if c is None or c.kind != "train":
+        local = [find_plain(data_dir / "train" / f"{name}.{lang}") for lang in (s, t)]
+        if None in local:
+            try:
+                get_corpus(name, "train")  # raises: unknown name, with the known ones
+            except DataError as e:
                 raise DataError(
-                    f"{path}:{lineno}: empty line (every test and dev sentence has text)"
-                )
-    return list(zip(a, b, strict=True))
+                    f"data.train: {e}; nor is it a corpus of your own "
+                    f"({data_dir / 'train' / name}.{s} and .{t}, or .gz/.xz)"
+                ) from None
+        return TrainFiles(name, (tuple(local),), False)
+    pairs = []
+    for stem in c.parts:
+        found = [find_plain(data_dir / f"{stem}.{lang}") for lang in (s, t)]
+        for lang, p in zip((s, t), found, strict=True):
+            if p is None:
+                where = data_dir / f"{stem}.{lang}"
+                missing.setdefault(name, (c, []))[1].append(f"{where}[.gz|.xz]")
+        pairs.append(tuple(found))
+    return TrainFiles(name, tuple(pairs), c.pretokenized, c.plain)
 
 
-#: What a truncated or damaged .gz/.xz file raises while it is read.
-_BROKEN = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
-
-
-def _broken(path, e: Exception, where: str) -> DataError:
-    return DataError(
-        f"{path}: damaged or truncated compressed file ({where}: {type(e).__name__}: {e}); "
-        "fetch it again"
-    )
-
-
-class Segment(NamedTuple):
-    """One ``<seg>`` of a WMT SGML file, in file order."""
-
-    docid: str
-    segid: str
-    text: str
-
-
-_SEG = re.compile(r"^\s*<seg\b([^>]*)>(.*)</seg>\s*$", re.IGNORECASE)
-_ATTR_ID = re.compile(r"""\bid\s*=\s*"?([^"\s>]*)"?""", re.IGNORECASE)
-_DOCID = re.compile(r"""\bdocid\s*=\s*"([^"]*)\"""", re.IGNORECASE)
-
-
-def read_sgml(path: str | Path) -> Iterator[Segment]:
-    """The segments of a WMT SGML file (``<srcset>``/``<refset>``, ``<doc>``, one ``<seg>`` per line),
-    with XML entities unescaped and whitespace collapsed (as sacrebleu reads them). A ``<seg>`` that
-    does not open and close on one line raises DataError(file:line)."""
-    path = Path(path)
-    docid = ""
-    for lineno, line in enumerate(read_lines(path), 1):
-        low = line.lower()
-        if "<doc" in low:
-            m = _DOCID.search(line)
-            docid = m.group(1) if m else ""
-        if "<seg" not in low and "</seg>" not in low:
-            continue
-        m = _SEG.match(line)
-        if m is None or "<seg" in m.group(2).lower() or "</seg>" in m.group(2).lower():
-            raise DataError(f"{path}:{lineno}: broken <seg> (expected <seg id=...>text</seg>)")
-        sid = _ATTR_ID.search(m.group(1))
-        text = " ".join(html.unescape(m.group(2)).split())
-        if not text:
-            raise DataError(f"{path}:{lineno}: empty <seg> (every test and dev segment has text)")
-        yield Segment(docid, sid.group(1) if sid else "", text)
+def _missing_files(missing: dict, data_dir: Path) -> DataError:
+    """The error that lists every missing file of ``missing``, by corpus, with how to get each."""
+    lines = [
+        f"data directory {data_dir} lacks files (use another: --data-dir / data.data_dir, or NMT_DATA):"
+    ]
+    for name, (c, paths) in missing.items():
+        lines += [
+            f"  {_KIND_NAMES[c.kind]} {name}: {', '.join(paths)}",
+            f"    {how_to_get(c, data_dir)}",
+        ]
+    fetch = [n for n, (c, _) in missing.items() if c.archive is not None]
+    if len(fetch) > 1:
+        lines.append(
+            f"fetch all: python -m nmt_lib.data.download --data-dir {data_dir} {' '.join(fetch)}"
+        )
+    return DataError("\n".join(lines))

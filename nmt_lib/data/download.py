@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ..config import DataConfig, load_profile
 from ..io import atomic_write, sha256_file
 from .corpus import CORPORA, Archive, Corpus, DataError, get_corpus
 
@@ -176,8 +177,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the known corpora and exit")
     ap.add_argument("--force", action="store_true", help="download and extract again")
     args = ap.parse_args(argv)
-    from ..config import DataConfig, load_profile
-
     if args.list:
         for c in CORPORA.values():
             print(f"{c.name:34s} {c.kind:5s} {c.archive.url if c.archive else c.note}")

@@ -14,8 +14,9 @@ import html
 import random
 from pathlib import Path
 
-from ..config import DataConfig
+from ..config import DataConfig, load_profile
 from ..io import atomic_write
+from .pipeline import prepare
 
 NOUNS = {
     "cat": "chat",
@@ -231,9 +232,6 @@ def toy_run(root: str | Path, run: str = "RNNsearch-50", **train):
     """For tests: a small toy corpus (400 training pairs, 20 dev and 20 test sentences) written under
     ``root``, and the smoke profile's ``run`` on it, trained in float32 on one CPU thread with
     ``train`` settings on top. Returns ``(run config, prepared data)``."""
-    from ..config import load_profile
-    from . import prepare
-
     root = Path(root)
     write_toy_wmt(root / "wmt", n_train=400, n_dev=20, n_test=20)
     prof = load_profile(

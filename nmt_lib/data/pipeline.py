@@ -22,7 +22,7 @@ import numpy as np
 
 from ..config import DataConfig
 from ..io import NO_SPACE, naming, sha256_file, write_json
-from . import corpus, text
+from . import corpus, readers, text
 from .store import (
     PREPARED_FILES,
     Prepared,
@@ -259,7 +259,7 @@ def train_inputs(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers,
         for sp, tp in tf.pairs:
             if tf.plain:  # whole lines: a file cut short is refused before it is read
                 for p in (sp, tp):
-                    corpus.check_whole_lines(p)
+                    readers.check_whole_lines(p)
             ns, nt = (text.file_info(p, tok_dir).lines for p in (sp, tp))
             if ns != nt:
                 raise _mismatch(sp, ns, tp, nt)

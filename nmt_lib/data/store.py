@@ -24,7 +24,7 @@ import numpy as np
 
 from ..config import DataConfig
 from ..io import sha256_file
-from . import corpus, text
+from . import corpus, readers, text
 from .vocab import UNK, Vocab
 
 FORMAT = 1  # bump when the prepared layout or the pipeline's output changes
@@ -99,11 +99,11 @@ def read_eval(
     out = {"ids": [], "src_raw": [], "ref_raw": [], "src_tok": [], "ref_tok": [], "keys": []}
     for f in files:
         if f.plain:  # one sentence per line (Multi30k): ids (part, "", line number)
-            pairs = corpus.read_plain_pair(f.src, f.ref)
-            src = [corpus.Segment("", str(i), a) for i, (a, _) in enumerate(pairs, 1)]
-            ref = [corpus.Segment("", str(i), b) for i, (_, b) in enumerate(pairs, 1)]
+            pairs = readers.read_plain_pair(f.src, f.ref)
+            src = [readers.Segment("", str(i), a) for i, (a, _) in enumerate(pairs, 1)]
+            ref = [readers.Segment("", str(i), b) for i, (_, b) in enumerate(pairs, 1)]
         else:
-            src, ref = list(corpus.read_sgml(f.src)), list(corpus.read_sgml(f.ref))
+            src, ref = list(readers.read_sgml(f.src)), list(readers.read_sgml(f.ref))
         if len(src) != len(ref) or any(a[:2] != b[:2] for a, b in zip(src, ref, strict=True)):
             raise corpus.DataError(
                 f"{f.src} ({len(src)} segments) and {f.ref} ({len(ref)} segments) do not have the "

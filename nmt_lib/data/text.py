@@ -31,7 +31,7 @@ from sacremoses import MosesDetokenizer, MosesTokenizer
 from tqdm import tqdm
 
 from ..io import atomic_write, sha256_file, write_json
-from .corpus import count_lines, read_lines, read_sgml
+from .readers import count_lines, read_lines, read_sgml
 
 #: Everything that changes the tokenized text; part of every cache key.
 SETTINGS = {
@@ -189,23 +189,9 @@ def tokenized(
             lines = list(islice(raw, SHARD_LINES))
             raw_pos = (k + 1) * SHARD_LINES
             if bar is None:
-                total = None if is_sgml(path) else file_info(path, cache_dir).lines
-                bar = tqdm(
-                    desc=f"tokenize {path.name}",
-                    total=total,
-                    initial=k * SHARD_LINES,
-                    unit=" lines",
-                    unit_scale=True,
-                    disable=None if progress is None else not progress,
-                )
+                bar = _tokenize_bar(path, cache_dir, k * SHARD_LINES, progress)
             if lines:
-                with atomic_write(shard) as f:
-                    for i, line in enumerate(tokenize_lines(lines, lang, workers), 1):
-                        f.write(line + "\n")
-                        yield line
-                        if i % _CHUNK == 0:
-                            bar.update(_CHUNK)
-                bar.update(len(lines) % _CHUNK)
+                yield from _store_shard(shard, lines, lang, workers, bar)
             if len(lines) < SHARD_LINES:
                 write_json(done_path, {"shards": k + bool(lines), "source": str(path), **SETTINGS})
                 return
@@ -215,6 +201,31 @@ def tokenized(
             raw.close()
         if bar is not None:
             bar.close()
+
+
+def _tokenize_bar(path: Path, cache_dir: Path, initial: int, progress: bool | None) -> tqdm:
+    """The tqdm bar of :func:`tokenized` tokenizing ``path`` from line ``initial`` on (its total:
+    the file's lines; an SGML file's segments are not counted ahead)."""
+    return tqdm(
+        desc=f"tokenize {path.name}",
+        total=None if is_sgml(path) else file_info(path, cache_dir).lines,
+        initial=initial,
+        unit=" lines",
+        unit_scale=True,
+        disable=None if progress is None else not progress,
+    )
+
+
+def _store_shard(shard: Path, lines: list[str], lang: str, workers, bar) -> Iterator[str]:
+    """``lines`` tokenized (``workers`` processes), yielded as they are written to ``shard``, which
+    is stored (atomically) once all are written."""
+    with atomic_write(shard) as f:
+        for i, line in enumerate(tokenize_lines(lines, lang, workers), 1):
+            f.write(line + "\n")
+            yield line
+            if i % _CHUNK == 0:
+                bar.update(_CHUNK)
+    bar.update(len(lines) % _CHUNK)
 
 
 def pretokenized_lines(path: str | Path) -> Iterator[str]:

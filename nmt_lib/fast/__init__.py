@@ -5,8 +5,9 @@ one object, :class:`Fast` (``nmt_lib.backend.backend("fast")``), a subclass of t
 faster, and import nothing else from here.
 
 * :mod:`~nmt_lib.fast.scan`: the GRU recurrence with a hand-written backward through time;
-* :mod:`~nmt_lib.fast.attention`, :mod:`~nmt_lib.fast.decoder`: the decoder over a reference
-  (precomputed projections, the attention in cache, the output layer over the whole sequence);
+* :mod:`~nmt_lib.fast.attention`, :mod:`~nmt_lib.fast.decoder`, :mod:`~nmt_lib.fast.output`: the
+  decoder over a reference (precomputed projections, the attention in cache, the output layer over
+  the whole sequence);
 * :mod:`~nmt_lib.fast.steps`: the decoding step with its products merged, the best words of the
   logits in one pass, its word products tabulated;
 * :mod:`~nmt_lib.fast.kernels`: optional compiled CPU kernels (the only importer of ``kernels.c``);

@@ -9,11 +9,10 @@ function, padding masked out as everywhere (the tests compare it with the eager 
 embeddings' gradients are then summed by ``index_add_``, with atomics: not bit-reproducible from
 run to run, unlike the eager step's.
 
-On an H100 at the paper's sizes (bench/README.md, "CUDA graphs and fewer kernels on a GPU"):
-RNNsearch 3.4x the eager step in bf16 (63k target tokens/s), 1.9x in float32. A new padded shape
-costs a capture (two eager steps). The graphs share one memory pool, and write the loss and the
-gradients into one set of buffers, so that the memory is that of one step whatever the number of
-shapes.
+How much faster than the eager step: bench/README.md, "CUDA graphs and fewer kernels on a GPU".
+A new padded shape costs a capture (two eager steps). The graphs share one memory pool, and write
+the loss and the gradients into one set of buffers, so that the memory is that of one step
+whatever the number of shapes.
 """
 
 from __future__ import annotations

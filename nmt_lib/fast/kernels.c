@@ -20,8 +20,8 @@ static inline float bf16_to_float(uint16_t h) {
 /* Element i of a bf16 (is_bf16) or float32 array, as float32. In a loop, the flag must be a
  * constant (a function inlined for each case, INLINE): with a flag known only at run time, gcc
  * vectorizes the loop with masked loads of both types, and the float32 ones reach past the end of a
- * bf16 array; where that memory is not mapped, every such load waits for a suppressed fault (up to
- * 8x slower on an AMD EPYC, bench/README.md). */
+ * bf16 array; where that memory is not mapped, every such load waits for a suppressed fault (far
+ * slower on an AMD EPYC: bench/README.md, "Compiled kernels"). */
 #define INLINE static inline __attribute__((always_inline))
 static inline float load(const void *z, int is_bf16, int64_t i) {
     return is_bf16 ? bf16_to_float(((const uint16_t *)z)[i]) : ((const float *)z)[i];
@@ -148,8 +148,8 @@ void best_words(const void *x, int is_bf16, int64_t R, int64_t K, int64_t ldx, c
 /* tanh: Eigen's rational approximation (generic_fast_tanh_float: odd degree-13 numerator, even
  * degree-6 denominator, x clamped to +-7.9053; tanh(x) = x below 4e-4): within 4.9 float32 ulps
  * of tanh compiled with FMA, 6.9 without (checked over all floats); +-1 at +-inf, NaN for NaN.
- * One division and no exp: the energies run 1.6x as fast as with Cephes' tanhf. Branch-free, so
- * that the loops around it vectorize. */
+ * One division and no exp: the energies run faster than with Cephes' tanhf (bench/README.md).
+ * Branch-free, so that the loops around it vectorize. */
 static inline float tanh_float(float x) {
     const float c = 7.90531110763549805f;
     float xc = x > c ? c : (x < -c ? -c : x), x2 = xc * xc;
@@ -272,7 +272,7 @@ INLINE void vstore(float *p, int full, vmask m, vf x) {
 #ifdef VW
 /* tanh_float on VW floats, its division replaced by a reciprocal estimate and one Newton step:
  * within 2.5 (AVX-512) or 3 (AVX2) float32 ulps of tanh on a dense sweep (tanh_float: 4.9),
- * 1 - 2^-22 at +inf; 1.2x the throughput (the division bounds the energies). max/min return
+ * 1 - 2^-22 at +inf; a higher throughput (the division bounds the energies). max/min return
  * their second operand for NaN: NaN stays NaN. */
 static inline vf tanh_vec(vf x) {
     const vf c = vset1(7.90531110763549805f);
@@ -330,8 +330,8 @@ static inline void tanh_of_sum(float *p, const float *q, int64_t n) {
 }
 
 /* The energies e[0] = v . tanh(u0 + ws), e[1] = v . tanh(u1 + ws) over n' = N: two positions per
- * pass share the loads of ws and v (with tanh_vec, the attention kernel 1.2-1.3x as fast as one
- * position at a time with tanh_float). */
+ * pass share the loads of ws and v (with tanh_vec, the attention kernel faster than one position
+ * at a time with tanh_float: bench/README.md). */
 static inline void energy2(const float *u0, const float *u1, const float *ws, const float *v,
                            int64_t N, float *e) {
 #ifdef VW
@@ -793,7 +793,7 @@ void transpose(int64_t D, int64_t R, int64_t C, const view *x, void *out, int ou
                 for (int64_t i = 0; i < rows; i++)
                     row_in(x, d, bi * 32 + i, bj * 32, cols, block[i]);
 #ifdef __AVX512F__
-                if (rows == 32 && cols == 32) { /* 5x the scalar copy below (bench/README) */
+                if (rows == 32 && cols == 32) { /* faster than the scalar copy (bench/README.md) */
                     for (int ti = 0; ti < 32; ti += 16)
                         for (int tj = 0; tj < 32; tj += 16) {
                             int64_t at = (d * C + bj * 32 + tj) * R + bi * 32 + ti;
@@ -973,7 +973,7 @@ void amx_product(int64_t D, int64_t M, int64_t K, int64_t N, const view *x, cons
                         _tile_zero(2);
                         _tile_zero(3);
                         for (int64_t bk = 0; bk < nk; bk++) {
-                            if (t == 0 && bk + 2 < nk) /* W's tiles from L3: 1.2x */
+                            if (t == 0 && bk + 2 < nk) /* W's tiles from L3 (bench/README.md) */
                                 for (int64_t l = (bk + 2) * 512; l < (bk + 3) * 512; l += 32) {
                                     _mm_prefetch((const char *)(B0 + l), _MM_HINT_T0);
                                     _mm_prefetch((const char *)(B1 + l), _MM_HINT_T0);

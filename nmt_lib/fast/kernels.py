@@ -51,7 +51,7 @@ FLAGS = (
     "-fPIC",
 ) + (
     ("-mprefer-vector-width=512",) if platform.machine() in ("x86_64", "AMD64") else ()
-)  # AVX-512 where there is: 1.5x the tanh of 256-bit
+)  # AVX-512 where there is: a faster tanh (bench/README.md, "Compiled kernels")
 
 
 def _cpu_id() -> bytes:
@@ -117,55 +117,33 @@ def load() -> ctypes.CDLL | None:
             stacklevel=3,
         )
         return None
-    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-    lib.best_words.argtypes = [p, i32, i64, i64, i64, p, p, i32, i32, i64, i32, p, p, p]
-    lib.best_words.restype = None
-    lib.attend.argtypes = [p, p, p, p, p, i32, i64, i64, i64, i64, i64, i32, p, p, i32]
-    lib.attend.restype = None
-    lib.target_logp.argtypes = [p, i32, i64, i64, i64, p, p, i32, p, p]
-    lib.target_logp.restype = None
-    lib.target_logp_backward.argtypes = [p, i32, i64, i64, i64, p, p, p, p, p, i32, p]
-    lib.target_logp_backward.restype = None
+    return _declare(lib)
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """``lib`` with the argument types of ``kernels.c``'s functions, one table (``v``: a strided
+    operand, :class:`View`); each returns nothing but ``amx_ready``, an int."""
+    p, i64, i32, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float
     v = ctypes.POINTER(View)
-    lib.attend_backward.argtypes = [
-        p,
-        p,
-        p,
-        p,
-        i32,
-        p,
-        i32,
-        p,
-        p,
-        i64,
-        i64,
-        i64,
-        i64,
-        i32,
-        p,
-        p,
-        v,
-        p,
-    ]
-    lib.attend_backward.restype = None
-    lib.gru_gates.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
-    lib.gru_gates.restype = None
-    lib.gru_update.argtypes = [i64, i64, i64, v, v, v, v, v, p, i64, i64, v, v, v, i32]
-    lib.gru_update.restype = None
-    lib.gru_backward_update.argtypes = [i64, i64, i64, v, p, i64, i64, v, v, v, v, v, i32]
-    lib.gru_backward_update.restype = None
-    lib.gru_backward_reset.argtypes = [i64, i64, i64, v, v, v, v, v, v, v, i32]
-    lib.gru_backward_reset.restype = None
-    f32 = ctypes.c_float
-    lib.adadelta.argtypes = [p, p, p, p, i64, f32, f32, f32, f32, f32, i32]
-    lib.adadelta.restype = None
-    lib.transpose.argtypes = [i64, i64, i64, v, p, i32, i32]
-    lib.transpose.restype = None
+    argtypes = {
+        "best_words": [p, i32, i64, i64, i64, p, p, i32, i32, i64, i32, p, p, p],
+        "attend": [p, p, p, p, p, i32, i64, i64, i64, i64, i64, i32, p, p, i32],
+        "target_logp": [p, i32, i64, i64, i64, p, p, i32, p, p],
+        "target_logp_backward": [p, i32, i64, i64, i64, p, p, p, p, p, i32, p],
+        "attend_backward": [p, p, p, p, i32, p, i32, p, p, i64, i64, i64, i64, i32, p, p, v, p],
+        "gru_gates": [i64, i64, i64, v, v, v, v, v, v, v, i32],
+        "gru_update": [i64, i64, i64, v, v, v, v, v, p, i64, i64, v, v, v, i32],
+        "gru_backward_update": [i64, i64, i64, v, p, i64, i64, v, v, v, v, v, i32],
+        "gru_backward_reset": [i64, i64, i64, v, v, v, v, v, v, v, i32],
+        "adadelta": [p, p, p, p, i64, f32, f32, f32, f32, f32, i32],
+        "transpose": [i64, i64, i64, v, p, i32, i32],
+        "amx_pack": [i64, i64, i64, p, i64, i64, i64, p, i32],
+        "amx_product": [i64, i64, i64, i64, v, p, p, v, p, i32],
+    }
+    for name, types in argtypes.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = types, None
     lib.amx_ready.restype = ctypes.c_int
-    lib.amx_pack.argtypes = [i64, i64, i64, p, i64, i64, i64, p, i32]
-    lib.amx_pack.restype = None
-    lib.amx_product.argtypes = [i64, i64, i64, i64, v, p, p, v, p, i32]
-    lib.amx_product.restype = None
     return lib
 
 
@@ -312,20 +290,7 @@ def attend_backward(
     ``ctx`` or ``n'`` > ``MAX_CONTEXT``, no library)."""
     (B, Tx, N), C = Uh.shape, h.shape[-1]
     if (
-        not _cpu(Uh, q, v_a, alpha, d_sum, dv, *([] if d_alpha is None else [d_alpha]))
-        or q.shape != (B, N)
-        or v_a.shape != (N,)
-        or alpha.shape != (B, Tx)
-        or d_sum.shape != Uh.shape
-        or dv.shape != (B, N)
-        or (d_alpha is not None and d_alpha.shape != (B, Tx))
-        or not d_sum.is_contiguous()
-        or not dv.is_contiguous()
-        or not _rows_of(h, B, Tx, C)
-        or d_c.dtype != h.dtype
-        or d_c.shape != (B, C)
-        or d_c.device != h.device
-        or max(C, N) > MAX_CONTEXT
+        not _attend_backward_applies(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum, dv)
         or (vq := _view(d_q, 1, B, N)) is None
         or (lib := library()) is None
     ):
@@ -355,6 +320,28 @@ def attend_backward(
     return True
 
 
+def _attend_backward_applies(Uh, q, v_a, h, d_c, alpha, d_alpha, d_sum, dv) -> bool:
+    """Whether :func:`attend_backward`'s kernel takes these operands (its docstring: dtypes, shapes,
+    devices, contiguous ``d_sum`` and ``dv``, sizes up to ``MAX_CONTEXT``)."""
+    (B, Tx, N), C = Uh.shape, h.shape[-1]
+    return not (
+        not _cpu(Uh, q, v_a, alpha, d_sum, dv, *([] if d_alpha is None else [d_alpha]))
+        or q.shape != (B, N)
+        or v_a.shape != (N,)
+        or alpha.shape != (B, Tx)
+        or d_sum.shape != Uh.shape
+        or dv.shape != (B, N)
+        or (d_alpha is not None and d_alpha.shape != (B, Tx))
+        or not d_sum.is_contiguous()
+        or not dv.is_contiguous()
+        or not _rows_of(h, B, Tx, C)
+        or d_c.dtype != h.dtype
+        or d_c.shape != (B, C)
+        or d_c.device != h.device
+        or max(C, N) > MAX_CONTEXT
+    )
+
+
 def _logits_apply(z: Tensor, bias: Tensor, y: Tensor) -> bool:
     """Whether the output-layer kernels take ``z [N, K]`` (bf16/float32, rows contiguous), a
     float32 ``bias [K]`` and long targets ``y [N]`` in range, all on the CPU."""
@@ -371,7 +358,7 @@ def _logits_apply(z: Tensor, bias: Tensor, y: Tensor) -> bool:
 
 
 def target_log_prob(z: Tensor, bias: Tensor, y: Tensor) -> tuple[Tensor, Tensor] | None:
-    """The forward of :func:`nmt_lib.fast.decoder.target_log_prob` after its matmul, in one pass per row
+    """The forward of :func:`nmt_lib.fast.output.target_log_prob` after its matmul, in one pass per row
     (``kernels.c``): ``log softmax(z + bias)[y]`` ``[N]`` float32 and the row statistics ``[N, 2]``
     (max, log Σ exp) for :func:`target_log_prob_backward`; or None where the kernel does not apply."""
     if not _logits_apply(z, bias, y) or (lib := library()) is None:
@@ -572,7 +559,8 @@ def gru_backward_reset(d_rh, h, r, dA, drz_c, dh, dA_c=None) -> bool:
 def transposed(x: Tensor, dtype: torch.dtype) -> Tensor | None:
     """:func:`nmt_lib.fast.scan.transposed` (``kernels.c``): ``x.mT`` as a new contiguous tensor of
     ``dtype``, ``x`` ``[..., R, C]`` bf16/float32 with contiguous columns and leading dims that
-    flatten into one; None where the kernel does not apply. 10-20x PyTorch's transposing copy."""
+    flatten into one; None where the kernel does not apply. Faster than PyTorch's transposing copy
+    (bench/README.md, "Compiled kernels")."""
     if x.dim() < 2 or dtype not in _IS_BF16:
         return None
     *lead, R, C = x.shape
@@ -619,7 +607,7 @@ def right_product(W: Tensor, bias: Tensor | None = None, amx_tiles: bool = True)
     if W.dim() != 2 or not _prepacking(W.dtype):
         return None
     # from a contiguous copy (the kernel's transpose where it applies): reordering a transposed
-    # view is 2-6x slower than copy and reorder
+    # view is slower than copy and reorder (bench/README.md, "Prepacked oneDNN products")
     Wt = W.mT if W.mT.is_contiguous() else transposed(W, W.dtype)
     if Wt is None:
         Wt = W.mT.contiguous()
@@ -714,8 +702,8 @@ def _prepacking(dtype: torch.dtype = torch.bfloat16) -> bool:
 def onednn_float32() -> bool:
     """Whether float32 products on the CPU go through oneDNN (:func:`matmul`, :func:`right_product`)
     rather than ``torch.matmul`` (MKL): on AMD CPUs, where MKL's float32 products at the
-    shapes of a training step ran 1.0-1.45x as long as oneDNN's (an EPYC with AVX2 only,
-    bench/README.md, "oneDNN float32 on AMD CPUs"; PyTorch's bf16 products are oneDNN's already).
+    shapes of a training step ran longer than oneDNN's (bench/README.md, "oneDNN float32 on AMD
+    CPUs"; PyTorch's bf16 products are oneDNN's already).
     ``NMT_LIB_KERNELS=0`` turns it off."""
     if os.environ.get("NMT_LIB_KERNELS", "1") == "0" or cpu_info("vendor_id") != "AuthenticAMD":
         return False
@@ -740,7 +728,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     ):
         if a.dim() == 3:
             return torch.stack([matmul(x, y) for x, y in zip(a, b, strict=True)])
-        a, b = _dense(a), _dense(b)  # oneDNN multiplies a row or column slice 500x slower
+        a, b = _dense(a), _dense(b)  # oneDNN multiplies a row or column slice far slower
         return torch.ops.mkldnn._linear_pointwise(a, b.t(), None, "none", [], "")
     return torch.matmul(a, b)
 

@@ -59,8 +59,9 @@ def encode(enc: Encoder, x: Tensor, x_mask: Tensor, fused=None, tile: int = ROW_
 
 def column_major(p: nn.Parameter) -> None:
     """Lay the matrix ``p`` out column-major (``p.t()`` contiguous), its values unchanged: the layout
-    in which the output layer's matmul runs fastest (bf16 on CPUs: up to 2x); its gradient comes
-    back in that layout (:func:`~nmt_lib.fast.decoder.target_log_prob`), and the optimizer's state,
+    in which the output layer's matmul runs fastest (bench/README.md, "The output layer over the
+    whole sequence"); its gradient comes
+    back in that layout (:func:`~nmt_lib.fast.output.target_log_prob`), and the optimizer's state,
     made after, takes it too."""
     if p.dim() == 2 and not p.t().is_contiguous():
         with torch.no_grad():

@@ -13,10 +13,10 @@ class Adadelta(torch.optim.Adadelta):
     """``torch.optim.Adadelta`` (its state, its checkpoints) whose update on a CPU makes one pass
     over memory instead of nine: in the compiled kernel (:func:`nmt_lib.fast.kernels.adadelta`: torch's
     operations in torch's order, correctly rounded, where torch's vectorized sqrt is an ulp off in
-    ~1 % (Intel Xeon) to ~20 % (AMD EPYC) of the updates; 4.4x as fast at bench-small), else on a
-    cache-sized chunk of each parameter at a time with torch's own operations (the same numbers bit
-    for bit; 1.5-1.6x as fast as torch's version, which streams 84M parameters of the paper's model
-    through memory at each of its nine passes, ~10 % of a CPU training step). Both tested against
+    ~1 % (Intel Xeon) to ~20 % (AMD EPYC) of the updates), else on a cache-sized chunk of each
+    parameter at a time with torch's own operations (the same numbers bit for bit), where torch's
+    version streams the 84M parameters of the paper's model through memory at each of its nine
+    passes (the figures: bench/README.md, "Compiled kernels"). Both tested against
     ``torch.optim.Adadelta``. On GPUs, for complex parameters and with options other than ``lr``,
     ``rho``, ``eps``, torch's own step runs.
 

@@ -1,0 +1,190 @@
+"""One model's training state and its update (§4.2, App. B.2): :class:`Trainer` holds the model,
+the optimizer, the batch stream and the counters of one process (one rank of ``world``), makes one
+update (:meth:`Trainer.step`: the loss as ``train.loss`` normalises it, the gradients summed over the
+ranks, GroundHog's gradient treatment and the optimizer's step from the run's backend), and is
+saved to and restored from a checkpoint (:meth:`Trainer.state_dict`, :meth:`Trainer.load_state_dict`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import torch.distributed as dist
+
+from .backend import backend
+from .checkpoint import (
+    CheckpointError,
+    check_compatible,
+    load_model_state,
+    rng_state,
+    set_rng_state,
+)
+from .config import RunConfig, to_dict
+from .gradients import sum_gradients
+from .runtime import resolve_precision, warn_emulated_bf16
+
+
+class Trainer:
+    """One model's training state: model, optimizer, batch stream, counters (single process or one
+    rank of ``world``).
+
+    Args:
+        cfg: the run's config; model: on ``device``, made by ``on`` (:func:`nmt_lib.backend.backend`
+        of ``train.backend`` when None), which also gives the optimizer, the backward pass and the
+        update; iterator: a :class:`~nmt_lib.data.TrainIterator` (the same seed and position on
+        every rank).
+    """
+
+    def __init__(
+        self, cfg: RunConfig, model, iterator, device=None, rank: int = 0, world: int = 1, on=None
+    ):
+        self.cfg, self.model, self.iterator = cfg, model, iterator
+        self.on = on if on is not None else backend(cfg.train.backend)
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.rank, self.world = rank, world
+        t = cfg.train
+        warn_emulated_bf16(t.precision, self.device)
+        self.precision = resolve_precision(t.precision, self.device)  # "bf16" or "fp32"
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.opt = self.on.optimizer(t, self.params)
+        if world > 1:  # every rank starts from rank 0's weights
+            with torch.no_grad():
+                for p in self.params:
+                    buf = p.contiguous()  # NCCL takes contiguous tensors only (W_o is column-major)
+                    dist.broadcast(buf, 0)
+                    if buf.data_ptr() != p.data_ptr():
+                        p.copy_(buf)
+        # the loss and its gradients: eager, or replayed as CUDA graphs (train.cuda_graphs)
+        self.backward = self.on.backward(
+            model, self.params, self.precision, self.device, t.cuda_graphs, t.label_smoothing
+        )
+        self.update = 0
+        self.elapsed = 0.0  # seconds of training, summed over resumes
+        self.best_dev_nll = math.inf
+        self.best_update = 0
+        self.bad_evals = 0
+        self.n_nonfinite = 0
+        self.nonfinite_streak = 0  # non-finite updates in a row (train.max_nonfinite)
+        # train.lr_schedule = "plateau": times lr_decay per evaluation without progress
+        self.lr_scale = 1.0
+        self.stopped: str | None = None  # "early_stop" once patience is exhausted
+        self.data_fingerprint: dict | None = None  # nmt_lib.data.fingerprint of the training data
+
+    @property
+    def epoch(self) -> float:
+        return self.iterator.epoch
+
+    def next_batch(self):
+        """This rank's minibatch of the next ``world`` ones, and the sentences and target tokens
+        of all of them."""
+        mine, sentences, tokens = None, 0, 0
+        for r in range(self.world):
+            b = next(self.iterator)
+            sentences += b.x.shape[0]
+            tokens += b.n_trg_tokens
+            if r == self.rank:
+                mine = b
+        return mine, sentences, tokens
+
+    def lr(self) -> float:
+        """The learning rate of the next update ``u = update + 1``: ``train.lr``, times the plateau
+        decays so far, times the linear warm-up ``min(1, u / warmup_updates)``; with
+        ``lr_schedule = "inverse_sqrt"`` (Vaswani et al. 2017, §5.3, its peak ``train.lr``) times
+        ``sqrt(warmup_updates / u)`` after the warm-up."""
+        t, u = self.cfg.train, self.update + 1
+        warmup = min(1.0, u / t.warmup_updates) if t.warmup_updates else 1.0
+        if t.lr_schedule == "inverse_sqrt":
+            warmup = min(warmup, math.sqrt(t.warmup_updates / u))
+        return t.lr * self.lr_scale * warmup
+
+    def step(self) -> dict:
+        """One update (App. B.2). Returns ``loss`` (sum NLL of this rank's batch), ``sentences``,
+        ``tokens`` (target tokens, padding excluded, all ranks), ``grad_norm`` (of the gradient of
+        the loss as ``train.loss`` normalises it), ``action``."""
+        t = self.cfg.train
+        batch, sentences, tokens = self.next_batch()
+        batch = batch.to(self.device)
+        # train.loss: the paper SUMS the token NLLs, EOS included (PAPER.md §3, A6); "sentence" and
+        # "token" divide that sum by the sentences or target tokens of the update (all ranks)
+        denom = {"sum": 1, "sentence": sentences, "token": tokens}[t.loss]
+        self.model.train()
+        self.opt.zero_grad(set_to_none=True)
+        loss = self.backward(batch.x, batch.x_mask, batch.y, batch.y_mask, denom)
+        if self.world > 1:
+            sum_gradients(self.params)
+        for group in self.opt.param_groups:
+            group["lr"] = self.lr()
+        # GroundHog's gradient treatment (nmt_lib.gradients), then the optimizer's step
+        norm, action = self.on.update(self.opt, self.params, t.clip_norm, t.nonfinite)
+        if action in ("skip", "shrink"):
+            self.n_nonfinite += 1
+            self.nonfinite_streak += 1
+        else:
+            self.nonfinite_streak = 0
+        self.update += 1
+        return {
+            "loss": float(loss.detach()),
+            "sentences": int(batch.x.shape[0]),
+            "tokens": tokens,
+            "grad_norm": norm,
+            "action": action,
+        }
+
+    def state_dict(self) -> dict:
+        return {
+            "config": to_dict(self.cfg),
+            "model": self.model.state_dict(),
+            "optimizer": self.opt.state_dict(),
+            "iterator": self.iterator.state_dict(),
+            "rng": rng_state(),
+            "update": self.update,
+            "epoch": self.epoch,
+            "elapsed": self.elapsed,
+            "best_dev_nll": self.best_dev_nll,
+            "best_update": self.best_update,
+            "bad_evals": self.bad_evals,
+            "n_nonfinite": self.n_nonfinite,
+            "nonfinite_streak": self.nonfinite_streak,
+            "lr_scale": self.lr_scale,
+            "stopped": self.stopped,
+            "world": self.world,
+            "data": self.data_fingerprint,
+        }
+
+    def load_state_dict(self, state: dict, path: str | os.PathLike = "<checkpoint>") -> None:
+        """Continue from a checkpoint: raises :class:`CheckpointError` naming ``path`` if it does not
+        belong to this config."""
+        check_compatible(state, self.cfg, path)
+        saved, mine = state.get("data"), self.data_fingerprint
+        if saved and mine and saved != mine:  # a checkpoint of format 1 has none
+            what = ", ".join(k for k in mine if saved.get(k) != mine[k])
+            raise CheckpointError(
+                f"{path}: checkpoint trained on other data than this run's (they differ in: {what}); "
+                "use another checkpoint directory, or start afresh without resuming"
+            )
+        load_model_state(self.model, state, path)
+        try:
+            self.opt.load_state_dict(state["optimizer"])
+            self.iterator.load_state_dict(state["iterator"])
+        except (ValueError, KeyError, RuntimeError) as e:
+            raise CheckpointError(f"{path}: cannot restore the training state: {e}") from None
+        set_rng_state(state["rng"])
+        for k in (
+            "update",
+            "elapsed",
+            "best_dev_nll",
+            "best_update",
+            "bad_evals",
+            "n_nonfinite",
+            "stopped",
+        ):
+            setattr(self, k, state[k])
+        self.lr_scale = state.get("lr_scale", 1.0)
+        self.nonfinite_streak = state.get("nonfinite_streak", 0)
+
+    def finite(self) -> bool:
+        """Whether every parameter is finite (no NaN, no infinity)."""
+        with torch.no_grad():
+            return bool(torch.stack([torch.isfinite(p).all() for p in self.params]).all())
