@@ -19,7 +19,7 @@ from itertools import zip_longest
 from pathlib import Path
 
 from ..io import atomic_write, sha256_file
-from . import corpus
+from . import corpus, readers
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def draw(src: Path, trg: Path, d: Draw) -> list[tuple[int, str, str]]:
     rng = random.Random(d.seed)
     kept: list[tuple[int, str, str]] = []
     seen = 0
-    for i, (a, b) in enumerate(zip_longest(corpus.read_lines(src), corpus.read_lines(trg))):
+    for i, (a, b) in enumerate(zip_longest(readers.read_lines(src), readers.read_lines(trg))):
         if a is None or b is None:
             raise corpus.DataError(
                 f"{src if a is None else trg} ends at line {i}, before {trg if a is None else src}: "
