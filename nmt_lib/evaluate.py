@@ -20,20 +20,18 @@ results directory:
 * ``nll.json``: Table 2's per-sentence NLL (nats) averaged over a fixed sample of training pairs and
   over the whole dev set;
 * ``attention.json``: Figure 3. For each requested source sentence found in the test set: source and
-  output tokens (EOS as ``</s>``) and the attention matrix ``alpha[i][j]`` of the best hypothesis.
+  output tokens (EOS as ``</s>``) and the attention matrix ``alpha[i][j]`` of the best hypothesis;
+* ``views/<name>/``: for each test set of ``data.views`` (a second view, e.g. an in-domain set held
+  out of the training corpus), its ``hyp.test.*.txt``, ``bleu.json`` and ``bleu_by_length.json``
+  as above (:func:`view`).
 
-The files are written into a temporary directory beside them (``.evaluate.<random>/``). Once all
-exist, that directory is renamed ``.evaluate.commit`` (the decision, one rename) and its files are
-moved into place, ``bleu.json`` last, with SIGINT and SIGTERM held back until the last move: a
-results directory with ``bleu.json`` holds one complete evaluation, and an evaluation interrupted
-before the decision leaves the previous one as it was. A process killed outright between the moves
-leaves ``.evaluate.commit``, which the next evaluation of the directory completes first; it also
-removes the staging directories that a crashed evaluation left. One evaluation of a results
-directory runs at a time (a lock, ``.evaluate.lock``).
+The files are written into a staging directory beside them and moved into place as one step,
+``bleu.json`` last (:func:`nmt_lib.staging.staged`): a results directory with ``bleu.json`` holds
+one complete evaluation, and an interrupted one leaves the previous one as it was.
 
 Each result is one function that computes it and writes its file (:func:`table1_all`,
 :func:`table1_no_unk`, :func:`hypothesis_files`, :func:`figure2`, :func:`table2`,
-:func:`figure3`), from the :class:`Job` that :func:`evaluate_run` makes of the loaded model (the
+:func:`figure3`, :func:`view`), from the :class:`Job` that :func:`evaluate_run` makes of the loaded model (the
 loaders are :mod:`nmt_lib.checkpoint`'s, the decoding :mod:`nmt_lib.decoding`'s, the likelihoods
 :mod:`nmt_lib.likelihood`'s, BLEU and Figure 3's records :mod:`nmt_lib.scoring`'s, translation
 :mod:`nmt_lib.translate`'s). The dev metrics that training measures at each evaluation
@@ -45,11 +43,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -62,12 +58,13 @@ from .config import RunConfig, to_dict
 from .data.text import detokenize
 from .data.vocab import EOS
 from .decoding import decode
-from .io import NO_SPACE, locked, naming, signals_deferred, write_compact, write_json, write_lines
+from .io import NO_SPACE, naming, write_compact, write_json, write_lines
 from .likelihood import replace_corpus, sentence_nll
 from .paper import FIG3_SOURCES
 from .runtime import resolve_device, resolve_precision
 from .scoring import attention_records, score
 from .search import Hypothesis
+from .staging import staged
 
 
 def dev_subset(n_dev: int, n: int) -> list[int]:
@@ -139,53 +136,20 @@ def evaluate_run(
         The dict written to ``bleu.json``, plus ``nll`` and timing.
     """
     out_dir = Path(out_dir)
-    with naming(out_dir):
-        out_dir.mkdir(parents=True, exist_ok=True)
-    with locked(out_dir / ".evaluate.lock", f"results directory {out_dir} (an evaluation)"):
-        _finish_commit(out_dir)  # what a killed evaluation had decided, then its debris
-        for d in out_dir.glob(".evaluate.*"):
-            if d.is_dir() and d.name != COMMIT:
-                shutil.rmtree(d, ignore_errors=True)
-        with naming(out_dir):
-            stage = Path(tempfile.mkdtemp(prefix=".evaluate.", dir=out_dir))
-        try:
-            with naming(out_dir, NO_SPACE):  # a full disk while decoding names the directory
-                result = _evaluate_into(
-                    stage,
-                    run_cfg,
-                    out_dir,
-                    prep,
-                    checkpoint,
-                    nll_sentences,
-                    figure_sources,
-                    device,
-                    progress,
-                )
-            with signals_deferred():  # the rename and the moves, as one step
-                os.rename(stage, out_dir / COMMIT)
-                _finish_commit(out_dir)
-            for f in out_dir.glob(".decode.*.jsonl"):  # the decodings are safe in the results now
-                f.unlink()
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+    with staged(out_dir, discard=".decode.*.jsonl") as stage:
+        with naming(out_dir, NO_SPACE):  # a full disk while decoding names the directory
+            result = _evaluate_into(
+                stage,
+                run_cfg,
+                out_dir,
+                prep,
+                checkpoint,
+                nll_sentences,
+                figure_sources,
+                device,
+                progress,
+            )
     return result
-
-
-COMMIT = ".evaluate.commit"  # a complete evaluation whose files are being moved into place
-
-
-def _finish_commit(out_dir: Path) -> None:
-    """Move the files of ``out_dir/.evaluate.commit`` (if any) into ``out_dir``: ``bleu.json``
-    (the mark of a complete evaluation) removed first and moved last."""
-    commit = out_dir / COMMIT
-    if not commit.is_dir():
-        return
-    with naming(out_dir):
-        if (commit / "bleu.json").exists():
-            (out_dir / "bleu.json").unlink(missing_ok=True)
-        for f in sorted(commit.iterdir(), key=lambda f: f.name == "bleu.json"):
-            os.replace(f, out_dir / f.name)
-        commit.rmdir()
 
 
 # ------------------------------------------------------------------------------ the results
@@ -343,6 +307,23 @@ def figure3(job: Job, sources: Sequence[str]) -> list[dict]:
     return out
 
 
+def view(job: Job, name: str) -> dict:
+    """A second view (``data.views``): the test set ``name`` decoded and scored as the test set is
+    (Table 1 All and No-UNK, the hypothesis files, Figure 2), into ``views/<name>/`` with a
+    ``bleu.json`` of its own; the view's ``bleu.json``."""
+    stage = job.stage / "views" / name
+    with naming(job.out_dir):
+        stage.mkdir(parents=True)
+    seen = replace(job, prep=replace(job.prep, test=job.prep.views[name]), stage=stage)
+    hyps, replaced, out = table1_all(seen)
+    no_unk_tok, out["no_unk"] = table1_no_unk(seen)
+    hyp_tok = [job.prep.trg_vocab.decode(h.tokens) for h in hyps]
+    figure2(seen, hyp_tok, hypothesis_files(seen, hyp_tok, no_unk_tok, replaced))
+    out = {"run": job.run.name, "test": name, **out}
+    write_json(stage / "bleu.json", out)
+    return out
+
+
 def _load(run_cfg: RunConfig, out_dir: Path, prep, checkpoint, device):
     """The model that :func:`evaluate_run` evaluates, checked against the run and its data; the
     prepared data (prepared from ``run_cfg.data`` when None); the device."""
@@ -384,6 +365,8 @@ def _evaluate_into(
     figure2(job, hyp_tok, detok)
     nll = table2(job, nll_sentences)
     figure3(job, figure_sources)
+    for name in run_cfg.data.views:
+        view(job, name)
     result["nll"] = nll
     result["seconds"] = time.perf_counter() - t0
     write_json(stage / "bleu.json", result)

@@ -34,6 +34,9 @@ class DataConfig:
     train: tuple[str, ...] = ("europarl-v7.fr-en",)  # corpus names under train/
     dev: tuple[str, ...] = ("newstest2012", "newstest2013")
     test: str = "newstest2014"
+    # test sets decoded and scored beside `test`, each into views/<name>/ of a run's results (e.g.
+    # an in-domain set held out of the training corpus); training drops their pairs as it drops test's
+    views: tuple[str, ...] = ()
     src_lang: str = "en"
     trg_lang: str = "fr"
     src_words: int = 29998  # shortlist words; rows = words + 3 specials (must match the model)

@@ -48,6 +48,17 @@ class Archive:
 
 
 @dataclass(frozen=True)
+class Draw:
+    """A test set held out of a training corpus (:mod:`nmt_lib.data.heldout`): ``size`` pairs,
+    drawn with ``seed``, from the lines ``start`` on (counted from 0) of ``source``."""
+
+    source: str
+    start: int
+    size: int
+    seed: int
+
+
+@dataclass(frozen=True)
 class Corpus:
     """A named corpus. ``parts`` are path stems in the data dir: a test/dev set ``S`` is the pair of
     files ``S-src.<src>.sgm`` / ``S-ref.<trg>.sgm``; a training part ``P`` is ``P.<lang>[.gz|.xz]``.
@@ -63,6 +74,7 @@ class Corpus:
     # Multi30k's files): a dev/test set in that form, not SGML; a last line without its newline is
     # refused as a truncated file
     plain: bool = False
+    drawn: Draw | None = None  # a test set drawn from a training corpus, not files of its own
 
 
 def _sgm(stem: str, langs=("en", "fr")) -> tuple[tuple[str, str], ...]:
@@ -222,6 +234,16 @@ CORPORA: dict[str, Corpus] = {
         Corpus(
             "toy", "train", ("train/toy",), note="written by nmt_lib.data.fixtures.write_toy_wmt"
         ),
+        # An in-domain test set: Europarl pairs from line 1,000,000 on, which no profile here reads
+        # (lite's 400,000 training pairs stop before line 400,000 of Europarl: heldout.check_unread)
+        Corpus(
+            "europarl-v7.heldout",
+            "test",
+            (),
+            note="3,003 pairs held out of europarl-v7.fr-en (nmt_lib.data.heldout)",
+            plain=True,
+            drawn=Draw("europarl-v7.fr-en", 1_000_000, 3003, 2014),
+        ),
         *_multi30k(),
     )
 }
@@ -265,6 +287,7 @@ class EvalFiles(NamedTuple):
     src: Path
     ref: Path
     plain: bool = False  # plain text, one sentence per line (Corpus.plain), not SGML
+    drawn: Draw | None = None  # held out of a training corpus: src and ref are in the data cache
 
 
 class TrainFiles(NamedTuple):
@@ -278,28 +301,37 @@ class Located(NamedTuple):
     test: tuple[EvalFiles, ...]  # the test set's parts, in order (one, but multi30k.test_flickr)
     dev: tuple[EvalFiles, ...]
     train: tuple[TrainFiles, ...]
+    views: tuple[tuple[str, tuple[EvalFiles, ...]], ...] = ()  # (name, parts) of each data.views
 
 
 def locate(cfg, data_dir: Path | None = None) -> Located:
     """Find every file ``cfg`` (a DataConfig) needs; report *all* missing files at once, each with
     its corpus, expected path and how to get it. A training name that is not registered is accepted
-    when ``train/<name>.<lang>[.gz|.xz]`` exists (a corpus of your own)."""
+    when ``train/<name>.<lang>[.gz|.xz]`` exists (a corpus of your own). A test set held out of a
+    training corpus (``Corpus.drawn``) is drawn into the data cache the first time it is needed."""
     data_dir = Path(data_dir or cfg.resolved_data_dir())
     missing: dict[str, tuple[Corpus, list[str]]] = {}  # corpus name -> (corpus, missing paths)
     langs = cfg.src_lang, cfg.trg_lang
-    test = _eval_files(cfg.test, "test", data_dir, langs, missing)
-    dev = tuple(part for n in cfg.dev for part in _eval_files(n, "dev", data_dir, langs, missing))
+
+    def eval_files(name, kind):
+        return _eval_files(name, kind, data_dir, langs, missing, cfg.resolved_cache_dir())
+
+    test = eval_files(cfg.test, "test")
+    dev = tuple(part for n in cfg.dev for part in eval_files(n, "dev"))
+    views = tuple((n, eval_files(n, "test")) for n in cfg.views)
     train = tuple(_train_files(n, data_dir, langs, missing) for n in cfg.train)
     if missing:
         raise _missing_files(missing, data_dir)
-    return Located(test, dev, train)
+    return Located(test, dev, train, views)
 
 
 def _eval_files(
-    name: str, kind: str, data_dir: Path, langs, missing: dict
+    name: str, kind: str, data_dir: Path, langs, missing: dict, cache: Path
 ) -> tuple[EvalFiles, ...]:
     """The parts of the test or dev set ``name``; its files that are not there go into ``missing``."""
     (s, t), (c, parts) = langs, (get_corpus(name, kind), [])
+    if c.drawn is not None:
+        return (_drawn_files(c, data_dir, langs, missing, cache),)
     for stem in c.parts:
         if c.plain:  # <stem>.<lang>[.gz|.xz], named by its part when the set has several
             src, ref = (
@@ -316,6 +348,17 @@ def _eval_files(
                 missing.setdefault(name, (c, []))[1].append(where)
         parts.append(EvalFiles(part, src, ref, c.plain))
     return tuple(parts)
+
+
+def _drawn_files(c: Corpus, data_dir: Path, langs, missing: dict, cache: Path) -> EvalFiles:
+    """The held-out test set ``c``, drawn from its training corpus into ``cache/heldout`` (once)."""
+    from .heldout import written  # it reads with the readers, which import this module
+
+    source = _train_files(c.drawn.source, data_dir, langs, missing)
+    if c.drawn.source in missing:
+        return EvalFiles(c.name, Path(), Path(), True, c.drawn)
+    src, ref = written(c.name, *source.pairs[0], c.drawn, langs, cache / "heldout")
+    return EvalFiles(c.name, src, ref, True, c.drawn)
 
 
 def _train_files(name: str, data_dir: Path, langs, missing: dict) -> TrainFiles:

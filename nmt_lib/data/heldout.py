@@ -14,23 +14,12 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 
 from ..io import atomic_write, sha256_file
 from . import corpus, readers
-
-
-@dataclass(frozen=True)
-class Draw:
-    """``size`` pairs, drawn with ``seed``, from the lines ``start`` on of training corpus
-    ``source``."""
-
-    source: str
-    start: int
-    size: int
-    seed: int
+from .corpus import Draw
 
 
 def draw(src: Path, trg: Path, d: Draw) -> list[tuple[int, str, str]]:

@@ -93,15 +93,29 @@ def _check_pack_target(out: Path) -> None:
 
 
 def input_sha256(cfg: DataConfig) -> dict[str, str]:
-    """The sha256 of every input file of ``cfg`` (dev, test, training), by path relative to its
-    data directory; for a pack, as recorded where it was written."""
+    """The sha256 of every input file of ``cfg`` (dev, test, views, training), by path relative to
+    its data directory (a test set held out of a training corpus: ``cache/`` and its path in the
+    data cache); for a pack, as recorded where it was written."""
     if cfg.packed:
         return read_pack(cfg.packed)["data_sha256"]
-    root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
-    found = corpus.locate(cfg, root)
-    paths = [p for ev in (*found.test, *found.dev) for p in (ev.src, ev.ref)]
-    paths += [p for tf in found.train for pair in tf.pairs for p in pair]
-    return {str(Path(p).relative_to(root)): text.file_info(p, memo).sha256 for p in paths}
+    root, cache = cfg.resolved_data_dir(), cfg.resolved_cache_dir()
+    return {
+        _relative(p, root, cache): text.file_info(p, cache / "tok").sha256 for p in _inputs(cfg)
+    }
+
+
+def _inputs(cfg: DataConfig) -> list[Path]:
+    found = corpus.locate(cfg, cfg.resolved_data_dir())
+    sets = (*found.test, *found.dev, *(ev for _, parts in found.views for ev in parts))
+    return [Path(p) for ev in sets for p in (ev.src, ev.ref)] + [
+        Path(p) for tf in found.train for pair in tf.pairs for p in pair
+    ]
+
+
+def _relative(p: Path, root: Path, cache: Path) -> str:
+    if p.is_relative_to(root):
+        return str(p.relative_to(root))
+    return "cache/" + str(p.relative_to(cache))
 
 
 def verify_inputs(cfg: DataConfig) -> list[Path]:
@@ -113,11 +127,8 @@ def verify_inputs(cfg: DataConfig) -> list[Path]:
     when loaded)."""
     if cfg.packed:
         return []
-    root, memo_dir = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
-    found = corpus.locate(cfg, root)
-    paths = [p for ev in (*found.test, *found.dev) for p in (ev.src, ev.ref)]
-    paths += [p for tf in found.train for pair in tf.pairs for p in pair]
-    changed = [Path(p) for p in paths if sha256_file(p) != text.file_info(p, memo_dir).sha256]
+    memo_dir = cfg.resolved_cache_dir() / "tok"
+    changed = [p for p in _inputs(cfg) if sha256_file(p) != text.file_info(p, memo_dir).sha256]
     if changed:
         memo_path = memo_dir / "files.json"
         memo = json.loads(memo_path.read_text(encoding="utf-8"))

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..config import DataConfig
 from ..io import NO_SPACE, naming, sha256_file, write_json
-from . import corpus, readers, text
+from . import corpus, heldout, readers, text
 from .store import (
     PREPARED_FILES,
     Prepared,
@@ -226,11 +226,17 @@ def _build_train(out: Path, train: list, dev_test: tuple[set, set], cfg: DataCon
 
 
 def _dev_test(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers, progress):
-    """Dev and test as read (tokenized), and the sets of their sources and references that no
-    training pair may share (step 3)."""
+    """Dev, test and the views (``data.views``) as read (tokenized), and the sets of their sources
+    and references that no training pair may share (step 3)."""
     dev = read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
     test = read_eval("test", found.test, cfg, tok_dir, workers, progress)
-    return dev, test, (set(dev["src_tok"] + test["src_tok"]), set(dev["ref_tok"] + test["ref_tok"]))
+    views = {n: read_eval(n, parts, cfg, tok_dir, workers, progress) for n, parts in found.views}
+    sets = (dev, test, *views.values())
+    held = (
+        {s for d in sets for s in d["src_tok"]},
+        {r for d in sets for r in d["ref_tok"]},
+    )
+    return dev, test, views, held
 
 
 def train_pairs(cfg: DataConfig) -> Iterator[tuple[list[str], list[str]]]:
@@ -241,7 +247,7 @@ def train_pairs(cfg: DataConfig) -> Iterator[tuple[list[str], list[str]]]:
         raise ValueError("train_pairs reads the data files; a pack holds ids only")
     tok_dir = cfg.resolved_cache_dir() / "tok"
     found = corpus.locate(cfg, cfg.resolved_data_dir())
-    _, _, dev_test = _dev_test(found, cfg, tok_dir, None, False)
+    *_, dev_test = _dev_test(found, cfg, tok_dir, None, False)
     train, _ = train_inputs(found, cfg, tok_dir, None, False)
     try:
         for xw, yw, _, keep in _pairs(train, dev_test, cfg, {}):
@@ -296,14 +302,19 @@ def prepare(
     data_dir, cache = cfg.resolved_data_dir(), cfg.resolved_cache_dir()
     tok_dir = cache / "tok"
     if cfg.packed:
+        if cfg.views:
+            raise corpus.DataError(
+                f"data.views {list(cfg.views)}: a pack ({cfg.packed}) holds its own dev and test "
+                "sets only; the views need the data files"
+            )
         return prepare_packed(cfg, tok_dir, workers, progress, verify)
     found = corpus.locate(cfg, data_dir)
-    dev, test, dev_test = _dev_test(found, cfg, tok_dir, workers, progress)
+    dev, test, views, dev_test = _dev_test(found, cfg, tok_dir, workers, progress)
     train, train_keys = train_inputs(found, cfg, tok_dir, workers, progress)
     t_eval = time.perf_counter() - t0
 
     settings = prepared_settings(cfg)
-    key = prepared_key(train_keys, dev, test, settings)
+    key = prepared_key(train_keys, dev, test, settings, list(views.values()))
     out = cache / "prep" / key[:20]
     if not (out / "meta.json").is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -332,4 +343,8 @@ def prepare(
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    return load_prepared(out, cfg, data_dir, settings, dev, test, verify)
+    prep = load_prepared(out, cfg, data_dir, settings, dev, test, verify, views)
+    sets = (*found.test, *found.dev, *(ev for _, parts in found.views for ev in parts))
+    read = {name: c["read"] for name, c in prep.stats["train"]["corpora"].items()}
+    heldout.check_unread({ev.name: ev.drawn for ev in sets if ev.drawn}, read)
+    return prep

@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -164,11 +164,15 @@ class Prepared:
     stats: dict
     path: Path  # the prepared cache directory
     key: str  # its full key (a hash of every input file and setting)
+    views: dict[str, EvalSet] = field(default_factory=dict)  # data.views, by name
 
 
-def prepared_key(train_keys: list, dev: dict, test: dict, settings: dict) -> str:
-    """The prepared data's key: its training files' keys, dev and test's, and the settings."""
+def prepared_key(train_keys: list, dev: dict, test: dict, settings: dict, views=()) -> str:
+    """The prepared data's key: its training files' keys, dev and test's (and the views', where
+    there are: their pairs are dropped from training too), and the settings."""
     obj = {"format": FORMAT, "train": train_keys, "eval": dev["keys"] + test["keys"], **settings}
+    if views:
+        obj["views"] = [v["keys"] for v in views]
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
@@ -220,11 +224,19 @@ def check_prepared(out: str | os.PathLike, full: bool = False) -> dict:
 
 
 def load_prepared(
-    out: Path, cfg: DataConfig, data_dir: Path, settings: dict, dev, test, verify: bool = False
+    out: Path,
+    cfg: DataConfig,
+    data_dir: Path,
+    settings: dict,
+    dev,
+    test,
+    verify: bool = False,
+    views: dict | None = None,
 ) -> Prepared:
     meta = check_prepared(out, full=verify)
     src_vocab, trg_vocab = Vocab.load(out / "src.vocab.txt"), Vocab.load(out / "trg.vocab.txt")
     dev_set, test_set = _eval_set(dev, src_vocab, trg_vocab), _eval_set(test, src_vocab, trg_vocab)
+    view_sets = {n: _eval_set(v, src_vocab, trg_vocab) for n, v in (views or {}).items()}
     stats = {
         "data_dir": str(data_dir),
         "prepared": str(out),
@@ -235,8 +247,11 @@ def load_prepared(
         "train": meta["train"],
         "dev": _eval_stats(dev_set),
         "test": _eval_stats(test_set),
+        **({"views": {n: _eval_stats(v) for n, v in view_sets.items()}} if view_sets else {}),
     }
-    return Prepared(src_vocab, trg_vocab, TrainSet(out), dev_set, test_set, stats, out, meta["key"])
+    return Prepared(
+        src_vocab, trg_vocab, TrainSet(out), dev_set, test_set, stats, out, meta["key"], view_sets
+    )
 
 
 def fingerprint(prep: Prepared) -> dict:

@@ -1,0 +1,66 @@
+"""A results directory's files replaced as one step.
+
+:func:`staged` gives a staging directory beside the results (``.evaluate.<random>/``). When the
+block ends without an error, that directory is renamed ``.evaluate.commit`` (the decision, one
+rename) and its files are moved into place, ``bleu.json`` last, with SIGINT and SIGTERM held back
+until the last move: a results directory with ``bleu.json`` holds one complete evaluation, and an
+evaluation interrupted before the decision leaves the previous one as it was. A process killed
+outright between the moves leaves ``.evaluate.commit``, which the next one completes first; it also
+removes the staging directories that a crashed one left. One evaluation of a results directory runs
+at a time (a lock, ``.evaluate.lock``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .io import locked, naming, signals_deferred
+
+COMMIT = ".evaluate.commit"  # a complete evaluation whose files are being moved into place
+
+
+@contextmanager
+def staged(out_dir: Path, discard: str | None = None) -> Iterator[Path]:
+    """The staging directory of ``out_dir`` (created), committed into it when the block ends
+    without an error; ``discard``: a glob of the work in progress (an interrupted evaluation's
+    journals) that the commit makes useless, removed after it."""
+    with naming(out_dir):
+        out_dir.mkdir(parents=True, exist_ok=True)
+    with locked(out_dir / ".evaluate.lock", f"results directory {out_dir} (an evaluation)"):
+        _finish_commit(out_dir)  # what a killed evaluation had decided, then its debris
+        for d in out_dir.glob(".evaluate.*"):
+            if d.is_dir() and d.name != COMMIT:
+                shutil.rmtree(d, ignore_errors=True)
+        with naming(out_dir):
+            stage = Path(tempfile.mkdtemp(prefix=".evaluate.", dir=out_dir))
+        try:
+            yield stage
+            with signals_deferred():  # the rename and the moves, as one step
+                os.rename(stage, out_dir / COMMIT)
+                _finish_commit(out_dir)
+            for f in out_dir.glob(discard) if discard else ():
+                f.unlink()
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _finish_commit(out_dir: Path) -> None:
+    """Move the files of ``out_dir/.evaluate.commit`` (if any) into ``out_dir``: ``bleu.json``
+    (the mark of a complete evaluation) removed first and moved last; a directory (``views/``)
+    replaces the previous one."""
+    commit = out_dir / COMMIT
+    if not commit.is_dir():
+        return
+    with naming(out_dir):
+        if (commit / "bleu.json").exists():
+            (out_dir / "bleu.json").unlink(missing_ok=True)
+        for f in sorted(commit.iterdir(), key=lambda f: f.name == "bleu.json"):
+            if f.is_dir():
+                shutil.rmtree(out_dir / f.name, ignore_errors=True)
+            os.replace(f, out_dir / f.name)
+        commit.rmdir()
