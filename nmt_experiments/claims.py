@@ -1,7 +1,7 @@
-"""The paper's claims about its results, judged on ours (:func:`claims`): each with our numbers,
-95% intervals and a verdict by the rules below, which the comparison of the models before and after
-the paper (:mod:`nmt_experiments.comparison`) shares through one judge (:class:`Judge`). Reads only
-a results directory (``results/<profile>/``).
+"""The rules by which a claim about results is judged, and the judge that applies them
+(:class:`Judge`): the paper's claims (:mod:`nmt_experiments.paper_claims`) and those of the
+comparison of the models before and after the paper (:mod:`nmt_experiments.comparison`) share it.
+Reads only a results directory (``results/<profile>/``).
 
 The rules. An interval covers the test set (sentences resampled, the same resamples for every
 model: *paired*) and, where a model has several seeds, training noise (its seeds resampled too:
@@ -28,7 +28,6 @@ import numpy as np
 
 from nmt_lib import bleu
 from nmt_lib.io import read_json
-from nmt_lib.paper import MODELS
 
 from .alignment import (  # noqa: F401  (the rules of Figure 3's claim, read here and in the chapters)
     DIAGONAL,
@@ -42,7 +41,7 @@ from .alignment import (  # noqa: F401  (the rules of Figure 3's claim, read her
     rank_correlation,
     without_eos,
 )
-from .results import paper_table, run_dir, seed_groups
+from .results import run_dir
 
 #: Table 1's claims in numbers: a model "beats" another when their BLEU difference is at least
 #: MARGIN points (the paper's differences are 4-9 points; below one point a difference is too small
@@ -64,13 +63,6 @@ REPRODUCED, NOT_REPRODUCED, OPPOSITE, NOT_TESTABLE = (
     "not reproduced",
     "the opposite holds",
     "not testable here",
-)
-#: The paper's claim that the book does not judge, and why (Table 1's No-UNK column).
-MOSES_CLAIM = (
-    "The paper's claim that RNNsearch-50* is as good as the phrase-based Moses on the sentences "
-    "without unknown words (No UNK: 36.15 against 35.63) is not judged: no phrase-based system is "
-    "trained on this profile's data, and Moses's score comes from its own, far larger training "
-    "set, so there is nothing to compare RNNsearch-50* with on one footing."
 )
 
 
@@ -173,10 +165,8 @@ class Judge:
         long: int = LONG,
     ):
         self.stats, self.lengths, self.n = stats, np.asarray(lengths), n_samples
-        self.short, self.long = (
-            short,
-            long,
-        )  # Figure 2's lengths (a testbed of short sentences: less)
+        # Figure 2's lengths (a testbed of short sentences: less)
+        self.short, self.long = short, long
         self.score = {
             m: float(np.mean([bleu.bleu_from_stats(s, True) for s in ss]))
             for m, ss in stats.items()
@@ -380,65 +370,3 @@ def _panel(records: list[dict], i: int) -> str:
         return f"Figure 3 ({'abcd'[i]})"
     r = records[i]
     return f"test sentence {r['index'] + 1}" if r.get("index") is not None else f"sentence {i + 1}"
-
-
-def claims(out: Path, n_samples: int = 1000) -> list[dict]:
-    """The paper's claims about its results, with our numbers (a model trained with several
-    seeds: the mean over them), 95% intervals over test sentences and seeds (:func:`seeded_scores`;
-    one seed: the paired test-set bootstrap) and a verdict by the rules of :class:`Judge`, with the
-    reason; Figure 2's claim in its two parts; the alignment claim reads the attention of
-    RNNsearch-50's first run, the one Figure 3 draws. (The Moses claim is not judged:
-    :data:`MOSES_CLAIM`.) Reads only ``out``."""
-    groups = seed_groups(out)
-    judge = Judge.of(out, {m: groups[m] for m in MODELS[:4]}, n_samples)
-    paper = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
-    vs = lambda a, b: f"{a} {paper[a]:.2f} vs {b} {paper[b]:.2f}"  # noqa: E731
-    pairs = [("RNNsearch-30", "RNNencdec-30"), ("RNNsearch-50", "RNNencdec-50")]
-    first = groups["RNNsearch-50"][0]
-    return [
-        judge.beats(
-            "RNNsearch beats RNNencdec at both training lengths (Table 1)",
-            "; ".join(vs(a, b) for a, b in pairs),
-            pairs,
-        ),
-        judge.beats(
-            "RNNsearch-30 beats RNNencdec-50, which saw longer sentences (Table 1)",
-            vs("RNNsearch-30", "RNNencdec-50"),
-            [("RNNsearch-30", "RNNencdec-50")],
-        ),
-        judge.holds_up(
-            f"RNNsearch-50 shows no deterioration on sentences of {LONG} words or more (Figure 2)",
-            "Figure 2: RNNsearch-50's curve does not fall, even past 50 words",
-            "RNNsearch-50",
-        ),
-        judge.holds_up_better(
-            "RNNencdec's BLEU falls with length where RNNsearch-50's holds up (Figure 2)",
-            "Figure 2: both RNNencdec curves fall with length; RNNsearch-50's does not",
-            "RNNsearch-50",
-            ["RNNencdec-30", "RNNencdec-50"],
-        ),
-        judge.aligns(
-            "The alignments follow the diagonal, mostly monotonic, with local "
-            "reorderings (Figure 3)",
-            "Figure 3: weights concentrated near the diagonal; e.g. European Economic "
-            "Area → zone économique européenne reversed",
-            "RNNsearch-50",
-            read_json(run_dir(out, first) / "attention.json"),
-            "RNNsearch-50 ("
-            + ("its first seed" if first == "RNNsearch-50" else first)
-            + ", Figure 3's model)",
-        ),
-    ]
-
-
-def note(out: Path, profile: str | None = None) -> str:
-    """The claims table's note: the profile (``profile``, else the results directory's name), the
-    intervals, the margins, the floor, and the claim left out."""
-    seeded = any(len(runs) > 1 for runs in seed_groups(out).values())
-    return (
-        f"Profile `{profile or out.name}`. 95% intervals: paired bootstrap, 1000 resamples of the test set"
-        f"{' and of the seeds of a model that has several' if seeded else ''}, tokenized BLEU. "
-        f"Margin: {MARGIN:g} BLEU; in the ratio, {RATIO_MARGIN:g}. Learning floor: {FLOOR:g} "
-        f"BLEU on sentences of fewer than {SHORT} words. Paper: results/paper/table1.csv and "
-        f"Figures 2-3. {MOSES_CLAIM}"
-    )

@@ -4,7 +4,9 @@ table with the mean and spread over seeds, dev NLL by updates and by time, Figur
 what the searches made of each, and the claims the comparison tests, judged by the rules of
 :mod:`nmt_experiments.claims` (intervals over seeds and test sentences, the learning floor). Reads only the
 results directory of the study profile ``studies/compare.toml`` (``results/compare/``), whose runs
-are named ``<model>-s<seed>`` (:func:`nmt_experiments.recipes.run_name`).
+are named ``<model>-s<seed>`` (:func:`nmt_experiments.recipes.run_name`). What the models were
+trained with beside what their papers had (the study's cost, the GPU view, the Transformer's
+recipe and tokens) is :mod:`nmt_experiments.footing`.
 
 ``python -m nmt_experiments.comparison`` writes ``comparison``, ``recipes``, ``claims`` and ``outputs``
 (``.csv`` and ``.md``) into ``results/compare/``."""
@@ -12,8 +14,6 @@ are named ``<model>-s<seed>`` (:func:`nmt_experiments.recipes.run_name`).
 from __future__ import annotations
 
 import argparse
-import csv
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,8 @@ from nmt_lib.io import read_json
 
 from . import tables
 from .claims import FLOOR, LONG, MARGIN, SHORT, Judge, short_bleu
-from .results import eval_curve, paper_table, run_dir, seed_groups, tokens_per_update
+from .markdown import write_table
+from .results import eval_curve, paper_table, run_dir, seed_groups
 
 RESULTS = home() / "results" / "compare"
 #: What each architecture attends with (the table's "attention" column; a format string).
@@ -47,18 +48,6 @@ VASWANI_CLAIM = (
 )
 #: The architectures with attention.
 ATTENDING = ("RNNsearch", "Luong", "Transformer")
-#: Vaswani et al. (2017), the base model: 100,000 updates of about 25,000 target tokens (§5.1-5.2),
-#: 6 layers of width 512 with 8 heads and feed-forward 2048, label smoothing 0.1 (§3, §5.4).
-TRANSFORMER_BASE = {
-    "updates": 100_000,
-    "tokens": 25_000,
-    "layers": 6,
-    "m": 512,
-    "heads": 8,
-    "ff": 2048,
-    "label_smoothing": 0.1,
-    "warmup": 4_000,
-}
 
 
 def models(out: Path = RESULTS) -> dict[str, list[str]]:
@@ -77,7 +66,7 @@ def has_attention(out: Path, run: str) -> bool:
     return config(out, run)["model"]["arch"] in ATTENDING
 
 
-def _stats(out: Path, runs: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+def sentence_stats(out: Path, runs: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
     """Each run's per-sentence statistics (tokenized) and the source lengths."""
     ds = [read_json(run_dir(out, r) / "bleu_by_length.json") for r in runs]
     return [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
@@ -92,7 +81,7 @@ def table(out: Path = RESULTS) -> list[dict]:
     base = {r["model"]: r for r in tables.comparison_table(out)}
     for model, runs in models(out).items():
         per = [base[r] for r in runs]
-        stats, lengths = _stats(out, runs)
+        stats, lengths = sentence_stats(out, runs)
         all_, sd = tables.mean_sd([r["All"] for r in per])
         no_unk = [r["No UNK"] for r in per if r["No UNK"] is not None]
         cfg = config(out, runs[0])["model"]
@@ -263,23 +252,35 @@ def claims(
     learning floor is judged on sentences of fewer than ``SHORT`` words all the same)."""
     found = models(out)
     judge = Judge.of(out, found, n_samples, short=short, long=long)
-    arch = {m: config(out, runs[0])["model"]["arch"] for m, runs in found.items()}
-    reverse = {
-        m: config(out, runs[0])["model"].get("reverse_source", False) for m, runs in found.items()
-    }
+    model = {m: config(out, runs[0])["model"] for m, runs in found.items()}
+    attn = [m for m in found if model[m]["arch"] in ATTENDING]
+    return [
+        *_table1_claim(judge, found),
+        *_figure2_claims(judge, found, attn, long),
+        *_reversal_claim(judge, model),
+        *_transformer_claim(judge, model, attn),
+    ]
+
+
+def _table1_claim(judge: Judge, found: dict) -> list[dict]:
+    """Bahdanau et al.'s Table 1, where both models were trained."""
+    if "RNNsearch-50" not in found or "RNNencdec-50" not in found:
+        return []
     paper_t1 = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
-    rows = []
-    if "RNNsearch-50" in found and "RNNencdec-50" in found:
-        rows.append(
-            judge.beats(
-                "RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)",
-                f"RNNsearch-50 {paper_t1['RNNsearch-50']:.2f} vs RNNencdec-50 "
-                f"{paper_t1['RNNencdec-50']:.2f}",
-                [("RNNsearch-50", "RNNencdec-50")],
-            )
+    return [
+        judge.beats(
+            "RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)",
+            f"RNNsearch-50 {paper_t1['RNNsearch-50']:.2f} vs RNNencdec-50 "
+            f"{paper_t1['RNNencdec-50']:.2f}",
+            [("RNNsearch-50", "RNNencdec-50")],
         )
-    attn = [m for m in found if arch[m] in ATTENDING]
+    ]
+
+
+def _figure2_claims(judge: Judge, found: dict, attn: list[str], long: int) -> list[dict]:
+    """Bahdanau et al.'s Figure 2 in its two parts, for each attention model of ``attn``."""
     plain = [m for m in found if m not in attn]
+    rows = []
     for m in attn:
         rows.append(
             judge.holds_up(
@@ -298,114 +299,40 @@ def claims(
                 plain,
             )
         )
-    lstm = [m for m in found if arch[m] == "Seq2seq"]
-    back = [m for m in lstm if reverse[m]]
-    fwd = [m for m in lstm if not reverse[m]]
-    if fwd and back:
-        rows.append(
-            judge.beats(
-                "Reversing the source helps an LSTM encoder-decoder without attention "
-                "(Sutskever et al.)",
-                SUTSKEVER_REVERSAL,
-                [(back[0], fwd[0])],
-            )
-        )
-    tf = [m for m in attn if arch[m] == "Transformer"]
-    recurrent = [m for m in attn if m not in tf]
-    if tf and recurrent:
-        rows.append(
-            judge.beats(
-                "The Transformer beats the recurrent attention models (Vaswani et al.)",
-                VASWANI_CLAIM,
-                [(tf[0], m) for m in recurrent],
-            )
-        )
     return rows
 
 
-#: The comparison's GPU view (``studies/compare-gpu.toml``, ``bench/gpu_compare.sh``).
-GPU_RESULTS = home() / "results" / "gpu" / "compare"
-
-
-def gpu_view(out: Path = GPU_RESULTS) -> list[dict]:
-    """The GPU view, one row per model: each trained for the same minutes of one GPU with its
-    family's recipe, at the `gpu` profile's sizes: test BLEU (All, No-UNK, short sentences), dev
-    NLL, parameters, updates, training tokens per second, minutes. Empty where no such run is
-    committed."""
-    if not (out / "manifest.json").is_file():
+def _reversal_claim(judge: Judge, model: dict[str, dict]) -> list[dict]:
+    """Sutskever et al.'s, where an LSTM encoder-decoder was trained both ways (``model``: each
+    model's config)."""
+    lstm = [m for m in model if model[m]["arch"] == "Seq2seq"]
+    back = [m for m in lstm if model[m].get("reverse_source", False)]
+    fwd = [m for m in lstm if m not in back]
+    if not (fwd and back):
         return []
-    rows = []
-    for r in tables.comparison_table(out):
-        stats, lengths = _stats(out, [r["model"]])
-        rows.append(
-            {
-                "model": r["model"],
-                "All": r["All"],
-                "No UNK": r["No UNK"],
-                f"All <{SHORT} words": round(short_bleu(stats, lengths), 2),
-                "dev NLL": r["dev NLL"],
-                "parameters (M)": r["parameters (M)"],
-                "updates": r["updates"],
-                "train tok/s": r["train tok/s"],
-                "minutes": round(60 * r["hours"], 1),
-            }
+    return [
+        judge.beats(
+            "Reversing the source helps an LSTM encoder-decoder without attention "
+            "(Sutskever et al.)",
+            SUTSKEVER_REVERSAL,
+            [(back[0], fwd[0])],
         )
-    return rows
+    ]
 
 
-def commonest_opening(run: Path, words: int = 3) -> tuple[str, int, int]:
-    """The commonest first ``words`` tokens of a run's test translations, how many translations
-    begin with them, and how many there are: a model still at the language-model stage writes the
-    same opening whatever the source."""
-    hyps = (run / "hyp.test.tok.txt").read_text(encoding="utf-8").splitlines()
-    opening, n = Counter(" ".join(h.split()[:words]) for h in hyps).most_common(1)[0]
-    return opening, n, len(hyps)
-
-
-def transformer_footing(out: Path = RESULTS) -> str:
-    """How far the comparison's Transformer is from its paper's base model, in a sentence: target
-    tokens seen (updates times the tokens of one update, :func:`nmt_experiments.results.tokens_per_update`),
-    sizes and label smoothing. Empty where no Transformer was trained."""
-    firsts = [runs[0] for runs in models(out).values()]
-    run = next((r for r in firsts if config(out, r)["model"]["arch"] == "Transformer"), None)
-    if run is None:
-        return ""
-    m, base, d = config(out, run)["model"], TRANSFORMER_BASE, run_dir(out, run)
-    updates, tokens = read_json(d / "train_summary.json")["updates"], tokens_per_update(d)
-    fewer = base["updates"] * base["tokens"] / (updates * tokens)
-    return (
-        f"Their base model made {base['updates']:,} updates of about {base['tokens']:,} target "
-        f"tokens; ours made {updates:,} of about {round(tokens, -1):,.0f}, {fewer:,.0f} times fewer "
-        f"target tokens in all, with {m['layers']} layers of width {m['m']} ({m['heads']} heads, "
-        f"feed-forward {m['ff']}) against {base['layers']} of {base['m']} ({base['heads']} heads, "
-        f"{base['ff']}), and without their label smoothing of {base['label_smoothing']:g}."
-    )
-
-
-def transformer_recipe(out: Path = RESULTS) -> str:
-    """The first suspect when the comparison's Transformer has not learned, in a sentence: the
-    recipe it was trained with (peak learning rate, warm-up updates, target tokens of an update)
-    against Vaswani et al.'s for their base model (peak: d ** -0.5 * warm-up ** -0.5, their §5.3).
-    Empty where no Transformer was trained."""
-    firsts = [runs[0] for runs in models(out).values()]
-    run = next((r for r in firsts if config(out, r)["model"]["arch"] == "Transformer"), None)
-    if run is None:
-        return ""
-    cfg, base = config(out, run), TRANSFORMER_BASE
-    t, tokens = cfg["train"], tokens_per_update(run_dir(out, run))
-    peak = (base["m"] * base["warmup"]) ** -0.5
-    warmup = f"{t['warmup_updates']:,} warm-up updates" if t.get("warmup_updates") else "no warm-up"
-    return (
-        f"The first suspect is the recipe: {run} was trained with the recipe the CPU sweep chose for "
-        f"a smaller Transformer (peak learning rate {t['lr']:g}, {warmup}, updates of about "
-        f"{round(tokens, -1):,.0f} target tokens), where Vaswani et al. trained their base model "
-        f"with a peak of {peak:.1e}, {base['warmup']:,} warm-up updates and about "
-        f"{base['tokens']:,} target tokens an update. A peak {t['lr'] / peak:.0f} times theirs, "
-        f"reached in {base['warmup'] / max(t.get('warmup_updates') or 1, 1):.0f} times fewer steps, "
-        f"on updates {base['tokens'] / tokens:.0f} times smaller, is the likelier cause of a model "
-        f"that writes the same opening whatever the source. The length of the training comes "
-        f"second. "
-    )
+def _transformer_claim(judge: Judge, model: dict[str, dict], attn: list[str]) -> list[dict]:
+    """Vaswani et al.'s, where a Transformer and a recurrent attention model were trained."""
+    tf = [m for m in attn if model[m]["arch"] == "Transformer"]
+    recurrent = [m for m in attn if m not in tf]
+    if not (tf and recurrent):
+        return []
+    return [
+        judge.beats(
+            "The Transformer beats the recurrent attention models (Vaswani et al.)",
+            VASWANI_CLAIM,
+            [(tf[0], m) for m in recurrent],
+        )
+    ]
 
 
 def budget(out: Path = RESULTS) -> str:
@@ -417,35 +344,6 @@ def budget(out: Path = RESULTS) -> str:
         if t["max_updates"]
         else f"{60 * t['max_hours']:.0f} minutes of one core"
     )
-
-
-def compute(out: Path = RESULTS) -> dict[str, float]:
-    """What the study cost, in hours of one core (every run trains and decodes on one core): the
-    recipe sweep's training and scoring on dev (``out/recipes``), its search settings' decoding of
-    dev, and the comparison's training and evaluation. A run's training time is its checkpointed
-    clock, summed over the sessions it resumed in (``train_summary.json``; the work an interruption
-    lost after the last checkpoint is not counted). ``cores``: the machine's, one run on each."""
-
-    def hours(d: Path) -> float:
-        if not (d / "manifest.json").is_file():
-            return 0.0
-        manifest = read_json(d / "manifest.json")
-        walls = {run: manifest["wall_seconds"].get(run, {}) for run in manifest["runs"]}
-        return sum(
-            read_json(run_dir(d, run) / "train_summary.json")["hours"]
-            + sum(v for k, v in wall.items() if k != "train_s") / 3600
-            for run, wall in walls.items()
-        )
-
-    search = out / "recipes" / "search.csv"
-    text = search.read_text(encoding="utf-8") if search.is_file() else ""
-    rows = csv.DictReader(text.splitlines())
-    return {
-        "sweep": hours(out / "recipes"),
-        "search": sum(float(r["seconds"]) for r in rows) / 3600,
-        "comparison": hours(out),
-        "cores": read_json(out / "manifest.json")["hardware"]["cpu_count"],
-    }
 
 
 def note(out: Path = RESULTS) -> str:
@@ -482,10 +380,10 @@ def main(argv=None) -> int:
     ap.add_argument("--results-dir", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
     out = a.results_dir
-    tables.write_table(out, "comparison", table(out), note(out))
-    tables.write_table(out, "recipes", recipes(out), recipes_note(out))
-    tables.write_table(out, "claims", claims(out), note(out))
-    tables.write_table(out, "outputs", outputs(out), OUTPUTS_NOTE)
+    write_table(out, "comparison", table(out), note(out))
+    write_table(out, "recipes", recipes(out), recipes_note(out))
+    write_table(out, "claims", claims(out), note(out))
+    write_table(out, "outputs", outputs(out), OUTPUTS_NOTE)
     print(f"[comparison] wrote comparison, recipes, claims and outputs into {out}")
     return 0
 

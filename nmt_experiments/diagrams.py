@@ -6,86 +6,15 @@ Each function returns a matplotlib ``Figure`` and draws nothing else. Like :mod:
 they are drawn for the book's text column: at most :data:`plots.COLUMN_WIDTH` inches wide, with no
 text smaller than :data:`plots.MIN_FONT_PT` points, so that they are legible in a 1280 px window
 (``tests/test_diagrams.py``). The pictures are schematic: what is computed from what, not sizes.
+They are drawn on :mod:`nmt_experiments.canvas` (boxes and arrows, its text sizes and colours).
 """
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from nmt_experiments.plots import COLUMN_WIDTH
-
-#: Text sizes, in points (the smallest is above ``plots.MIN_FONT_PT``).
-LABEL, SMALL = 10.0, 8.5
-#: One colour per kind of computation, the same in every picture.
-ENC, ATT, OUT, REC = "#1f4e79", "#b8860b", "#8b1a1a", "#2e6b30"
-
-
-class _Canvas:
-    """An axes in data units (``w`` by ``h``, aspect 1) to put boxes and arrows on."""
-
-    def __init__(self, ax, w: float, h: float):
-        self.ax = ax
-        ax.set_xlim(0, w)
-        ax.set_ylim(0, h)
-        ax.set_aspect("equal")
-        ax.axis("off")
-
-    def box(self, x, y, text, w=0.9, h=0.55, color="k", fill="white", size=LABEL, round_=True):
-        """A box centred at (x, y); returns its centre and half sizes for :meth:`arrow`."""
-        style = "round,pad=0.02,rounding_size=0.12" if round_ else "square,pad=0.02"
-        self.ax.add_patch(
-            FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle=style, fc=fill, ec=color, lw=1.2)
-        )
-        self.ax.text(x, y, text, ha="center", va="center", fontsize=size, color="k")
-        return (x, y, w / 2, h / 2)
-
-    def text(self, x, y, text, size=SMALL, color="k", **kw):
-        self.ax.text(x, y, text, fontsize=size, color=color, **kw)
-
-    def arrow(self, a, b, color="k", lw=1.1, style="-|>", rad=0.0, ls="-", shrink=0.0):
-        """An arrow from box (or point) ``a`` to box (or point) ``b``, from edge to edge."""
-        (x0, y0), (x1, y1) = _edge(a, b), _edge(b, a)
-        self.ax.add_patch(
-            FancyArrowPatch(
-                (x0, y0),
-                (x1, y1),
-                arrowstyle=style,
-                mutation_scale=9,
-                color=color,
-                lw=lw,
-                ls=ls,
-                shrinkA=shrink,
-                shrinkB=shrink,
-                connectionstyle=f"arc3,rad={rad}",
-            )
-        )
-
-
-def _edge(a, b):
-    """The point where the segment from the centre of ``a`` towards ``b`` leaves box ``a``."""
-    if len(a) == 2:
-        return a
-    x, y, hw, hh = a
-    bx, by = b[0], b[1]
-    dx, dy = bx - x, by - y
-    if dx == 0 and dy == 0:
-        return x, y
-    t = min(hw / abs(dx) if dx else float("inf"), hh / abs(dy) if dy else float("inf"))
-    return x + dx * t, y + dy * t
-
-
-def _figure(h: float, w: float = COLUMN_WIDTH, units: tuple[float, float] | None = None):
-    fig, ax = plt.subplots(figsize=(w, h))
-    fig.subplots_adjust(0.01, 0.01, 0.99, 0.99)
-    uw, uh = units or (10.0, 10.0 * h / w)
-    return fig, _Canvas(ax, uw, uh)
-
-
-def _legend(c: _Canvas, x, y, items, dy=0.36):
-    for k, (color, label) in enumerate(items):
-        c.ax.plot([x, x + 0.45], [y - k * dy] * 2, color=color, lw=2)
-        c.text(x + 0.55, y - k * dy, label, va="center")
+from .canvas import ATT, ENC, LABEL, OUT, REC, SMALL, Canvas, canvas, legend
+from .plots import COLUMN_WIDTH
 
 
 def rnnsearch(alpha=(0.06, 0.14, 0.68, 0.12)):
@@ -93,35 +22,10 @@ def rnnsearch(alpha=(0.06, 0.14, 0.68, 0.12)):
     backward encoder states whose pairs are the annotations ``h_j``, the alignment weights
     ``alpha_ij`` (line widths), the context ``c_i``, and the decoder step from ``s_{i-1}`` to the
     distribution of ``y_i`` and the next state ``s_i``."""
-    fig, c = _figure(4.7)
+    fig, c = canvas(4.7)
     xs = [2.0, 3.3, 4.6, 5.9]
     names = ["1", "2", "3", "T_x"]
-    fwd, bwd, tops = [], [], []
-    for x, j in zip(xs, names, strict=True):
-        word = c.box(x, 0.4, f"$x_{{{j}}}$", w=0.7, h=0.5, fill="#eeeeee")
-        c.ax.add_patch(
-            FancyBboxPatch(
-                (x - 0.52, 1.0),
-                1.04,
-                1.8,
-                boxstyle="round,pad=0.02",
-                fc="#e3ecf5",
-                ec=ENC,
-                ls="--",
-                lw=1.0,
-            )
-        )
-        c.arrow(word, (x, 1.0), ENC)
-        fwd.append(c.box(x, 1.45, rf"$\overrightarrow{{h}}_{{{j}}}$", w=0.8, h=0.55, color=ENC))
-        bwd.append(c.box(x, 2.3, rf"$\overleftarrow{{h}}_{{{j}}}$", w=0.8, h=0.55, color=ENC))
-        c.text(x, 2.98, f"$h_{{{j}}}$", color=ENC, size=LABEL, ha="center", va="center")
-        tops.append((x, 3.6))
-    for k in range(3):
-        c.arrow(fwd[k], fwd[k + 1], ENC)
-        c.arrow(bwd[k + 1], bwd[k], ENC)
-    c.text(0.05, 1.45, "forward GRU", va="center", color=ENC)
-    c.text(0.05, 2.3, "backward GRU", va="center", color=ENC)
-    c.text(0.05, 3.0, r"annotations $h_j$", va="center", color=ENC)
+    tops = _annotations(c, xs, names)
     ctx = c.box(
         8.6, 4.3, r"$c_i = \sum_j \alpha_{ij} h_j$", w=2.2, h=0.6, color=ATT, fill="#fbf3dc"
     )
@@ -135,6 +39,37 @@ def rnnsearch(alpha=(0.06, 0.14, 0.68, 0.12)):
             ha="center",
             va="center",
         )
+    _decoder_step(c, ctx)
+    legend(
+        c, 7.6, 2.4, [(ENC, "encoder"), (ATT, "attention"), (OUT, "readout"), (REC, "state update")]
+    )
+    return fig
+
+
+def _annotations(c: Canvas, xs: list[float], names: list[str]) -> list[tuple[float, float]]:
+    """RNNsearch's encoder: the source words at ``xs``, the forward and backward states, and the
+    annotations ``h_j`` they make; returns the point above each annotation."""
+    fwd, bwd, tops = [], [], []
+    for x, j in zip(xs, names, strict=True):
+        word = c.box(x, 0.4, f"$x_{{{j}}}$", w=0.7, h=0.5, fill="#eeeeee")
+        c.frame(x - 0.52, 1.0, 1.04, 1.8, ENC, fill="#e3ecf5", lw=1.0)
+        c.arrow(word, (x, 1.0), ENC)
+        fwd.append(c.box(x, 1.45, rf"$\overrightarrow{{h}}_{{{j}}}$", w=0.8, h=0.55, color=ENC))
+        bwd.append(c.box(x, 2.3, rf"$\overleftarrow{{h}}_{{{j}}}$", w=0.8, h=0.55, color=ENC))
+        c.text(x, 2.98, f"$h_{{{j}}}$", color=ENC, size=LABEL, ha="center", va="center")
+        tops.append((x, 3.6))
+    for k in range(3):
+        c.arrow(fwd[k], fwd[k + 1], ENC)
+        c.arrow(bwd[k + 1], bwd[k], ENC)
+    c.text(0.05, 1.45, "forward GRU", va="center", color=ENC)
+    c.text(0.05, 2.3, "backward GRU", va="center", color=ENC)
+    c.text(0.05, 3.0, r"annotations $h_j$", va="center", color=ENC)
+    return tops
+
+
+def _decoder_step(c: Canvas, ctx) -> None:
+    """RNNsearch's decoder step: the alignment model from ``s_{i-1}``, the readout of ``y_i`` from
+    ``s_{i-1}``, ``y_{i-1}`` and the context ``ctx``, and the next state ``s_i``."""
     c.box(
         2.6,
         5.55,
@@ -162,17 +97,13 @@ def rnnsearch(alpha=(0.06, 0.14, 0.68, 0.12)):
     c.arrow(out, s_next, REC)
     c.text(9.45, 6.15, "$y_i$", color=REC)
     c.text(0.05, 6.85, "one decoder step, $i$", size=LABEL)
-    _legend(
-        c, 7.6, 2.4, [(ENC, "encoder"), (ATT, "attention"), (OUT, "readout"), (REC, "state update")]
-    )
-    return fig
 
 
 def groundhog_order():
     """The decoder's computations over two time steps, in GroundHog's order: attend from
     ``s_{i-1}`` (1), read out ``p(y_i)`` from ``s_{i-1}``, ``y_{i-1}`` and ``c_i`` (2), emit
     ``y_i`` (3), update the state with ``y_i`` and the same ``c_i`` (4); then step ``i+1``."""
-    fig, c = _figure(4.2)
+    fig, c = canvas(4.2)
     X = [0.7, 4.7, 8.7]  # the states s_{i-1}, s_i, s_{i+1}
     names = ("i-1", "i", "i+1")
     s = [c.box(x, 1.3, f"$s_{{{n}}}$", color=REC) for x, n in zip(X, names, strict=True)]
@@ -221,7 +152,7 @@ def encdec_and_search():
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 3.5))
     fig.subplots_adjust(0.01, 0.01, 0.99, 0.92, wspace=0.04)
     for ax, search in ((a1, False), (a2, True)):
-        c = _Canvas(ax, 5.0, 5.3)
+        c = Canvas(ax, 5.0, 5.3)
         ax.set_title("RNNsearch" if search else "RNNencdec", fontsize=LABEL)
         xs = [0.6, 1.55, 2.5]
         enc = []
@@ -261,7 +192,7 @@ def seq2seq():
     """Sutskever et al.'s LSTM encoder–decoder: stacked LSTMs read the reversed source, end of
     sentence last; their final states start the decoder, which reads the previous word and has no
     attention."""
-    fig, c = _figure(3.0)
+    fig, c = canvas(3.0)
     src = ["$x_3$", "$x_2$", "$x_1$", "</s>"]
     dec_in = ["</s>", "$y_1$", "$y_2$"]
     lo, hi = [], []
@@ -308,7 +239,16 @@ def luong():
     """Luong et al.'s global attention at step ``t``: the LSTM state ``h_t`` first, then the
     attention from it over the source states, the attentional state ``h~_t`` from the context and
     ``h_t``, the output from ``h~_t``, and ``h~_t`` fed to the next step's input (input feeding)."""
-    fig, c = _figure(3.0)
+    fig, c = canvas(3.0)
+    src, h_t = _luong_state(c)
+    ctx = _luong_attention(c, src, h_t)
+    _luong_output(c, ctx, h_t)
+    return fig
+
+
+def _luong_state(c: Canvas):
+    """The source states, and the LSTM state ``h_t`` from ``h_{t-1}`` and the step's input;
+    returns the source states' boxes and ``h_t``'s."""
     src = [
         c.box(0.7 + 1.1 * k, 0.45, rf"$\bar h_{k + 1}$", w=0.75, h=0.5, color=ENC, fill="#e3ecf5")
         for k in range(3)
@@ -321,6 +261,12 @@ def luong():
     )
     c.arrow(h_prev, h_t, REC)
     c.arrow(inp, h_t, REC)
+    return src, h_t
+
+
+def _luong_attention(c: Canvas, src, h_t):
+    """The alignment ``a_t`` from ``h_t`` over the source states, and the context ``c_t``; returns
+    the context's box."""
     a_t = c.box(
         2.9,
         2.35,
@@ -345,6 +291,12 @@ def luong():
         size=SMALL + 0.5,
     )
     c.arrow(a_t, ctx, ATT)
+    return ctx
+
+
+def _luong_output(c: Canvas, ctx, h_t) -> None:
+    """The attentional state ``h~_t`` from ``c_t`` and ``h_t``, the output from it, and ``h~_t`` fed
+    to the next step's input."""
     ht = c.box(
         8.55,
         2.35,
@@ -371,7 +323,6 @@ def luong():
     nxt = c.box(8.9, 0.3, r"$[y_t; \tilde h_t]$", w=1.3, h=0.45, fill="#eeeeee", size=SMALL + 0.5)
     c.arrow(ht, nxt, REC, ls="--")
     c.text(7.05, 1.25, "input feeding:\n" r"step $t+1$ reads $\tilde h_t$", color=REC, va="center")
-    return fig
 
 
 def transformer():
@@ -379,25 +330,16 @@ def transformer():
     positions at once, and a decoder of N blocks (masked self-attention over the words so far,
     attention over the encoder's output, feed-forward), each sub-layer with a residual and a
     normalisation."""
-    fig, c = _figure(4.0)
-    w = 2.8
-
-    def stack(x, layers, color, title):
-        c.text(x, 0.05, title, ha="center", color=color, size=LABEL)
-        boxes = []
-        for k, name in enumerate(layers):
-            boxes.append(c.box(x, 1.3 + 0.8 * k, name, w=w, h=0.5, color=color, size=SMALL + 0.5))
-            if k:
-                c.arrow(boxes[k - 1], boxes[k], color)
-        return boxes
-
-    enc = stack(
+    fig, c = canvas(4.0)
+    enc = _stack(
+        c,
         2.2,
         ["embedding + position", "self-attention", "feed-forward"],
         ENC,
         "encoder: all source words at once",
     )
-    dec = stack(
+    dec = _stack(
+        c,
         7.3,
         [
             "embedding + position",
@@ -409,30 +351,8 @@ def transformer():
         REC,
         "decoder: the words so far",
     )
-    c.ax.add_patch(
-        FancyBboxPatch(
-            (2.2 - w / 2 - 0.15, 1.75),
-            w + 0.3,
-            1.35,
-            boxstyle="round,pad=0.02",
-            fc="none",
-            ec=ENC,
-            ls="--",
-        )
-    )
-    c.text(0.15, 2.4, r"$\times N$", color=ENC, size=LABEL)
-    c.ax.add_patch(
-        FancyBboxPatch(
-            (7.3 - w / 2 - 0.15, 1.75),
-            w + 0.3,
-            2.15,
-            boxstyle="round,pad=0.02",
-            fc="none",
-            ec=REC,
-            ls="--",
-        )
-    )
-    c.text(9.0, 2.8, r"$\times N$", color=REC, size=LABEL)
+    _repeated(c, 2.2, 1.35, ENC, (0.15, 2.4))
+    _repeated(c, 7.3, 2.15, REC, (9.0, 2.8))
     c.arrow(enc[-1], dec[2], ATT, rad=-0.1, lw=1.5)
     c.text(4.1, 3.5, "keys and values:\nthe encoder's output", color=ATT)
     c.text(
@@ -442,6 +362,29 @@ def transformer():
         va="top",
     )
     return fig
+
+
+#: The width of a block of the Transformer's picture.
+BLOCK_W = 2.8
+
+
+def _stack(c: Canvas, x: float, layers: list[str], color: str, title: str) -> list:
+    """A column of ``layers`` at ``x``, bottom up, each feeding the next, with its ``title`` under
+    it; returns their boxes."""
+    c.text(x, 0.05, title, ha="center", color=color, size=LABEL)
+    boxes = []
+    for k, name in enumerate(layers):
+        boxes.append(c.box(x, 1.3 + 0.8 * k, name, w=BLOCK_W, h=0.5, color=color, size=SMALL + 0.5))
+        if k:
+            c.arrow(boxes[k - 1], boxes[k], color)
+    return boxes
+
+
+def _repeated(c: Canvas, x: float, h: float, color: str, label: tuple[float, float]) -> None:
+    """The dashed frame, ``h`` high, around the blocks of the column at ``x`` that repeat N times,
+    and its ``×N`` at ``label``."""
+    c.frame(x - BLOCK_W / 2 - 0.15, 1.75, BLOCK_W + 0.3, h, color)
+    c.text(*label, r"$\times N$", color=color, size=LABEL)
 
 
 #: Every picture, by name (what the chapters draw and ``tests/test_diagrams.py`` checks).

@@ -10,231 +10,37 @@
 ``studies/multi30k-recipes.toml`` into ``results/multi30k/recipes/``, which writes the study's
 profile ``studies/multi30k.toml``.
 
-The arms are the runs of ``nmt_lib/profiles/studies/recipes.toml``, named ``<model>.<setting>``:
-the arms of one model form its *family*. Every arm trains for the same number of updates on the
-same batches (the budget study's :func:`~nmt_experiments.budget.train_arm`, which ends with the whole dev
-set's NLL); the arm of lowest dev NLL is the family's recipe (:func:`table`), which
-``studies/compare.toml`` copies. Its model then decodes a fixed dev subset with every setting of
-:data:`SEARCH_GRID`, and the setting of highest dev BLEU becomes the family's search
-(:func:`search_table`). What the study writes: ``runs/<arm>/``, ``recipes.csv|md``, ``search.csv|md``
-and ``manifest.json``.
+The sweep, its arms, tables and choices, is :mod:`nmt_experiments.recipe_sweep`. What this
+module adds: the comparison's profile written from the choices (:func:`compare_profile`: every
+model of :data:`MODELS` with its family's recipe and search, one run per seed of :data:`SEEDS`,
+named by :func:`run_name`), its GPU view's (:func:`gpu_profile`), and the command line.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import itertools
+import csv
 import json
+import tomllib
 from pathlib import Path
 from typing import NamedTuple
 
-from nmt_lib.config import PROFILE_DIR, home, load_profile, run_dir_name, to_dict
-from nmt_lib.io import read_json, write_json
+from nmt_lib.config import PROFILE_DIR, home, run_dir_name
+from nmt_lib.io import read_json
 
-from . import tables
+from .markdown import write_table
+from .recipe_sweep import (
+    MULTI30K_NOTE,
+    NOTE,
+    PROFILE,
+    RESULTS,
+    SEARCH_NOTE,
+    chosen,
+    search_table,
+    table,
+    train,
+)
 
-PROFILE = PROFILE_DIR / "studies" / "recipes.toml"
-RESULTS = home() / "results" / "compare" / "recipes"
-#: The search settings compared on dev: the cost as it is (the paper's) or divided by the length,
-#: and a search stopped at 1.5 or 3 times the source length (a model that loops fills the limit).
-SEARCH_GRID = [
-    {"normalize": normalize, "max_len_ratio": ratio}
-    for normalize, ratio in itertools.product((False, True), (1.5, 3.0))
-]
-SEARCH_SENTENCES = 500
-
-
-def family(arm: str) -> str:
-    """``"Luong-50.adam-1e-3"`` -> ``"Luong-50"``."""
-    return arm.split(".", 1)[0]
-
-
-def settings(run, family_runs: list) -> str:
-    """The settings in which the arms of a family differ, with ``run``'s values:
-    ``"model.layers=2, model.forget_bias=1.0, train.lr=0.0003"``."""
-    mine, others = to_dict(run), [to_dict(r) for r in family_runs]
-    return ", ".join(
-        f"{sec}.{k}={v}"
-        for sec in ("model", "train", "search")
-        for k, v in mine[sec].items()
-        if any(o[sec][k] != v for o in others)
-    )
-
-
-def table(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
-    """One row per arm that finished, in the profile's order: its family, the settings in which
-    its family's arms differ, the whole dev set's NLL per sentence and greedy BLEU (500
-    sentences), whether it diverged (a column only where one did: no dev score, never chosen),
-    and whether it is chosen (the lowest dev NLL of its family, once all of them finished)."""
-    prof = load_profile(profile)
-    rows = []
-    for name, run in prof.runs.items():
-        f = out / "runs" / run_dir_name(name) / "final.json"
-        if not f.is_file():
-            continue
-        final = read_json(f)
-        kin = [r for n, r in prof.runs.items() if family(n) == family(name)]
-        diverged = final.get("diverged") is not None
-        rows.append(
-            {
-                "model": family(name),
-                "arm": name.split(".", 1)[1],
-                "settings": settings(run, kin),
-                "updates": final["updates"]
-                if diverged
-                else read_json(f.parent / "train_summary.json")["updates"],
-                "dev NLL": None if diverged else round(final["dev_nll"], 2),
-                "dev BLEU (greedy)": None if diverged else round(final["dev_bleu_greedy"], 2),
-                "diverged": diverged,
-            }
-        )
-    for fam in dict.fromkeys(r["model"] for r in rows):
-        mine = [r for r in rows if r["model"] == fam]
-        done = len(mine) == sum(family(n) == fam for n in prof.runs)
-        best = min((r for r in mine if not r["diverged"]), key=lambda r: r["dev NLL"], default=None)
-        for r in mine:  # None until every arm of the family has finished
-            r["chosen"] = (r is best) if done else None
-    if not any(r["diverged"] for r in rows):
-        for r in rows:
-            del r["diverged"]
-    return rows
-
-
-def chosen(out: Path = RESULTS, profile=PROFILE) -> dict[str, str]:
-    """``{model: its chosen arm's full name}``."""
-    return {r["model"]: f"{r['model']}.{r['arm']}" for r in table(out, profile) if r["chosen"]}
-
-
-def bracketed(out: Path = RESULTS, profile=PROFILE) -> dict[str, dict]:
-    """Whether the sweep brackets each chosen learning rate: ``{model: {"lr", "lower", "higher"}}``
-    with the chosen arm's rate and, for each side, whether an arm that differs from it only in
-    the rate was trained there and scored worse on dev (a diverged arm counts as worse). A side
-    that is False means the best rate may lie beyond the grid."""
-    prof = load_profile(profile)
-    nll = {f"{r['model']}.{r['arm']}": r["dev NLL"] for r in table(out, profile)}
-
-    def but_rate(run):  # the arm's settings, its name and learning rate aside
-        return dataclasses.replace(run, name="", train=dataclasses.replace(run.train, lr=0.0))
-
-    found = {}
-    for model, arm in chosen(out, profile).items():
-        lr, mine = prof.runs[arm].train.lr, but_rate(prof.runs[arm])
-        sides = {"lower": False, "higher": False}
-        for name, run in prof.runs.items():
-            if name in nll and run.train.lr != lr and but_rate(run) == mine:
-                worse = nll[name] is None or nll[name] > nll[arm]  # None: diverged
-                sides["lower" if run.train.lr < lr else "higher"] |= worse
-        found[model] = {"lr": lr, **sides}
-    return found
-
-
-def _rate(lr: float) -> str:
-    """``0.003`` -> ``"3e-3"``."""
-    return f"{lr:.0e}".replace("e-0", "e-")
-
-
-def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
-    """:func:`bracketed` in a sentence: the families whose chosen rate has a worse one on both
-    sides, and those where the best rate may lie beyond the grid."""
-    found = bracketed(out, profile)
-    inside = [f"{m} {_rate(b['lr'])}" for m, b in found.items() if b["lower"] and b["higher"]]
-    side = {
-        (True, False): "is the highest rate tried",
-        (False, True): "is the lowest rate tried",
-        (False, False): "was the only rate tried with its other settings",
-    }
-    edge = [
-        f"{m}'s {_rate(b['lr'])} {side[b['lower'], b['higher']]}"
-        for m, b in found.items()
-        if not (b["lower"] and b["higher"])
-    ]
-    text = []
-    if inside:
-        text.append(
-            "Chosen learning rates with a lower and a higher one beside them that score "
-            f"worse on dev, the other settings equal: {', '.join(inside)}."
-        )
-    if edge:
-        text.append(f"At the grid's edge: {'; '.join(edge)}, so a better rate may lie beyond it.")
-    return " ".join(text)
-
-
-def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[dict]:
-    """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
-    setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
-    setting is chosen (the highest BLEU of the model)."""
-    from nmt_lib.backend import backend
-    from nmt_lib.data import prepare
-    from nmt_lib.evaluate import dev_subset
-
-    from .budget import arm_model, dev_search
-
-    prof = load_profile(profile)
-    rows = []
-    for model_name, arm in chosen(out, profile).items():
-        run = prof.runs[arm]
-        if data_dir is not None:
-            run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=data_dir))
-        prep = prepare(run.data)
-        model = arm_model(out / "runs" / run_dir_name(arm), run)
-        idx = dev_subset(len(prep.dev), SEARCH_SENTENCES)
-        mine = []
-        for option in SEARCH_GRID:
-            search = dataclasses.replace(run.search, **option)
-            mine.append(
-                {
-                    "model": model_name,
-                    **{f"search.{k}": v for k, v in option.items()},
-                    **dev_search(model, prep, idx, search, on=backend(run.train.backend)),
-                }
-            )
-            print(
-                f"[recipes] {model_name} {option}: dev BLEU {mine[-1]['dev BLEU']:.2f}", flush=True
-            )
-        best = max(mine, key=lambda r: r["dev BLEU"])
-        rows += [{**r, "chosen": r is best} for r in mine]
-    return rows
-
-
-def train(jobs: int = 1, data_dir=None, out: Path = RESULTS, arms=None, profile=PROFILE) -> None:
-    """Train every arm (or ``arms``) not finished yet, ``jobs`` at a time, each resumable; then
-    the manifest and :func:`table`."""
-    from concurrent.futures import ProcessPoolExecutor
-    from functools import partial
-    from multiprocessing import get_context
-
-    from nmt_lib.data import prepare
-
-    from .budget import train_arm
-    from .replicate import git_state, provenance
-
-    overrides = {"data": {"data_dir": str(data_dir)}} if data_dir else {}
-    prof = load_profile(profile, **overrides)
-    names = arms or list(prof.runs)
-    git = git_state()
-    for run in {prof.runs[n].data: prof.runs[n] for n in names}.values():
-        prepare(run.data)  # once, here, not in two workers at a time
-    todo = [n for n in names if not (out / "runs" / run_dir_name(n) / "final.json").is_file()]
-    one = partial(train_arm, str(profile), str(out), data_dir)
-    with ProcessPoolExecutor(max(1, jobs), mp_context=get_context("spawn")) as pool:
-        for name, walls in pool.map(one, todo):
-            write_manifest(out, prof, {name: walls}, git, provenance)
-
-
-def write_manifest(out: Path, prof, walls: dict, git: dict, provenance) -> None:
-    """``manifest.json`` of the arms finished so far, with each one's wall times and commit."""
-    f = out / "manifest.json"
-    old = read_json(f) if f.is_file() else {}
-    manifest = provenance(prof, git)
-    manifest["wall_seconds"] = {**old.get("wall_seconds", {}), **walls}
-    manifest["git_per_run"] = {**old.get("git_per_run", {}), **dict.fromkeys(walls, git)}
-    manifest["runs"] = [n for n in prof.runs if n in manifest["wall_seconds"]]
-    manifest["configs"] = {n: manifest["configs"][n] for n in manifest["runs"]}
-    write_json(f, manifest)
-
-
-# ------------------------------------------------------------------- the comparison's profile
 COMPARE = PROFILE_DIR / "studies" / "compare.toml"
 #: The comparison's budget: every model trains for this many updates (three times the sweep's).
 UPDATES = 3000
@@ -328,14 +134,14 @@ MULTI30K_PROVISIONAL = {
 def compare_profile(
     out: Path | None = None, compare_out: Path | None = None, testbed: Testbed | None = None
 ) -> str:
-    """The text of the comparison's profile (``studies/compare.toml``; ``studies/multi30k.toml``
-    for :data:`MULTI30K`): every model of :data:`MODELS` with the recipe of its family's chosen
-    arm (:func:`chosen`: the model and training settings in which that arm differs from the
-    sweep's common ones, or the testbed's provisional arm while its sweep has not chosen) and its
-    family's chosen search (``search.csv``; without it, normalised and at most 1.5 times the
-    source), for the testbed's budget (:data:`UPDATES` updates on WMT'14), one run per seed
-    (:func:`run_name`); the best of Luong's scores (:func:`best_luong`) gets every seed once its
-    first is evaluated."""
+    """The text of the comparison's profile (``studies/compare.toml``; ``studies/multi30k.toml`` for
+    :data:`MULTI30K`): every model of :data:`MODELS` with the recipe of its family's chosen arm
+    (:func:`~nmt_experiments.recipe_sweep.chosen`: the model and training settings in which that arm
+    differs from the sweep's common ones, or the testbed's provisional arm while its sweep has not
+    chosen) and its family's chosen search (``search.csv``; without it, normalised and at most 1.5
+    times the source), for the testbed's budget (:data:`UPDATES` updates on WMT'14), one run per
+    seed (:func:`run_name`); the best of Luong's scores (:func:`best_luong`) gets every seed once
+    its first is evaluated."""
     testbed = testbed or WMT14
     out = out or testbed.results
     doc, arms, search = _chosen_recipes(out, testbed.sweep)
@@ -373,10 +179,9 @@ DEFAULT_SEARCH = {"normalize": True, "max_len_ratio": 1.5}
 
 
 def _chosen_recipes(out: Path, sweep: Path = PROFILE) -> tuple[dict, dict[str, str], dict]:
-    """The sweep's profile (as TOML data), each family's chosen arm (:func:`chosen`) and its
-    chosen row of ``search.csv`` (none before the sweep has run)."""
-    import tomllib
-
+    """The sweep's profile (as TOML data), each family's chosen arm
+    (:func:`~nmt_experiments.recipe_sweep.chosen`) and its chosen row of ``search.csv`` (none
+    before the sweep has run)."""
     doc = tomllib.loads(sweep.read_text(encoding="utf-8"))
     rows = _read_csv(out / "search.csv") if (out / "search.csv").is_file() else []
     search = {r["model"]: r for r in rows if r["chosen"] == "True"}
@@ -447,7 +252,6 @@ MULTI30K = Testbed(
 TESTBEDS = {"compare": WMT14, "multi30k": MULTI30K}
 
 
-# ------------------------------------------------------------- the same recipes on a GPU
 GPU_COMPARE = PROFILE_DIR / "studies" / "compare-gpu.toml"
 #: The second view, where compute is plentiful: ``{name: (family, model settings)}`` at the ``gpu``
 #: profile's sizes (RNNsearch at the paper's; the Transformer at its own paper's base sizes).
@@ -465,8 +269,6 @@ def gpu_profile(out: Path = RESULTS) -> str:
     the recipe and search chosen for its family on the CPU sweep. The Transformer runs eagerly
     (its step is a few large kernels; the CUDA graphs of ``train.cuda_graphs`` serve the recurrent
     models)."""
-    import tomllib
-
     gpu = tomllib.loads((PROFILE_DIR / "gpu.toml").read_text(encoding="utf-8"))
     doc, arms, search = _chosen_recipes(out)
     common = {sec: dict(gpu[sec]) for sec in ("data", "train", "search")}
@@ -501,27 +303,8 @@ Equal time on a GPU measures architecture and implementation together. From a pa
 
 
 def _read_csv(path: Path) -> list[dict]:
-    import csv
-
     with open(path, encoding="utf-8") as f:
         return list(csv.DictReader(f))
-
-
-NOTE = (
-    "Each arm trained for the same number of updates on the same batches (seed 1); dev NLL: "
-    "per sentence, the whole dev set (newstest2012+2013); dev BLEU: greedy, its first 500 "
-    "sentences. The chosen arm (lowest dev NLL) is the model's recipe in the comparison."
-)
-MULTI30K_NOTE = (
-    "Each arm trained on the same batches (seed 1) until its val NLL had not improved for 3 "
-    "evaluations (at most 3,000 updates), its best checkpoint kept; dev NLL: per sentence, the whole "
-    "val set of Multi30k; dev BLEU: greedy, its first 500 sentences. The chosen arm (lowest dev "
-    "NLL) is the model's recipe in the Multi30k study."
-)
-SEARCH_NOTE = (
-    f"The chosen arm of each model decodes {SEARCH_SENTENCES} dev sentences (beam 10) with each "
-    "setting; the highest dev BLEU is the model's search in the comparison."
-)
 
 
 def main(argv=None) -> int:
@@ -562,9 +345,9 @@ def main(argv=None) -> int:
     rows = table(out, prof)
     if rows:
         note = NOTE if bed is WMT14 else MULTI30K_NOTE
-        tables.write_table(out, "recipes", rows, note)
+        write_table(out, "recipes", rows, note)
     if a.search:
-        tables.write_table(out, "search", search_table(out, a.data_dir, prof), SEARCH_NOTE)
+        write_table(out, "search", search_table(out, a.data_dir, prof), SEARCH_NOTE)
     if a.write_profile:
         target = bed.profile if a.write_profile is True else a.write_profile
         target.write_text(compare_profile(out, testbed=bed._replace(sweep=prof)), encoding="utf-8")

@@ -3,46 +3,45 @@
 What the experiment notebooks call in replicate mode (``python tools/notebooks.py --profile NAME
 --train``): a profile with its data (the smoke profile's toy corpus: :func:`load`), one model
 trained and evaluated (:func:`train_and_evaluate`), every model of a profile, several at a time
-(:func:`replicate_profile`), and ``manifest.json``, the provenance of it all (:func:`provenance`,
-:func:`write_manifest`). Where the results live is :mod:`nmt_experiments.results`; the tables and figures
-built from them are :mod:`nmt_experiments.tables`, the paper's claims judged on them :mod:`nmt_experiments.claims`.
+(:func:`replicate_profile`), with ``manifest.json``, the provenance of it all
+(:mod:`nmt_experiments.provenance`); and ``<unk>`` replaced through a dictionary counted on the
+training pairs (:func:`unk_dictionary`). Where the results live is :mod:`nmt_experiments.results`;
+the tables and figures built from them are :mod:`nmt_experiments.tables`, the paper's claims judged
+on them :mod:`nmt_experiments.paper_claims`.
 
 ``python -m nmt_experiments.replicate --readme`` rewrites README.md's summary of the committed results
-(:func:`nmt_experiments.tables.readme_results`).
+(:func:`nmt_experiments.readme.readme_results`).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import random
-import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-from importlib.metadata import PackageNotFoundError, version
 from multiprocessing import get_context
 from pathlib import Path
 
-import torch
-
 from nmt_lib import publish
 from nmt_lib.checkpoint import default_checkpoint_dir, find_checkpoint, portable
-from nmt_lib.config import ConfigError, home, run_from_dict, to_dict
-from nmt_lib.data import data_summary, input_sha256, prepare
+from nmt_lib.config import ConfigError, run_from_dict, to_dict
+from nmt_lib.data import data_summary, prepare, train_pairs
 from nmt_lib.evaluate import evaluate_run
 from nmt_lib.io import read_json, write_json
 from nmt_lib.paper import FIG3_SOURCES
 from nmt_lib.profile import load_runs as load  # the profile's runs (replicate.load)
-from nmt_lib.runtime import cpu_flags, cpu_info
+from nmt_lib.scoring import score
 from nmt_lib.train import train_run
+from nmt_lib.unk import UNK_WORD, dictionary, through
 
-from . import claims
+from . import paper_claims
+from .markdown import write_table
+from .provenance import git_state, write_manifest
+from .readme import write_readme
 from .results import published_dir, results_path, run_dir
-from .tables import README_MARKS, readme_results, write_table
 
 
 def data_summaries(prof) -> dict:
@@ -222,9 +221,7 @@ def replicate_profile(
     ``jobs=2`` with ``threads=1`` trains two models side by side, each on one core."""
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     out = results_path(prof.name, results_dir)
-    git = (
-        git or git_state()
-    )  # the code that trains, not what the tree holds when the last model is done
+    git = git or git_state()  # the code that trains, not what the tree holds when the last is done
     jobs = jobs or int(os.environ.get("NMT_JOBS") or 1)
     one = partial(train_and_evaluate, prof, results_dir, data_dir)
     if jobs <= 1:
@@ -260,45 +257,23 @@ def unk_dictionary(
     ``unk_dictionary.json`` into the results directory and returns it (None, writing nothing, where
     no run has its ``<unk>`` replaced). The runs share their target shortlist (a profile's runs
     share one: :mod:`nmt_lib.data`, step 4)."""
-    from nmt_lib.data import train_pairs
-    from nmt_lib.scoring import score
-    from nmt_lib.unk import UNK_WORD, dictionary, through
-
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     out = results_path(prof.name, results_dir)
-    runs = {}
-    for name in read_json(out / "manifest.json")["runs"]:
-        d = run_dir(out, name)
-        if (d / "hyp.test.unk_replaced.tok.txt").is_file():
-            runs[name] = (
-                _lines(d / "hyp.test.tok.txt"),
-                _lines(d / "hyp.test.unk_replaced.tok.txt"),
-            )
+    runs = _replaced_runs(out)
     if not runs:
         return None
     cfg = prof.runs[next(iter(runs))].data
     prep = prepare(cfg)
-    copied = {
-        a
-        for before, after in runs.values()
-        for hb, ha in zip(before, after, strict=True)
-        for b, a in zip(hb, ha, strict=True)
-        if b == UNK_WORD and a != UNK_WORD
-    }
+    copied = {a for before, after in runs.values() for (a,) in _copies(before, after)}
     table = dictionary(train_pairs(cfg), copied, prep.trg_vocab, min_pairs, min_dice)
     idx, lang = range(len(prep.test)), cfg.trg_lang
     scores = {}
     for name, (before, after) in runs.items():
         looked = [through(b, a, table) for b, a in zip(before, after, strict=True)]
-        n = [
-            (b, a, x)
-            for hb, ha, hx in zip(before, after, looked, strict=True)
-            for b, a, x in zip(hb, ha, hx, strict=True)
-            if b == UNK_WORD and a != UNK_WORD
-        ]
+        n = _copies(before, after, looked)
         scores[name] = {
             "copied": len(n),
-            "looked_up": sum(a != x for _, a, x in n),
+            "looked_up": sum(a != x for a, x in n),
             "unk_replaced": score(after, prep.test, idx, lang),
             "dictionary": score(looked, prep.test, idx, lang),
         }
@@ -319,89 +294,32 @@ def unk_dictionary(
     return result
 
 
-# -------------------------------------------------------------------------------- provenance
-def git_state() -> dict:
-    """The commit of :func:`nmt_lib.config.home` (the repository) and whether its tracked files
-    outside ``results/`` differ from it (the code that trains; a regeneration rewrites results)."""
-
-    def git(*args):
-        r = subprocess.run(["git", *args], cwd=home(), capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else None
-
-    return {
-        "commit": git("rev-parse", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")),
-    }
-
-
-def _data_files(prof) -> dict:
-    """sha256 of every input file of the profile, by path relative to its data directory."""
-    files = {}
-    for run in prof.runs.values():
-        files.update(input_sha256(run.data))
-    return dict(sorted(files.items()))
+def _replaced_runs(out: Path) -> dict[str, tuple[list, list]]:
+    """``{run: (its test translations, the same with their <unk> replaced)}`` (tokens) of the runs
+    of ``out`` that have both."""
+    runs = {}
+    for name in read_json(out / "manifest.json")["runs"]:
+        d = run_dir(out, name)
+        if (d / "hyp.test.unk_replaced.tok.txt").is_file():
+            runs[name] = (
+                _lines(d / "hyp.test.tok.txt"),
+                _lines(d / "hyp.test.unk_replaced.tok.txt"),
+            )
+    return runs
 
 
-def _version(package: str) -> str | None:
-    """The installed version of ``package``; None where it runs from a tree (not installed)."""
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return None
+def _copies(before: list[list[str]], after: list[list[str]], *more) -> list[tuple[str, ...]]:
+    """At each ``<unk>`` of ``before`` that ``after`` replaced, in order: ``after``'s word and the
+    words of ``more`` (translations of the same lengths) at the same place."""
+    return [
+        (a, *m)
+        for hb, ha, *hm in zip(before, after, *more, strict=True)
+        for b, a, *m in zip(hb, ha, *hm, strict=True)
+        if b == UNK_WORD and a != UNK_WORD
+    ]
 
 
-def provenance(prof, git: dict | None = None) -> dict:
-    """What every results directory records: the profile, the resolved configs, the commit (``git``:
-    the commit the runs started from; default: now), the sha256 of every data file, the hardware
-    and the library versions."""
-    pkgs = ("torch", "numpy", "sacrebleu", "sacremoses", "nmt_lib")
-    return {
-        "profile": prof.name,
-        "description": prof.description,
-        "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git": git or git_state(),
-        "runs": list(prof.runs),
-        "configs": {name: to_dict(run) for name, run in prof.runs.items()},
-        "data_sha256": _data_files(prof),
-        "hardware": {
-            "platform": platform.platform(),
-            "cpu": platform.processor() or platform.machine(),
-            "cpu_model": cpu_info("model name") or None,
-            "cpu_flags_simd": sorted(f for f in cpu_flags() if f.startswith(("avx", "amx", "fma"))),
-            "cpu_count": os.cpu_count(),
-            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        },
-        "versions": {"python": platform.python_version(), **{p: _version(p) for p in pkgs}},
-    }
-
-
-def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dict:
-    """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results): the
-    :func:`provenance`, the device and precision of every run, the sacreBLEU signatures, the wall
-    times and the sha256 of each published model's files (``published``: what
-    :func:`nmt_lib.publish.verify` checks them against)."""
-    signatures, devices, precisions = {}, {}, {}
-    for name in prof.runs:
-        bleu = read_json(run_dir(out, name) / "bleu.json")
-        signatures = {k: bleu["all"][k]["signature"] for k in ("tok", "detok")}
-        summary = read_json(run_dir(out, name) / "train_summary.json")
-        devices[name], precisions[name] = summary["device"], summary.get("precision")
-    manifest = provenance(prof, git)
-    manifest["hardware"]["device_per_run"] = devices
-    manifest["hardware"]["precision_per_run"] = precisions  # train.precision as resolved ("auto")
-    manifest["sacrebleu_signatures"] = signatures
-    manifest["wall_seconds"] = walls
-    published = {name: published_dir(prof.name, name, out) for name in prof.publish}
-    manifest["published"] = {
-        name: publish.recorded_sums(d)
-        for name, d in published.items()
-        if (d / publish.SUMS).is_file()
-    }
-    write_json(out / "manifest.json", manifest)
-    return manifest
-
-
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m nmt_experiments.replicate",
         description="Train and evaluate every run of a profile into its results directory, with "
@@ -428,28 +346,39 @@ def main(argv: list[str] | None = None) -> int:
         help="judge the paper's claims on the profile's committed results (its "
         "claims.csv and claims.md; --results-dir for another directory of that profile)",
     )
+    return ap
+
+
+def _print_unk_dictionary(profile, results_dir, data_dir) -> int:
+    """``--unk-dictionary``: :func:`unk_dictionary`, and each run's two scores printed."""
+    r = unk_dictionary(profile, results_dir, data_dir)
+    if r is None:
+        print(
+            f"[replicate] no run of {profile} has its <unk> replaced "
+            "(hyp.test.unk_replaced.tok.txt): nothing to measure",
+            file=sys.stderr,
+        )
+        return 1
+    for name, x in r["runs"].items():
+        print(
+            f"[replicate] {name}: <unk> replaced {x['unk_replaced']['tok']['score']:.2f}, "
+            f"through the dictionary {x['dictionary']['tok']['score']:.2f} "
+            f"({x['looked_up']} of {x['copied']} copied words looked up)"
+        )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
     a = ap.parse_args(argv)
     if a.claims:
         out = results_path(a.claims, a.results_dir)
-        write_table(out, "claims", claims.claims(out), claims.note(out, a.claims))
+        table = paper_claims.claims(out)
+        write_table(out, "claims", table, paper_claims.note(out, a.claims))
         print(f"[replicate] wrote claims.csv and claims.md into {out}")
         return 0
     if a.unk_dictionary:
-        r = unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
-        if r is None:
-            print(
-                f"[replicate] no run of {a.unk_dictionary} has its <unk> replaced "
-                "(hyp.test.unk_replaced.tok.txt): nothing to measure",
-                file=sys.stderr,
-            )
-            return 1
-        for name, x in r["runs"].items():
-            print(
-                f"[replicate] {name}: <unk> replaced {x['unk_replaced']['tok']['score']:.2f}, "
-                f"through the dictionary {x['dictionary']['tok']['score']:.2f} "
-                f"({x['looked_up']} of {x['copied']} copied words looked up)"
-            )
-        return 0
+        return _print_unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
     if not (a.readme or a.train):  # --claims and --unk-dictionary have returned
         ap.error(
             "nothing to do without --readme or --train; the notebooks, and a profile's replication "
@@ -459,12 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         walls = replicate_profile(a.train, a.results_dir, a.data_dir, jobs=a.jobs)
         print(f"[replicate] {len(walls)} runs -> {results_path(load(a.train).name, a.results_dir)}")
     if a.readme:
-        readme = home() / "README.md"
-        text = readme.read_text(encoding="utf-8")
-        start, end = README_MARKS
-        head, rest = text.split(start + "\n", 1)
-        tail = rest.split(end, 1)[1]
-        readme.write_text(f"{head}{start}\n{readme_results()}{end}{tail}", encoding="utf-8")
+        write_readme()
     return 0
 
 

@@ -1,13 +1,12 @@
 """The paper's tables and figures, ours beside the paper's, built from ``results/<profile>/`` alone:
 Table 1 (:func:`table1`), Table 2 (:func:`table2`), Figure 2's curves (:func:`fig2_curves`), Figure
-3's panels (:func:`fig3_panels`), Appendix C (:func:`long_sentences`), what separates our runs from
-the paper's (:func:`gap_to_paper`), and the README's summary of them (:func:`readme_results`)."""
+3's panels (:func:`fig3_panels`), Appendix C (:func:`long_sentences`), ``<unk>`` replaced
+(:func:`unk_replacement`), what separates our runs from the paper's (:func:`gap_to_paper`), and
+several results directories' runs side by side (:func:`comparison_table`)."""
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +14,12 @@ import torch
 
 from nmt_lib import bleu
 from nmt_lib.config import load_profile, model_config, run_from_dict
-from nmt_lib.io import atomic_write, read_json
+from nmt_lib.io import read_json
 from nmt_lib.models import build_model
 from nmt_lib.paper import APPENDIX_C_PREFIXES, MODELS
 from nmt_lib.paper.model import RNNencdec, RNNsearch, count_parameters, forward_macs
 
-from .claims import NOT_REPRODUCED, NOT_TESTABLE, OPPOSITE, REPRODUCED
-from .results import paper_table, results_path, run_dir, seed_groups, train_log
+from .results import paper_table, run_dir, seed_groups, train_log
 
 #: Table 1's column beyond the paper (tokenized BLEU, all sentences).
 UNK_REPLACED = "All, <unk> replaced (beyond the paper)"
@@ -182,198 +180,6 @@ def comparison_table(*outs: Path) -> list[dict]:
     return rows
 
 
-#: The width of the book's text column at a 1280 px window, in CSS pixels, less a margin: a table
-#: estimated wider is shown as several (:func:`markdown_table`; ``tests/test_book.py`` measures).
-BOOK_COLUMN_PX = 650
-
-
-def md_text(text: str) -> str:
-    """``text`` as Markdown that will reach HTML: ``<`` and ``>`` outside backtick code spans
-    written as entities, so that a word such as ``<unk>`` or ``</s>`` shows instead of being read
-    as a tag (which the browser drops). Code spans are left as they are: Markdown escapes them."""
-    parts = str(text).split("`")
-    return "`".join(
-        p if k % 2 else p.replace("<", "&lt;").replace(">", "&gt;") for k, p in enumerate(parts)
-    )
-
-
-def _cell(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "yes" if v else ""
-    return f"{v:,}" if isinstance(v, int) else md_text(v)
-
-
-def _min_px(col: str, rows: list[dict]) -> float:
-    """The narrowest a column can be shown: its longest word (a browser wraps cells at spaces),
-    at about 8.6 px a character, plus the cell's padding (fitted to the book's measured tables)."""
-    shown = [col] + [html.unescape(_cell(r.get(col))) for r in rows]
-    words = [w for s in shown for w in s.split()]
-    return 8.6 * max((len(w) for w in words), default=1) + 24
-
-
-def markdown_table(rows: list[dict], fit: float | None = BOOK_COLUMN_PX) -> str:
-    """A Markdown pipe table of ``rows`` (missing values blank). A table that the book's column
-    (``fit`` pixels) cannot show without a scroll bar becomes several, one under the other, each
-    with the first column and as many of the next ones as fit; ``fit=None``: always one table
-    (the results' ``.md`` files)."""
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    groups = [cols[1:]]
-    if fit and cols and sum(_min_px(c, rows) for c in cols) > fit:
-        groups, room = [[]], fit - _min_px(cols[0], rows)
-        for c in cols[1:]:
-            if groups[-1] and sum(_min_px(g, rows) for g in groups[-1] + [c]) > room:
-                groups.append([])
-            groups[-1].append(c)
-    parts = []
-    for group in groups:
-        part = cols[:1] + group
-        lines = ["| " + " | ".join(map(md_text, part)) + " |", "|" + "---|" * len(part)]
-        lines += ["| " + " | ".join(_cell(r.get(c)) for c in part) + " |" for r in rows]
-        parts.append("\n".join(lines) + "\n")
-    return "\n".join(parts)
-
-
-#: The lines around the README's results summary (:func:`readme_results`).
-README_MARKS = (
-    "<!-- results: python -m nmt_experiments.replicate --readme -->",
-    "<!-- /results -->",
-)
-
-
-def verdict_counts(verdicts: list[str]) -> str:
-    """``"3 reproduced, 1 not testable here"``: how many claims got each verdict, in the order of
-    :mod:`nmt_experiments.claims`'s verdicts."""
-    order = (REPRODUCED, NOT_REPRODUCED, OPPOSITE, NOT_TESTABLE)
-    return ", ".join(f"{verdicts.count(v)} {v}" for v in order if verdicts.count(v))
-
-
-def ranked_text(rows: list[dict]) -> str:
-    """``rows`` (a comparison table: ``model``, ``All``, ``All sd``) ranked by BLEU, as a sentence:
-    neighbours whose difference is within the spread over seeds are a tie, joined by ``≈`` (the
-    spread: the larger of the two models' standard deviations; a model with one seed has the
-    median of the others')."""
-    sds = sorted(float(r["All sd"]) for r in rows if r.get("All sd") not in (None, ""))
-    typical = sds[len(sds) // 2] if sds else 0.0
-    sd = lambda r: typical if r.get("All sd") in (None, "") else float(r["All sd"])  # noqa: E731
-    ranked = sorted(rows, key=lambda r: -float(r["All"]))
-    text = f"{ranked[0]['model']} {float(ranked[0]['All']):.2f}"
-    for a, b in zip(ranked, ranked[1:], strict=False):
-        tie = float(a["All"]) - float(b["All"]) < max(sd(a), sd(b))
-        text += f"{' ≈ ' if tie else ', '}{b['model']} {float(b['All']):.2f}"
-    return text
-
-
-def claims_markdown(rows: list[dict]) -> str:
-    """A claims table as the book shows it: each claim first in one plain sentence (the claim, its
-    verdict and why, and what the numbers show outside the verdict), then the table of the paper's
-    numbers and ours."""
-    lines = [
-        f"- **{r['claim']}**: *{r['verdict']}*; {r['reason']}."
-        + (f" {r['observation']}" if r.get("observation") else "")
-        for r in rows
-    ]
-    table = [{k: r[k] for k in ("claim", "paper", "ours", "verdict")} for r in rows]
-    return "\n".join(lines) + "\n\n" + markdown_table(table)
-
-
-def readme_results(profile: str = "lite") -> str:
-    """The README's first-screen summary of the committed results: ``profile``'s Table 1 beside the
-    paper's, its claims' verdicts, and the `gpu` run where there is one. Written into README.md by
-    ``python -m nmt_experiments.replicate --readme``; a test checks that the README holds exactly this."""
-    out = results_path(profile)
-    manifest = read_json(out / "manifest.json")
-    with open(out / "table1.csv", encoding="utf-8") as f:
-        t1 = [r for r in csv.DictReader(f) if r["All"]]
-    with open(out / "claims.csv", encoding="utf-8") as f:
-        verdicts = [r["verdict"] for r in csv.DictReader(f)]
-    hours = sum(  # training (a resumed run's earlier sessions included) and evaluation
-        read_json(run_dir(out, name) / "train_summary.json")["hours"] + w["evaluate_s"] / 3600
-        for name, w in manifest["wall_seconds"].items()
-    )
-    rows = [
-        {"model": r["model"], f"BLEU, `{profile}`": r["All"], "BLEU, the paper": r["paper All"]}
-        for r in t1
-    ]
-    seeds = f" ({seeded}: the table gives their mean)" if (seeded := seeds_text(out)) else ""
-    text = [
-        f"What the committed `{profile}` results show (newstest2014, tokenized BLEU as the paper's "
-        f"Table 1). The five models{seeds}, smaller than the paper's and trained with the recipe "
-        f"of the book's budget study, took {hours:.1f} CPU-core hours to train and evaluate "
-        f"({manifest['hardware']['cpu_model'] or manifest['hardware']['cpu']}):",
-        "",
-        markdown_table(rows, fit=None).rstrip("\n"),
-        "",
-        f"Of the paper's {len(verdicts)} claims that the book tests: {verdict_counts(verdicts)} "
-        '(the chapter "Experiments" gives each verdict, its interval and its reason).',
-    ]
-    return "\n".join(text + _compare_summary() + _gpu_summary()) + "\n"
-
-
-def _compare_summary() -> list[str]:
-    """The README summary's lines on the comparison (``results/compare/``), where it is committed."""
-    compare = results_path("compare")
-    if not (compare / "claims.csv").is_file():
-        return []
-    with open(compare / "comparison.csv", encoding="utf-8") as f:
-        ranked = ranked_text(list(csv.DictReader(f)))
-    with open(compare / "claims.csv", encoding="utf-8") as f:
-        judged = [r["verdict"] for r in csv.DictReader(f)]
-    cmp = read_json(compare / "manifest.json")
-    t = run_from_dict(cmp["configs"][cmp["runs"][0]]).train
-    budget = (
-        f"the same {t.max_updates:,} updates each, with its own recipe chosen on dev"
-        if t.max_updates
-        else f"the same {60 * t.max_hours:.0f} minutes of one core each (equal time, "
-        "which measures our implementations as much as the architectures), with "
-        "lite's recipe"
-    )
-    return [
-        "",
-        "Beside them, on the same data and sizes, the models before and after the paper "
-        f'(`results/compare/`, the book\'s part "Before and after the paper"), {budget}: '
-        + ranked
-        + " (≈: a tie, within the spread over seeds)"
-        + f". Of the {len(judged)} claims that comparison tests: {verdict_counts(judged)}.",
-    ]
-
-
-def _gpu_summary() -> list[str]:
-    """The README summary's line on the `gpu` run (``results/gpu/``), where it is committed."""
-    gpu = results_path("gpu")
-    if not (gpu / "manifest.json").is_file():
-        return []
-    (name,) = read_json(gpu / "manifest.json")["runs"]
-    b = read_json(run_dir(gpu, name) / "bleu.json")
-    summ = read_json(run_dir(gpu, name) / "train_summary.json")
-    return [
-        "",
-        f"At the paper's sizes, {name} trained for {60 * summ['hours']:.0f} minutes of one "
-        f"{summ['device']} scores {b['all']['tok']['score']:.2f} (`results/gpu/`).",
-    ]
-
-
-def write_table(out: Path, name: str, rows: list[dict], note: str) -> None:
-    """``<name>.csv`` and ``<name>.md`` (with ``note``, e.g. the profile and the BLEU signature)."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
-    w.writeheader()
-    w.writerows(rows)
-    with atomic_write(out / f"{name}.csv") as f:
-        f.write(buf.getvalue())
-    with atomic_write(out / f"{name}.md") as f:
-        f.write(markdown_table(rows, fit=None) + "\n" + md_text(note.strip()) + "\n")
-
-
-def show_table(out: Path, name: str, rows: list[dict], note: str, write: bool) -> str:
-    """``rows`` as Markdown with ``note`` under it, for a notebook to display; with ``write``
-    (replicate mode) also saved as ``<name>.csv`` and ``<name>.md`` in ``out`` (:func:`write_table`)."""
-    if write:
-        write_table(out, name, rows, note)
-    return markdown_table(rows) + "\n" + md_text(note)
-
-
 def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:
     """Figure 2's curves from the per-sentence BLEU statistics of each run: ``{model: (bucket
     centres, BLEU: the mean over its seeds)}`` and the bucket edges. Buckets by source length,
@@ -503,57 +309,65 @@ def gap_to_paper(out: Path) -> list[dict]:
     corpus = {k: float(v["value"]) for k, v in paper_table("corpus").items()}
     t2, paper_cfg = paper_table("table2"), load_profile("paper").runs
     rows = []
-    arch = {"RNNsearch": RNNsearch, "RNNencdec": RNNencdec}
     for name, runs in seed_groups(out).items():
-        pc = paper_cfg[name].model
-        p_seen = float(t2[name]["updates_1e5"]) * 1e5 * corpus["batch_size"]
-        with torch.device("meta"):
-            paper_n = count_parameters(arch[pc.arch](pc))
-        per = []
-        for run in runs:
-            cfg = run_from_manifest(manifest, run)
-            s = read_json(run_dir(out, run) / "train_summary.json")
-            train = summ[f"max_len={cfg.data.max_len}"]["train"]
-            src = train["src"]["words"] / train["pairs"] + 1  # + EOS
-            trg = train["trg"]["words"] / train["pairs"] + 1
-            with torch.device("meta"):
-                ours_n = count_parameters(arch[cfg.model.arch](cfg.model))
-            seen = s["updates"] * cfg.data.batch_size * s.get("world_size", 1)
-            flops = 6 * forward_macs(cfg.model, src, trg) * seen
-            p_flops = 6 * forward_macs(pc, src, trg) * p_seen
-            per.append(
-                {
-                    "model": name,
-                    "training pairs (≤ max_len)": train["pairs"],
-                    "paper training pairs (all lengths)": int(corpus["training_pairs"]),
-                    "pairs seen": seen,
-                    "paper pairs seen": int(p_seen),
-                    "target words seen (M)": seen * (trg - 1) / 1e6,
-                    "paper target words seen (M)": p_seen * (trg - 1) / 1e6,
-                    "parameters (M)": ours_n / 1e6,
-                    "paper parameters (M)": paper_n / 1e6,
-                    "hours": s["hours"],
-                    "device": s["device"],
-                    "paper hours": float(t2[name]["hours"]),
-                    "paper GPU": t2[name]["gpu"],
-                    "training PFLOP": flops / 1e15,
-                    "paper training PFLOP": p_flops / 1e15,
-                    "paper / ours compute": p_flops / flops if flops else None,
-                }
-            )
-        rows.append(
-            over_seeds(
-                per,
-                {
-                    "target words seen (M)": 1,
-                    "paper target words seen (M)": 1,
-                    "training PFLOP": 3,
-                    "paper training PFLOP": 1,
-                    "paper / ours compute": 0,
-                },
-            )
-        )
+        paper = {
+            "model": paper_cfg[name].model,
+            "pairs": int(corpus["training_pairs"]),
+            "seen": float(t2[name]["updates_1e5"]) * 1e5 * corpus["batch_size"],
+            "hours": float(t2[name]["hours"]),
+            "gpu": t2[name]["gpu"],
+        }
+        per = [_gap_row(out, name, run, manifest, summ, paper) for run in runs]
+        rows.append(over_seeds(per, GAP_DIGITS))
     return rows
+
+
+#: The places :func:`gap_to_paper` rounds its means to (2 elsewhere).
+GAP_DIGITS = {
+    "target words seen (M)": 1,
+    "paper target words seen (M)": 1,
+    "training PFLOP": 3,
+    "paper training PFLOP": 1,
+    "paper / ours compute": 0,
+}
+
+
+def _gap_row(out: Path, name: str, run: str, manifest: dict, summ: dict, paper: dict) -> dict:
+    """Run ``run``'s row of :func:`gap_to_paper` beside the paper's model ``name`` (``paper``: its
+    model config, training pairs, pairs seen, hours and GPU); ``summ``: ``data_summary.json``."""
+    cfg = run_from_manifest(manifest, run)
+    s = read_json(run_dir(out, run) / "train_summary.json")
+    train = summ[f"max_len={cfg.data.max_len}"]["train"]
+    src = train["src"]["words"] / train["pairs"] + 1  # + EOS
+    trg = train["trg"]["words"] / train["pairs"] + 1
+    seen, p_seen = s["updates"] * cfg.data.batch_size * s.get("world_size", 1), paper["seen"]
+    flops = 6 * forward_macs(cfg.model, src, trg) * seen
+    p_flops = 6 * forward_macs(paper["model"], src, trg) * p_seen
+    return {
+        "model": name,
+        "training pairs (≤ max_len)": train["pairs"],
+        "paper training pairs (all lengths)": paper["pairs"],
+        "pairs seen": seen,
+        "paper pairs seen": int(p_seen),
+        "target words seen (M)": seen * (trg - 1) / 1e6,
+        "paper target words seen (M)": p_seen * (trg - 1) / 1e6,
+        "parameters (M)": _parameters(cfg.model) / 1e6,
+        "paper parameters (M)": _parameters(paper["model"]) / 1e6,
+        "hours": s["hours"],
+        "device": s["device"],
+        "paper hours": paper["hours"],
+        "paper GPU": paper["gpu"],
+        "training PFLOP": flops / 1e15,
+        "paper training PFLOP": p_flops / 1e15,
+        "paper / ours compute": p_flops / flops if flops else None,
+    }
+
+
+def _parameters(cfg) -> int:
+    """The parameters of the paper's model ``cfg`` (RNNsearch or RNNencdec), counted on the meta
+    device (shapes only)."""
+    with torch.device("meta"):
+        return count_parameters({"RNNsearch": RNNsearch, "RNNencdec": RNNencdec}[cfg.arch](cfg))
 
 
 def run_from_manifest(manifest: dict, name: str):

@@ -35,7 +35,7 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_experiments import budget, replicate
+from nmt_experiments import budget_report, replicate
 from nmt_lib.config import ModelConfig, TrainConfig
 from nmt_lib.data import TrainIterator, prepare
 from nmt_lib.gradients import clip_gradients
@@ -139,7 +139,8 @@ _ = torch.manual_seed(0)
 # %%
 with torch.device("meta"):  # the paper-size model, counted without allocating it
     glue("train_P", f"{count_parameters(RNNsearch(ModelConfig())):,}", display=False)
-with open(budget.RESULTS / "arms.csv", newline="", encoding="utf-8") as f:  # the budget study
+arms_csv = budget_report.RESULTS / "arms.csv"  # the budget study
+with open(arms_csv, newline="", encoding="utf-8") as f:
     arms = {row["arm"]: row for row in csv.DictReader(f)}
 for arm, key in (("paper", "sum"), ("adam-1e-3-loss-token", "token")):
     glue(f"train_norm_{key}", float(arms[arm]["median gradient norm"]), display=False)

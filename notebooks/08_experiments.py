@@ -33,7 +33,7 @@ import numpy as np
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_experiments import claims, pilot, plots, tables
+from nmt_experiments import claims, markdown, paper_claims, pilot_report, plots, readme, tables
 from nmt_experiments.replicate import replicate_profile
 from nmt_experiments.results import (
     commit_text,
@@ -126,7 +126,7 @@ note1 = (
     f"All (sacreBLEU): `{sig['detok']}`. Paper columns: results/paper/table1.csv."
     + (seeds1 if "seeds" in t1[0] else "")
 )
-Markdown(tables.show_table(out, "table1", t1, note1, write=train))
+Markdown(markdown.show_table(out, "table1", t1, note1, write=train))
 
 # %% tags=["hide-input"]
 ours = {r["model"]: r for r in t1}
@@ -134,7 +134,7 @@ for name in MODELS:
     key = name.replace("*", "star").replace("-", "_")
     glue(f"t1_{key}_all", ours[name]["All"], display=False)
     glue(f"t1_{key}_paper", ours[name]["paper All"], display=False)
-judged = claims.claims(out)
+judged = paper_claims.claims(out)
 glue("t1_claim", judged[0]["verdict"], display=False)
 glue(
     "t1_claim_why",
@@ -148,8 +148,8 @@ glue("claims_short", claims.SHORT, display=False)
 glue("claims_long", claims.LONG, display=False)
 glue("claims_diagonal", claims.DIAGONAL, display=False)
 glue("claims_n", len(judged), display=False)
-glue("claims_counts", tables.verdict_counts([r["verdict"] for r in judged]), display=False)
-glue("claims_moses", claims.MOSES_CLAIM, display=False)
+glue("claims_counts", readme.verdict_counts([r["verdict"] for r in judged]), display=False)
+glue("claims_moses", paper_claims.MOSES_CLAIM, display=False)
 groups = seed_groups(out)
 stats = {
     m: [
@@ -213,7 +213,7 @@ note2 = (
     "over a fixed sample of training pairs and over the dev set. Paper: results/paper/table2.csv."
     + (" A model with several seeds: the mean over them." if "seeds" in t2[0] else "")
 )
-Markdown(tables.show_table(out, "table2", t2, note2, write=train))
+Markdown(markdown.show_table(out, "table2", t2, note2, write=train))
 
 # %% tags=["hide-input"]
 t2m = {r["model"]: r for r in t2}
@@ -350,7 +350,7 @@ plt.close(fig)
 # ::::{admonition} The code: `claims`
 # :class: dropdown
 #
-# ```{literalinclude} ../../nmt_experiments/claims.py
+# ```{literalinclude} ../../nmt_experiments/paper_claims.py
 # :pyobject: claims
 # ```
 #
@@ -360,10 +360,10 @@ plt.close(fig)
 # ::::
 
 # %% tags=["hide-input"]
-note_c = claims.note(out, profile)
+note_c = paper_claims.note(out, profile)
 if train:
-    tables.write_table(out, "claims", judged, note_c)
-Markdown(tables.claims_markdown(judged) + "\n" + note_c)
+    markdown.write_table(out, "claims", judged, note_c)
+Markdown(markdown.claims_markdown(judged) + "\n" + note_c)
 
 # %% [markdown]
 # ## Why the numbers are lower than the paper's
@@ -390,7 +390,7 @@ glue("gap_seen", f"{gm['RNNsearch-50']['pairs seen']:,}", display=False)
 glue("gap_paper_seen", f"{gm['RNNsearch-50']['paper pairs seen']:,}", display=False)
 glue("gap_params", gm["RNNsearch-50"]["parameters (M)"], display=False)
 glue("gap_paper_params", gm["RNNsearch-50"]["paper parameters (M)"], display=False)
-Markdown(tables.show_table(out, "gap", gap, note_g, write=train))
+Markdown(markdown.show_table(out, "gap", gap, note_g, write=train))
 
 # %% [markdown]
 # RNNsearch-50 here saw {glue:text}`gap_seen` sentence pairs against the paper's
@@ -406,9 +406,9 @@ Markdown(tables.show_table(out, "gap", gap, note_g, write=train))
 
 # %% tags=["hide-input"]
 pilot_out = results_path("pilot")
-for name, value in pilot.book_numbers(pilot_out).items():
+for name, value in pilot_report.book_numbers(pilot_out).items():
     glue(name, value, display=False)
-pilot_fig = pilot.figure(read_json(pilot_out / "summary.json"), pilot_out)
+pilot_fig = pilot_report.figure(read_json(pilot_out / "summary.json"), pilot_out)
 glue("pilot_fig", pilot_fig, display=False)
 plt.close(pilot_fig)
 

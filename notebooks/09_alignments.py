@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from nmt_experiments import claims, plots, replicate, tables
+from nmt_experiments import claims, markdown, plots, replicate, tables
 from nmt_experiments.results import published_dir, require_results, results_path, run_dir
 from nmt_lib.io import atomic_write, read_json
 
@@ -236,7 +236,7 @@ if unk_rows:
     )
     display(
         Markdown(
-            tables.markdown_table(unk_rows) + "\nnewstest2014, tokenized BLEU, all "
+            markdown.markdown_table(unk_rows) + "\nnewstest2014, tokenized BLEU, all "
             "sentences; % of the output's tokens."
         )
     )

@@ -34,8 +34,8 @@ from IPython.display import Markdown
 from myst_nb import glue
 from torch.testing import assert_close
 
+from nmt_experiments.markdown import markdown_table
 from nmt_experiments.recipes import SEEDS, run_name
-from nmt_experiments.tables import markdown_table
 from nmt_lib.config import PROFILE_DIR, load_profile, model_config
 from nmt_lib.models import build_model
 from nmt_lib.models.seq2seq import reverse_words

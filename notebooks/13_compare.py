@@ -38,7 +38,16 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_experiments import claims, comparison, plots, recipes, tables
+from nmt_experiments import (
+    claims,
+    comparison,
+    footing,
+    markdown,
+    plots,
+    readme,
+    recipe_sweep,
+    tables,
+)
 from nmt_experiments.results import commit_text, eval_share, require_results, run_dir
 from nmt_lib.io import read_json
 
@@ -56,7 +65,7 @@ diff = (
     else ""
 )
 glue("cmp_commit", commit_text(manifest) + diff, display=False)
-cost = comparison.compute(out)
+cost = footing.compute(out)
 total = cost["sweep"] + cost["search"] + cost["comparison"]
 glue(
     "cmp_compute",
@@ -152,10 +161,10 @@ glue(
 # ({ref}`deviations-other-models`).
 
 # %% tags=["hide-input"]
-Markdown(tables.markdown_table(comparison.recipes(out)) + "\n" + comparison.recipes_note(out))
+Markdown(markdown.markdown_table(comparison.recipes(out)) + "\n" + comparison.recipes_note(out))
 
 # %% tags=["hide-input"]
-sweep = recipes.RESULTS / "recipes.csv"
+sweep = recipe_sweep.RESULTS / "recipes.csv"
 swept = (
     list(csv.DictReader(sweep.read_text(encoding="utf-8").splitlines())) if sweep.is_file() else []
 )
@@ -172,7 +181,11 @@ shown = [
     for k, r in enumerate(swept)
 ]
 Markdown(
-    tables.markdown_table(shown, fit=None) + "\n" + recipes.NOTE + "\n\n" + recipes.bracketed_text()
+    markdown.markdown_table(shown, fit=None)
+    + "\n"
+    + recipe_sweep.NOTE
+    + "\n\n"
+    + recipe_sweep.bracketed_text()
     if swept and by_updates
     else "*The recipe sweep's table is shown here once the comparison's runs are trained with "
     "its recipes.*"
@@ -184,7 +197,7 @@ Markdown(
 # %% tags=["hide-input"]
 rows = comparison.table(out)
 Markdown(
-    tables.markdown_table(rows)
+    markdown.markdown_table(rows)
     + "\n"
     + comparison.note(out).split(" 95%")[0]
     + " Dev NLL: nats per sentence, on all of dev (the mean over seeds). train tok/s: "
@@ -194,7 +207,7 @@ Markdown(
 # %% tags=["hide-input"]
 by = {r["model"]: r for r in rows}
 ranked = sorted(rows, key=lambda r: -r["All"])
-glue("cmp_order", tables.ranked_text(rows), display=False)
+glue("cmp_order", readme.ranked_text(rows), display=False)
 attn = [m for m in found if comparison.has_attention(out, first[m])]
 plain = [m for m in found if m not in attn]
 palette = {m: f"C{k}" for k, m in enumerate(found)}
@@ -277,7 +290,7 @@ glue(
 )
 dev_n = comparison.config(out, manifest["runs"][0])["train"]["dev_nll_sentences"]
 Markdown(
-    tables.markdown_table(per_update) + "\nSeconds per update: those of the model's median "
+    markdown.markdown_table(per_update) + "\nSeconds per update: those of the model's median "
     "seed by that measure (one run slowed by other work on the machine does not set it). The "
     "mean over seeds of: the share of the training time that went to evaluating on dev, and dev "
     f"NLL (nats per sentence on the fixed dev subset of {dev_n} sentences that training "
@@ -332,7 +345,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 judged = comparison.claims(out)
-Markdown(tables.claims_markdown(judged) + "\n" + comparison.note(out))
+Markdown(markdown.claims_markdown(judged) + "\n" + comparison.note(out))
 
 # %% tags=["hide-input"]
 glue("cmp_margin", f"{claims.MARGIN:g}", display=False)
@@ -349,7 +362,7 @@ def names(ms):
 
 
 def verdicts_of(rows_):
-    counts = tables.verdict_counts([r["verdict"] for r in rows_])
+    counts = readme.verdict_counts([r["verdict"] for r in rows_])
     return counts or "no claim"
 
 
@@ -382,7 +395,7 @@ def claim_text(prefix: str) -> str:
 glue("cmp_table1", Markdown(claim_text("RNNsearch-50 beats")), display=False)
 glue("cmp_reversal", Markdown(claim_text("Reversing")), display=False)
 glue("cmp_transformer", Markdown(claim_text("The Transformer beats")), display=False)
-glue("cmp_tf_footing", comparison.transformer_footing(out), display=False)
+glue("cmp_tf_footing", footing.transformer_footing(out), display=False)
 
 # %% [markdown]
 # Of the {glue:text}`cmp_claims_n` claims judged: {glue:text}`cmp_all_verdicts`.
@@ -416,7 +429,7 @@ glue("cmp_tf_footing", comparison.transformer_footing(out), display=False)
 
 # %% tags=["hide-input"]
 shapes = comparison.outputs(out)
-Markdown(tables.markdown_table(shapes) + "\n" + comparison.OUTPUTS_NOTE)
+Markdown(markdown.markdown_table(shapes) + "\n" + comparison.OUTPUTS_NOTE)
 
 # %% tags=["hide-input"]
 loopiest = max(shapes, key=lambda r: r["looping (%)"])
@@ -470,7 +483,7 @@ plt.close(fig)
 peaked = [s["model"] for s in summary if s["mean largest weight"] >= claims.PEAKED]
 glue("cmp_peaked", names(peaked), display=False)
 glue("cmp_peaked_rule", claims.PEAKED, display=False)
-Markdown(tables.markdown_table(summary))
+Markdown(markdown.markdown_table(summary))
 
 # %% [markdown]
 # ```{glue:figure} cmp_fig3
@@ -504,9 +517,9 @@ Markdown(tables.markdown_table(summary))
 # seeds: read it as where each stands, not as a verdict.
 
 # %% tags=["hide-input"]
-gpu_rows = comparison.gpu_view()
+gpu_rows = footing.gpu_view()
 if gpu_rows:
-    gm = read_json(comparison.GPU_RESULTS / "manifest.json")
+    gm = read_json(footing.GPU_RESULTS / "manifest.json")
     device = next(iter(gm["hardware"]["device_per_run"].values()))
     short = f"All <{claims.SHORT} words"
     below = {r["model"]: r[short] for r in gpu_rows if r[short] < claims.FLOOR}
@@ -528,19 +541,19 @@ if gpu_rows:
             f"budget*: {claims.floor_text(below)}. "
         )
     for model in below:
-        opening, n, total = comparison.commonest_opening(run_dir(comparison.GPU_RESULTS, model))
+        opening, n, total = footing.commonest_opening(run_dir(footing.GPU_RESULTS, model))
         same = ": the same opening whatever the source" if 2 * n > total else ""
         text += f"{n:,} of {model}'s {total:,} test translations begin with “{opening}”{same}. "
     if any(m.startswith("Transformer") for m in below):
-        text += comparison.transformer_recipe(comparison.GPU_RESULTS) + (
-            comparison.transformer_footing(comparison.GPU_RESULTS)
+        text += footing.transformer_recipe(footing.GPU_RESULTS) + (
+            footing.transformer_footing(footing.GPU_RESULTS)
         )
     note = (
         f"Profile `{gm['profile']}` (newstest2014, tokenized BLEU), one run per model, "
         f"{', '.join(sorted(set(gm['hardware']['precision_per_run'].values())))}; minutes: "
         "training, its evaluations on dev included."
     )
-    display_gpu = Markdown(f"{text}\n\n{tables.markdown_table(gpu_rows)}\n{note}")
+    display_gpu = Markdown(f"{text}\n\n{markdown.markdown_table(gpu_rows)}\n{note}")
 else:
     display_gpu = Markdown("No GPU run of the comparison is committed (`results/gpu/compare/`).")
 display_gpu

@@ -41,8 +41,8 @@ from myst_nb import glue
 from torch.nn import functional as F
 from torch.testing import assert_close
 
+from nmt_experiments.markdown import markdown_table
 from nmt_experiments.results import paper_table
-from nmt_experiments.tables import markdown_table
 from nmt_lib.config import ModelConfig, TrainConfig, home
 from nmt_lib.data import pad
 from nmt_lib.fast import accelerate

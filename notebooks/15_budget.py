@@ -27,18 +27,18 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_experiments import budget, plots, tables
+from nmt_experiments import budget_report, markdown, plots, tables
 from nmt_experiments.claims import MARGIN, alignment_stats
 from nmt_experiments.results import commit_text, paper_table, require_results, results_path, run_dir
 from nmt_lib import bleu
 from nmt_lib.config import load_profile, run_from_dict
 from nmt_lib.io import read_json
 
-out = budget.RESULTS
+out = budget_report.RESULTS
 require_results(out, "manifest.json", "arms.csv")
 manifest = read_json(out / "manifest.json")
 configs = {name: run_from_dict(c) for name, c in manifest["configs"].items()}
-found = budget.findings(out)
+found = budget_report.findings(out)
 ref = manifest["runs"][0]
 glue("bu_n_arms", len(manifest["runs"]), display=False)
 glue("bu_minutes", configs[ref].train.max_hours * 60, display=False)
@@ -100,7 +100,7 @@ glue("bu_chosen", found["chosen"], display=False)
 # ## The curves
 
 # %% tags=["hide-input"]
-fig = plots.budget_curves(budget.curves(out))
+fig = plots.budget_curves(budget_report.curves(out))
 glue("bu_fig", fig, display=False)
 plt.close(fig)
 
@@ -116,15 +116,15 @@ plt.close(fig)
 # ## The arms at equal time
 
 # %% tags=["hide-input"]
-rows = budget.arm_table(out)
+rows = budget_report.arm_table(out)
 by_arm = {r["arm"]: r for r in rows}
 learned = ["arm", *(k for k in rows[0] if k.startswith("dev "))]
 did = [k for k in rows[0] if k not in learned[1:]]
 Markdown(
     "What each arm learned:\n\n"
-    + tables.markdown_table([{k: r[k] for k in learned} for r in rows])
+    + markdown.markdown_table([{k: r[k] for k in learned} for r in rows])
     + "\n\nWhat each arm is and did in its minutes:\n\n"
-    + tables.markdown_table([{k: r[k] for k in did} for r in rows])
+    + markdown.markdown_table([{k: r[k] for k in did} for r in rows])
 )
 
 # %% tags=["hide-input"]
@@ -150,7 +150,7 @@ glue("bu_upd_max", f"{max(same):,}", display=False)
 # excluded.
 
 # %% tags=["hide-input"]
-noise = budget.noise_floor(out)
+noise = budget_report.noise_floor(out)
 floor = noise["floor"]
 assert noise["pairs"], "no replicate pair: the study cannot state its noise"
 glue("bu_floor", floor, display=False)
@@ -235,7 +235,9 @@ lr_text = ""
 if lr_arm in by_arm and delta(found["chosen"], lr_arm) is not None:
     gap, a, b = delta(found["chosen"], lr_arm), by_arm[found["chosen"]], by_arm[lr_arm]
     early = [
-        m for m in budget.COMPARE_AT[:-1] if b[f"dev NLL @{m:g} min"] < a[f"dev NLL @{m:g} min"]
+        m
+        for m in budget_report.COMPARE_AT[:-1]
+        if b[f"dev NLL @{m:g} min"] < a[f"dev NLL @{m:g} min"]
     ]
     within = abs(gap) < floor
     lr_text = (
@@ -350,12 +352,12 @@ Markdown("\n".join(cost))
 # %% tags=["hide-input"]
 lite = load_profile("lite").runs["RNNsearch-50"]
 chosen = configs[found["chosen"]]
-diff = budget.recipe_differences(lite, chosen)
+diff = budget_report.recipe_differences(lite, chosen)
 glue(
     "bu_lite_same", "uses exactly these settings" if not diff else f"differs: {diff}", display=False
 )
 assert not diff, f"profile lite does not use the chosen arm's recipe: {diff}"
-recipe = budget.recipe(chosen)
+recipe = budget_report.recipe(chosen)
 unused = {"adam": ("train.rho", "train.eps")}.get(chosen.train.optimizer, ())  # Adadelta's
 unused += ("train.lr_decay",) if chosen.train.lr_schedule == "constant" else ()
 recipe = {k: v for k, v in recipe.items() if k not in unused}
@@ -379,7 +381,7 @@ import csv
 
 with open(out / "search.csv", encoding="utf-8") as f:
     search_rows = list(csv.DictReader(f))
-choice = budget.search_choice(out)
+choice = budget_report.search_choice(out)
 glue(
     "bu_search_norm",
     "their cost divided by their length" if choice["normalize"] else "their total cost",
@@ -387,7 +389,7 @@ glue(
 )
 assert lite.search.normalize == choice["normalize"], "profile lite: search.normalize"
 Markdown(
-    tables.markdown_table(
+    markdown.markdown_table(
         [{k: v for k, v in r.items() if k not in ("arm", "beam")} for r in search_rows]
     )
 )
@@ -404,7 +406,7 @@ Markdown(
 # search settings chosen on dev, tokenized BLEU as Table 1), with Figure 3's sentences:
 
 # %% tags=["hide-input"]
-ext = budget.extended(out)
+ext = budget_report.extended(out)
 long_run = ext.get(found["chosen"])
 encdec = ext.get(f"{found['chosen']}-RNNencdec")
 short_run = ext.get(f"{found['chosen']} (study arm)")
@@ -420,7 +422,7 @@ table = [
     }
     for name, e in ext.items()
 ]
-Markdown(tables.markdown_table(table) if table else "*(not run)*")
+Markdown(markdown.markdown_table(table) if table else "*(not run)*")
 
 # %% tags=["hide-input"]
 values = dict.fromkeys(("bu_pair", "bu_pair_verdict", "bu_need_10", "bu_need_14"), "(not measured)")
@@ -447,7 +449,7 @@ if long_run and short_run:
         (long_run["minutes"], long_run["test_bleu"]),
     ]
     for target in (10, 14):
-        t = budget.minutes_for_bleu(pts, target)
+        t = budget_report.minutes_for_bleu(pts, target)
         values[f"bu_need_{target}"] = f"{t:,.0f} minutes" if t else "no finite time"
 for key, value in values.items():
     glue(key, value, display=False)
@@ -567,7 +569,7 @@ glue(
     "bu_old_recipe", f"{old_cfg.train.optimizer}, the loss as a {old_cfg.train.loss}", display=False
 )
 glue("bu_old_commit", commit_text(old_manifest), display=False)
-Markdown(tables.markdown_table(old_rows))
+Markdown(markdown.markdown_table(old_rows))
 
 # %% [markdown]
 # Trained with {glue:text}`bu_old_recipe` (commit {glue:text}`bu_old_commit`), for
@@ -635,7 +637,7 @@ for key in ("bu_gpu_minutes", "bu_gpu_updates", "bu_gpu_bleu", "bu_gpu_share"):
     glue(key, gpu_values.get(key, float("nan")), display=False)
 for key in ("bu_gpu_device", "bu_gpu_commit"):
     glue(key, gpu_values.get(key, "(not run)"), display=False)
-Markdown(tables.markdown_table(gpu_rows) if gpu_values else "*(not run)*")
+Markdown(markdown.markdown_table(gpu_rows) if gpu_values else "*(not run)*")
 
 # %% [markdown]
 # In {glue:text}`bu_gpu_minutes:.0f` minutes of one {glue:text}`bu_gpu_device` (commit

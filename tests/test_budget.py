@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from nmt_experiments import budget
+from nmt_experiments import budget, budget_report
 from nmt_lib import bleu
 from nmt_lib.config import load_profile, run_from_dict
 from nmt_lib.data import fixtures
@@ -84,7 +84,7 @@ def test_a_study_trains_every_arm_and_writes_its_report(study):
     assert all(int(r["updates"]) == 12 for r in rows)
     final = json.loads((out / "runs" / "paper" / "final.json").read_text())
     assert final["dev_nll_sentences"] == 24 == final["dev_bleu_sentences"]  # 2 dev sets of 12
-    curves = budget.curves(out)
+    curves = budget_report.curves(out)
     assert [r["update"] for r in curves["adam"]] == [4, 8, 12]
     assert all(
         a["minutes"] < b["minutes"]
@@ -99,18 +99,24 @@ def test_a_study_trains_every_arm_and_writes_its_report(study):
 
 def test_interpolation_and_first_crossing():
     curve = [{"minutes": 1.0, "dev_nll": 10.0}, {"minutes": 3.0, "dev_nll": 6.0}]
-    assert budget.at_minutes(curve, 2.0) == pytest.approx(8.0)
-    assert budget.at_minutes(curve, 3.0) == pytest.approx(6.0)
-    assert budget.at_minutes(curve, 0.5) is None and budget.at_minutes(curve, 3.5) is None
-    assert budget.reach_minutes(curve, 7.0) == pytest.approx(2.5)
-    assert budget.reach_minutes(curve, 11.0) == 1.0 and budget.reach_minutes(curve, 5.0) is None
+    assert budget_report.at_minutes(curve, 2.0) == pytest.approx(8.0)
+    assert budget_report.at_minutes(curve, 3.0) == pytest.approx(6.0)
+    assert (
+        budget_report.at_minutes(curve, 0.5) is None
+        and budget_report.at_minutes(curve, 3.5) is None
+    )
+    assert budget_report.reach_minutes(curve, 7.0) == pytest.approx(2.5)
+    assert (
+        budget_report.reach_minutes(curve, 11.0) == 1.0
+        and budget_report.reach_minutes(curve, 5.0) is None
+    )
 
 
 def test_log_linear_fit_recovers_a_known_curve():
     import math
 
     u = [250 * k for k in range(1, 20)]
-    fit = budget.fit_log_linear(u, [300 - 25 * math.log(x) for x in u])
+    fit = budget_report.fit_log_linear(u, [300 - 25 * math.log(x) for x in u])
     assert fit["alpha"] == pytest.approx(300) and fit["beta"] == pytest.approx(25)
     assert fit["rmse"] < 1e-9
 
@@ -118,34 +124,34 @@ def test_log_linear_fit_recovers_a_known_curve():
 def test_recipe_differences_name_the_settings():
     prof = load_profile(budget.PROFILE)
     ref, paper = prof.runs["adam-1e-3"], prof.runs["paper"]
-    assert budget.recipe_differences(ref, ref) == ""
-    diff = budget.recipe_differences(paper, ref)
+    assert budget_report.recipe_differences(ref, ref) == ""
+    diff = budget_report.recipe_differences(paper, ref)
     assert "train.optimizer='adadelta' (arm: 'adam')" in diff and "train.loss='sum'" in diff
     assert "model." not in diff
 
 
 committed = pytest.mark.skipif(
-    not (budget.RESULTS / "manifest.json").is_file(), reason="no committed budget study"
+    not (budget_report.RESULTS / "manifest.json").is_file(), reason="no committed budget study"
 )
 
 
 @committed
 def test_committed_study_tables_are_what_the_code_makes_of_its_runs():
-    rows = budget.arm_table(budget.RESULTS)
-    with open(budget.RESULTS / "arms.csv", encoding="utf-8") as f:
+    rows = budget_report.arm_table(budget_report.RESULTS)
+    with open(budget_report.RESULTS / "arms.csv", encoding="utf-8") as f:
         saved = list(csv.DictReader(f))
     assert saved == [{k: "" if v is None else str(v) for k, v in r.items()} for r in rows]
 
 
 @committed
 def test_lite_trains_with_the_recipe_the_study_chose():
-    manifest = json.loads((budget.RESULTS / "manifest.json").read_text(encoding="utf-8"))
-    chosen = budget.findings(budget.RESULTS)["chosen"]
+    manifest = json.loads((budget_report.RESULTS / "manifest.json").read_text(encoding="utf-8"))
+    chosen = budget_report.findings(budget_report.RESULTS)["chosen"]
     arm = run_from_dict(manifest["configs"][chosen])
     for name, run in load_profile("lite").runs.items():
-        assert budget.recipe_differences(run, arm) == "", name
-        assert run.search.normalize == budget.search_choice()["normalize"], name
-    paper = budget.findings(budget.RESULTS).get("paper")
+        assert budget_report.recipe_differences(run, arm) == "", name
+        assert run.search.normalize == budget_report.search_choice()["normalize"], name
+    paper = budget_report.findings(budget_report.RESULTS).get("paper")
     assert paper and math.isfinite(paper["dev_nll"]) and paper["clip_rate"] > 0.9
 
 
@@ -153,7 +159,7 @@ def test_gpu_takes_lites_training_recipe_and_search():
     """The `gpu` profile differs from `lite` in its sizes and precision, not in how it learns."""
     lite = load_profile("lite").runs["RNNsearch-50"]
     for name, run in load_profile("gpu").runs.items():
-        same = [k for k in budget.RECIPE["train"] if k != "precision"]
+        same = [k for k in budget_report.RECIPE["train"] if k != "precision"]
         assert {k: getattr(run.train, k) for k in same} == {
             k: getattr(lite.train, k) for k in same
         }, name
@@ -167,12 +173,12 @@ def test_gpu_takes_lites_training_recipe_and_search():
 def test_search_settings_are_compared_on_dev(study):
     rows = budget.search_study(study / "out", sentences=6, data_dir=study / "wmt")
     assert [r["search.normalize"] for r in rows] == [False, True]
-    assert all(r["arm"] == budget.findings(study / "out")["chosen"] for r in rows)
+    assert all(r["arm"] == budget_report.findings(study / "out")["chosen"] for r in rows)
     assert all(r["dev sentences"] == 6 and 0 <= r["brevity penalty"] <= 1 for r in rows)
     saved = list(csv.DictReader((study / "out" / "search.csv").open()))
     assert [r["dev BLEU"] for r in saved] == [str(r["dev BLEU"]) for r in rows]
     best = max(rows, key=lambda r: r["dev BLEU"])
-    assert budget.search_choice(study / "out") == {"normalize": best["search.normalize"]}
+    assert budget_report.search_choice(study / "out") == {"normalize": best["search.normalize"]}
 
 
 def test_the_chosen_arm_trains_on_and_is_evaluated_on_the_test_set(study):
@@ -180,7 +186,7 @@ def test_the_chosen_arm_trains_on_and_is_evaluated_on_the_test_set(study):
     if not (out / "search.csv").is_file():
         budget.search_study(out, sentences=6, data_dir=study / "wmt")
     before = (out / "arms.csv").read_text()
-    chosen = budget.findings(out)["chosen"]
+    chosen = budget_report.findings(out)["chosen"]
     trained = json.loads((out / "runs" / chosen / "train_summary.json").read_text())["hours"]
     # a budget beyond the arm's own, however long its 12 updates took on a loaded machine
     ext = budget.extend_arm(out, minutes=60 * trained + 0.05, data_dir=study / "wmt")
@@ -189,7 +195,7 @@ def test_the_chosen_arm_trains_on_and_is_evaluated_on_the_test_set(study):
     assert ext["summary"]["stopped_by"] == "max_hours"
     d = out / "extended" / arm
     bleu = json.loads((d / "bleu.json").read_text())
-    assert bleu["search"]["normalize"] == budget.search_choice(out)["normalize"]
+    assert bleu["search"]["normalize"] == budget_report.search_choice(out)["normalize"]
     assert len((d / "hyp.test.tok.txt").read_text().splitlines()) == 12
     assert json.loads((d / "final.json").read_text())["dev_nll_sentences"] == 24
     assert (out / "arms.csv").read_text() == before  # the study's arms are left as they were
@@ -216,8 +222,8 @@ def test_the_same_recipe_trains_rnnencdec_from_scratch(study):
 
 
 def test_extrapolation_and_paired_difference():
-    assert budget.minutes_for_bleu([(10, 2.0), (40, 6.0)], 10.0) == pytest.approx(160.0)
-    assert budget.minutes_for_bleu([(10, 6.0), (40, 6.0)], 10.0) is None
+    assert budget_report.minutes_for_bleu([(10, 2.0), (40, 6.0)], 10.0) == pytest.approx(160.0)
+    assert budget_report.minutes_for_bleu([(10, 6.0), (40, 6.0)], 10.0) is None
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -237,18 +243,20 @@ def test_extrapolation_and_paired_difference():
 def test_noise_floor_is_the_largest_difference_between_replicates():
     """The replicate pairs differ in the loss's scale only and clipped every update; the floor is the
     largest of their dev NLL differences, recomputed here from the committed arms.csv."""
-    result = budget.noise_floor(budget.RESULTS)
-    assert result["pairs"] == list(budget.REPLICATES)
+    result = budget_report.noise_floor(budget_report.RESULTS)
+    assert result["pairs"] == list(budget_report.REPLICATES)
     for a, b in result["pairs"]:
         assert (
-            budget.clipped_share(budget.RESULTS, a) == budget.clipped_share(budget.RESULTS, b) == 1
+            budget_report.clipped_share(budget_report.RESULTS, a)
+            == budget_report.clipped_share(budget_report.RESULTS, b)
+            == 1
         )
-    with open(budget.RESULTS / "arms.csv", encoding="utf-8") as f:
+    with open(budget_report.RESULTS / "arms.csv", encoding="utf-8") as f:
         rows = {r["arm"]: r for r in csv.DictReader(f)}
     diffs = [
         abs(float(rows[a][f"dev NLL @{m:g} min"]) - float(rows[b][f"dev NLL @{m:g} min"]))
-        for a, b in budget.REPLICATES
-        for m in budget.COMPARE_AT
+        for a, b in budget_report.REPLICATES
+        for m in budget_report.COMPARE_AT
     ]
     assert result["floor"] == pytest.approx(max(diffs), abs=0.011)  # arms.csv rounds to 0.01
     assert len(result["differences"]) == len(diffs)
@@ -257,7 +265,9 @@ def test_noise_floor_is_the_largest_difference_between_replicates():
 @committed
 def test_noise_floor_refuses_pairs_that_are_not_replicates():
     with pytest.raises(ValueError, match="more than train.loss"):
-        budget.noise_floor(budget.RESULTS, pairs=(("adam-1e-3", "adam-3e-3"),))
+        budget_report.noise_floor(budget_report.RESULTS, pairs=(("adam-1e-3", "adam-3e-3"),))
     # the same recipe up to the loss, but not every update clipped: different steps, left out
-    unclipped = budget.noise_floor(budget.RESULTS, pairs=(("adam-1e-3", "adam-1e-3-loss-token"),))
+    unclipped = budget_report.noise_floor(
+        budget_report.RESULTS, pairs=(("adam-1e-3", "adam-1e-3-loss-token"),)
+    )
     assert unclipped == {"floor": None, "differences": [], "pairs": []}

@@ -10,11 +10,11 @@ from nmt_experiments.claims import (
     NOT_TESTABLE,
     alignment_stats,
     attention_summary,
-    claims,
     holds_verdict,
     rank_correlation,
     verdict,
 )
+from nmt_experiments.paper_claims import claims
 from nmt_experiments.results import run_dir
 from nmt_lib import bleu
 from nmt_lib.paper import MODELS

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from nmt_experiments import claims, comparison
+from nmt_experiments import claims, comparison, footing
 from nmt_experiments.results import run_dir
 from nmt_lib import bleu
 
@@ -327,12 +327,12 @@ def test_the_gpu_view_reads_its_runs_and_is_empty_without_them(tmp_path, monkeyp
         }
         for r in runs
     ]
-    monkeypatch.setattr(comparison.tables, "comparison_table", lambda d: base if d == out else [])
-    rows = comparison.gpu_view(out)
+    monkeypatch.setattr(footing.tables, "comparison_table", lambda d: base if d == out else [])
+    rows = footing.gpu_view(out)
     assert [r["model"] for r in rows] == runs and {r["minutes"] for r in rows} == {3.0}
     short = f"All <{claims.SHORT} words"
     assert rows[0][short] == 100.0 and rows[1][short] < 5  # each run's own sentences
-    assert comparison.gpu_view(tmp_path / "none") == []
+    assert footing.gpu_view(tmp_path / "none") == []
 
 
 def test_the_commonest_opening_counts_the_translations_that_begin_with_it(tmp_path):
@@ -340,15 +340,15 @@ def test_the_commonest_opening_counts_the_translations_that_begin_with_it(tmp_pa
         "Monsieur le Président , merci .\nMonsieur le Président .\nLe chat dort .\nMonsieur le\n",
         encoding="utf-8",
     )
-    assert comparison.commonest_opening(tmp_path) == ("Monsieur le Président", 2, 4)
-    assert comparison.commonest_opening(tmp_path, words=1) == ("Monsieur", 3, 4)
+    assert footing.commonest_opening(tmp_path) == ("Monsieur le Président", 2, 4)
+    assert footing.commonest_opening(tmp_path, words=1) == ("Monsieur", 3, 4)
 
 
 def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
     from nmt_experiments.results import tokens_per_update
 
     out = fake_dir(tmp_path, {"RNNsearch-50": ({"arch": "RNNsearch"}, 0.9, 0.5)})
-    assert comparison.transformer_footing(out) == ""  # no Transformer trained
+    assert footing.transformer_footing(out) == ""  # no Transformer trained
     cfg = {"arch": "Transformer", "layers": 3, "m": 128, "heads": 4, "ff": 512}
     out = fake_dir(tmp_path / "tf", {"Transformer-50": (cfg, 0.9, 0.5)})
     d = run_dir(out, "Transformer-50-s1")
@@ -370,7 +370,7 @@ def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
     (d / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert tokens_per_update(d) == 2000.0
     (d / "train_summary.json").write_text(json.dumps({"updates": 3000}))
-    text = comparison.transformer_footing(out)
+    text = footing.transformer_footing(out)
     assert "ours made 3,000 of about 2,000, 417 times fewer target tokens" in text
     assert "3 layers of width 128 (4 heads, feed-forward 512) against 6 of 512" in text
 
@@ -441,7 +441,7 @@ def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
         }
         (d / "manifest.json").write_text(json.dumps(manifest))
     (tmp_path / "recipes" / "search.csv").write_text("model,seconds\nA,720\nA,1080\n")
-    assert comparison.compute(tmp_path) == {
+    assert footing.compute(tmp_path) == {
         "sweep": 1.0,
         "search": 0.5,
         "comparison": 3.1,
@@ -449,7 +449,7 @@ def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
     }
     for f in ("manifest.json", "search.csv"):  # a comparison without its sweep
         (tmp_path / "recipes" / f).unlink()
-    assert comparison.compute(tmp_path)["sweep"] == comparison.compute(tmp_path)["search"] == 0
+    assert footing.compute(tmp_path)["sweep"] == footing.compute(tmp_path)["search"] == 0
 
 
 def test_the_length_claims_lengths_are_the_testbeds(tmp_path):

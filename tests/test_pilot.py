@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_experiments import pilot
+from nmt_experiments import pilot, pilot_extrapolation, pilot_report
+from nmt_experiments.claims import FLOOR
 from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
-from nmt_lib.config import load_profile
+from nmt_lib.config import home, load_profile
 from nmt_lib.data import fixtures
 from nmt_lib.train import train_run
 
@@ -88,7 +89,7 @@ def test_points_are_every_k_updates_and_the_budget():
 
 def test_each_arm_is_scored_at_its_points_with_its_hypotheses(study):
     out = study / "out"
-    curves = pilot.arm_curves(out, study / "pilot.toml")
+    curves = pilot_extrapolation.arm_curves(out, study / "pilot.toml")
     assert [p["update"] for p in curves["a"]] == [4, 8, 10]
     assert [p["update"] for p in curves["b"]] == [4]
     short = curves["a"][0]["short_sentences"]
@@ -157,52 +158,54 @@ def test_an_arm_scored_at_a_missing_point_resumes_there(study, monkeypatch):
 
 def test_a_log_fit_recovers_a_known_line_and_solves_for_the_floor():
     ups = [1000, 2000, 4000, 8000]
-    fit = pilot.fit_log(ups, [1.0 + 0.8 * math.log(u) for u in ups])
+    fit = pilot_extrapolation.fit_log(ups, [1.0 + 0.8 * math.log(u) for u in ups])
     assert fit["b"] == pytest.approx(0.8) and fit["a"] == pytest.approx(1.0)
     assert fit["per_doubling"] == pytest.approx(0.8 * math.log(2)) and fit["rmse"] < 1e-9
-    assert pilot.reach(fit, 1.0 + 0.8 * math.log(20000)) == pytest.approx(20000)
-    assert pilot.reach({**fit, "b": 0.0}, 5.0) is None
-    falling = pilot.fit_log(ups, [9.0 - 0.5 * math.log(u) for u in ups])
-    assert pilot.reach(falling, 9.0) is None  # moving away from it
-    assert pilot.reach(falling, 9.0 - 0.5 * math.log(16000)) == pytest.approx(16000)
+    assert pilot_extrapolation.reach(fit, 1.0 + 0.8 * math.log(20000)) == pytest.approx(20000)
+    assert pilot_extrapolation.reach({**fit, "b": 0.0}, 5.0) is None
+    falling = pilot_extrapolation.fit_log(ups, [9.0 - 0.5 * math.log(u) for u in ups])
+    assert pilot_extrapolation.reach(falling, 9.0) is None  # moving away from it
+    assert pilot_extrapolation.reach(falling, 9.0 - 0.5 * math.log(16000)) == pytest.approx(16000)
     # BLEU falling exponentially in the NLL: ln BLEU = 10 - 0.1 NLL reaches the floor at NLL 100 - 10 ln 5
-    m = pilot.bleu_vs_nll(
+    m = pilot_extrapolation.bleu_vs_nll(
         [(x, math.exp(10 - 0.1 * x)) for x in (95.0, 100.0, 110.0)] + [(120.0, 0.0)]
     )
     assert m["points"] == 3 and m["slope"] == pytest.approx(-0.1) and m["rmse"] < 1e-9
-    assert m["floor_nll"] == pytest.approx(100 - 10 * math.log(pilot.FLOOR))
-    assert pilot.bleu_vs_nll([(100.0, 1.0)]) is None
-    assert pilot.bleu_vs_nll([(100.0, 1.0), (90.0, 0.5)])["floor_nll"] is None  # does not fall
+    assert m["floor_nll"] == pytest.approx(100 - 10 * math.log(FLOOR))
+    assert pilot_extrapolation.bleu_vs_nll([(100.0, 1.0)]) is None
+    does_not_fall = pilot_extrapolation.bleu_vs_nll([(100.0, 1.0), (90.0, 0.5)])
+    assert does_not_fall["floor_nll"] is None
     rows = [{"update": u} for u in (250, 500, 750, 1000)]
-    assert [r["update"] for r in pilot.second_half(rows)] == [500, 750, 1000]
+    assert [r["update"] for r in pilot_extrapolation.second_half(rows)] == [500, 750, 1000]
 
 
 def test_the_plan_costs_each_model_at_its_share_of_rnnencdec_50s_update(study):
     s = json.loads((study / "out" / "summary.json").read_text())
     p = s["plan"]
-    cost = pilot.lite_cost()
-    want = sum(n * cost[m] / cost["RNNencdec-50"] for m, n in pilot.PLAN.items())
+    cost = pilot_extrapolation.lite_cost()
+    want = sum(n * cost[m] / cost["RNNencdec-50"] for m, n in pilot_extrapolation.PLAN.items())
     assert p["rnnencdec50_updates_per_plan_update"] == pytest.approx(want)
-    assert want > sum(pilot.PLAN.values()) - 1  # RNNsearch costs more per update than RNNencdec
+    # RNNsearch costs more per update than RNNencdec
+    assert want > sum(pilot_extrapolation.PLAN.values()) - 1
     for name, a in p["arms"].items():
         row = s["arms"][name]
         assert a["core_hours"] == pytest.approx(a["updates"] * want * row["s_per_update"] / 3600)
-        assert a["fits"] == (a["core_hours"] <= pilot.PLAN_CORE_HOURS)
+        assert a["fits"] == (a["core_hours"] <= pilot_extrapolation.PLAN_CORE_HOURS)
 
 
 # ------------------------------------------------------------------------ the committed pilot
-COMMITTED = pilot.RESULTS / "summary.json"
+COMMITTED = pilot_extrapolation.RESULTS / "summary.json"
 
 
 @pytest.mark.skipif(not COMMITTED.is_file(), reason="no committed pilot")
 def test_committed_summary_is_what_the_code_makes_of_the_runs():
     s = json.loads(COMMITTED.read_text())
-    now = pilot.extrapolate()
+    now = pilot_extrapolation.extrapolate()
     assert json.loads(json.dumps(now["arms"])) == s["arms"]
     assert json.loads(json.dumps(now["plan"])) == s["plan"]
-    assert (pilot.RESULTS / "summary.md").read_text() == pilot.summary_md(s)
-    nums = pilot.book_numbers()
-    chapter = (Path(pilot.home()) / "notebooks" / "08_experiments.py").read_text()
+    assert (pilot_extrapolation.RESULTS / "summary.md").read_text() == pilot_report.summary_md(s)
+    nums = pilot_report.book_numbers()
+    chapter = (home() / "notebooks" / "08_experiments.py").read_text()
     names = [w.split("`")[1] for w in chapter.split("{glue:text}")[1:]]
     assert any(n.startswith("pilot_") for n in names)
     for name in (n for n in names if n.startswith("pilot_")):

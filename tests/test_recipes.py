@@ -7,7 +7,7 @@ import csv
 
 import pytest
 
-from nmt_experiments import recipes
+from nmt_experiments import markdown, recipe_sweep, recipes
 from nmt_lib.config import load_profile
 from nmt_lib.data.fixtures import toy_data_dir
 
@@ -84,17 +84,16 @@ def test_sweep_end_to_end(tmp_path, monkeypatch):
         assert [r["chosen"] == "True" for r in mine] == [r is best for r in mine]
 
 
-def fake_sweep(out, best: dict, profile=recipes.PROFILE):
+def fake_sweep(out, best: dict, profile=recipe_sweep.PROFILE):
     """A finished sweep of the real profile (or ``profile``) in ``out``: the arm ``best[family]``
     lowest in dev NLL, the second search setting chosen for every family."""
-    from nmt_experiments import tables
     from nmt_lib.io import write_json
 
     prof = load_profile(profile)
     for name in prof.runs:
         d = out / "runs" / name
         d.mkdir(parents=True)
-        nll = 50.0 if name.split(".", 1)[1] == best[recipes.family(name)] else 60.0
+        nll = 50.0 if name.split(".", 1)[1] == best[recipe_sweep.family(name)] else 60.0
         write_json(d / "final.json", {"dev_nll": nll, "dev_bleu_greedy": 1.0})
         write_json(d / "train_summary.json", {"updates": 1000})
     rows = [
@@ -108,7 +107,7 @@ def fake_sweep(out, best: dict, profile=recipes.PROFILE):
         for fam in best
         for n, r in [(False, 3.0), (True, 1.5)]
     ]
-    tables.write_table(out, "search", rows, "")
+    markdown.write_table(out, "search", rows, "")
 
 
 def test_compare_profile_is_the_chosen_recipes(tmp_path):
@@ -184,7 +183,9 @@ def test_the_gpu_view_takes_the_chosen_recipes_at_the_gpu_sizes(tmp_path):
         assert run.search.normalize and run.search.max_len_ratio == 1.5 and run.search.beam == 10
 
 
-@pytest.mark.skipif(not (recipes.RESULTS / "search.csv").is_file(), reason="sweep not committed")
+@pytest.mark.skipif(
+    not (recipe_sweep.RESULTS / "search.csv").is_file(), reason="sweep not committed"
+)
 def test_the_comparisons_profile_is_written_from_the_committed_sweep():
     """studies/compare.toml (and compare-gpu.toml) is what ``python -m nmt_experiments.recipes --write-profile`` makes of the
     committed sweep and comparison: every model with its family's chosen recipe and search."""
@@ -215,11 +216,11 @@ def test_a_diverged_arm_is_a_row_of_the_sweep_and_never_chosen(tmp_path):
             "dev_bleu_greedy": None,
         },
     )
-    rows = [r for r in recipes.table(out) if r["model"] == "RNNsearch-50"]
+    rows = [r for r in recipe_sweep.table(out) if r["model"] == "RNNsearch-50"]
     gone = next(r for r in rows if r["arm"] == "adam-3e-3")
     assert gone["diverged"] and gone["dev NLL"] is None and gone["updates"] == 7
     assert not gone["chosen"] and sum(bool(r["chosen"]) for r in rows) == 1
-    assert recipes.chosen(out)["RNNsearch-50"] != "RNNsearch-50.adam-3e-3"
+    assert recipe_sweep.chosen(out)["RNNsearch-50"] != "RNNsearch-50.adam-3e-3"
 
 
 def test_the_sweep_says_which_chosen_rates_it_brackets(tmp_path):
@@ -234,13 +235,13 @@ def test_the_sweep_says_which_chosen_rates_it_brackets(tmp_path):
     }
     out = tmp_path / "recipes"
     fake_sweep(out, best)
-    found = recipes.bracketed(out)
+    found = recipe_sweep.bracketed(out)
     assert found["RNNsearch-50"] == {"lr": 0.003, "lower": True, "higher": True}
     assert found["RNNencdec-50"] == {"lr": 0.01, "lower": True, "higher": False}
     assert found["Seq2seq-50"] == {"lr": 0.0003, "lower": False, "higher": True}
     assert found["Luong-50"] == {"lr": 0.001, "lower": False, "higher": False}
     assert found["Transformer-50"] == {"lr": 0.001, "lower": True, "higher": True}
-    text = recipes.bracketed_text(out)
+    text = recipe_sweep.bracketed_text(out)
     assert "RNNsearch-50 3e-3" in text and "Transformer-50 1e-3" in text
     assert "RNNencdec-50's 1e-2 is the highest rate tried" in text
     assert "Seq2seq-50's 3e-4 is the lowest rate tried" in text
@@ -265,7 +266,7 @@ def test_the_multi30k_study_is_written_from_its_sweep(tmp_path):
     tf = runs["Transformer-50-s2"].train
     assert tf.label_smoothing == 0.1 and tf.lr_schedule == "inverse_sqrt"
     sweep = load_profile(bed.sweep).runs
-    assert {recipes.family(n) for n in sweep} == {f for f, _ in recipes.MODELS.values()}
+    assert {recipe_sweep.family(n) for n in sweep} == {f for f, _ in recipes.MODELS.values()}
     assert set(recipes.MULTI30K_PROVISIONAL.values()) <= set(sweep)
     out = tmp_path / "multi30k" / "recipes"
     fake = {f: a.split(".", 1)[1] for f, a in recipes.MULTI30K_PROVISIONAL.items()}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt_experiments import comparison, replicate, tables
+from nmt_experiments import comparison, provenance, replicate, tables
 from nmt_experiments.results import ResultsMissing, require_results
 from nmt_lib import data, publish
 from nmt_lib.config import ConfigError
@@ -237,13 +237,13 @@ def test_the_manifests_commit_is_dirty_for_code_changes_not_for_results(tmp_path
     git("init", "-q")
     git("add", ".")
     git("commit", "-qm", "c")
-    monkeypatch.setattr(replicate, "home", lambda: tmp_path)
-    assert replicate.git_state()["dirty"] is False
+    monkeypatch.setattr(provenance, "home", lambda: tmp_path)
+    assert provenance.git_state()["dirty"] is False
     (tmp_path / "results/lite/table1.csv").unlink()  # a regeneration starts from no runs
     (tmp_path / "results/lite/new.csv").write_text("b\n")
-    assert replicate.git_state()["dirty"] is False
+    assert provenance.git_state()["dirty"] is False
     (tmp_path / "nmt_lib/train.py").write_text("b\n")
-    state = replicate.git_state()
+    state = provenance.git_state()
     assert state["dirty"] is True and len(state["commit"]) == 40
 
 

@@ -5,18 +5,11 @@ import csv
 
 import pytest
 
-from nmt_experiments.claims import claims
+from nmt_experiments.markdown import markdown_table, md_text, write_table
+from nmt_experiments.paper_claims import claims
+from nmt_experiments.readme import README_MARKS, readme_results
 from nmt_experiments.results import results_path
-from nmt_experiments.tables import (
-    README_MARKS,
-    gap_to_paper,
-    markdown_table,
-    md_text,
-    readme_results,
-    table1,
-    table2,
-    write_table,
-)
+from nmt_experiments.tables import gap_to_paper, table1, table2
 from nmt_lib.config import home
 
 
