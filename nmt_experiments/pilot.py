@@ -41,7 +41,7 @@ from nmt_lib import bleu
 from nmt_lib.backend import backend
 from nmt_lib.checkpoint import default_checkpoint_dir, load_trained
 from nmt_lib.config import load_profile, run_dir_name
-from nmt_lib.data import corpus, prepare, text
+from nmt_lib.data import files, prepare, text
 from nmt_lib.decoding import decode_corpus
 from nmt_lib.io import atomic_write, read_json, write_json
 from nmt_lib.runtime import autocast
@@ -103,7 +103,7 @@ def short_references(cfg) -> list[str]:
     """The tokenized references of the test sentences of fewer than ``claims.SHORT`` source words
     of a run's data config (``cfg``), read and tokenized as the data are (cached); no training data
     needed."""
-    found, tok = corpus.locate(cfg), cfg.resolved_cache_dir() / "tok"
+    found, tok = files.locate(cfg), cfg.resolved_cache_dir() / "tok"
     src = [s for part in found.test for s in text.tokenized(part.src, cfg.src_lang, tok, 1, False)]
     ref = [r for part in found.test for r in text.tokenized(part.ref, cfg.trg_lang, tok, 1, False)]
     return [r for s, r in zip(src, ref, strict=True) if len(s.split()) < SHORT]

@@ -7,7 +7,8 @@ import lzma
 import pytest
 
 from nmt_lib.config import DataConfig
-from nmt_lib.data.corpus import CORPORA, DataError, find_plain, get_corpus, locate
+from nmt_lib.data.corpus import CORPORA, DataError, get_corpus
+from nmt_lib.data.files import find_plain, locate
 from nmt_lib.data.fixtures import write_toy_wmt
 from nmt_lib.data.readers import count_lines, read_lines, read_sgml
 

@@ -115,3 +115,34 @@ def test_the_library_builds_no_path_into_the_results():
             if isinstance(node, ast.Constant) and node.value in ("results", "results/"):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not found
+
+
+#: The house's sizes (CONTRIBUTING.md): a module holds one thing, a function does one job.
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 400, 60
+
+
+def oversized(path: Path, root: Path = ROOT) -> list[str]:
+    """What in ``path`` is over the house's sizes: the module (``fast/kernels.*`` may be) and each
+    function, with its line count."""
+    src, name = path.read_text(encoding="utf-8"), path.relative_to(root)
+    lines = src.count("\n")
+    out = [f"{name}: {lines} lines"] if lines > MAX_MODULE_LINES and path.stem != "kernels" else []
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            n = node.end_lineno - node.lineno + 1
+            if n > MAX_FUNCTION_LINES:
+                out.append(f"{name}:{node.lineno} {node.name}: {n} lines")
+    return out
+
+
+def test_no_module_and_no_function_is_over_the_house_sizes():
+    files = {**modules("nmt_lib"), **modules("nmt_experiments")}.values()
+    assert [x for f in files for x in oversized(f)] == []
+
+
+def test_the_size_check_finds_a_long_function_and_a_long_module(tmp_path):
+    path = tmp_path / "long.py"
+    path.write_text("def f():\n" + "    x = 1\n" * 70, encoding="utf-8")
+    assert oversized(path, tmp_path) == ["long.py:1 f: 71 lines"]
+    path.write_text("x = 1\n" * 401, encoding="utf-8")
+    assert oversized(path, tmp_path) == ["long.py: 401 lines"]

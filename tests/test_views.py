@@ -54,7 +54,9 @@ def test_a_view_is_held_out_of_training_and_evaluated_beside_the_test_set(regist
 
 def test_training_that_reads_the_held_out_lines_is_refused(registry, tmp_path):
     cfg = toy_cfg(tmp_path, views=("toy.heldout",))  # every one of the 400 lines is read
-    with pytest.raises(DataError, match=r"reads 400 lines of toy, past line 300, where the held-out"):
+    with pytest.raises(
+        DataError, match=r"reads 400 lines of toy, past line 300, where the held-out"
+    ):
         data.prepare(cfg.data, workers=1, progress=False)
 
 

@@ -1,5 +1,5 @@
-"""The data files: a registry of known corpora (:data:`CORPORA`) and where they live in a data
-directory (:func:`locate`); :mod:`nmt_lib.data.readers` reads them.
+"""The data files: a registry of known corpora (:data:`CORPORA`);
+:mod:`nmt_lib.data.files` finds them in a data directory, :mod:`nmt_lib.data.readers` reads them.
 
 A WMT'14 data directory mirrors the official WMT'14 downloads (PAPER.md §1, paper §4.1)::
 
@@ -9,25 +9,23 @@ A WMT'14 data directory mirrors the official WMT'14 downloads (PAPER.md §1, pap
     train/<corpus>.{en,fr}[.gz|.xz]                      line-aligned training corpora
 
 The second testbed, Multi30k task 1 (Elliott et al. 2016; image captions, CC BY), is a directory of
-its own, found by the same rules (``data.data_dir``, else ``NMT_DATA``), holding the release's
-plain-text files (``data/task1/raw/<split>.<lang>.gz`` of github.com/multi30k/dataset, named
-``multi30k.task1.<split>.<lang>[.gz|.xz]``)::
+its own, found by the same rules, holding the release's plain-text files (``data/task1/raw/`` of
+github.com/multi30k/dataset)::
 
     multi30k.task1.train.{en,fr}               train (29,000)      corpus ``multi30k.train``
     multi30k.task1.val.{en,fr}                 dev (1,014)         ``multi30k.val``
     multi30k.task1.test_2016_flickr.{en,fr}    test (1,000)        ``multi30k.test_2016_flickr``
     multi30k.task1.test_2017_flickr.{en,fr}    test (1,000)        ``multi30k.test_2017_flickr``
 
-and the test set ``multi30k.test_flickr``, both Flickr test sets in that order (its sentences
-keep their part's name: BLEU per part, :mod:`nmt_lib.evaluate`). Its dev and test sets are plain
-text (``Corpus.plain``), one sentence per line.
+and ``multi30k.test_flickr``, both Flickr test sets in that order (its sentences keep their part's
+name: BLEU per part). Its dev and test sets are plain text (``Corpus.plain``). A test set may also
+be drawn from a training corpus's unread lines (``Corpus.drawn``, :mod:`nmt_lib.data.heldout`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 #: Compressions a plain corpus file may carry, in the order they are looked for.
 SUFFIXES = ("", ".gz", ".xz")
@@ -49,8 +47,7 @@ class Archive:
 
 @dataclass(frozen=True)
 class Draw:
-    """A test set held out of a training corpus (:mod:`nmt_lib.data.heldout`): ``size`` pairs,
-    drawn with ``seed``, from the lines ``start`` on (counted from 0) of ``source``."""
+    """A test set held out of ``source``: ``size`` pairs drawn with ``seed`` from line ``start`` on."""
 
     source: str
     start: int
@@ -234,8 +231,7 @@ CORPORA: dict[str, Corpus] = {
         Corpus(
             "toy", "train", ("train/toy",), note="written by nmt_lib.data.fixtures.write_toy_wmt"
         ),
-        # An in-domain test set: Europarl pairs from line 1,000,000 on, which no profile here reads
-        # (lite's 400,000 training pairs stop before line 400,000 of Europarl: heldout.check_unread)
+        # in-domain: Europarl from line 1,000,000 on, which no profile reads (heldout.check_unread)
         Corpus(
             "europarl-v7.heldout",
             "test",
@@ -249,7 +245,7 @@ CORPORA: dict[str, Corpus] = {
 }
 
 
-_KIND_NAMES = {"train": "training corpus", "dev": "dev set", "test": "test set"}
+KIND_NAMES = {"train": "training corpus", "dev": "dev set", "test": "test set"}
 
 
 def get_corpus(name: str, kind: str | None = None, registry: dict[str, Corpus] | None = None):
@@ -258,7 +254,7 @@ def get_corpus(name: str, kind: str | None = None, registry: dict[str, Corpus] |
     c = registry.get(name)
     if c is None or (kind is not None and c.kind != kind):
         known = sorted(n for n, x in registry.items() if kind is None or x.kind == kind)
-        what = _KIND_NAMES.get(kind, "corpus")
+        what = KIND_NAMES.get(kind, "corpus")
         raise DataError(f"unknown {what} {name!r}; known: {', '.join(known)}")
     return c
 
@@ -271,136 +267,3 @@ def how_to_get(c: Corpus, data_dir: Path) -> str:
         f"it comes from {c.archive.url}; fetch it with: "
         f"python -m nmt_lib.data.download --data-dir {data_dir} {c.name}"
     )
-
-
-def find_plain(stem: Path) -> Path | None:
-    """The first of ``stem``, ``stem.gz``, ``stem.xz`` that exists."""
-    for suffix in SUFFIXES:
-        p = Path(f"{stem}{suffix}")
-        if p.is_file():
-            return p
-    return None
-
-
-class EvalFiles(NamedTuple):
-    name: str
-    src: Path
-    ref: Path
-    plain: bool = False  # plain text, one sentence per line (Corpus.plain), not SGML
-    drawn: Draw | None = None  # held out of a training corpus: src and ref are in the data cache
-
-
-class TrainFiles(NamedTuple):
-    name: str
-    pairs: tuple[tuple[Path, Path], ...]  # (source file, target file) per part
-    pretokenized: bool
-    plain: bool = False  # whole lines only (Corpus.plain): a last line without newline is refused
-
-
-class Located(NamedTuple):
-    test: tuple[EvalFiles, ...]  # the test set's parts, in order (one, but multi30k.test_flickr)
-    dev: tuple[EvalFiles, ...]
-    train: tuple[TrainFiles, ...]
-    views: tuple[tuple[str, tuple[EvalFiles, ...]], ...] = ()  # (name, parts) of each data.views
-
-
-def locate(cfg, data_dir: Path | None = None) -> Located:
-    """Find every file ``cfg`` (a DataConfig) needs; report *all* missing files at once, each with
-    its corpus, expected path and how to get it. A training name that is not registered is accepted
-    when ``train/<name>.<lang>[.gz|.xz]`` exists (a corpus of your own). A test set held out of a
-    training corpus (``Corpus.drawn``) is drawn into the data cache the first time it is needed."""
-    data_dir = Path(data_dir or cfg.resolved_data_dir())
-    missing: dict[str, tuple[Corpus, list[str]]] = {}  # corpus name -> (corpus, missing paths)
-    langs = cfg.src_lang, cfg.trg_lang
-
-    def eval_files(name, kind):
-        return _eval_files(name, kind, data_dir, langs, missing, cfg.resolved_cache_dir())
-
-    test = eval_files(cfg.test, "test")
-    dev = tuple(part for n in cfg.dev for part in eval_files(n, "dev"))
-    views = tuple((n, eval_files(n, "test")) for n in cfg.views)
-    train = tuple(_train_files(n, data_dir, langs, missing) for n in cfg.train)
-    if missing:
-        raise _missing_files(missing, data_dir)
-    return Located(test, dev, train, views)
-
-
-def _eval_files(
-    name: str, kind: str, data_dir: Path, langs, missing: dict, cache: Path
-) -> tuple[EvalFiles, ...]:
-    """The parts of the test or dev set ``name``; its files that are not there go into ``missing``."""
-    (s, t), (c, parts) = langs, (get_corpus(name, kind), [])
-    if c.drawn is not None:
-        return (_drawn_files(c, data_dir, langs, missing, cache),)
-    for stem in c.parts:
-        if c.plain:  # <stem>.<lang>[.gz|.xz], named by its part when the set has several
-            src, ref = (
-                find_plain(data_dir / f"{stem}.{lang}") or data_dir / f"{stem}.{lang}"
-                for lang in (s, t)
-            )
-            part = name if len(c.parts) == 1 else f"multi30k.{stem.rsplit('.', 1)[-1]}"
-        else:
-            src, ref = data_dir / f"{stem}-src.{s}.sgm", data_dir / f"{stem}-ref.{t}.sgm"
-            part = name
-        for p in (src, ref):
-            if not p.is_file():
-                where = f"{p}[.gz|.xz]" if c.plain else str(p)
-                missing.setdefault(name, (c, []))[1].append(where)
-        parts.append(EvalFiles(part, src, ref, c.plain))
-    return tuple(parts)
-
-
-def _drawn_files(c: Corpus, data_dir: Path, langs, missing: dict, cache: Path) -> EvalFiles:
-    """The held-out test set ``c``, drawn from its training corpus into ``cache/heldout`` (once)."""
-    from .heldout import written  # it reads with the readers, which import this module
-
-    source = _train_files(c.drawn.source, data_dir, langs, missing)
-    if c.drawn.source in missing:
-        return EvalFiles(c.name, Path(), Path(), True, c.drawn)
-    src, ref = written(c.name, *source.pairs[0], c.drawn, langs, cache / "heldout")
-    return EvalFiles(c.name, src, ref, True, c.drawn)
-
-
-def _train_files(name: str, data_dir: Path, langs, missing: dict) -> TrainFiles:
-    """The training corpus ``name`` (registered, or of your own under ``train/``); its registered
-    files that are not there go into ``missing``."""
-    s, t = langs
-    c = CORPORA.get(name)
-    if c is None or c.kind != "train":
-        local = [find_plain(data_dir / "train" / f"{name}.{lang}") for lang in (s, t)]
-        if None in local:
-            try:
-                get_corpus(name, "train")  # raises: unknown name, with the known ones
-            except DataError as e:
-                raise DataError(
-                    f"data.train: {e}; nor is it a corpus of your own "
-                    f"({data_dir / 'train' / name}.{s} and .{t}, or .gz/.xz)"
-                ) from None
-        return TrainFiles(name, (tuple(local),), False)
-    pairs = []
-    for stem in c.parts:
-        found = [find_plain(data_dir / f"{stem}.{lang}") for lang in (s, t)]
-        for lang, p in zip((s, t), found, strict=True):
-            if p is None:
-                where = data_dir / f"{stem}.{lang}"
-                missing.setdefault(name, (c, []))[1].append(f"{where}[.gz|.xz]")
-        pairs.append(tuple(found))
-    return TrainFiles(name, tuple(pairs), c.pretokenized, c.plain)
-
-
-def _missing_files(missing: dict, data_dir: Path) -> DataError:
-    """The error that lists every missing file of ``missing``, by corpus, with how to get each."""
-    lines = [
-        f"data directory {data_dir} lacks files (use another: --data-dir / data.data_dir, or NMT_DATA):"
-    ]
-    for name, (c, paths) in missing.items():
-        lines += [
-            f"  {_KIND_NAMES[c.kind]} {name}: {', '.join(paths)}",
-            f"    {how_to_get(c, data_dir)}",
-        ]
-    fetch = [n for n, (c, _) in missing.items() if c.archive is not None]
-    if len(fetch) > 1:
-        lines.append(
-            f"fetch all: python -m nmt_lib.data.download --data-dir {data_dir} {' '.join(fetch)}"
-        )
-    return DataError("\n".join(lines))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..config import DataConfig
 from ..io import sha256_file, write_json
-from . import corpus, text
+from . import corpus, files, text
 from .pipeline import prepare, train_inputs
 from .store import PACK, prepared_settings, read_pack
 
@@ -30,7 +30,7 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
     out = Path(out).absolute()
     _check_pack_target(out)
     prep = prepare(cfg)
-    found = corpus.locate(cfg)
+    found = files.locate(cfg)
     root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
     _, train_keys = train_inputs(found, cfg, memo, None, False)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +105,7 @@ def input_sha256(cfg: DataConfig) -> dict[str, str]:
 
 
 def _inputs(cfg: DataConfig) -> list[Path]:
-    found = corpus.locate(cfg, cfg.resolved_data_dir())
+    found = files.locate(cfg, cfg.resolved_data_dir())
     sets = (*found.test, *found.dev, *(ev for _, parts in found.views for ev in parts))
     return [Path(p) for ev in sets for p in (ev.src, ev.ref)] + [
         Path(p) for tf in found.train for pair in tf.pairs for p in pair

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..config import DataConfig
 from ..io import NO_SPACE, naming, sha256_file, write_json
-from . import corpus, heldout, readers, text
+from . import corpus, files, heldout, readers, text
 from .store import (
     PREPARED_FILES,
     Prepared,
@@ -225,7 +225,7 @@ def _build_train(out: Path, train: list, dev_test: tuple[set, set], cfg: DataCon
     }
 
 
-def _dev_test(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers, progress):
+def _dev_test(found: files.Located, cfg: DataConfig, tok_dir: Path, workers, progress):
     """Dev, test and the views (``data.views``) as read (tokenized), and the sets of their sources
     and references that no training pair may share (step 3)."""
     dev = read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
@@ -246,7 +246,7 @@ def train_pairs(cfg: DataConfig) -> Iterator[tuple[list[str], list[str]]]:
     if cfg.packed:
         raise ValueError("train_pairs reads the data files; a pack holds ids only")
     tok_dir = cfg.resolved_cache_dir() / "tok"
-    found = corpus.locate(cfg, cfg.resolved_data_dir())
+    found = files.locate(cfg, cfg.resolved_data_dir())
     *_, dev_test = _dev_test(found, cfg, tok_dir, None, False)
     train, _ = train_inputs(found, cfg, tok_dir, None, False)
     try:
@@ -257,7 +257,7 @@ def train_pairs(cfg: DataConfig) -> Iterator[tuple[list[str], list[str]]]:
         _close(train)
 
 
-def train_inputs(found: corpus.Located, cfg: DataConfig, tok_dir: Path, workers, progress):
+def train_inputs(found: files.Located, cfg: DataConfig, tok_dir: Path, workers, progress):
     """The training files' (lazily) tokenized lines and their cache keys, corpus by corpus."""
     train, train_keys = [], []
     for tf in found.train:
@@ -308,7 +308,7 @@ def prepare(
                 "sets only; the views need the data files"
             )
         return prepare_packed(cfg, tok_dir, workers, progress, verify)
-    found = corpus.locate(cfg, data_dir)
+    found = files.locate(cfg, data_dir)
     dev, test, views, dev_test = _dev_test(found, cfg, tok_dir, workers, progress)
     train, train_keys = train_inputs(found, cfg, tok_dir, workers, progress)
     t_eval = time.perf_counter() - t0
@@ -325,13 +325,13 @@ def prepare(
                 stats = _build_train(tmp, train, dev_test, cfg)
             # "train" includes tokenizing the training files that were not cached yet
             stats["seconds"] = {"eval": t_eval, "train": time.perf_counter() - t1}
-            files = {
+            sums = {
                 f: {"bytes": (tmp / f).stat().st_size, "sha256": sha256_file(tmp / f)}
                 for f in PREPARED_FILES
             }
             write_json(
                 tmp / "meta.json",
-                {"key": key, "settings": settings, "train": stats, "files": files},
+                {"key": key, "settings": settings, "train": stats, "files": sums},
             )
             umask = os.umask(0)
             os.umask(umask)
@@ -346,5 +346,6 @@ def prepare(
     prep = load_prepared(out, cfg, data_dir, settings, dev, test, verify, views)
     sets = (*found.test, *found.dev, *(ev for _, parts in found.views for ev in parts))
     read = {name: c["read"] for name, c in prep.stats["train"]["corpora"].items()}
-    heldout.check_unread({ev.name: ev.drawn for ev in sets if ev.drawn}, read)
+    drawn = {ev.name: corpus.CORPORA[ev.name].drawn for ev in sets if ev.name in corpus.CORPORA}
+    heldout.check_unread({name: d for name, d in drawn.items() if d is not None}, read)
     return prep

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..config import DataConfig
 from ..io import sha256_file
-from . import corpus, readers, text
+from . import corpus, files, readers, text
 from .vocab import UNK, Vocab
 
 FORMAT = 1  # bump when the prepared layout or the pipeline's output changes
@@ -93,11 +93,11 @@ class EvalSet:
 
 
 def read_eval(
-    name: str, files: Sequence[corpus.EvalFiles], cfg: DataConfig, tok_dir: Path, workers, progress
+    name: str, parts: Sequence[files.EvalFiles], cfg: DataConfig, tok_dir: Path, workers, progress
 ) -> dict:
-    """Raw and tokenized text of one or more SGML test sets, concatenated in order."""
+    """Raw and tokenized text of one or more test sets (SGML or plain), concatenated in order."""
     out = {"ids": [], "src_raw": [], "ref_raw": [], "src_tok": [], "ref_tok": [], "keys": []}
-    for f in files:
+    for f in parts:
         if f.plain:  # one sentence per line (Multi30k): ids (part, "", line number)
             pairs = readers.read_plain_pair(f.src, f.ref)
             src = [readers.Segment("", str(i), a) for i, (a, _) in enumerate(pairs, 1)]
@@ -294,7 +294,7 @@ def prepare_packed(cfg: DataConfig, tok_dir: Path, workers, progress, verify=Fal
     if differ:
         raise corpus.DataError(f"{root / PACK}: packed with {'; '.join(differ)}")
     data_dir = root / "data"
-    found = corpus.locate(replace(cfg, train=()), data_dir)
+    found = files.locate(replace(cfg, train=()), data_dir)
     dev = read_eval("dev", found.dev, cfg, tok_dir, workers, progress)
     test = read_eval("test", found.test, cfg, tok_dir, workers, progress)
     key = prepared_key(pk["train_keys"], dev, test, settings)
