@@ -175,12 +175,16 @@ class Judge:
         self.low = {m: b for m, ss in stats.items() if (b := short_bleu(ss, lengths)) < FLOOR}
 
     @classmethod
-    def of(cls, out: Path, groups: dict[str, list[str]], n_samples: int = 1000, **lengths) -> Judge:
-        """The judge of the runs ``groups`` (``{model: its runs, one per seed}``) in ``out``;
-        ``lengths``: ``short`` and ``long``, as the constructor takes them."""
+    def of(
+        cls, out: Path, groups: dict[str, list[str]], n_samples: int = 1000, view=None, **lengths
+    ) -> Judge:
+        """The judge of the runs ``groups`` (``{model: its runs, one per seed}``) in ``out``, on
+        their test set or on the test set ``view`` (``data.views``: ``views/<view>/`` of each
+        run); ``lengths``: ``short`` and ``long``, as the constructor takes them."""
         stats, src_len, lengths_ = {}, None, lengths
+        where = Path("views", view) if view else Path()
         for m, runs in groups.items():
-            ds = [read_json(run_dir(out, r) / "bleu_by_length.json") for r in runs]
+            ds = [read_json(run_dir(out, r) / where / "bleu_by_length.json") for r in runs]
             stats[m], src_len = [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
         return cls(stats, src_len, n_samples, **lengths_)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nmt_lib.io import read_json
+from nmt_lib.io import naming, read_json
 from nmt_lib.paper import MODELS
 
 from .claims import FLOOR, LONG, MARGIN, RATIO_MARGIN, SHORT, Judge
+from .markdown import write_table
 from .results import paper_table, run_dir, seed_groups
 
 #: The paper's claim that the book does not judge, and why (Table 1's No-UNK column).
@@ -22,21 +23,22 @@ MOSES_CLAIM = (
 )
 
 
-def claims(out: Path, n_samples: int = 1000) -> list[dict]:
+def claims(out: Path, n_samples: int = 1000, view: str | None = None) -> list[dict]:
     """The paper's claims about its results, with our numbers (a model trained with several
     seeds: the mean over them), 95% intervals over test sentences and seeds
     (:func:`~nmt_experiments.claims.seeded_scores`; one seed: the paired test-set bootstrap) and a
     verdict by the rules of :class:`~nmt_experiments.claims.Judge`, with the reason; Figure 2's
     claim in its two parts; the alignment claim reads the attention of RNNsearch-50's first run,
-    the one Figure 3 draws. (The Moses claim is not judged: :data:`MOSES_CLAIM`.) Reads only
-    ``out``."""
+    the one Figure 3 draws. (The Moses claim is not judged: :data:`MOSES_CLAIM`.) ``view``: the
+    claims on that test set of ``data.views`` instead, the alignments aside (Figure 3's sentences
+    are the test set's). Reads only ``out``."""
     groups = seed_groups(out)
-    judge = Judge.of(out, {m: groups[m] for m in MODELS[:4]}, n_samples)
+    judge = Judge.of(out, {m: groups[m] for m in MODELS[:4]}, n_samples, view)
     paper = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
     vs = lambda a, b: f"{a} {paper[a]:.2f} vs {b} {paper[b]:.2f}"  # noqa: E731
     pairs = [("RNNsearch-30", "RNNencdec-30"), ("RNNsearch-50", "RNNencdec-50")]
     first = groups["RNNsearch-50"][0]
-    return [
+    rows = [
         judge.beats(
             "RNNsearch beats RNNencdec at both training lengths (Table 1)",
             "; ".join(vs(a, b) for a, b in pairs),
@@ -58,6 +60,11 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
             "RNNsearch-50",
             ["RNNencdec-30", "RNNencdec-50"],
         ),
+    ]
+    if view:
+        return rows
+    return [
+        *rows,
         judge.aligns(
             "The alignments follow the diagonal, mostly monotonic, with local "
             "reorderings (Figure 3)",
@@ -72,14 +79,26 @@ def claims(out: Path, n_samples: int = 1000) -> list[dict]:
     ]
 
 
-def note(out: Path, profile: str | None = None) -> str:
-    """The claims table's note: the profile (``profile``, else the results directory's name), the
-    intervals, the margins, the floor, and the claim left out."""
+def note(out: Path, profile: str | None = None, view: str | None = None) -> str:
+    """The claims table's note: the profile (``profile``, else the results directory's name) and
+    the test set (``view``: one of ``data.views``), the intervals, the margins, the floor, and the
+    claim left out."""
     seeded = any(len(runs) > 1 for runs in seed_groups(out).values())
+    on = f", on the test set {view} (a second view; newstest2014 is the paper's)" if view else ""
     return (
-        f"Profile `{profile or out.name}`. 95% intervals: paired bootstrap, 1000 resamples of the test set"
+        f"Profile `{profile or out.name}`{on}. 95% intervals: paired bootstrap, 1000 resamples of the test set"
         f"{' and of the seeds of a model that has several' if seeded else ''}, tokenized BLEU. "
         f"Margin: {MARGIN:g} BLEU; in the ratio, {RATIO_MARGIN:g}. Learning floor: {FLOOR:g} "
         f"BLEU on sentences of fewer than {SHORT} words. Paper: results/paper/table1.csv and "
         f"Figures 2-3. {MOSES_CLAIM}"
     )
+
+
+def write(out: Path, profile: str, view: str | None = None) -> Path:
+    """``claims.csv`` and ``claims.md`` of ``out`` (``view``: of that test set, into
+    ``views/<view>/``); the directory they are in."""
+    to = out / "views" / view if view else out
+    with naming(to):
+        to.mkdir(parents=True, exist_ok=True)
+    write_table(to, "claims", claims(out, view=view), note(out, profile, view))
+    return to

@@ -38,7 +38,6 @@ from nmt_lib.train import train_run
 from nmt_lib.unk import UNK_WORD, dictionary, through
 
 from . import paper_claims
-from .markdown import write_table
 from .provenance import git_state, write_manifest
 from .readme import write_readme
 from .results import published_dir, results_path, run_dir
@@ -346,6 +345,12 @@ def _parser() -> argparse.ArgumentParser:
         help="judge the paper's claims on the profile's committed results (its "
         "claims.csv and claims.md; --results-dir for another directory of that profile)",
     )
+    ap.add_argument(
+        "--view",
+        metavar="TEST_SET",
+        help="with --claims: on that test set of the profile's data.views (its runs' "
+        "views/TEST_SET/), into views/TEST_SET/claims.csv and .md",
+    )
     return ap
 
 
@@ -373,9 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.claims:
         out = results_path(a.claims, a.results_dir)
-        table = paper_claims.claims(out)
-        write_table(out, "claims", table, paper_claims.note(out, a.claims))
-        print(f"[replicate] wrote claims.csv and claims.md into {out}")
+        to = paper_claims.write(out, a.claims, a.view)
+        print(f"[replicate] wrote claims.csv and claims.md into {to}")
         return 0
     if a.unk_dictionary:
         return _print_unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)

@@ -14,7 +14,7 @@ from nmt_experiments.claims import (
     rank_correlation,
     verdict,
 )
-from nmt_experiments.paper_claims import claims
+from nmt_experiments.paper_claims import claims, write
 from nmt_experiments.results import run_dir
 from nmt_lib import bleu
 from nmt_lib.paper import MODELS
@@ -183,3 +183,24 @@ def test_alignment_stats_counts_moves_left():
     s = alignment_stats(a)
     assert (s["words"], s["steps"], s["monotonic_steps"], s["moves_left"]) == (4, 3, 2, [1])
     assert s["peak"] == 1.0 and s["uniform"] == 0.25
+
+
+def test_a_view_is_judged_on_its_own_test_set_without_the_alignments(tmp_path):
+    """On newstest2014 RNNencdec translates nothing (not testable); on a view (views/<name>/ of
+    each run) it has learned, and the claims are decided there; Figure 3's claim is the test
+    set's alone. ``replicate --claims --view`` writes them into views/<name>/."""
+    ok = {"RNNencdec-30": False, "RNNsearch-30": True, "RNNencdec-50": False, "RNNsearch-50": True}
+    fake_results(tmp_path / "paper", ok, np.eye(9).tolist(), encdec_learned=False)
+    fake_results(tmp_path / "view", ok, np.eye(9).tolist())
+    for name in MODELS[:4]:
+        seen = run_dir(tmp_path / "paper", name) / "views" / "held"
+        seen.mkdir(parents=True)
+        src = run_dir(tmp_path / "view", name) / "bleu_by_length.json"
+        (seen / "bleu_by_length.json").write_text(src.read_text())
+    out = tmp_path / "paper"
+    assert claims(out, n_samples=100)[0]["verdict"] == "not testable here"
+    rows = claims(out, n_samples=100, view="held")
+    assert [r["verdict"] for r in rows] == ["reproduced"] * 4  # no alignment claim
+    assert write(out, "lite-long", "held") == out / "views" / "held"
+    md = (out / "views" / "held" / "claims.md").read_text()
+    assert "on the test set held (a second view" in md and "reproduced" in md
