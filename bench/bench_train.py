@@ -251,7 +251,7 @@ def main():
     ap.add_argument(
         "--products",
         action="store_true",
-        help="nmt_lib's products: their share of a step and % of the GEMM peak",
+        help="nmt_lib's products: their share of a step and %% of the GEMM peak",
     )
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument(
