@@ -176,17 +176,26 @@ class Judge:
 
     @classmethod
     def of(
-        cls, out: Path, groups: dict[str, list[str]], n_samples: int = 1000, view=None, **lengths
+        cls,
+        out: Path,
+        groups: dict[str, list[str]],
+        n_samples: int = 1000,
+        view: str | None = None,
+        part: str | None = None,
+        **lengths,
     ) -> Judge:
         """The judge of the runs ``groups`` (``{model: its runs, one per seed}``) in ``out``, on
         their test set or on the test set ``view`` (``data.views``: ``views/<view>/`` of each
-        run); ``lengths``: ``short`` and ``long``, as the constructor takes them."""
-        stats, src_len, lengths_ = {}, None, lengths
+        run), or on the sentences of its part ``part`` (a test set of several: Multi30k's two
+        Flickr sets); ``lengths``: ``short`` and ``long``, as the constructor takes them."""
+        stats, src_len = {}, None
         where = Path("views", view) if view else Path()
         for m, runs in groups.items():
             ds = [read_json(run_dir(out, r) / where / "bleu_by_length.json") for r in runs]
-            stats[m], src_len = [np.array(d["stats_tok"]) for d in ds], np.array(ds[0]["src_len"])
-        return cls(stats, src_len, n_samples, **lengths_)
+            keep = slice(None) if part is None else np.array(ds[0]["parts"]) == part
+            stats[m] = [np.array(d["stats_tok"])[keep] for d in ds]
+            src_len = np.array(ds[0]["src_len"])[keep]
+        return cls(stats, src_len, n_samples, **lengths)
 
     def below(self, models: Sequence[str]) -> dict[str, float]:
         """The models of ``models`` below the learning floor, with their short-sentence BLEU."""

@@ -246,7 +246,7 @@ def hypothesis_files(job: Job, hyp_tok, no_unk_tok, replaced) -> list[str]:
 
 def figure2(job: Job, hyp_tok, detok) -> dict:
     """Figure 2: BLEU by source length (words, EOS not counted), written to
-    ``bleu_by_length.json``."""
+    ``bleu_by_length.json``; for a test set of several parts, each sentence's part (``parts``)."""
     test = job.prep.test
     src_len = [len(s) for s in test.src_tok]
     ref_tok = [" ".join(r) for r in test.ref_tok]
@@ -263,6 +263,8 @@ def figure2(job: Job, hyp_tok, detok) -> dict:
         "stats_tok": st_tok.tolist(),
         "stats_detok": st_detok.tolist(),
     }
+    if len({part for part, _, _ in test.ids}) > 1:
+        out["parts"] = [part for part, _, _ in test.ids]
     write_compact(job.stage / "bleu_by_length.json", out)
     return out
 

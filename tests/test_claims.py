@@ -8,6 +8,7 @@ import pytest
 
 from nmt_experiments.claims import (
     NOT_TESTABLE,
+    Judge,
     alignment_stats,
     attention_summary,
     holds_verdict,
@@ -204,3 +205,20 @@ def test_a_view_is_judged_on_its_own_test_set_without_the_alignments(tmp_path):
     assert write(out, "lite-long", "held") == out / "views" / "held"
     md = (out / "views" / "held" / "claims.md").read_text()
     assert "on the test set held (a second view" in md and "reproduced" in md
+
+
+def test_a_part_of_the_test_set_is_judged_on_its_sentences_alone(tmp_path):
+    """Multi30k's test set holds both Flickr sets (``parts`` in bleu_by_length.json): the judge
+    of one part reads its sentences only."""
+    ok = {"RNNencdec-30": False, "RNNsearch-30": True, "RNNencdec-50": False, "RNNsearch-50": True}
+    fake_results(tmp_path, ok, np.eye(9).tolist())
+    parts = ["a"] * 20 + ["b"] * 20 + ["a"] * 20 + ["b"] * 20  # 20 short and 20 long each
+    for name in MODELS[:4]:
+        f = run_dir(tmp_path, name) / "bleu_by_length.json"
+        f.write_text(json.dumps({**json.loads(f.read_text()), "parts": parts}))
+    groups = {m: [m] for m in MODELS[:4]}
+    whole, a = Judge.of(tmp_path, groups, 50), Judge.of(tmp_path, groups, 50, part="a")
+    assert len(whole.lengths) == 80 and len(a.lengths) == 40
+    assert (
+        a.stats["RNNsearch-50"][0] == whole.stats["RNNsearch-50"][0][np.array(parts) == "a"]
+    ).all()

@@ -631,3 +631,7 @@ def test_multi30k_trains_and_scores_each_flickr_test_set(tmp_path, monkeypatch):
         "multi30k.test_2017_flickr": 20,
     }
     assert json.loads((tmp_path / "r" / "bleu.json").read_text())["parts"] == result["parts"]
+    by_len = json.loads((tmp_path / "r" / "bleu_by_length.json").read_text())
+    assert (
+        by_len["parts"] == ["multi30k.test_2016_flickr"] * 20 + ["multi30k.test_2017_flickr"] * 20
+    )
