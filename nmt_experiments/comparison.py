@@ -235,7 +235,11 @@ def outputs(out: Path = RESULTS) -> list[dict]:
 
 
 def claims(
-    out: Path = RESULTS, n_samples: int = 1000, short: int = SHORT, long: int = LONG
+    out: Path = RESULTS,
+    n_samples: int = 1000,
+    short: int = SHORT,
+    long: int = LONG,
+    part: str | None = None,
 ) -> list[dict]:
     """The claims the comparison tests, at equal updates, with our numbers, 95% intervals over
     seeds and test sentences and a verdict by the rules of :class:`nmt_experiments.claims.Judge`
@@ -249,9 +253,10 @@ def claims(
     4. Vaswani et al.'s: the Transformer beats the recurrent attention models (by ``MARGIN``).
 
     ``short`` and ``long``: Figure 2's lengths, for a testbed whose sentences are short (the
-    learning floor is judged on sentences of fewer than ``SHORT`` words all the same)."""
+    learning floor is judged on sentences of fewer than ``SHORT`` words all the same); ``part``:
+    the claims on that part of the test set alone (Multi30k's ``multi30k.test_2016_flickr``)."""
     found = models(out)
-    judge = Judge.of(out, found, n_samples, short=short, long=long)
+    judge = Judge.of(out, found, n_samples, part=part, short=short, long=long)
     model = {m: config(out, runs[0])["model"] for m, runs in found.items()}
     attn = [m for m in found if model[m]["arch"] in ATTENDING]
     return [
