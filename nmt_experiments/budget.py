@@ -70,6 +70,25 @@ def arm_model(out_dir: Path, run: RunConfig):
     return loaded.model
 
 
+def trained_arm(out_dir: Path, run: RunConfig, prep):
+    """:func:`arm_model`, the arm trained again first where its checkpoint is gone (checkpoints
+    are not results: another machine or session has none), into ``<cache>/retrain/<arm>/``.
+    Training is deterministic, so the retrained arm's best dev NLL must be the recorded one (to
+    1e-4, for another CPU's rounding); a mismatch raises, naming both."""
+    summary = json.loads((out_dir / "train_summary.json").read_text(encoding="utf-8"))
+    if located(summary["model_checkpoint"], run).is_file():
+        return arm_model(out_dir, run)
+    again = run.data.resolved_cache_dir() / "retrain" / out_dir.name
+    print(f"[budget] {run.name}: no checkpoint here; training it again into {again}", flush=True)
+    redone = train_run(run, again, prep=prep, progress=False)
+    if abs(redone["best_dev_nll"] - summary["best_dev_nll"]) > 1e-4 * summary["best_dev_nll"]:
+        raise RuntimeError(
+            f"{run.name}: trained again, its best dev NLL is {redone['best_dev_nll']!r}, not the "
+            f"{summary['best_dev_nll']!r} that {out_dir / 'train_summary.json'} records"
+        )
+    return arm_model(again, run)
+
+
 def final_eval(run: RunConfig, out_dir: Path, prep, bleu_sentences: int = 500) -> dict:
     """The whole dev set's NLL per sentence and the greedy BLEU of its first ``bleu_sentences``
     sentences, of the model an arm ended with; written to ``final.json``."""

@@ -28,7 +28,7 @@ from nmt_lib.data import prepare
 from nmt_lib.evaluate import dev_subset
 from nmt_lib.io import read_json
 
-from .budget import arm_model, dev_search, train_arm
+from .budget import dev_search, train_arm, trained_arm
 from .provenance import git_state, write_arms_manifest
 
 PROFILE = PROFILE_DIR / "studies" / "recipes.toml"
@@ -174,7 +174,7 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
         if data_dir is not None:
             run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=data_dir))
         prep = prepare(run.data)
-        model = arm_model(out / "runs" / run_dir_name(arm), run)
+        model = trained_arm(out / "runs" / run_dir_name(arm), run, prep)
         idx = dev_subset(len(prep.dev), SEARCH_SENTENCES)
         mine = []
         for option in SEARCH_GRID:

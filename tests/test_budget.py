@@ -12,7 +12,7 @@ import pytest
 from nmt_experiments import budget, budget_report
 from nmt_lib import bleu
 from nmt_lib.config import load_profile, run_from_dict
-from nmt_lib.data import fixtures
+from nmt_lib.data import fixtures, prepare
 
 STUDY = """
 name = "toy-study"
@@ -271,3 +271,18 @@ def test_noise_floor_refuses_pairs_that_are_not_replicates():
         budget_report.RESULTS, pairs=(("adam-1e-3", "adam-1e-3-loss-token"),)
     )
     assert unclipped == {"floor": None, "differences": [], "pairs": []}
+
+
+def test_an_arm_whose_checkpoint_is_gone_is_trained_again_to_the_same_numbers(study, tmp_path):
+    """Checkpoints are not results: on a machine (or in a session) without them, the search
+    trains the arm again, which must end at the dev NLL its committed summary records."""
+    prof = load_profile(
+        study / "study.toml", data={"data_dir": str(study / "wmt"), "cache_dir": str(tmp_path)}
+    )
+    run = prof.runs["adam"]
+    prep = prepare(run.data)
+    model = budget.trained_arm(study / "out" / "runs" / "adam", run, prep)
+    again = json.loads((tmp_path / "retrain" / "adam" / "train_summary.json").read_text())
+    first = json.loads((study / "out" / "runs" / "adam" / "train_summary.json").read_text())
+    assert again["best_dev_nll"] == first["best_dev_nll"] and model is not None
+    assert budget.trained_arm(tmp_path / "retrain" / "adam", run, prep) is not None  # no retrain
