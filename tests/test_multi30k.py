@@ -1,0 +1,71 @@
+"""The Multi30k testbed's report (nmt_experiments.multi30k) on fake results: BLEU per Flickr
+test set, and the claims judged on each set's sentences alone, at the captions' lengths."""
+
+import json
+import random
+
+from nmt_experiments import multi30k
+from nmt_experiments.results import run_dir
+from nmt_lib import bleu
+
+WORDS = [f"w{i}" for i in range(300)]
+# each Flickr set: 30 captions of 8 words and 10 of 22 (Figure 2's restated lengths: <10, >=20)
+LENGTHS = ([8] * 30 + [22] * 10) * 2
+REFS = [" ".join(random.Random(k).choices(WORDS, k=n)) for k, n in enumerate(LENGTHS)]
+PARTS = [multi30k.PARTS[0]] * 40 + [multi30k.PARTS[1]] * 40
+
+
+def fake(root, models: dict):
+    """``models``: name -> (model config, share translated right on 2016's set, on 2017's)."""
+    runs, configs = [], {}
+    for name, (cfg, ok16, ok17) in models.items():
+        rng = random.Random(name)
+        hyps = [
+            r if (i % 40) < 40 * (ok16 if i < 40 else ok17) else " ".join(rng.choices(WORDS, k=9))
+            for i, r in enumerate(REFS)
+        ]
+        run = f"{name}-s1"
+        d = run_dir(root, run)
+        d.mkdir(parents=True)
+        stats = bleu.sentence_stats(hyps, REFS, True)
+        by_len = {"src_len": LENGTHS, "stats_tok": stats.tolist(), "parts": PARTS}
+        (d / "bleu_by_length.json").write_text(json.dumps(by_len))
+        score = {
+            p: {
+                k: {"score": bleu.bleu_from_stats(stats[[q == p for q in PARTS]], True)}
+                for k in ("tok", "detok")
+            }
+            for p in multi30k.PARTS
+        }
+        (d / "bleu.json").write_text(json.dumps({"parts": score}))
+        runs.append(run)
+        configs[run] = {"model": {"reverse_source": False, **cfg}}
+    (root / "manifest.json").write_text(json.dumps({"runs": runs, "configs": configs}))
+    return root
+
+
+def test_each_flickr_set_has_its_bleu_and_its_own_verdicts(tmp_path):
+    # RNNsearch learns both sets; RNNencdec learns 2016's and nothing of 2017's
+    out = fake(
+        tmp_path,
+        {
+            "RNNencdec-50": ({"arch": "RNNencdec"}, 0.75, 0.0),
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 1.0),
+        },
+    )
+    rows = {r["model"]: r for r in multi30k.table(out)}
+    assert rows["RNNsearch-50"]["test_2016_flickr BLEU"] == 100.0
+    assert rows["RNNencdec-50"]["test_2017_flickr BLEU"] < 5
+    assert set(rows["RNNsearch-50"]) >= {"test_2016_flickr sacreBLEU", "test_2017_flickr sacreBLEU"}
+    claims = multi30k.claims(out, n_samples=100)
+    table1 = [r for r in claims if "beats RNNencdec-50" in r["claim"]]
+    assert [(r["test set"], r["verdict"]) for r in table1] == [
+        ("test_2016_flickr", "reproduced"),
+        ("test_2017_flickr", "not testable here"),
+    ]
+    # Figure 2 at the captions' lengths: RNNsearch-50's long captions are as good as its short
+    fig2 = [r for r in claims if "no deterioration" in r["claim"]]
+    assert "20 words or more" in fig2[0]["claim"] and fig2[0]["verdict"] == "reproduced"
+    multi30k.main(["--results-dir", str(out)])
+    assert "test_2016_flickr" in (out / "claims.md").read_text()
+    assert (out / "comparison.csv").is_file()
