@@ -267,6 +267,9 @@ class Judge:
             + f" ({n_long} test sentences of ≥{lo} words)"
         )
 
+    def _no_lengths_reason(self) -> str:
+        return f"no test sentences of ≥{self.long} or of <{self.short} words"
+
     def _no_lengths(self) -> bool:
         return not (self.lengths >= self.long).any() or not (self.lengths < self.short).any()
 
@@ -276,13 +279,7 @@ class Judge:
         floor."""
         ours = self.ratios_text([m])
         if self._no_lengths():
-            return self.row(
-                claim,
-                paper,
-                ours,
-                NOT_TESTABLE,
-                f"no test sentences of ≥{self.long} or of <{self.short} words",
-            )
+            return self.row(claim, paper, ours, NOT_TESTABLE, self._no_lengths_reason())
         if below := self.below([m]):
             return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
         return self.row(claim, paper, ours, *holds_verdict(self.ratio(m)[1]))
@@ -293,13 +290,7 @@ class Judge:
         when ``better`` is below it or none of ``others`` is above it."""
         ours = self.ratios_text([better, *others])
         if self._no_lengths():
-            return self.row(
-                claim,
-                paper,
-                ours,
-                NOT_TESTABLE,
-                f"no test sentences of ≥{self.long} or of <{self.short} words",
-            )
+            return self.row(claim, paper, ours, NOT_TESTABLE, self._no_lengths_reason())
         if below := self.below([better]):
             return self.row(claim, paper, ours, NOT_TESTABLE, below_floor(below))
         above = [m for m in others if m not in self.low]
