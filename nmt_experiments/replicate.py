@@ -28,16 +28,14 @@ from pathlib import Path
 from nmt_lib import publish
 from nmt_lib.checkpoint import default_checkpoint_dir, find_checkpoint, portable
 from nmt_lib.config import ConfigError, run_from_dict, to_dict
-from nmt_lib.data import data_summary, prepare, train_pairs
+from nmt_lib.data import data_summary, prepare
 from nmt_lib.evaluate import evaluate_run
 from nmt_lib.io import read_json, write_json
 from nmt_lib.paper import FIG3_SOURCES
 from nmt_lib.profile import load_runs as load  # the profile's runs (replicate.load)
-from nmt_lib.scoring import score
 from nmt_lib.train import train_run
-from nmt_lib.unk import UNK_WORD, dictionary, through
 
-from . import paper_claims
+from . import lexicon, paper_claims
 from .provenance import git_state, write_manifest
 from .readme import write_readme
 from .results import published_dir, results_path, run_dir
@@ -208,7 +206,12 @@ def recorded(run, d: Path) -> dict | None:
 
 
 def replicate_profile(
-    profile, results_dir=None, data_dir=None, jobs: int | None = None, git: dict | None = None
+    profile,
+    results_dir=None,
+    data_dir=None,
+    jobs: int | None = None,
+    git: dict | None = None,
+    runs: list[str] | None = None,
 ):
     """Train, decode and evaluate every model of ``profile`` (a name, or a loaded profile:
     :func:`load`) with :func:`train_and_evaluate` and write ``manifest.json``; returns the wall
@@ -217,105 +220,38 @@ def replicate_profile(
 
     ``jobs`` models run at a time, each in its own process (default: ``NMT_JOBS``, else 1), the
     largest time budget first. Each model keeps its own ``train.threads``, so on a 2-core machine
-    ``jobs=2`` with ``threads=1`` trains two models side by side, each on one core."""
+    ``jobs=2`` with ``threads=1`` trains two models side by side, each on one core.
+
+    ``runs``: only these, in this order (a study whose runs take hours, trained a few at a time);
+    the manifest is written once every run of the profile is evaluated."""
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
+    unknown = sorted(set(runs or ()) - set(prof.runs))
+    if unknown:
+        raise ConfigError(f"--runs: {prof.name} has no run {', '.join(unknown)}")
     out = results_path(prof.name, results_dir)
     git = git or git_state()  # the code that trains, not what the tree holds when the last is done
     jobs = jobs or int(os.environ.get("NMT_JOBS") or 1)
     one = partial(train_and_evaluate, prof, results_dir, data_dir)
+    names = runs or sorted(prof.runs, key=lambda n: -(prof.runs[n].train.max_hours or 0))
     if jobs <= 1:
-        done = dict(map(one, prof.runs))
+        done = dict(map(one, names))
     else:
-        for run in {r.data: r for r in prof.runs.values()}.values():
+        for run in {prof.runs[n].data: prof.runs[n] for n in names}.values():
             prepare(run.data)  # once, here, not in two workers at a time
-        order = sorted(prof.runs, key=lambda n: -(prof.runs[n].train.max_hours or 0))
         with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-            done = dict(pool.map(one, order))
-    walls = {name: done[name] for name in prof.runs}
-    write_manifest(out, prof, walls, git)
-    return walls
-
-
-# ------------------------------------------------------------------ <unk> through a dictionary
-#: What :func:`unk_dictionary` writes into a results directory.
-UNK_DICTIONARY = "unk_dictionary.json"
-
-
-def _lines(path: Path) -> list[list[str]]:
-    return [x.split() for x in path.read_text(encoding="utf-8").splitlines()]
-
-
-def unk_dictionary(
-    profile, results_dir=None, data_dir=None, min_pairs=2, min_dice=0.3
-) -> dict | None:
-    """Whether a dictionary helps the ``<unk>`` replacement (:func:`nmt_lib.unk.dictionary`),
-    measured on the runs of ``profile`` whose test translations have their ``<unk>`` replaced
-    (``hyp.test.unk_replaced.tok.txt``): the dictionary is counted on the training pairs of the
-    first such run's data for the source words that any of them copied, and each run's test BLEU
-    with its copied words looked up in it is set beside the plain replacement's. Writes
-    ``unk_dictionary.json`` into the results directory and returns it (None, writing nothing, where
-    no run has its ``<unk>`` replaced). The runs share their target shortlist (a profile's runs
-    share one: :mod:`nmt_lib.data`, step 4)."""
-    prof = load(profile, data_dir) if isinstance(profile, str) else profile
-    out = results_path(prof.name, results_dir)
-    runs = _replaced_runs(out)
-    if not runs:
-        return None
-    cfg = prof.runs[next(iter(runs))].data
-    prep = prepare(cfg)
-    copied = {a for before, after in runs.values() for (a,) in _copies(before, after)}
-    table = dictionary(train_pairs(cfg), copied, prep.trg_vocab, min_pairs, min_dice)
-    idx, lang = range(len(prep.test)), cfg.trg_lang
-    scores = {}
-    for name, (before, after) in runs.items():
-        looked = [through(b, a, table) for b, a in zip(before, after, strict=True)]
-        n = _copies(before, after, looked)
-        scores[name] = {
-            "copied": len(n),
-            "looked_up": sum(a != x for a, x in n),
-            "unk_replaced": score(after, prep.test, idx, lang),
-            "dictionary": score(looked, prep.test, idx, lang),
-        }
-    result = {
-        "counted_on": {
-            "train": list(cfg.train),
-            "max_len": cfg.max_len,
-            "max_train_pairs": cfg.max_train_pairs,
-            "trg_words": cfg.trg_words,
-        },
-        "min_pairs": min_pairs,
-        "min_dice": min_dice,
-        "copied_words": len(copied),
-        "entries": table,
-        "runs": scores,
-    }
-    write_json(out / UNK_DICTIONARY, result)
-    return result
-
-
-def _replaced_runs(out: Path) -> dict[str, tuple[list, list]]:
-    """``{run: (its test translations, the same with their <unk> replaced)}`` (tokens) of the runs
-    of ``out`` that have both."""
-    runs = {}
-    for name in read_json(out / "manifest.json")["runs"]:
-        d = run_dir(out, name)
-        if (d / "hyp.test.unk_replaced.tok.txt").is_file():
-            runs[name] = (
-                _lines(d / "hyp.test.tok.txt"),
-                _lines(d / "hyp.test.unk_replaced.tok.txt"),
-            )
-    return runs
-
-
-def _copies(before: list[list[str]], after: list[list[str]], *more) -> list[tuple[str, ...]]:
-    """At each ``<unk>`` of ``before`` that ``after`` replaced, in order: ``after``'s word and the
-    words of ``more`` (translations of the same lengths) at the same place."""
-    return [
-        (a, *m)
-        for hb, ha, *hm in zip(before, after, *more, strict=True)
-        for b, a, *m in zip(hb, ha, *hm, strict=True)
-        if b == UNK_WORD and a != UNK_WORD
+            done = dict(pool.map(one, names))
+    # the runs of earlier sessions, evaluated already: their recorded times
+    rest = [
+        n
+        for n in prof.runs
+        if n not in done
+        and (evaluated(prof.runs[n], run_dir(out, n)) or recorded(prof.runs[n], run_dir(out, n)))
     ]
+    done.update(map(one, rest))
+    walls = {name: done[name] for name in prof.runs if name in done}
+    if len(walls) == len(prof.runs):
+        write_manifest(out, prof, walls, git)
+    return walls
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -333,6 +269,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--results-dir", help="default: results/<the profile's name>")
     ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
     ap.add_argument("--jobs", type=int, help="models trained at a time (default: NMT_JOBS, else 1)")
+    ap.add_argument("--runs", nargs="+", metavar="RUN", help="with --train: only these runs")
     ap.add_argument(
         "--unk-dictionary",
         metavar="PROFILE",
@@ -354,25 +291,6 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _print_unk_dictionary(profile, results_dir, data_dir) -> int:
-    """``--unk-dictionary``: :func:`unk_dictionary`, and each run's two scores printed."""
-    r = unk_dictionary(profile, results_dir, data_dir)
-    if r is None:
-        print(
-            f"[replicate] no run of {profile} has its <unk> replaced "
-            "(hyp.test.unk_replaced.tok.txt): nothing to measure",
-            file=sys.stderr,
-        )
-        return 1
-    for name, x in r["runs"].items():
-        print(
-            f"[replicate] {name}: <unk> replaced {x['unk_replaced']['tok']['score']:.2f}, "
-            f"through the dictionary {x['dictionary']['tok']['score']:.2f} "
-            f"({x['looked_up']} of {x['copied']} copied words looked up)"
-        )
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = _parser()
     a = ap.parse_args(argv)
@@ -382,14 +300,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[replicate] wrote claims.csv and claims.md into {to}")
         return 0
     if a.unk_dictionary:
-        return _print_unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
+        return lexicon.print_unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
     if not (a.readme or a.train):  # --claims and --unk-dictionary have returned
         ap.error(
             "nothing to do without --readme or --train; the notebooks, and a profile's replication "
             "through them, run with python tools/notebooks.py --profile NAME [--train]"
         )
     if a.train:
-        walls = replicate_profile(a.train, a.results_dir, a.data_dir, jobs=a.jobs)
+        walls = replicate_profile(a.train, a.results_dir, a.data_dir, jobs=a.jobs, runs=a.runs)
         print(f"[replicate] {len(walls)} runs -> {results_path(load(a.train).name, a.results_dir)}")
     if a.readme:
         write_readme()

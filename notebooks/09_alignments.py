@@ -31,14 +31,14 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from nmt_experiments import claims, markdown, plots, replicate, tables
+from nmt_experiments import claims, lexicon, markdown, plots, replicate, tables
 from nmt_experiments.results import published_dir, require_results, results_path, run_dir
 from nmt_lib.io import atomic_write, read_json
 
 out = results_path(profile, results_dir)
 require_results(out, "manifest.json", "runs")
 if train:  # beyond the paper: whether a dictionary helps the <unk> replacement (below)
-    replicate.unk_dictionary(profile, results_dir, data_dir)
+    lexicon.unk_dictionary(profile, results_dir, data_dir)
 glue("al_profile", profile, display=False)
 
 # %% [markdown]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt_experiments import comparison, provenance, replicate, tables
+from nmt_experiments import comparison, lexicon, provenance, replicate, tables
 from nmt_experiments.results import ResultsMissing, require_results
 from nmt_lib import data, publish
 from nmt_lib.config import ConfigError
@@ -199,7 +199,7 @@ def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
     out = tmp_path / "smoke"
     shutil.copytree(ROOT / "results" / "smoke", out)
     assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 0
-    r = json.loads((out / replicate.UNK_DICTIONARY).read_text())
+    r = json.loads((out / lexicon.UNK_DICTIONARY).read_text())
     assert r["entries"] and all(fixtures.DICTIONARY[s] == t for s, t in r["entries"].items())
     replaced = [
         n
@@ -214,9 +214,9 @@ def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
         assert x["dictionary"]["tok"]["score"] > x["unk_replaced"]["tok"]["score"]
     for name in replaced:  # nothing to measure: a clear line and no file
         (replicate.run_dir(out, name) / "hyp.test.unk_replaced.tok.txt").unlink()
-    (out / replicate.UNK_DICTIONARY).unlink()
+    (out / lexicon.UNK_DICTIONARY).unlink()
     assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 1
-    assert not (out / replicate.UNK_DICTIONARY).exists()
+    assert not (out / lexicon.UNK_DICTIONARY).exists()
 
 
 def test_the_manifests_commit_is_dirty_for_code_changes_not_for_results(tmp_path, monkeypatch):
@@ -278,3 +278,30 @@ def test_a_published_run_whose_weights_match_its_results_is_not_trained_again(
     card.write_text(text.replace(f"{score:.2f}", f"{score - 1:.2f}"), encoding="utf-8")
     with pytest.raises(AssertionError, match="trained"):
         replicate.train_and_evaluate(prof, out, None, "RNNsearch-50*")
+
+
+def test_a_study_trained_a_few_runs_at_a_time_gets_its_manifest_with_the_last(
+    tmp_path, monkeypatch
+):
+    """``--train PROFILE --runs …``: only those runs; the manifest waits for the profile's last
+    run, and then records the earlier ones too, from another session without their checkpoints."""
+    smoke = (ROOT / "nmt_lib" / "profiles" / "smoke.toml").read_text()
+    head = smoke.split("[runs.")[0].replace('name = "smoke"', 'name = "two-runs"')
+    head = "".join(x for x in head.splitlines(True) if not x.startswith("publish"))
+    head = head.replace("max_updates = 1000", "max_updates = 10")
+    profile = tmp_path / "two-runs.toml"
+    profile.write_text(
+        head + '[runs."RNNsearch-50"]\n\n[runs."RNNencdec-50"]\nmodel = { arch = "RNNencdec" }\n'
+    )
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
+    out, toy = tmp_path / "results", str(fixtures.toy_data_dir())
+    args = ["--train", str(profile), "--results-dir", str(out), "--data-dir", toy, "--runs"]
+    assert replicate.main([*args, "RNNencdec-50"]) == 0
+    assert (out / "runs" / "RNNencdec-50" / "bleu.json").is_file()
+    assert not (out / "runs" / "RNNsearch-50").exists() and not (out / "manifest.json").exists()
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "next-session"))  # its checkpoint is gone
+    assert replicate.main([*args, "RNNsearch-50"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted(manifest["wall_seconds"]) == ["RNNencdec-50", "RNNsearch-50"]
+    with pytest.raises(ConfigError, match=r"--runs: two-runs has no run RNNsearch-99"):
+        replicate.main([*args, "RNNsearch-99"])
