@@ -444,6 +444,9 @@ plt.close(pilot_fig)
 # estimate it takes {glue:text}`pilot_lr_1e_3_plan_core_hours_lite` core-hours and
 # {glue:text}`pilot_lr_1e_3_plan_fits_lite` (twice the batch: {glue:text}`pilot_lr_3e_3_batch_160_plan_core_hours_lite`),
 # by margins smaller than the extrapolation's own uncertainty: a curve that bends needs more.
+# The study profile `nmt_lib/profiles/studies/lite-long.toml` is that plan, with lite's recipe for
+# 45,000 updates per model and a second test set held out of Europarl, in-domain for the training
+# data, beside newstest2014 ({ref}`deviations-lite-long`).
 #
 # ```{glue:figure} pilot_fig
 # :name: fig-pilot
