@@ -183,7 +183,7 @@ def search_study(
     arm = arm or findings(out)["chosen"]
     run = arm_run(out, arm, data_dir)
     prep = prepare(run.data)
-    model = arm_model(out / "runs" / run_dir_name(arm), run)
+    model = trained_arm(out / "runs" / run_dir_name(arm), run, prep)
     idx = dev_subset(len(prep.dev), sentences)
     rows = []
     for option in SEARCH_OPTIONS:

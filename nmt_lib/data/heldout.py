@@ -17,8 +17,8 @@ import random
 from itertools import zip_longest
 from pathlib import Path
 
-from ..io import atomic_write, sha256_file
-from . import corpus, readers
+from ..io import atomic_write
+from . import corpus, readers, text
 from .corpus import Draw
 
 
@@ -55,7 +55,8 @@ def written(name: str, src: Path, trg: Path, d: Draw, langs: tuple[str, str], ca
     again."""
     out = {lang: cache / f"{name}.{lang}" for lang in langs}
     record = cache / f"{name}.json"
-    sources = {str(p.name): sha256_file(p) for p in (src, trg)}
+    memo = cache.parent / "tok"  # the data cache's memo of file hashes (text.file_info)
+    sources = {str(p.name): text.file_info(p, memo).sha256 for p in (src, trg)}
     if record.is_file() and all(p.is_file() for p in out.values()):
         if json.loads(record.read_text(encoding="utf-8")).get("from") == sources:
             return out[langs[0]], out[langs[1]]
