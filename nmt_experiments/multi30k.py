@@ -15,11 +15,13 @@ BLEU on sentences of :data:`LONG` words or more against those of fewer than :dat
 from __future__ import annotations
 
 import argparse
+import csv
+import re
 from pathlib import Path
 
 import numpy as np
 
-from nmt_lib.config import home
+from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
 from . import comparison
@@ -28,6 +30,9 @@ from .markdown import write_table
 from .results import run_dir
 
 RESULTS = home() / "results" / "multi30k"
+PROFILE = PROFILE_DIR / "studies" / "multi30k.toml"
+#: The comparison on WMT'14 (lite's data and sizes, 3,000 updates): the other testbed.
+WMT14 = home() / "results" / "compare"
 
 #: The Flickr test sets, each judged on its own: 2016's is the tutorials' set.
 PARTS = ("multi30k.test_2016_flickr", "multi30k.test_2017_flickr")
@@ -72,6 +77,44 @@ def note(out: Path = RESULTS) -> str:
         f"BLEU. Figure 2 restated for captions: sentences of {LONG} words or more against those of "
         f"fewer than {SHORT}."
     )
+
+
+def trained(out: Path = RESULTS, profile=PROFILE) -> tuple[int, int]:
+    """How many of the study profile's runs are evaluated in ``out``, and how many it has."""
+    names = list(load_profile(profile).runs)
+    return sum((run_dir(out, n) / "bleu.json").is_file() for n in names), len(names)
+
+
+def claim_key(claim: str) -> str:
+    """A claim as both testbeds state it: Figure 2's long sentences named without their length
+    (50 words or more on WMT'14, :data:`LONG` on Multi30k)."""
+    return re.sub(r"on sentences of \d+ words or more", "on its longest sentences", claim)
+
+
+def _read_claims(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def side_by_side(wmt: Path = WMT14, out: Path = RESULTS) -> list[dict]:
+    """Each claim of the comparison with its verdict on each testbed, from the committed
+    ``claims.csv`` of both: WMT'14 (``wmt``) and each Flickr test set of Multi30k (``out``);
+    ``decided`` counts the testbeds on which the claim is decided (reproduced, not reproduced
+    or the opposite). A claim one testbed does not judge is blank there."""
+    rows: dict[str, dict] = {}
+    for r in _read_claims(wmt / "claims.csv"):
+        rows[claim_key(r["claim"])] = {"claim": claim_key(r["claim"]), "WMT'14": r["verdict"]}
+    for r in _read_claims(out / "claims.csv"):
+        row = rows.setdefault(claim_key(r["claim"]), {"claim": claim_key(r["claim"])})
+        row[f"Multi30k {r['test set']}"] = r["verdict"]
+    cols = ["WMT'14", *(f"Multi30k {p.removeprefix('multi30k.')}" for p in PARTS)]
+    return [
+        {
+            **{c: row.get(c) for c in ["claim", *cols]},
+            "decided": sum(row.get(c) not in (None, "not testable here") for c in cols),
+        }
+        for row in rows.values()
+    ]
 
 
 def main(argv=None) -> int:

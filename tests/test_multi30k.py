@@ -69,3 +69,39 @@ def test_each_flickr_set_has_its_bleu_and_its_own_verdicts(tmp_path):
     multi30k.main(["--results-dir", str(out)])
     assert "test_2016_flickr" in (out / "claims.md").read_text()
     assert (out / "comparison.csv").is_file()
+
+
+def test_the_two_testbeds_side_by_side(tmp_path):
+    out = fake(
+        tmp_path / "multi30k",
+        {
+            "RNNencdec-50": ({"arch": "RNNencdec"}, 0.75, 0.0),
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 1.0),
+        },
+    )
+    multi30k.main(["--results-dir", str(out)])
+    wmt = tmp_path / "compare"
+    wmt.mkdir()
+    (wmt / "claims.csv").write_text(
+        "claim,verdict\n"
+        '"RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)",not testable here\n'
+        '"RNNsearch-50 shows no deterioration on sentences of 50 words or more (Bahdanau et al., '
+        'Figure 2)",not reproduced\n'
+        '"Reversing the source helps an LSTM encoder-decoder without attention (Sutskever et '
+        'al.)",not testable here\n'
+    )
+    rows = {r["claim"]: r for r in multi30k.side_by_side(wmt, out)}
+    table1 = rows["RNNsearch-50 beats RNNencdec-50 (Bahdanau et al., Table 1)"]
+    assert table1["WMT'14"] == "not testable here"
+    assert table1["Multi30k test_2016_flickr"] == "reproduced"
+    assert table1["Multi30k test_2017_flickr"] == "not testable here"
+    assert table1["decided"] == 1
+    # Figure 2's claim is one row although the testbeds state its lengths differently
+    fig2 = rows[
+        "RNNsearch-50 shows no deterioration on its longest sentences (Bahdanau et al., Figure 2)"
+    ]
+    assert fig2["WMT'14"] == "not reproduced" and fig2["Multi30k test_2016_flickr"] == "reproduced"
+    assert fig2["decided"] >= 2
+    # a claim only one testbed judges (no Seq2seq in this fake study) is blank on the other
+    reversal = next(r for c, r in rows.items() if c.startswith("Reversing"))
+    assert reversal["Multi30k test_2016_flickr"] is None and reversal["decided"] == 0

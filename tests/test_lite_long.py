@@ -1,0 +1,78 @@
+"""The lite-long study's report (nmt_experiments.lite_long) on fake results: each run's state and
+its short-sentence BLEU on each test set, the measured sentence against the pilot's prediction,
+and the prediction itself, read from the committed pilot."""
+
+import json
+import random
+
+import pytest
+
+from nmt_experiments import lite_long, pilot_extrapolation
+from nmt_experiments.results import run_dir
+from nmt_lib import bleu
+
+WORDS = [f"w{i}" for i in range(300)]
+LENGTHS = [12] * 30 + [40] * 10
+REFS = [" ".join(random.Random(k).choices(WORDS, k=n)) for k, n in enumerate(LENGTHS)]
+VIEW = "europarl-v7.heldout"
+
+
+def scored(d, right: float):
+    """``d``'s bleu.json and bleu_by_length.json: a share ``right`` of the sentences exact."""
+    rng = random.Random(str(d))
+    hyps = [
+        r if i < right * len(REFS) else " ".join(rng.choices(WORDS, k=9))
+        for i, r in enumerate(REFS)
+    ]
+    stats = bleu.sentence_stats(hyps, REFS, True)
+    d.mkdir(parents=True, exist_ok=True)
+    by_len = {"src_len": LENGTHS, "stats_tok": stats.tolist()}
+    (d / "bleu_by_length.json").write_text(json.dumps(by_len))
+    score = bleu.bleu_from_stats(stats, True)
+    (d / "bleu.json").write_text(json.dumps({"all": {"tok": {"score": score}}}))
+
+
+def fake_run(out, name, news: float, view: float, nll: float):
+    d = run_dir(out, name)
+    scored(d, news)
+    scored(d / "views" / VIEW, view)
+    summary = {"updates": 45000, "hours": 1.7, "best_dev_nll": nll}
+    (d / "train_summary.json").write_text(json.dumps(summary))
+    log = [{"kind": "eval", "update": u, "dev_nll": nll + 10 - u / 4500} for u in (1000, 45000)]
+    (d / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+
+
+def test_progress_and_the_measured_sentence(tmp_path):
+    assert lite_long.test_sets() == ["newstest2014", VIEW]
+    rows = {r["run"]: r for r in lite_long.progress(tmp_path)}
+    assert len(rows) == 8 and not any(r["trained"] for r in rows.values())
+    pred = lite_long.prediction(45000)
+    assert "None of RNNencdec-50's seeds" in lite_long.measured_text(list(rows.values()), pred)
+    # nothing right on newstest2014, all of the held-out set's sentences right
+    fake_run(tmp_path, "RNNencdec-50", 0.0, 1.0, 86.0)
+    rows = {r["run"]: r for r in lite_long.progress(tmp_path)}
+    r = rows["RNNencdec-50"]
+    assert r["trained"] and r["updates"] == 45000 and r["dev NLL"] == 86.0
+    assert r[f"{VIEW} BLEU <30"] == 100.0 and r["newstest2014 BLEU <30"] < 5
+    assert not rows["RNNsearch-50"]["trained"] and rows["RNNsearch-50"]["updates"] is None
+    text = lite_long.measured_text(list(rows.values()), pred)
+    assert "its first seed" in text and "86.0" in text
+    assert "on newstest2014 (below the floor)" in text and f"on {VIEW} (above the floor)" in text
+    fake_run(tmp_path, "RNNencdec-50-s2", 1.0, 1.0, 88.0)
+    n, b = lite_long.above_floor(lite_long.progress(tmp_path), "RNNencdec-50", "newstest2014")
+    assert n == 2 and b == pytest.approx((r["newstest2014 BLEU <30"] + 100) / 2, abs=0.01)
+    nums = lite_long.book_numbers(tmp_path)
+    assert nums["ll_trained"] == "2" and "the mean of its 2 seeds" in nums["ll_measured"]
+    lite_long.figure(tmp_path)
+
+
+def test_the_prediction_meets_the_floor_where_the_pilot_says():
+    s = json.loads((lite_long.PILOT / "summary.json").read_text())
+    arm = s["arms"][lite_long.LITE_ARMS[0]]
+    at = arm["updates_to_floor"]["nll_beam"]
+    pred = lite_long.prediction(at)["arms"][lite_long.LITE_ARMS[0]]
+    assert pred["dev_nll"] == pytest.approx(s["maps"]["beam"]["floor_nll"])
+    assert pred["short_bleu"] == pytest.approx(5.0)
+    assert pilot_extrapolation.reach(arm["nll_fit"], pred["dev_nll"]) == pytest.approx(at)
+    later = lite_long.prediction(2 * at)["arms"][lite_long.LITE_ARMS[0]]
+    assert later["dev_nll"] < pred["dev_nll"] and later["short_bleu"] > 5.0
