@@ -2,8 +2,8 @@
 (:func:`git_state`), the profile with its resolved configs, the sha256 of every data file, the
 hardware and the library versions (:func:`provenance`); a replication's ``manifest.json`` adds each
 run's device, precision, sacreBLEU signatures, wall times and published files
-(:func:`write_manifest`), a study's its arms' wall times and commits
-(:func:`write_arms_manifest`)."""
+(:func:`write_manifest`) from what each run recorded of itself (:func:`record_run`), a study's its
+arms' wall times and commits (:func:`write_arms_manifest`)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,13 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
         summary = read_json(run_dir(out, name) / "train_summary.json")
         devices[name], precisions[name] = summary["device"], summary.get("precision")
     manifest = provenance(prof, git)
+    later = {}  # runs trained in an earlier session, from another commit (record_run)
+    for name in prof.runs:
+        f = run_dir(out, name) / "made.json"
+        if f.is_file() and (made := read_json(f)["git"]) != manifest["git"]:
+            later[name] = {"what": "trained and evaluated", **made}
+    if later:
+        manifest["git_runs"] = later
     manifest["hardware"]["device_per_run"] = devices
     manifest["hardware"]["precision_per_run"] = precisions  # train.precision as resolved ("auto")
     manifest["sacrebleu_signatures"] = signatures
@@ -104,6 +111,22 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
     }
     write_json(out / "manifest.json", manifest)
     return manifest
+
+
+def record_run(d: Path, git: dict, walls: dict) -> None:
+    """``made.json`` of the run directory ``d``, written when the run is evaluated: the commit
+    that trained it, when, on which CPU, and its wall times. A profile's manifest is written once
+    all its runs are evaluated, sessions later for a study trained a few runs at a time, and names
+    each run made from another commit than its own (``git_runs``)."""
+    write_json(
+        d / "made.json",
+        {
+            "git": git,
+            "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "cpu_model": cpu_info("model name") or None,
+            "wall_seconds": walls,
+        },
+    )
 
 
 def write_arms_manifest(out: Path, prof, walls: dict, git: dict) -> None:

@@ -36,7 +36,7 @@ from nmt_lib.profile import load_runs as load  # the profile's runs (replicate.l
 from nmt_lib.train import train_run
 
 from . import lexicon, paper_claims
-from .provenance import git_state, write_manifest
+from .provenance import git_state, record_run, write_manifest
 from .readme import write_readme
 from .results import published_dir, results_path, run_dir
 
@@ -91,11 +91,14 @@ def _budget(t, start: float) -> str:
     return " or ".join(parts) or "no limit"
 
 
-def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, dict]:
+def train_and_evaluate(
+    profile, results_dir, data_dir, name: str, git: dict | None = None
+) -> tuple[str, dict]:
     """Train (resumably), decode and evaluate one model of ``profile`` (a name, or a loaded
     profile) into ``<results>/runs/<model>/``; returns ``(name, wall times)``: the training clock
     of ``train_summary.json`` (the whole training, across resumptions) and the evaluation's. A run
-    already :func:`evaluated` is not evaluated again: its evaluation time is the recorded one."""
+    already :func:`evaluated` is not evaluated again: its evaluation time is the recorded one. An
+    evaluated run records ``git`` (default: this repository's state) in its ``made.json``."""
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     run, out = prof.runs[name], results_path(prof.name, results_dir)
     prep = prepare(run.data)
@@ -136,6 +139,8 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
         )
         return name, {"train_s": train_s, "evaluate_s": round(done["seconds"], 1)}
     result = evaluate_run(run, run_dir(out, name), prep=prep, figure_sources=sources)
+    walls = {"train_s": train_s, "evaluate_s": round(time.time() - t1, 1)}
+    record_run(run_dir(out, name), git or git_state(), walls)
     if name in prof.publish:  # the weights a reader translates with (nmt_lib.publish)
         _publish(prof, name, results_dir, prep)
     print(
@@ -143,7 +148,7 @@ def train_and_evaluate(profile, results_dir, data_dir, name: str) -> tuple[str, 
         f"{train_s:.0f} s, test BLEU {result['all']['tok']['score']:.2f}",
         flush=True,
     )
-    return name, {"train_s": train_s, "evaluate_s": round(time.time() - t1, 1)}
+    return name, walls
 
 
 def _publish(prof, name: str, results_dir, prep) -> None:
@@ -231,7 +236,7 @@ def replicate_profile(
     out = results_path(prof.name, results_dir)
     git = git or git_state()  # the code that trains, not what the tree holds when the last is done
     jobs = jobs or int(os.environ.get("NMT_JOBS") or 1)
-    one = partial(train_and_evaluate, prof, results_dir, data_dir)
+    one = partial(train_and_evaluate, prof, results_dir, data_dir, git=git)
     names = runs or sorted(prof.runs, key=lambda n: -(prof.runs[n].train.max_hours or 0))
     if jobs <= 1:
         done = dict(map(one, names))

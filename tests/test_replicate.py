@@ -296,12 +296,19 @@ def test_a_study_trained_a_few_runs_at_a_time_gets_its_manifest_with_the_last(
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     out, toy = tmp_path / "results", str(fixtures.toy_data_dir())
     args = ["--train", str(profile), "--results-dir", str(out), "--data-dir", toy, "--runs"]
+    first, later = ({"commit": c * 40, "dirty": False} for c in "ab")
+    monkeypatch.setattr(replicate, "git_state", lambda: first)
     assert replicate.main([*args, "RNNencdec-50"]) == 0
     assert (out / "runs" / "RNNencdec-50" / "bleu.json").is_file()
     assert not (out / "runs" / "RNNsearch-50").exists() and not (out / "manifest.json").exists()
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "next-session"))  # its checkpoint is gone
+    monkeypatch.setattr(replicate, "git_state", lambda: later)  # the code changed in between
     assert replicate.main([*args, "RNNsearch-50"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted(manifest["wall_seconds"]) == ["RNNencdec-50", "RNNsearch-50"]
+    # each run's own commit: the manifest's, and the earlier session's for the run it trained
+    made = json.loads((out / "runs" / "RNNsearch-50" / "made.json").read_text())
+    assert made["git"] == later == manifest["git"] and "cpu_model" in made
+    assert manifest["git_runs"] == {"RNNencdec-50": {"what": "trained and evaluated", **first}}
     with pytest.raises(ConfigError, match=r"--runs: two-runs has no run RNNsearch-99"):
         replicate.main([*args, "RNNsearch-99"])
