@@ -16,6 +16,7 @@ import numpy as np
 from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
+from . import paper_claims
 from .claims import FLOOR, SHORT, short_bleu
 from .pilot_extrapolation import nll_curve
 from .plots import COLUMN_WIDTH
@@ -66,6 +67,16 @@ def progress(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
                 row[f"{t} BLEU"], row[f"{t} BLEU <{SHORT}"] = round(all_, 2), round(short, 2)
         rows.append(row)
     return rows
+
+
+def judged(out: Path = RESULTS, profile=PROFILE) -> dict[str, list[dict]]:
+    """Once every run of the study is evaluated (its manifest is written): the paper's claims
+    (:func:`nmt_experiments.paper_claims.claims`) on each of :func:`test_sets`; before: ``{}``."""
+    if not (Path(out) / "manifest.json").is_file():
+        return {}
+    return {
+        t: paper_claims.claims(out, view=None if t == PAPER_TEST else t) for t in test_sets(profile)
+    }
 
 
 def prediction(updates: int, pilot: Path = PILOT) -> dict:

@@ -180,16 +180,17 @@ def comparison_table(*outs: Path) -> list[dict]:
     return rows
 
 
-def fig2_curves(out: Path, models=MODELS[:4]) -> tuple[dict, list[int]]:
+def fig2_curves(out: Path, models=MODELS[:4], view: str | None = None) -> tuple[dict, list[int]]:
     """Figure 2's curves from the per-sentence BLEU statistics of each run: ``{model: (bucket
     centres, BLEU: the mean over its seeds)}`` and the bucket edges. Buckets by source length,
     width 10 as the paper's axis suggests; width 2 when the test set has no sentence of 40 words or
-    more (toy data)."""
+    more (toy data). ``view``: on that test set of ``data.views`` instead."""
     curves, edges, groups = {}, [], seed_groups(out)
     for name in models:
         per = []
         for run in groups[name]:
-            d = read_json(run_dir(out, run) / "bleu_by_length.json")
+            where = run_dir(out, run) / "views" / view if view else run_dir(out, run)
+            d = read_json(where / "bleu_by_length.json")
             width = 10 if max(d["src_len"]) >= 40 else 2
             edges = list(range(0, max(d["src_len"]) + width + 1, width))
             buckets = bleu.bleu_by_length(np.array(d["stats_tok"]), d["src_len"], True, edges)

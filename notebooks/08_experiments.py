@@ -30,7 +30,7 @@ import csv
 
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from nmt_experiments import (
@@ -129,13 +129,21 @@ glue("exp_recipe", recipe, display=False)
 # %% tags=["hide-input"]
 t1 = tables.table1(out)
 sig = manifest["sacrebleu_signatures"]
-seeds1 = " A model with several seeds: the mean over them; All sd: their standard deviation."
-note1 = (
-    f"Profile `{profile}`. All / No UNK: tokenized BLEU (`{sig['tok']}`); "
-    f"All (sacreBLEU): `{sig['detok']}`. Paper columns: results/paper/table1.csv."
-    + (seeds1 if "seeds" in t1[0] else "")
-)
-Markdown(markdown.show_table(out, "table1", t1, note1, write=train))
+
+
+def table1_note(name: str, rows: list[dict], signatures: dict) -> str:
+    return (
+        f"Profile `{name}`. All / No UNK: tokenized BLEU (`{signatures['tok']}`); "
+        f"All (sacreBLEU): `{signatures['detok']}`. Paper columns: results/paper/table1.csv."
+        + (
+            " A model with several seeds: the mean over them; All sd: their standard deviation."
+            if "seeds" in rows[0]
+            else ""
+        )
+    )
+
+
+Markdown(markdown.show_table(out, "table1", t1, table1_note(profile, t1, sig), write=train))
 
 # %% tags=["hide-input"]
 ours = {r["model"]: r for r in t1}
@@ -522,6 +530,37 @@ Markdown(markdown.show_table(long_out, "progress", shown, note_ll, write=False))
 # (40 minutes, black), the pilot's line for it extended to the study's budget (dotted) and the dev
 # NLL at which short-sentence BLEU crosses the learning floor (dashed).
 # ```
+
+# %% tags=["hide-input"]
+long_claims = lite_long.judged(long_out)
+if long_claims:  # every run trained: Table 1, the claims and Figure 2 on each test set
+    t1_long = tables.table1(long_out)
+    display(
+        Markdown(
+            markdown.markdown_table(t1_long)
+            + "\n"
+            + table1_note(
+                "lite-long", t1_long, read_json(long_out / "manifest.json")["sacrebleu_signatures"]
+            )
+        )
+    )
+    for test_set, rows in long_claims.items():
+        view = None if test_set == lite_long.PAPER_TEST else test_set
+        display(Markdown(f"**On {test_set}.** " + markdown.claims_markdown(rows)))
+        display(Markdown(paper_claims.note(long_out, "lite-long", view)))
+        curves_long, _ = tables.fig2_curves(long_out, view=view)
+        fig = plots.fig2_bleu_by_length(
+            curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
+        )
+        display(fig)
+        plt.close(fig)
+else:
+    display(
+        Markdown(
+            "Table 1, its claims and Figure 2 of the study are shown here once its last run is "
+            "evaluated (`results/lite-long/manifest.json`)."
+        )
+    )
 
 # %% [markdown]
 # ## Summary

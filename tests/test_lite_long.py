@@ -64,6 +64,7 @@ def test_progress_and_the_measured_sentence(tmp_path):
     nums = lite_long.book_numbers(tmp_path)
     assert nums["ll_trained"] == "2" and "the mean of its 2 seeds" in nums["ll_measured"]
     lite_long.figure(tmp_path)
+    assert lite_long.judged(tmp_path) == {}  # the claims wait for the study's last run
 
 
 def test_the_prediction_meets_the_floor_where_the_pilot_says():
