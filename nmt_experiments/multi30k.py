@@ -9,7 +9,7 @@ short (about 12 words, the longest about 40), so Figure 2's claims are restated 
 BLEU on sentences of :data:`LONG` words or more against those of fewer than :data:`SHORT`.
 
 ``python -m nmt_experiments.multi30k [--results-dir DIR]`` writes ``comparison.csv`` and
-``claims.csv`` (with their ``.md``) into the results directory.
+``claims.csv`` (with their ``.md``) and Figure 2 on each Flickr set into the results directory.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ import csv
 import re
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
+from nmt_lib import bleu
 from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
-from . import comparison
+from . import comparison, plots
 from .claims import FLOOR, MARGIN
 from .markdown import write_table
 from .results import run_dir
@@ -39,6 +41,8 @@ PARTS = ("multi30k.test_2016_flickr", "multi30k.test_2017_flickr")
 
 #: Figure 2's lengths restated for Multi30k's short captions (source words).
 SHORT, LONG = 10, 20
+#: Figure 2's buckets for the captions: 4 words wide, the last open (24 words or more).
+EDGES = (0, 4, 8, 12, 16, 20, 24)
 
 
 def table(out: Path = RESULTS) -> list[dict]:
@@ -65,6 +69,41 @@ def claims(out: Path = RESULTS, n_samples: int = 1000) -> list[dict]:
         for p in PARTS
         for row in comparison.claims(out, n_samples, SHORT, LONG, part=p)
     ]
+
+
+def curves(out: Path = RESULTS, part: str = PARTS[0]) -> dict:
+    """Figure 2 on one Flickr set: ``{model: (bucket centres, BLEU: the mean over its seeds)}``,
+    buckets of :data:`EDGES` (the open last one drawn at its lower edge + 2)."""
+    found = {}
+    for model, runs in comparison.models(out).items():
+        per = []
+        for r in runs:
+            d = read_json(run_dir(out, r) / "bleu_by_length.json")
+            mine = np.array(d["parts"]) == part
+            stats, lengths = np.array(d["stats_tok"])[mine], np.array(d["src_len"])[mine]
+            per.append(bleu.bleu_by_length(stats, lengths, True, EDGES))
+        x = [
+            (b["lo"] + (b["hi"] if b["hi"] is not None else b["lo"] + 3)) / 2 + 0.5 for b in per[0]
+        ]
+        y = [
+            float(np.mean([np.nan if p[k]["bleu"] is None else p[k]["bleu"] for p in per]))
+            for k in range(len(x))
+        ]
+        found[model] = (x, y)
+    return found
+
+
+def figure(out: Path = RESULTS, part: str = PARTS[0]):
+    """Figure 2 on one Flickr set (:func:`curves`): models with attention solid, without dashed."""
+    found = comparison.models(out)
+    styles = {
+        m: {"ls": "-" if comparison.has_attention(out, runs[0]) else "--", "color": f"C{k}"}
+        for k, (m, runs) in enumerate(found.items())
+    }
+    title = f"Multi30k, {part.removeprefix('multi30k.')}"
+    return plots.fig2_bleu_by_length(
+        curves(out, part), xmax=EDGES[-1] + 4, title=title, styles=styles
+    )
 
 
 def note(out: Path = RESULTS) -> str:
@@ -123,6 +162,10 @@ def main(argv=None) -> int:
     out = ap.parse_args(argv).results_dir
     write_table(out, "comparison", table(out), note(out))
     write_table(out, "claims", claims(out), note(out))
+    for p in PARTS:
+        fig = figure(out, p)
+        plots.save(fig, out / f"fig2_bleu_by_length.{p.removeprefix('multi30k.')}.png")
+        plt.close(fig)
     print(f"[multi30k] wrote comparison and claims into {out}")
     return 0
 

@@ -35,7 +35,7 @@ data_dir = None
 import csv
 
 import matplotlib.pyplot as plt
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from nmt_experiments import (
@@ -587,14 +587,20 @@ if (multi30k.RESULTS / "claims.csv").is_file():
         + "; ".join(f"{decided[c]} on {c}" for c in cols)
         + ". The verdicts of each testbed are in its `claims.md`."
     )
-    display_both = Markdown(f"{text}\n\n{markdown.markdown_table(both)}\n{multi30k.note()}")
+    display(Markdown(f"{text}\n\n{markdown.markdown_table(both)}\n{multi30k.note()}"))
+    display(Markdown(markdown.markdown_table(multi30k.table())))
+    for part in multi30k.PARTS:  # Figure 2 on each Flickr set, at the captions' lengths
+        fig = multi30k.figure(part=part)
+        display(fig)
+        plt.close(fig)
 else:
-    display_both = Markdown(
-        f"The Multi30k study is being trained: {m30k_done} of its {m30k_runs} runs are evaluated "
-        "in `results/multi30k/` (`tools/multi30k_study.sh` resumes it). This section sets its "
-        "verdicts beside WMT'14's once every run is."
+    display(
+        Markdown(
+            f"The Multi30k study is being trained: {m30k_done} of its {m30k_runs} runs are "
+            "evaluated in `results/multi30k/` (`tools/multi30k_study.sh` resumes it). This "
+            "section sets its verdicts beside WMT'14's once every run is."
+        )
     )
-display_both
 
 # %% [markdown]
 # The tutorials this book is read beside train these models on Multi30k too, but not in this

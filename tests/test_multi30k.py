@@ -4,6 +4,9 @@ test set, and the claims judged on each set's sentences alone, at the captions' 
 import json
 import random
 
+import numpy as np
+import pytest
+
 from nmt_experiments import multi30k
 from nmt_experiments.results import run_dir
 from nmt_lib import bleu
@@ -69,6 +72,14 @@ def test_each_flickr_set_has_its_bleu_and_its_own_verdicts(tmp_path):
     multi30k.main(["--results-dir", str(out)])
     assert "test_2016_flickr" in (out / "claims.md").read_text()
     assert (out / "comparison.csv").is_file()
+    assert (out / "fig2_bleu_by_length.test_2017_flickr.png").is_file()
+    # Figure 2 on 2016's set: RNNsearch-50 exact at both lengths, RNNencdec-50 right on 8-word
+    # captions only (the first 30 of 40; the 22-word ones are random)
+    curves = multi30k.curves(out)
+    x, y = curves["RNNsearch-50"]
+    assert x[2] == 10.0 and y[2] == pytest.approx(100) and y[5] == pytest.approx(100)
+    assert np.isnan(y[0])  # no caption of fewer than 4 words
+    assert curves["RNNencdec-50"][1][2] == pytest.approx(100) and curves["RNNencdec-50"][1][5] < 5
 
 
 def test_the_two_testbeds_side_by_side(tmp_path):
