@@ -161,7 +161,10 @@ def book_numbers(out: Path = RESULTS, pilot: Path = PILOT, profile=PROFILE) -> d
     budget = max(r.train.max_updates for r in prof.runs.values())
     rows, pred = progress(out, profile), prediction(budget, pilot)
     done = sum(r["trained"] for r in rows)
+    bleus = [a["short_bleu"] for a in pred["arms"].values()]
+    where = "past" if min(bleus) >= FLOOR else ("short of" if max(bleus) < FLOOR else "around")
     return {
+        "ll_pred_where": where,
         "ll_budget": f"{budget:,}",
         "ll_runs": str(len(rows)),
         "ll_trained": "none" if not done else ("all" if done == len(rows) else str(done)),

@@ -491,9 +491,10 @@ plt.close(long_fig)
 # The study profile trains each of lite's models for {glue:text}`ll_budget` updates, where the
 # pilot's lines put lite's RNNencdec-50 at dev NLL {glue:text}`ll_pred_nll` (its three seeds) and,
 # through the line of BLEU in dev NLL, at {glue:text}`ll_pred_bleu` BLEU on the short sentences:
-# just past the floor of {glue:text}`pilot_floor`, which that line crosses at dev NLL
-# {glue:text}`ll_floor_nll`. The runs take a few core-hours each and are trained a few at a time
-# (`results/lite-long/`); {glue:text}`ll_trained` of its {glue:text}`ll_runs` runs are trained.
+# {glue:text}`ll_pred_where` the floor of {glue:text}`pilot_floor`, which that line crosses at dev
+# NLL {glue:text}`ll_floor_nll`. A run takes 1.5 to 2.5 hours of one core, and the runs are
+# trained a few at a time (`results/lite-long/`); trained so far: {glue:text}`ll_trained` of its
+# {glue:text}`ll_runs` runs.
 # {glue:text}`ll_measured` Each run is scored on newstest2014, the paper's test set, and on 3,003
 # Europarl pairs that no training here reads, in the domain of most of the training data
 # ({ref}`deviations-lite-long`). Table 1's claim and Figure 2's contrast are judged on both once
