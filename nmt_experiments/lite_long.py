@@ -147,11 +147,11 @@ def measured_text(rows: list[dict], pred: dict, model: str = "RNNencdec-50") -> 
     parts = []
     for t in [k.removesuffix(" BLEU") for k in rows[0] if k.endswith(" BLEU")]:
         _, b = above_floor(rows, model, t)
-        parts.append(f"{b:.1f} on {t} ({'above' if b >= FLOOR else 'below'} the floor)")
+        parts.append(f"{b:.1f} BLEU on {t} ({'above' if b >= FLOOR else 'below'} the floor)")
     return (
         f"{model}, {seeds}, reached a best dev NLL of {nll:.1f} (predicted: "
-        f"{_range([a['dev_nll'] for a in pred['arms'].values()], 1)}) and BLEU on the sentences "
-        f"of fewer than {SHORT} words of " + "; ".join(parts) + "."
+        f"{_range([a['dev_nll'] for a in pred['arms'].values()], 1)}) and, on the sentences of "
+        f"fewer than {SHORT} words, " + " and ".join(parts) + "."
     )
 
 

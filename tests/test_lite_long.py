@@ -57,7 +57,9 @@ def test_progress_and_the_measured_sentence(tmp_path):
     assert not rows["RNNsearch-50"]["trained"] and rows["RNNsearch-50"]["updates"] is None
     text = lite_long.measured_text(list(rows.values()), pred)
     assert "its first seed" in text and "86.0" in text
-    assert "on newstest2014 (below the floor)" in text and f"on {VIEW} (above the floor)" in text
+    assert (
+        "BLEU on newstest2014 (below the floor)" in text and f"on {VIEW} (above the floor)" in text
+    )
     fake_run(tmp_path, "RNNencdec-50-s2", 1.0, 1.0, 88.0)
     n, b = lite_long.above_floor(lite_long.progress(tmp_path), "RNNencdec-50", "newstest2014")
     assert n == 2 and b == pytest.approx((r["newstest2014 BLEU <30"] + 100) / 2, abs=0.01)
