@@ -41,7 +41,7 @@ from .alignment import (  # noqa: F401  (the rules of Figure 3's claim, read her
     rank_correlation,
     without_eos,
 )
-from .results import run_dir
+from .results import scored_dir
 
 #: Table 1's claims in numbers: a model "beats" another when their BLEU difference is at least
 #: MARGIN points (the paper's differences are 4-9 points; below one point a difference is too small
@@ -189,9 +189,8 @@ class Judge:
         run), or on the sentences of its part ``part`` (a test set of several: Multi30k's two
         Flickr sets); ``lengths``: ``short`` and ``long``, as the constructor takes them."""
         stats, src_len = {}, None
-        where = Path("views", view) if view else Path()
         for m, runs in groups.items():
-            ds = [read_json(run_dir(out, r) / where / "bleu_by_length.json") for r in runs]
+            ds = [read_json(scored_dir(out, r, view) / "bleu_by_length.json") for r in runs]
             keep = slice(None) if part is None else np.array(ds[0]["parts"]) == part
             stats[m] = [np.array(d["stats_tok"])[keep] for d in ds]
             src_len = np.array(ds[0]["src_len"])[keep]

@@ -7,7 +7,6 @@ its dev NLL curves against that prediction (:func:`figure`)."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -20,7 +19,7 @@ from . import paper_claims
 from .claims import FLOOR, SHORT, short_bleu
 from .pilot_extrapolation import nll_curve
 from .plots import COLUMN_WIDTH
-from .results import run_dir
+from .results import model_of, run_dir, scored_dir
 
 PROFILE = PROFILE_DIR / "studies" / "lite-long.toml"
 RESULTS = home() / "results" / "lite-long"
@@ -62,8 +61,7 @@ def progress(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
             row.update(updates=s["updates"], hours=round(s["hours"], 2))
             row["dev NLL"] = round(s["best_dev_nll"], 2)
             for t in sets:
-                where = d if t == PAPER_TEST else d / "views" / t
-                all_, short = _scores(where)
+                all_, short = _scores(scored_dir(out, name, None if t == PAPER_TEST else t))
                 row[f"{t} BLEU"], row[f"{t} BLEU <{SHORT}"] = round(all_, 2), round(short, 2)
         rows.append(row)
     return rows
@@ -94,10 +92,15 @@ def prediction(updates: int, pilot: Path = PILOT) -> dict:
     return {"updates": updates, "floor_nll": m["floor_nll"], "floor": FLOOR, "arms": arms}
 
 
+def _trained(rows: list[dict], model: str) -> list[dict]:
+    """The rows of ``model``'s trained seeds (its run and its ``-sK`` runs)."""
+    return [r for r in rows if r["trained"] and model_of(r["run"]) == model]
+
+
 def above_floor(rows: list[dict], model: str, test: str) -> tuple[int, float | None]:
-    """How many trained seeds of ``model`` (its run and its ``-sK`` runs) ``rows`` hold, and their
-    mean BLEU on ``test``'s sentences of fewer than SHORT words (None: none trained)."""
-    mine = [r for r in rows if r["trained"] and re.sub(r"-s\d+$", "", r["run"]) == model]
+    """How many trained seeds of ``model`` ``rows`` hold, and their mean BLEU on ``test``'s
+    sentences of fewer than SHORT words (None: none trained)."""
+    mine = _trained(rows, model)
     if not mine:
         return 0, None
     return len(mine), float(np.mean([r[f"{test} BLEU <{SHORT}"] for r in mine]))
@@ -138,10 +141,10 @@ def _range(values: list[float], digits: int) -> str:
 def measured_text(rows: list[dict], pred: dict, model: str = "RNNencdec-50") -> str:
     """One or two sentences: what ``model``'s trained seeds measured (dev NLL, short-sentence BLEU
     on each test set, above or below the floor) against the pilot's prediction ``pred``."""
-    n, _ = above_floor(rows, model, PAPER_TEST)
+    mine = _trained(rows, model)
+    n = len(mine)
     if not n:
         return f"None of {model}'s seeds is trained yet: the prediction is not tested."
-    mine = [r for r in rows if r["trained"] and re.sub(r"-s\d+$", "", r["run"]) == model]
     nll = float(np.mean([r["dev NLL"] for r in mine]))
     seeds = "its first seed" if n == 1 else f"the mean of its {n} seeds"
     parts = []

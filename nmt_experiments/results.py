@@ -61,13 +61,25 @@ def run_dir(out: Path, name: str) -> Path:
     return out / "runs" / run_dir_name(name)
 
 
+def scored_dir(out: Path, name: str, view: str | None = None) -> Path:
+    """Where run ``name``'s scores on a test set are: its run directory, or for the test set
+    ``view`` of ``data.views`` its ``views/<view>/`` (:func:`nmt_lib.evaluate.evaluate_run`)."""
+    return run_dir(out, name) / "views" / view if view else run_dir(out, name)
+
+
+def model_of(run: str) -> str:
+    """The model a run trains: ``<model>-s<k>`` is ``model`` with seed ``k``; any other run is a
+    model of its own."""
+    return re.sub(r"-s\d+$", "", run)
+
+
 def seed_groups(out: Path) -> dict[str, list[str]]:
     """The runs of the results directory ``out`` by model, in the manifest's order: ``{model: its
     runs}``, where a run named ``<model>-s<k>`` is ``model`` trained with seed ``k`` (another
     initialisation and order of the batches) and any other run is a model of its own."""
     found: dict[str, list[str]] = {}
     for run in read_json(out / "manifest.json")["runs"]:
-        found.setdefault(re.sub(r"-s\d+$", "", run), []).append(run)
+        found.setdefault(model_of(run), []).append(run)
     return found
 
 

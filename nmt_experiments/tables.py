@@ -19,7 +19,7 @@ from nmt_lib.models import build_model
 from nmt_lib.paper import APPENDIX_C_PREFIXES, MODELS
 from nmt_lib.paper.model import RNNencdec, RNNsearch, count_parameters, forward_macs
 
-from .results import paper_table, run_dir, seed_groups, train_log
+from .results import paper_table, run_dir, scored_dir, seed_groups, train_log
 
 #: Table 1's column beyond the paper (tokenized BLEU, all sentences).
 UNK_REPLACED = "All, <unk> replaced (beyond the paper)"
@@ -189,8 +189,7 @@ def fig2_curves(out: Path, models=MODELS[:4], view: str | None = None) -> tuple[
     for name in models:
         per = []
         for run in groups[name]:
-            where = run_dir(out, run) / "views" / view if view else run_dir(out, run)
-            d = read_json(where / "bleu_by_length.json")
+            d = read_json(scored_dir(out, run, view) / "bleu_by_length.json")
             width = 10 if max(d["src_len"]) >= 40 else 2
             edges = list(range(0, max(d["src_len"]) + width + 1, width))
             buckets = bleu.bleu_by_length(np.array(d["stats_tok"]), d["src_len"], True, edges)
