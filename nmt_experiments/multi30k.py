@@ -9,7 +9,8 @@ short (about 12 words, the longest about 40), so Figure 2's claims are restated 
 BLEU on sentences of :data:`LONG` words or more against those of fewer than :data:`SHORT`.
 
 ``python -m nmt_experiments.multi30k [--results-dir DIR]`` writes ``comparison.csv`` and
-``claims.csv`` (with their ``.md``) and Figure 2 on each Flickr set into the results directory.
+``claims.csv`` (with their ``.md``), Figure 2 on each Flickr set and each attention model's
+alignments (Figure 3) into the results directory.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from nmt_lib import bleu
 from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
-from . import comparison, plots
-from .claims import FLOOR, MARGIN
+from . import comparison, plots, tables
+from .claims import FLOOR, MARGIN, NOT_TESTABLE, Judge
 from .markdown import write_table
+from .readme import verdict_counts
 from .results import run_dir
 
 RESULTS = home() / "results" / "multi30k"
@@ -46,17 +48,19 @@ EDGES = (0, 4, 8, 12, 16, 20, 24)
 
 
 def table(out: Path = RESULTS) -> list[dict]:
-    """One row per model: its seeds and, on each Flickr test set, tokenized and detokenized
-    (sacreBLEU) BLEU, the mean over seeds."""
+    """One row per model: its seeds and, on each Flickr test set, tokenized BLEU (the mean over
+    seeds and their standard deviation) and detokenized BLEU (sacreBLEU, the mean)."""
     rows = []
     for model, runs in comparison.models(out).items():
         parts = [read_json(run_dir(out, r) / "bleu.json")["parts"] for r in runs]
         row = {"model": model, "seeds": len(runs)}
         for p in PARTS:
             year = p.removeprefix("multi30k.")
-            for kind in ("tok", "detok"):
-                score = np.mean([b[p][kind]["score"] for b in parts])
-                row[f"{year} {'sacreBLEU' if kind == 'detok' else 'BLEU'}"] = round(float(score), 2)
+            mean, sd = tables.mean_sd([b[p]["tok"]["score"] for b in parts])
+            row[f"{year} BLEU"] = round(mean, 2)
+            row[f"{year} BLEU sd"] = None if sd is None else round(sd, 2)
+            sacre = np.mean([b[p]["detok"]["score"] for b in parts])
+            row[f"{year} sacreBLEU"] = round(float(sacre), 2)
         rows.append(row)
     return rows
 
@@ -104,6 +108,73 @@ def figure(out: Path = RESULTS, part: str = PARTS[0]):
     return plots.fig2_bleu_by_length(
         curves(out, part), xmax=EDGES[-1] + 4, title=title, styles=styles
     )
+
+
+def alignment_panels(out: Path = RESULTS, sentences: int = 2) -> list[dict]:
+    """Figure 3 on Multi30k: the alignments of each attention model's first seed on the
+    ``sentences`` shortest test captions among those whose attention every run stored (the
+    paper's rule draws them: ``attention.json``), the same captions for every model."""
+    first = {m: runs[0] for m, runs in comparison.models(out).items()}
+    attn = [m for m, r in first.items() if comparison.has_attention(out, r)]
+    records = {m: read_json(run_dir(out, first[m]) / "attention.json") for m in attn}
+    drawn = [r for r in records[attn[0]] if r["index"] is not None and r.get("alpha")]
+    chosen = sorted(drawn, key=lambda r: (len(r["src_tokens"]), r["index"]))[:sentences]
+    panels = []
+    for m in attn:
+        by_index = {r["index"]: r for r in records[m] if r["index"] is not None}
+        for r in chosen:
+            title = f"{m}: test caption {r['index'] + 1}"
+            panels.append({**tables.attention_panel(by_index[r["index"]]), "title": title})
+    return panels
+
+
+def alignments(out: Path = RESULTS, sentences: int = 2):
+    """:func:`alignment_panels` drawn as Figure 3, one row per attention model."""
+    return plots.fig3_alignments(alignment_panels(out, sentences), ncols=sentences, cell=0.16)
+
+
+def below_floor(out: Path = RESULTS, part: str = PARTS[0]) -> dict[str, float]:
+    """The models below the learning floor on one Flickr set, with their BLEU on its captions of
+    fewer than :data:`nmt_experiments.claims.SHORT` words (the floor's measure)."""
+    groups = comparison.models(out)
+    return Judge.of(out, groups, n_samples=1, part=part).below(list(groups))
+
+
+def lesson(both: list[dict]) -> str:
+    """What the two testbeds' verdicts say together (the rows of :func:`side_by_side`): how many
+    claims each decides, which of those WMT'14 could not test Multi30k decides and how, and where
+    the two Flickr sets, and the two testbeds, agree."""
+    wmt, first, second = (c for c in both[0] if c not in ("claim", "decided"))
+    decided = lambda r, c: r[c] not in (None, NOT_TESTABLE)  # noqa: E731
+    opened = [r for r in both if not decided(r, wmt) and decided(r, first)]
+    sets = [r for r in both if decided(r, first) and decided(r, second)]
+    agree_sets = sum(r[first] == r[second] for r in sets)
+    beds = [r for r in both if decided(r, wmt) and decided(r, first)]
+    differ = [r for r in beds if r[wmt] != r[first]]
+    text = (
+        f"Of the {len(both)} claims, WMT'14 at its budget decides "
+        f"{sum(decided(r, wmt) for r in both)}, Multi30k {sum(decided(r, first) for r in both)} on "
+        f"{first.removeprefix('Multi30k ')} and {sum(decided(r, second) for r in both)} on "
+        f"{second.removeprefix('Multi30k ')}. "
+    )
+    if opened:
+        text += (
+            f"Of those WMT'14 could not test, Multi30k's {first.removeprefix('Multi30k ')} decides "
+            f"{len(opened)}: {verdict_counts([r[first] for r in opened])}. "
+        )
+    if sets:
+        text += (
+            f"Where both Flickr sets decide a claim, their verdicts agree on {agree_sets} of "
+            f"{len(sets)}. "
+        )
+    if beds:
+        text += f"Where both testbeds decide a claim, they agree on {len(beds) - len(differ)} of "
+        text += f"{len(beds)}"
+        shown = "; ".join(
+            f"{r['claim']} ({r[wmt]} on WMT'14, {r[first]} on Multi30k)" for r in differ
+        )
+        text += f"; they differ on {shown}. " if differ else ". "
+    return text
 
 
 def note(out: Path = RESULTS) -> str:
@@ -166,6 +237,9 @@ def main(argv=None) -> int:
         fig = figure(out, p)
         plots.save(fig, out / f"fig2_bleu_by_length.{p.removeprefix('multi30k.')}.png")
         plt.close(fig)
+    fig = alignments(out)
+    plots.save(fig, out / "fig3_alignments.png")
+    plt.close(fig)
     print(f"[multi30k] wrote comparison and claims into {out}")
     return 0
 

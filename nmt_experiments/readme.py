@@ -75,7 +75,7 @@ def readme_results(profile: str = "lite") -> str:
         f"Of the paper's {len(verdicts)} claims that the book tests: {verdict_counts(verdicts)} "
         '(the chapter "Experiments" gives each verdict, its interval and its reason).',
     ]
-    return "\n".join(text + _compare_summary() + _gpu_summary()) + "\n"
+    return "\n".join(text + _compare_summary() + _multi30k_summary() + _gpu_summary()) + "\n"
 
 
 def write_readme() -> None:
@@ -114,6 +114,30 @@ def _compare_summary() -> list[str]:
         + ranked
         + " (≈: a tie, within the spread over seeds)"
         + f". Of the {len(judged)} claims that comparison tests: {verdict_counts(judged)}.",
+    ]
+
+
+def _multi30k_summary() -> list[str]:
+    """The README summary's lines on the Multi30k testbed (``results/multi30k/``), where its claims
+    are committed: the ranking on test_2016_flickr (the tutorials' set) and its verdicts."""
+    m30k = results_path("multi30k")
+    if not (m30k / "claims.csv").is_file():
+        return []
+    part = "test_2016_flickr"
+    with open(m30k / "comparison.csv", encoding="utf-8") as f:
+        rows = [
+            {"model": r["model"], "All": r[f"{part} BLEU"], "All sd": r[f"{part} BLEU sd"]}
+            for r in csv.DictReader(f)
+        ]
+    with open(m30k / "claims.csv", encoding="utf-8") as f:
+        judged = [r["verdict"] for r in csv.DictReader(f) if r["test set"] == part]
+    return [
+        "",
+        "On a second testbed, Multi30k En→Fr (29,000 image "
+        'captions; `results/multi30k/`, the book\'s section "Two testbeds, claim by claim"), each '
+        f"trained to convergence with its own recipe, {part} tokenized BLEU: "
+        + ranked_text(rows)
+        + f". Of the {len(judged)} claims judged on {part}: {verdict_counts(judged)}.",
     ]
 
 

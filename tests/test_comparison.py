@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from nmt_experiments import claims, comparison, footing
+from nmt_experiments.alignment import attention_summary
 from nmt_experiments.results import run_dir
 from nmt_lib import bleu
+from nmt_lib.io import read_json
 
 WORDS = [f"w{i}" for i in range(500)]
 REFS = [" ".join(random.Random(k).choices(WORDS, k=n)) for k, n in enumerate([15] * 40 + [55] * 40)]
@@ -467,3 +469,15 @@ def test_the_length_claims_lengths_are_the_testbeds(tmp_path):
     )
     none = comparison.claims(out, n_samples=100, short=10, long=60)
     assert none[1]["verdict"] == "not testable here" and "no test sentences" in none[1]["reason"]
+
+
+def test_attention_rows_sum_up_the_first_seed_of_each_attention_model():
+    out = comparison.RESULTS
+    rows = {r["model"]: r for r in comparison.attention_rows(out)}
+    firsts = {m: runs[0] for m, runs in comparison.models(out).items()}
+    assert list(rows) == [m for m, r in firsts.items() if comparison.has_attention(out, r)]
+    assert "RNNencdec-50" not in rows and "Seq2seq-50" not in rows
+    a = attention_summary(read_json(run_dir(out, firsts["RNNsearch-50"]) / "attention.json"))
+    assert rows["RNNsearch-50"]["sentences"] == a["sentences"] > 0
+    assert rows["RNNsearch-50"]["mean largest weight"] == round(a["peak"], 2)
+    assert rows["RNNsearch-50"]["mean largest weight"] > rows["RNNsearch-50"]["uniform weight"]

@@ -41,6 +41,18 @@ def fake(root, models: dict):
             for p in multi30k.PARTS
         }
         (d / "bleu.json").write_text(json.dumps({"parts": score}))
+        if cfg["arch"] != "RNNencdec":  # the attention of 4 test captions, the paper's after none
+            paper = [{"source": "x", "found": False, "index": None}] * 4
+            drawn = [
+                {
+                    "index": i,
+                    "src_tokens": REFS[i].split(),
+                    "hyp_tokens": [*REFS[i].split(), "</s>"],
+                    "alpha": np.eye(LENGTHS[i] + 1, LENGTHS[i]).tolist(),
+                }
+                for i in (35, 2, 1, 0)  # 22, 8, 8 and 8 words
+            ]
+            (d / "attention.json").write_text(json.dumps(paper + drawn))
         runs.append(run)
         configs[run] = {"model": {"reverse_source": False, **cfg}}
     (root / "manifest.json").write_text(json.dumps({"runs": runs, "configs": configs}))
@@ -116,3 +128,60 @@ def test_the_two_testbeds_side_by_side(tmp_path):
     # a claim only one testbed judges (no Seq2seq in this fake study) is blank on the other
     reversal = next(r for c, r in rows.items() if c.startswith("Reversing"))
     assert reversal["Multi30k test_2016_flickr"] is None and reversal["decided"] == 0
+
+
+def test_alignments_are_the_same_shortest_captions_for_every_attention_model(tmp_path):
+    out = fake(
+        tmp_path,
+        {
+            "RNNencdec-50": ({"arch": "RNNencdec"}, 0.75, 0.0),
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 1.0),
+            "Luong-dot-50": ({"arch": "Luong", "score": "dot"}, 1.0, 1.0),
+        },
+    )
+    panels = multi30k.alignment_panels(out, sentences=2)
+    # no panel of RNNencdec (no attention); the two shortest captions, ties in test order
+    assert [p["title"] for p in panels] == [
+        "RNNsearch-50: test caption 1",
+        "RNNsearch-50: test caption 2",
+        "Luong-dot-50: test caption 1",
+        "Luong-dot-50: test caption 2",
+    ]
+    assert panels[0]["trg"][-1] == "<end>" and len(panels[0]["alpha"]) == 9
+    multi30k.main(["--results-dir", str(out)])
+    assert (out / "fig3_alignments.png").is_file()
+
+
+def test_the_floor_on_each_flickr_set(tmp_path):
+    out = fake(
+        tmp_path,
+        {
+            "RNNencdec-50": ({"arch": "RNNencdec"}, 0.75, 0.0),
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 1.0),
+        },
+    )
+    assert multi30k.below_floor(out, multi30k.PARTS[0]) == {}
+    assert list(multi30k.below_floor(out, multi30k.PARTS[1])) == ["RNNencdec-50"]
+
+
+def test_the_lesson_counts_what_each_testbed_decides():
+    row = lambda claim, *v: dict(  # noqa: E731
+        zip(("claim", "WMT'14", "Multi30k a", "Multi30k b"), (claim, *v), strict=True), decided=0
+    )
+    both = [
+        row("A", "not testable here", "reproduced", "reproduced"),
+        row("B", "not testable here", "the opposite holds", "not testable here"),
+        row("C", "reproduced", "not reproduced", "not reproduced"),
+        row("D", "reproduced", "reproduced", "not reproduced"),
+        row("E", "not testable here", None, None),
+    ]
+    text = multi30k.lesson(both)
+    assert text.startswith(
+        "Of the 5 claims, WMT'14 at its budget decides 2, Multi30k 4 on a and 3 on b."
+    )
+    assert "Multi30k's a decides 2: 1 reproduced, 1 the opposite holds." in text
+    assert "Where both Flickr sets decide a claim, their verdicts agree on 2 of 3." in text
+    assert (
+        "they agree on 1 of 2; they differ on C (reproduced on WMT'14, not reproduced on Multi30k)."
+        in text
+    )
