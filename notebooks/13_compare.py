@@ -573,9 +573,16 @@ if (multi30k.RESULTS / "claims.csv").is_file():
         + (claims.floor_text(b) if b else "every model is above the learning floor")
         for p, b in below.items()
     )
+    interim = (
+        f"*Interim*: {m30k_done} of the study's {m30k_runs} runs are evaluated, and the study "
+        "(`tools/multi30k_study.sh`) then trains the best Luong score's seeds 2 and 3; a claim "
+        "naming a model with one seed may change when it has three. "
+        if m30k_done < m30k_runs
+        else ""
+    )
     text = (
-        f"{multi30k.lesson(both)}The verdicts of each testbed, with their intervals, are in its "
-        f"`claims.md`; {floor}."
+        f"{interim}{multi30k.lesson(both)}The verdicts of each testbed, with their intervals, are "
+        f"in its `claims.md`; {floor}."
     )
     display(Markdown(f"{text}\n\n{markdown.markdown_table(both)}\n{multi30k.note()}"))
     display(Markdown(markdown.markdown_table(multi30k.table())))
