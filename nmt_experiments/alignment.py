@@ -5,9 +5,14 @@ uniform). Reads nothing; takes ``attention.json``'s records."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
+
+from nmt_lib.io import read_json
+
+from .results import run_dir
 
 #: Figure 3's claim in numbers: an alignment is "peaked" when a generated word puts PEAKED of its
 #: weight on one source word on average; it "follows the diagonal" when the rank correlation
@@ -106,3 +111,25 @@ def attention_summary(records: list[dict]) -> dict:
         "moves_left": len(back),
         "local": sum(b <= LOCAL for b in back),
     }
+
+
+def attention_rows(out: Path, runs: Mapping[str, str]) -> list[dict]:
+    """One row per model of ``runs`` (``{model: its run}``, attention models): the alignments of
+    every sentence whose attention the run stored (``attention.json`` in ``out``), summed up by
+    :func:`attention_summary` (the flagged sentences left out and counted)."""
+    rows = []
+    for model, run in runs.items():
+        a = attention_summary(read_json(run_dir(out, run) / "attention.json"))
+        rows.append(
+            {
+                "model": model,
+                "sentences": a["sentences"],
+                "mean largest weight": round(a["peak"], 2),
+                "uniform weight": round(a["uniform"], 2),
+                "diagonal (rank correlation)": round(a["diagonal"], 2),
+                "monotonic steps (%)": round(100 * a["monotonic"]),
+                "flagged": len(a["flagged"]),
+                "moves left, local": f"{a['moves_left']}, {a['local']}",
+            }
+        )
+    return rows

@@ -23,7 +23,6 @@ from nmt_lib.data.vocab import SPECIALS, UNK
 from nmt_lib.io import read_json
 
 from . import tables
-from .alignment import attention_summary
 from .claims import FLOOR, LONG, MARGIN, SHORT, Judge, short_bleu
 from .markdown import write_table
 from .results import eval_curve, paper_table, run_dir, seed_groups
@@ -65,30 +64,6 @@ def config(out: Path, run: str) -> dict:
 def has_attention(out: Path, run: str) -> bool:
     """Whether ``run`` is an attention model (:data:`ATTENDING`)."""
     return config(out, run)["model"]["arch"] in ATTENDING
-
-
-def attention_rows(out: Path = RESULTS) -> list[dict]:
-    """One row per attention model: the alignments of every sentence whose attention its first
-    seed stored (``attention.json``), summed up as :func:`nmt_experiments.alignment.attention_summary`
-    does (the flagged sentences left out and counted)."""
-    rows = []
-    for model, runs in models(out).items():
-        if not has_attention(out, runs[0]):
-            continue
-        a = attention_summary(read_json(run_dir(out, runs[0]) / "attention.json"))
-        rows.append(
-            {
-                "model": model,
-                "sentences": a["sentences"],
-                "mean largest weight": round(a["peak"], 2),
-                "uniform weight": round(a["uniform"], 2),
-                "diagonal (rank correlation)": round(a["diagonal"], 2),
-                "monotonic steps (%)": round(100 * a["monotonic"]),
-                "flagged": len(a["flagged"]),
-                "moves left, local": f"{a['moves_left']}, {a['local']}",
-            }
-        )
-    return rows
 
 
 def sentence_stats(out: Path, runs: list[str]) -> tuple[list[np.ndarray], np.ndarray]:

@@ -27,7 +27,7 @@ from nmt_lib import bleu
 from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
-from . import comparison, plots, tables
+from . import alignment, comparison, plots, tables
 from .claims import FLOOR, MARGIN, NOT_TESTABLE, Judge
 from .markdown import write_table
 from .readme import verdict_counts
@@ -110,12 +110,24 @@ def figure(out: Path = RESULTS, part: str = PARTS[0]):
     )
 
 
+def attention_models(out: Path = RESULTS) -> dict[str, str]:
+    """``{attention model: its first seed's run}``."""
+    first = {m: runs[0] for m, runs in comparison.models(out).items()}
+    return {m: r for m, r in first.items() if comparison.has_attention(out, r)}
+
+
+def attention_rows(out: Path = RESULTS) -> list[dict]:
+    """The alignments of each attention model's first seed, summed up
+    (:func:`nmt_experiments.alignment.attention_rows`)."""
+    return alignment.attention_rows(out, attention_models(out))
+
+
 def alignment_panels(out: Path = RESULTS, sentences: int = 2) -> list[dict]:
     """Figure 3 on Multi30k: the alignments of each attention model's first seed on the
     ``sentences`` shortest test captions among those whose attention every run stored (the
     paper's rule draws them: ``attention.json``), the same captions for every model."""
-    first = {m: runs[0] for m, runs in comparison.models(out).items()}
-    attn = [m for m, r in first.items() if comparison.has_attention(out, r)]
+    first = attention_models(out)
+    attn = list(first)
     records = {m: read_json(run_dir(out, first[m]) / "attention.json") for m in attn}
     drawn = [r for r in records[attn[0]] if r["index"] is not None and r.get("alpha")]
     chosen = sorted(drawn, key=lambda r: (len(r["src_tokens"]), r["index"]))[:sentences]

@@ -35,15 +35,16 @@ PLAN_CORE_HOURS = 16.0
 
 def fit_log(updates, values) -> dict:
     """Least-squares fit of ``value = a + b ln(updates)``; ``per_doubling = b ln 2`` and the root
-    mean square residual ``rmse``, in the units of ``values``."""
+    mean square residual ``rmse``, in the units of ``values``; to 10 decimals, where machines'
+    linear algebra agrees."""
     x, y = np.log(np.asarray(updates, dtype=float)), np.asarray(values, dtype=float)
     b, a = np.polyfit(x, y, 1)
     rmse = float(np.sqrt(np.mean((a + b * x - y) ** 2)))
     return {
-        "a": float(a),
-        "b": float(b),
-        "per_doubling": float(b * math.log(2)),
-        "rmse": rmse,
+        "a": round(float(a), 10),
+        "b": round(float(b), 10),
+        "per_doubling": round(float(b * math.log(2)), 10),
+        "rmse": round(rmse, 10),
         "points": len(x),
         "from_update": int(round(math.exp(x.min()))),
         "to_update": int(round(math.exp(x.max()))),
@@ -143,19 +144,21 @@ def bleu_vs_nll(points: list[tuple[float, float]]) -> dict | None:
     """Least-squares line of ln(short-sentence BLEU) against dev NLL through ``(nll, bleu)`` points
     (those of BLEU > 0): BLEU, a geometric mean of n-gram precisions, falls about exponentially as
     the NLL per sentence rises; ``floor_nll``, the dev NLL at which the line reaches the floor (None:
-    fewer than 2 points, or a line that does not fall); ``rmse`` in ln BLEU."""
+    fewer than 2 points, or a line that does not fall); ``rmse`` in ln BLEU; to 10 decimals, as
+    :func:`fit_log`."""
     points = [(x, y) for x, y in points if y > 0]
     if len(points) < 2:
         return None
     x, y = np.array([p[0] for p in points]), np.log([p[1] for p in points])
     slope, icpt = np.polyfit(x, y, 1)
     rmse = float(np.sqrt(np.mean((icpt + slope * x - y) ** 2)))
+    floor_nll = round(float((math.log(FLOOR) - icpt) / slope), 10) if slope < 0 else None
     return {
-        "slope": float(slope),
-        "intercept": float(icpt),
+        "slope": round(float(slope), 10),
+        "intercept": round(float(icpt), 10),
         "points": len(points),
-        "rmse": rmse,
-        "floor_nll": float((math.log(FLOOR) - icpt) / slope) if slope < 0 else None,
+        "rmse": round(rmse, 10),
+        "floor_nll": floor_nll,
     }
 
 

@@ -39,6 +39,7 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from nmt_experiments import (
+    alignment,
     claims,
     comparison,
     footing,
@@ -465,7 +466,7 @@ panels = []
 for m in attn:
     sentences, from_paper = tables.fig3_panels(out, first[m])
     panels.append({**sentences[0], "title": f"{m}: {sentences[0]['title']}"})
-summary = comparison.attention_rows(out)
+summary = alignment.attention_rows(out, {m: first[m] for m in attn})
 fig = plots.fig3_alignments(panels, ncols=2, cell=0.25)
 glue("cmp_fig3", fig, display=False)
 plt.close(fig)
@@ -596,7 +597,7 @@ if (multi30k.RESULTS / "claims.csv").is_file():
             "test captions that the paper's rule drew, drawn as the paper's Figure 3 (target "
             "words down, source words across, each weight in grayscale), and the same sums of "
             "every drawn caption's alignment as for WMT'14 above:\n\n"
-            + markdown.markdown_table(comparison.attention_rows(multi30k.RESULTS))
+            + markdown.markdown_table(multi30k.attention_rows())
         )
     )
     fig = multi30k.alignments()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nmt_experiments import claims, comparison, footing
-from nmt_experiments.alignment import attention_summary
+from nmt_experiments.alignment import attention_rows, attention_summary
 from nmt_experiments.results import run_dir
 from nmt_lib import bleu
 from nmt_lib.io import read_json
@@ -473,9 +473,10 @@ def test_the_length_claims_lengths_are_the_testbeds(tmp_path):
 
 def test_attention_rows_sum_up_the_first_seed_of_each_attention_model():
     out = comparison.RESULTS
-    rows = {r["model"]: r for r in comparison.attention_rows(out)}
     firsts = {m: runs[0] for m, runs in comparison.models(out).items()}
-    assert list(rows) == [m for m, r in firsts.items() if comparison.has_attention(out, r)]
+    attending = {m: r for m, r in firsts.items() if comparison.has_attention(out, r)}
+    rows = {r["model"]: r for r in attention_rows(out, attending)}
+    assert list(rows) == list(attending) and "RNNsearch-50" in rows
     assert "RNNencdec-50" not in rows and "Seq2seq-50" not in rows
     a = attention_summary(read_json(run_dir(out, firsts["RNNsearch-50"]) / "attention.json"))
     assert rows["RNNsearch-50"]["sentences"] == a["sentences"] > 0
