@@ -126,7 +126,9 @@ def train_and_evaluate(
             "decoding the test set",
             flush=True,
         )
-    summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
+        summary = train_run(run, run_dir(out, name), prep=prep, progress=False)
+    else:  # trained and evaluated: its summary stays as its training wrote it
+        summary = read_json(run_dir(out, name) / "train_summary.json")
     train_s = round(summary["hours"] * 3600, 1)  # its whole training, across resumptions
     t1 = time.time()
     done = evaluated(run, run_dir(out, name))

@@ -566,53 +566,64 @@ display_gpu
 m30k_done, m30k_runs = multi30k.trained()
 glue("m30k_long", multi30k.LONG, display=False)
 glue("m30k_short", multi30k.SHORT, display=False)
-if (multi30k.RESULTS / "claims.csv").is_file():
-    both = multi30k.side_by_side()
-    below = {p: multi30k.below_floor(part=p) for p in multi30k.PARTS}
-    floor = "; ".join(
-        f"on {p.removeprefix('multi30k.')}: "
-        + (claims.floor_text(b) if b else "every model is above the learning floor")
-        for p, b in below.items()
-    )
-    interim = (
-        f"*Interim*: {m30k_done} of the study's {m30k_runs} runs are evaluated, and the study "
-        "(`tools/multi30k_study.sh`) then trains the best Luong score's seeds 2 and 3; a claim "
-        "naming a model with one seed may change when it has three. "
-        if m30k_done < m30k_runs
-        else ""
-    )
-    text = (
-        f"{interim}{multi30k.lesson(both)}The verdicts of each testbed, with their intervals, are "
-        f"in its `claims.md`; {floor}."
-    )
-    display(Markdown(f"{text}\n\n{markdown.markdown_table(both)}\n{multi30k.note()}"))
-    display(Markdown(markdown.markdown_table(multi30k.table())))
-    for part in multi30k.PARTS:  # Figure 2 on each Flickr set, at the captions' lengths
-        fig = multi30k.figure(part=part)
-        display(fig)
-        plt.close(fig)
-    display(
-        Markdown(
-            "Each attention model's alignments on Multi30k, its first seed on the two shortest "
-            "test captions that the paper's rule drew, drawn as the paper's Figure 3 (target "
-            "words down, source words across, each weight in grayscale), and the same sums of "
-            "every drawn caption's alignment as for WMT'14 above:\n\n"
-            + markdown.markdown_table(multi30k.attention_rows())
-        )
-    )
-    fig = multi30k.alignments()
-    display(fig)
+both = multi30k.side_by_side()
+below = {p: multi30k.below_floor(part=p) for p in multi30k.PARTS}
+floor = "; ".join(
+    f"on {p.removeprefix('multi30k.')}: "
+    + (claims.floor_text(b) if b else "every model is above the learning floor")
+    for p, b in below.items()
+)
+interim = (
+    f"*Interim*: {m30k_done} of the study's {m30k_runs} runs are evaluated, and the study "
+    "(`tools/multi30k_study.sh`) then trains the best Luong score's seeds 2 and 3; a claim "
+    "naming a model with one seed may change when it has three. "
+    if m30k_done < m30k_runs
+    else ""
+)
+text = (
+    f"{interim}{multi30k.lesson(both)}The verdicts of each testbed, with their intervals, are "
+    f"in its `claims.md`; {floor}."
+)
+for part in multi30k.PARTS:  # Figure 2 on each Flickr set, at the captions' lengths
+    fig = multi30k.figure(part=part)
+    glue(f"m30k_fig2_{part.removeprefix('multi30k.')}", fig, display=False)
     plt.close(fig)
-else:
-    display(
-        Markdown(
-            f"The Multi30k study is being trained: {m30k_done} of its {m30k_runs} runs are "
-            "evaluated in `results/multi30k/` (`tools/multi30k_study.sh` resumes it). This "
-            "section sets its verdicts beside WMT'14's once every run is."
-        )
-    )
+fig = multi30k.alignments()
+glue("m30k_fig3", fig, display=False)
+plt.close(fig)
+display(Markdown(f"{text}\n\n{markdown.markdown_table(both)}\n{multi30k.note()}"))
+Markdown(markdown.markdown_table(multi30k.table()))
 
 # %% [markdown]
+# ```{glue:figure} m30k_fig2_test_2016_flickr
+# :name: fig-m30k-length-2016
+#
+# Figure 2 on Multi30k's test_2016_flickr: each model's BLEU (the mean over its seeds) by the
+# length of the source caption, in buckets of 4 words; attention models solid, the others dashed.
+# ```
+#
+# ```{glue:figure} m30k_fig2_test_2017_flickr
+# :name: fig-m30k-length-2017
+#
+# The same on test_2017_flickr.
+# ```
+#
+# Each attention model's alignments on Multi30k, its first seed on the two shortest test captions
+# that the paper's rule drew ({numref}`fig-m30k-attention`), and the same sums of every drawn
+# caption's alignment as for WMT'14 above:
+
+# %% tags=["hide-input"]
+Markdown(markdown.markdown_table(multi30k.attention_rows()))
+
+# %% [markdown]
+# ```{glue:figure} m30k_fig3
+# :name: fig-m30k-attention
+#
+# The attention of each attention model on two Multi30k test captions, drawn as
+# {numref}`fig-alignments`: target words down, source words across, each weight in grayscale
+# (0 black, 1 white).
+# ```
+#
 # What the difference teaches: *not testable here* on WMT'14 is a statement about the budget, not
 # about the architectures. The same code, judged by the same rules, decides a claim once the
 # models it names have learned, and on Multi30k they learn within an hour of one core because the
@@ -620,9 +631,9 @@ else:
 # repeat. That same smallness limits what its verdicts say about the paper. Figure 2's question,
 # whether one fixed-length vector can hold a long sentence, is asked here of captions of
 # {glue:text}`m30k_long` words or more rather than of sentences of 50, where the vector is under
-# far less strain; and a ranking of architectures on 29,000 pairs need not hold on 2 million. A claim that the two testbeds decide alike is supported at
-# both scales; a claim they decide differently depends on the data or the budget, and the table
-# above names it.
+# far less strain; and a ranking of architectures on 29,000 pairs need not hold on 2 million. A
+# claim that the two testbeds decide alike is supported at both scales; a claim they decide
+# differently depends on the data or the budget, and the sentence above the table names it.
 #
 # The tutorials this book is read beside train these models on Multi30k too, but not in this
 # direction: bentrevett's *pytorch-seq2seq* and *The Annotated Transformer* translate German into

@@ -145,6 +145,8 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         lambda run, *a, **k: calls.append(run.name) or evaluate(run, *a, **k),
     )
     (replicate.run_dir(out, "Transformer-s1") / "bleu.json").unlink()
+    summary = replicate.run_dir(out, "Luong-dot-s1") / "train_summary.json"
+    before = summary.read_bytes()
     capsys.readouterr()
     assert (
         replicate.main(
@@ -162,6 +164,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
     assert calls == ["Transformer-s1"]
     said = capsys.readouterr().out  # an evaluated run is not announced as training
     assert "Luong-dot-s1: evaluated already" in said and "Luong-dot-s1: training" not in said
+    assert summary.read_bytes() == before  # not resumed: no session of 0 updates recorded
     again = json.loads((out / "manifest.json").read_text())
     kept = again["wall_seconds"]["Luong-dot-s1"]
     assert kept["evaluate_s"] == round(
