@@ -62,6 +62,18 @@ def compute(out: Path = RESULTS) -> dict[str, float]:
     }
 
 
+def compute_text(out: Path = RESULTS) -> str:
+    """:func:`compute` as the book states it: the study's hours of one core, and of its machine."""
+    cost = compute(out)
+    total = cost["sweep"] + cost["search"] + cost["comparison"]
+    return (
+        f"The whole study took {total:.1f} hours of one core: {cost['sweep']:.1f} for the recipe "
+        f"sweep, {cost['search']:.1f} for choosing the search settings and {cost['comparison']:.1f} "
+        f"for the runs: about {total / cost['cores']:.1f} hours of the machine's "
+        f"{cost['cores']} cores, one run on each."
+    )
+
+
 #: The comparison's GPU view (``studies/compare-gpu.toml``, ``bench/gpu_compare.sh``).
 GPU_RESULTS = home() / "results" / "gpu" / "compare"
 

@@ -24,6 +24,7 @@ from .results import model_of, run_dir, scored_dir
 PROFILE = PROFILE_DIR / "studies" / "lite-long.toml"
 RESULTS = home() / "results" / "lite-long"
 PILOT = home() / "results" / "pilot"
+LITE = home() / "results" / "lite"
 #: The test sets each run is scored on: the paper's, then the profile's views.
 PAPER_TEST = "newstest2014"
 #: The pilot's arms that are lite's recipe (RNNencdec-50 at lr 1e-3, the three committed seeds).
@@ -158,6 +159,31 @@ def measured_text(rows: list[dict], pred: dict, model: str = "RNNencdec-50") -> 
     )
 
 
+def cost_text(rows: list[dict], profile=PROFILE, lite: Path = LITE) -> str:
+    """What the study has cost and what it still costs: the core-hours of its trained runs, and of
+    the others at the rate per update of lite's run of the same model (``results/lite/``, one core
+    each) times the profile's budget."""
+    prof = load_profile(profile)
+    spent = sum(r["hours"] for r in rows if r["trained"])
+    left: dict[str, list[float]] = {}
+    for r in (r for r in rows if not r["trained"]):
+        model = model_of(r["run"])
+        s = read_json(run_dir(lite, model) / "train_summary.json")
+        left.setdefault(model, []).append(
+            s["hours"] / s["updates"] * prof.runs[r["run"]].train.max_updates
+        )
+    if not left:
+        return f"Its {len(rows)} runs took {spent:.1f} hours of one core in all."
+    each = ", ".join(
+        f"{m} {h[0]:.1f} h" + (f" (×{len(h)})" if len(h) > 1 else "") for m, h in left.items()
+    )
+    return (
+        f"Its trained runs took {spent:.1f} hours of one core; the {sum(map(len, left.values()))} "
+        f"left need about {sum(map(sum, left.values())):.0f} more at the rate per update of lite's "
+        f"runs of the same models ({each})."
+    )
+
+
 def book_numbers(out: Path = RESULTS, pilot: Path = PILOT, profile=PROFILE) -> dict[str, str]:
     """The numbers chapter 8's section on the study glues, as text: ``{glue name: value}``."""
     prof = load_profile(profile)
@@ -175,4 +201,5 @@ def book_numbers(out: Path = RESULTS, pilot: Path = PILOT, profile=PROFILE) -> d
         "ll_pred_bleu": _range([a["short_bleu"] for a in pred["arms"].values()], 1),
         "ll_floor_nll": f"{pred['floor_nll']:.1f}",
         "ll_measured": measured_text(rows, pred),
+        "ll_cost": cost_text(rows, profile),
     }

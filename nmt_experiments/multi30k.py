@@ -131,11 +131,16 @@ def alignment_panels(out: Path = RESULTS, sentences: int = 2) -> list[dict]:
     records = {m: read_json(run_dir(out, first[m]) / "attention.json") for m in attn}
     drawn = [r for r in records[attn[0]] if r["index"] is not None and r.get("alpha")]
     chosen = sorted(drawn, key=lambda r: (len(r["src_tokens"]), r["index"]))[:sentences]
+    parts = read_json(run_dir(out, first[attn[0]]) / "bleu_by_length.json")["parts"]
     panels = []
     for m in attn:
         by_index = {r["index"]: r for r in records[m] if r["index"] is not None}
         for r in chosen:
-            title = f"{m}: test caption {r['index'] + 1}"
+            part = parts[r["index"]]  # the caption's Flickr set, and its line there
+            where = (
+                f"{part.removeprefix('multi30k.')}, caption {parts[: r['index']].count(part) + 1}"
+            )
+            title = f"{m}\n{where}"
             panels.append({**tables.attention_panel(by_index[r["index"]]), "title": title})
     return panels
 

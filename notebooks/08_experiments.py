@@ -494,7 +494,7 @@ plt.close(long_fig)
 # {glue:text}`ll_pred_where` the floor of {glue:text}`pilot_floor`, which that line crosses at dev
 # NLL {glue:text}`ll_floor_nll`. A run takes 1.5 to 2.5 hours of one core, and the runs are
 # trained a few at a time (`results/lite-long/`); trained so far: {glue:text}`ll_trained` of its
-# {glue:text}`ll_runs` runs.
+# {glue:text}`ll_runs` runs. {glue:text}`ll_cost`
 # {glue:text}`ll_measured` Each run is scored on newstest2014, the paper's test set, and on 3,003
 # Europarl pairs that no training here reads, in the domain of most of the training data
 # ({ref}`deviations-lite-long`). Table 1's claim and Figure 2's contrast are judged on both once

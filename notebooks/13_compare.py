@@ -67,18 +67,7 @@ diff = (
     else ""
 )
 glue("cmp_commit", commit_text(manifest) + diff, display=False)
-cost = footing.compute(out)
-total = cost["sweep"] + cost["search"] + cost["comparison"]
-glue(
-    "cmp_compute",
-    (
-        f"The whole study took {total:.1f} hours of one core: {cost['sweep']:.1f} for the recipe "
-        f"sweep, {cost['search']:.1f} for choosing the search settings and {cost['comparison']:.1f} "
-        f"for the comparison's runs: about {total / cost['cores']:.1f} hours of the machine's "
-        f"{cost['cores']} cores, one run on each."
-    ),
-    display=False,
-)
+glue("cmp_compute", footing.compute_text(out), display=False)
 glue("cmp_created", manifest["created_utc"], display=False)
 glue("cmp_n", len(found), display=False)
 glue("cmp_runs", len(manifest["runs"]), display=False)
@@ -582,7 +571,7 @@ interim = (
 )
 text = (
     f"{interim}{multi30k.lesson(both)}The verdicts of each testbed, with their intervals, are "
-    f"in its `claims.md`; {floor}."
+    f"in its `claims.md`; {floor}. On Multi30k: {footing.compute_text(multi30k.RESULTS)}"
 )
 for part in multi30k.PARTS:  # Figure 2 on each Flickr set, at the captions' lengths
     fig = multi30k.figure(part=part)

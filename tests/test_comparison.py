@@ -449,6 +449,11 @@ def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
         "comparison": 3.1,
         "cores": 2,
     }
+    assert footing.compute_text(tmp_path) == (
+        "The whole study took 4.6 hours of one core: 1.0 for the recipe sweep, 0.5 for choosing "
+        "the search settings and 3.1 for the runs: about 2.3 hours of the machine's 2 cores, one "
+        "run on each."
+    )
     for f in ("manifest.json", "search.csv"):  # a comparison without its sweep
         (tmp_path / "recipes" / f).unlink()
     assert footing.compute(tmp_path)["sweep"] == footing.compute(tmp_path)["search"] == 0

@@ -65,6 +65,11 @@ def test_progress_and_the_measured_sentence(tmp_path):
     assert n == 2 and b == pytest.approx((r["newstest2014 BLEU <30"] + 100) / 2, abs=0.01)
     nums = lite_long.book_numbers(tmp_path)
     assert nums["ll_trained"] == "2" and "the mean of its 2 seeds" in nums["ll_measured"]
+    # 1.7 hours each trained (fake_run); the six left at the rate of lite's runs of their models
+    assert nums["ll_cost"].startswith("Its trained runs took 3.4 hours of one core; the 6 left")
+    assert (
+        "RNNsearch-50 2.5 h (×3)" in nums["ll_cost"] and "RNNencdec-50 1.7 h)." in nums["ll_cost"]
+    )
     assert nums["ll_pred_where"] == "past"  # the pilot's fits: 5.2-5.6 BLEU at 45,000 updates
     lite_long.figure(tmp_path)
     assert lite_long.judged(tmp_path) == {}  # the claims wait for the study's last run

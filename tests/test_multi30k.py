@@ -50,7 +50,7 @@ def fake(root, models: dict):
                     "hyp_tokens": [*REFS[i].split(), "</s>"],
                     "alpha": np.eye(LENGTHS[i] + 1, LENGTHS[i]).tolist(),
                 }
-                for i in (35, 2, 1, 0)  # 22, 8, 8 and 8 words
+                for i in (35, 41, 2)  # 22, 8 (the 2nd of 2017's set) and 8 words (3rd of 2016's)
             ]
             (d / "attention.json").write_text(json.dumps(paper + drawn))
         runs.append(run)
@@ -140,12 +140,13 @@ def test_alignments_are_the_same_shortest_captions_for_every_attention_model(tmp
         },
     )
     panels = multi30k.alignment_panels(out, sentences=2)
-    # no panel of RNNencdec (no attention); the two shortest captions, ties in test order
+    # no panel of RNNencdec (no attention); the two shortest captions, ties in test order, each
+    # named by its Flickr set and its line there
     assert [p["title"] for p in panels] == [
-        "RNNsearch-50: test caption 1",
-        "RNNsearch-50: test caption 2",
-        "Luong-dot-50: test caption 1",
-        "Luong-dot-50: test caption 2",
+        "RNNsearch-50\ntest_2016_flickr, caption 3",
+        "RNNsearch-50\ntest_2017_flickr, caption 2",
+        "Luong-dot-50\ntest_2016_flickr, caption 3",
+        "Luong-dot-50\ntest_2017_flickr, caption 2",
     ]
     assert panels[0]["trg"][-1] == "<end>" and len(panels[0]["alpha"]) == 9
     multi30k.main(["--results-dir", str(out)])

@@ -1,0 +1,110 @@
+"""Every committed BLEU scored again from its committed hypotheses against the test set's
+references, read as the evaluation read them (:func:`nmt_lib.data.prepare`, cached).
+
+For each run directory of ``results/<profile>/runs/`` (and each of its ``views/<test set>/``):
+``bleu.json``'s tokenized and detokenized BLEU of the whole test set, of each of its parts (Multi30k's
+two Flickr sets), of the No-UNK sentences and with ``<unk>`` replaced, from ``hyp.test.tok.txt``,
+``hyp.test.detok.txt``, ``hyp.test.no_unk.tok.txt`` and ``hyp.test.unk_replaced.tok.txt``; and
+``bleu_by_length.json``'s per-sentence statistics (Figure 2), from the same files. A check passes
+when the score is the recorded one to the last digit of the float.
+
+``python -m nmt_experiments.rescore [PROFILE ...]`` (default: every results directory with runs)
+prints one line per run and exits 1 if any score differs; it needs the data (``NMT_DATA``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from nmt_lib import bleu
+from nmt_lib.config import home, run_from_dict, to_dict
+from nmt_lib.data import prepare
+from nmt_lib.io import read_json
+from nmt_lib.scoring import score
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _pair(recorded: dict, made: dict) -> list[tuple[str, float, float]]:
+    return [(kind, recorded[kind]["score"], made[kind]["score"]) for kind in ("tok", "detok")]
+
+
+def checks(d: Path, test, lang: str) -> list[tuple[str, float, float]]:
+    """``(what, recorded, re-scored)`` for every BLEU that the evaluation files of ``d`` (a run
+    directory, or one of its views) record, against ``test`` (the :class:`~nmt_lib.data.EvalSet`
+    they were decoded from)."""
+    saved = read_json(d / "bleu.json")
+    tok = [h.split() for h in _lines(d / "hyp.test.tok.txt")]
+    everything = range(len(test))
+    out = [
+        (f"all {k}", a, b) for k, a, b in _pair(saved["all"], score(tok, test, everything, lang))
+    ]
+    detok = bleu.bleu_detok(_lines(d / "hyp.test.detok.txt"), test.ref_raw).score
+    out.append(("all detok (hyp.test.detok.txt)", saved["all"]["detok"]["score"], detok))
+    for part, rec in saved.get("parts", {}).items():
+        idx = [i for i in everything if test.ids[i][0] == part]
+        made = score([tok[i] for i in idx], test, idx, lang)
+        out += [(f"{part} {k}", a, b) for k, a, b in _pair(rec, made)]
+    if saved.get("no_unk", {}).get("n"):
+        sub = [i for i in everything if test.no_unk[i]]
+        no_unk = [h.split() for h in _lines(d / "hyp.test.no_unk.tok.txt")]
+        made = score(no_unk, test, sub, lang)
+        out += [(f"no_unk {k}", a, b) for k, a, b in _pair(saved["no_unk"], made)]
+    if "unk_replaced" in saved:
+        rep = [h.split() for h in _lines(d / "hyp.test.unk_replaced.tok.txt")]
+        made = score(rep, test, everything, lang)
+        out += [(f"unk_replaced {k}", a, b) for k, a, b in _pair(saved["unk_replaced"], made)]
+    by_length = d / "bleu_by_length.json"
+    if by_length.is_file():
+        st = read_json(by_length)
+        refs = [" ".join(r) for r in test.ref_tok]
+        made = bleu.sentence_stats([" ".join(h) for h in tok], refs, tokenized=True).tolist()
+        out.append(("by length stats_tok", 0.0, 0.0 if made == st["stats_tok"] else 1.0))
+    return out
+
+
+def rescore_profile(out: Path) -> list[dict]:
+    """``[{"run", "view", "checks", "differ"}]`` for every evaluated run of the results directory
+    ``out``; ``differ``: the checks whose re-scored BLEU is not the recorded one."""
+    rows, prepared = [], {}
+    for d in sorted(p.parent for p in (out / "runs").glob("*/bleu.json")):
+        if not (d / "hyp.test.tok.txt").is_file():
+            continue
+        run = run_from_dict(read_json(d / "config.json"))
+        key = repr(to_dict(run.data))
+        if key not in prepared:
+            prepared[key] = prepare(run.data, progress=False)
+        prep = prepared[key]
+        lang = run.data.trg_lang
+        views = [(None, d, prep.test)] + [
+            (v.name, v, prep.views[v.name]) for v in sorted((d / "views").glob("*/")) if v.is_dir()
+        ]
+        for view, where, test in views:
+            made = checks(where, test, lang)
+            differ = [what for what, a, b in made if a != b]
+            rows.append({"run": d.name, "view": view, "checks": len(made), "differ": differ})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("profiles", nargs="*", help="results directories (default: all with runs)")
+    args = ap.parse_args(argv)
+    results = home() / "results"
+    names = args.profiles or sorted(p.name for p in results.glob("*/") if (p / "runs").is_dir())
+    bad = 0
+    for name in names:
+        for r in rescore_profile(results / name):
+            where = f"{name}/{r['run']}" + (f" view {r['view']}" if r["view"] else "")
+            state = "differs: " + ", ".join(r["differ"]) if r["differ"] else "re-scores exactly"
+            print(f"{where}: {r['checks']} scores, {state}", flush=True)
+            bad += bool(r["differ"])
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
