@@ -5,7 +5,8 @@ For each run directory of ``results/<profile>/runs/`` (and each of its ``views/<
 ``bleu.json``'s tokenized and detokenized BLEU of the whole test set, of each of its parts (Multi30k's
 two Flickr sets), of the No-UNK sentences and with ``<unk>`` replaced, from ``hyp.test.tok.txt``,
 ``hyp.test.detok.txt``, ``hyp.test.no_unk.tok.txt`` and ``hyp.test.unk_replaced.tok.txt``; and
-``bleu_by_length.json``'s per-sentence statistics (Figure 2), from the same files. A check passes
+``bleu_by_length.json``'s per-sentence statistics (Figure 2), from the same files; a hypothesis
+file that has not one line per sentence is refused, named. A check passes
 when the score is the recorded one to the last digit of the float.
 
 ``python -m nmt_experiments.rescore [PROFILE ...]`` (default: every results directory with runs)
@@ -25,8 +26,12 @@ from nmt_lib.io import read_json
 from nmt_lib.scoring import score
 
 
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines()
+def _lines(path: Path, n: int) -> list[str]:
+    """The ``n`` lines of a hypothesis file; a file of another length is refused, named."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if len(lines) != n:
+        raise ValueError(f"{path}: {len(lines)} lines, but its test set has {n} sentences")
+    return lines
 
 
 def _pair(recorded: dict, made: dict) -> list[tuple[str, float, float]]:
@@ -38,24 +43,25 @@ def checks(d: Path, test, lang: str) -> list[tuple[str, float, float]]:
     directory, or one of its views) record, against ``test`` (the :class:`~nmt_lib.data.EvalSet`
     they were decoded from)."""
     saved = read_json(d / "bleu.json")
-    tok = [h.split() for h in _lines(d / "hyp.test.tok.txt")]
     everything = range(len(test))
+    tok = [h.split() for h in _lines(d / "hyp.test.tok.txt", len(test))]
     out = [
         (f"all {k}", a, b) for k, a, b in _pair(saved["all"], score(tok, test, everything, lang))
     ]
-    detok = bleu.bleu_detok(_lines(d / "hyp.test.detok.txt"), test.ref_raw).score
-    out.append(("all detok (hyp.test.detok.txt)", saved["all"]["detok"]["score"], detok))
+    detok = _lines(d / "hyp.test.detok.txt", len(test))
+    made = bleu.bleu_detok(detok, test.ref_raw).score
+    out.append(("all detok (hyp.test.detok.txt)", saved["all"]["detok"]["score"], made))
     for part, rec in saved.get("parts", {}).items():
         idx = [i for i in everything if test.ids[i][0] == part]
         made = score([tok[i] for i in idx], test, idx, lang)
         out += [(f"{part} {k}", a, b) for k, a, b in _pair(rec, made)]
     if saved.get("no_unk", {}).get("n"):
         sub = [i for i in everything if test.no_unk[i]]
-        no_unk = [h.split() for h in _lines(d / "hyp.test.no_unk.tok.txt")]
+        no_unk = [h.split() for h in _lines(d / "hyp.test.no_unk.tok.txt", len(sub))]
         made = score(no_unk, test, sub, lang)
         out += [(f"no_unk {k}", a, b) for k, a, b in _pair(saved["no_unk"], made)]
     if "unk_replaced" in saved:
-        rep = [h.split() for h in _lines(d / "hyp.test.unk_replaced.tok.txt")]
+        rep = [h.split() for h in _lines(d / "hyp.test.unk_replaced.tok.txt", len(test))]
         made = score(rep, test, everything, lang)
         out += [(f"unk_replaced {k}", a, b) for k, a, b in _pair(saved["unk_replaced"], made)]
     by_length = d / "bleu_by_length.json"
@@ -64,6 +70,8 @@ def checks(d: Path, test, lang: str) -> list[tuple[str, float, float]]:
         refs = [" ".join(r) for r in test.ref_tok]
         made = bleu.sentence_stats([" ".join(h) for h in tok], refs, tokenized=True).tolist()
         out.append(("by length stats_tok", 0.0, 0.0 if made == st["stats_tok"] else 1.0))
+        made = bleu.sentence_stats(detok, test.ref_raw, tokenized=False).tolist()
+        out.append(("by length stats_detok", 0.0, 0.0 if made == st["stats_detok"] else 1.0))
     return out
 
 

@@ -3,6 +3,8 @@
 
 import json
 
+import pytest
+
 from nmt_experiments import rescore
 from nmt_lib import data, evaluate
 from nmt_lib.config import load_profile
@@ -25,13 +27,17 @@ def test_an_evaluation_rescores_from_its_files_and_a_changed_file_does_not(tmp_p
     train_run(cfg, d, prep, progress=False)
     evaluate.evaluate_run(cfg, d, prep, nll_sentences=5)
     (row,) = rescore.rescore_profile(tmp_path / "results")
-    assert row["differ"] == [] and row["checks"] >= 9  # all, detok file, 2 parts, no_unk, length
+    assert row["differ"] == [] and row["checks"] >= 10  # all, detok file, 2 parts, no_unk, length
 
     refs = [" ".join(r) for r in prep.test.ref_tok]  # BLEU 100: not what was recorded
     (d / "hyp.test.tok.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
     (differ,) = [r["differ"] for r in rescore.rescore_profile(tmp_path / "results")]
     assert {"all tok", "multi30k.test_2016_flickr tok", "by length stats_tok"} <= set(differ)
     assert not any("detok.txt" in w for w in differ)
+    (d / "hyp.test.tok.txt").write_text("\n".join(refs[1:]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="hyp.test.tok.txt: 39 lines, but its test set has 40"):
+        rescore.rescore_profile(tmp_path / "results")
+    (d / "hyp.test.tok.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
     saved = json.loads((d / "bleu.json").read_text())
     saved["no_unk"]["tok"]["score"] += 1e-12  # to the last digit
     (d / "bleu.json").write_text(json.dumps(saved), encoding="utf-8")
