@@ -10,7 +10,8 @@ file that has not one line per sentence is refused, named. A check passes
 when the score is the recorded one to the last digit of the float.
 
 ``python -m nmt_experiments.rescore [PROFILE ...]`` (default: every results directory with runs)
-prints one line per run and exits 1 if any score differs; it needs the data (``NMT_DATA``).
+prints one line per run and exits 1 if any score differs, 2 if some run's data is not here (each
+run needs its test set: ``NMT_DATA``, or its pack).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from nmt_lib import bleu
 from nmt_lib.config import home, run_from_dict, to_dict
 from nmt_lib.data import prepare
+from nmt_lib.data.corpus import DataError
 from nmt_lib.io import read_json
 from nmt_lib.scoring import score
 
@@ -77,7 +79,8 @@ def checks(d: Path, test, lang: str) -> list[tuple[str, float, float]]:
 
 def rescore_profile(out: Path) -> list[dict]:
     """``[{"run", "view", "checks", "differ"}]`` for every evaluated run of the results directory
-    ``out``; ``differ``: the checks whose re-scored BLEU is not the recorded one."""
+    ``out``; ``differ``: the checks whose re-scored BLEU is not the recorded one; ``missing``, for
+    a run whose data is not here, why (and no checks)."""
     rows, prepared = [], {}
     for d in sorted(p.parent for p in (out / "runs").glob("*/bleu.json")):
         if not (d / "hyp.test.tok.txt").is_file():
@@ -85,8 +88,14 @@ def rescore_profile(out: Path) -> list[dict]:
         run = run_from_dict(read_json(d / "config.json"))
         key = repr(to_dict(run.data))
         if key not in prepared:
-            prepared[key] = prepare(run.data, progress=False)
+            try:
+                prepared[key] = prepare(run.data, progress=False)
+            except DataError as e:  # its data is not on this machine (a pack, another corpus)
+                prepared[key] = str(e).splitlines()[0]
         prep = prepared[key]
+        if isinstance(prep, str):
+            rows.append({"run": d.name, "view": None, "checks": 0, "differ": [], "missing": prep})
+            continue
         lang = run.data.trg_lang
         views = [(None, d, prep.test)] + [
             (v.name, v, prep.views[v.name]) for v in sorted((d / "views").glob("*/")) if v.is_dir()
@@ -103,15 +112,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("profiles", nargs="*", help="results directories (default: all with runs)")
     args = ap.parse_args(argv)
     results = home() / "results"
-    names = args.profiles or sorted(p.name for p in results.glob("*/") if (p / "runs").is_dir())
-    bad = 0
+    found = [*results.glob("*/runs"), *results.glob("*/*/runs")]
+    names = args.profiles or sorted(str(p.parent.relative_to(results)) for p in found)
+    bad = missing = 0
     for name in names:
         for r in rescore_profile(results / name):
             where = f"{name}/{r['run']}" + (f" view {r['view']}" if r["view"] else "")
-            state = "differs: " + ", ".join(r["differ"]) if r["differ"] else "re-scores exactly"
-            print(f"{where}: {r['checks']} scores, {state}", flush=True)
+            if "missing" in r:
+                state = f"not re-scored, its data is not here: {r['missing']}"
+            elif r["differ"]:
+                state = f"{r['checks']} scores, differs: " + ", ".join(r["differ"])
+            else:
+                state = f"{r['checks']} scores, re-scores exactly"
+            print(f"{where}: {state}", flush=True)
             bad += bool(r["differ"])
-    return 1 if bad else 0
+            missing += "missing" in r
+    return 1 if bad else 2 if missing else 0
 
 
 if __name__ == "__main__":

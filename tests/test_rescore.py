@@ -43,3 +43,8 @@ def test_an_evaluation_rescores_from_its_files_and_a_changed_file_does_not(tmp_p
     (d / "bleu.json").write_text(json.dumps(saved), encoding="utf-8")
     (differ,) = [r["differ"] for r in rescore.rescore_profile(tmp_path / "results")]
     assert "no_unk tok" in differ
+    # where its data is not (another data directory, nothing cached): said, not scored
+    monkeypatch.setenv("NMT_DATA", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache2"))
+    (row,) = rescore.rescore_profile(tmp_path / "results")
+    assert row["checks"] == 0 and "elsewhere" in row["missing"]
