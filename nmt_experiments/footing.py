@@ -66,9 +66,11 @@ def compute_text(out: Path = RESULTS) -> str:
     """:func:`compute` as the book states it: the study's hours of one core, and of its machine."""
     cost = compute(out)
     total = cost["sweep"] + cost["search"] + cost["comparison"]
+    h = cost["search"]
+    search = f"{h:.1f}" if h >= 1 else f"{60 * h:.0f} minutes"
     return (
         f"The whole study took {total:.1f} hours of one core: {cost['sweep']:.1f} for the recipe "
-        f"sweep, {cost['search']:.1f} for choosing the search settings and {cost['comparison']:.1f} "
+        f"sweep, {search} for choosing the search settings and {cost['comparison']:.1f} "
         f"for the runs: about {total / cost['cores']:.1f} hours of the machine's "
         f"{cost['cores']} cores, one run on each."
     )

@@ -450,7 +450,7 @@ def test_compute_adds_the_sweep_the_search_and_the_runs(tmp_path):
         "cores": 2,
     }
     assert footing.compute_text(tmp_path) == (
-        "The whole study took 4.6 hours of one core: 1.0 for the recipe sweep, 0.5 for choosing "
+        "The whole study took 4.6 hours of one core: 1.0 for the recipe sweep, 30 minutes for choosing "
         "the search settings and 3.1 for the runs: about 2.3 hours of the machine's 2 cores, one "
         "run on each."
     )
