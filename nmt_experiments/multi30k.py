@@ -127,13 +127,13 @@ def alignment_panels(out: Path = RESULTS, sentences: int = 2) -> list[dict]:
     ``sentences`` shortest test captions among those whose attention every run stored (the
     paper's rule draws them: ``attention.json``), the same captions for every model."""
     first = attention_models(out)
-    attn = list(first)
-    records = {m: read_json(run_dir(out, first[m]) / "attention.json") for m in attn}
-    drawn = [r for r in records[attn[0]] if r["index"] is not None and r.get("alpha")]
+    records = {m: read_json(run_dir(out, r) / "attention.json") for m, r in first.items()}
+    some = next(iter(first))
+    drawn = [r for r in records[some] if r["index"] is not None and r.get("alpha")]
     chosen = sorted(drawn, key=lambda r: (len(r["src_tokens"]), r["index"]))[:sentences]
-    parts = read_json(run_dir(out, first[attn[0]]) / "bleu_by_length.json")["parts"]
+    parts = read_json(run_dir(out, first[some]) / "bleu_by_length.json")["parts"]
     panels = []
-    for m in attn:
+    for m in first:
         by_index = {r["index"]: r for r in records[m] if r["index"] is not None}
         for r in chosen:
             part = parts[r["index"]]  # the caption's Flickr set, and its line there

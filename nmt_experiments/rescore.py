@@ -36,44 +36,43 @@ def _lines(path: Path, n: int) -> list[str]:
     return lines
 
 
-def _pair(recorded: dict, made: dict) -> list[tuple[str, float, float]]:
-    return [(kind, recorded[kind]["score"], made[kind]["score"]) for kind in ("tok", "detok")]
-
-
-def checks(d: Path, test, lang: str) -> list[tuple[str, float, float]]:
-    """``(what, recorded, re-scored)`` for every BLEU that the evaluation files of ``d`` (a run
+def checks(d: Path, test, lang: str) -> list[tuple[str, bool]]:
+    """``(what, re-scores exactly)`` for every BLEU that the evaluation files of ``d`` (a run
     directory, or one of its views) record, against ``test`` (the :class:`~nmt_lib.data.EvalSet`
     they were decoded from)."""
-    saved = read_json(d / "bleu.json")
+    saved, out = read_json(d / "bleu.json"), []
+
+    def rescored(what: str, recorded: dict, hyp_file: str, idx) -> list[list[str]]:
+        hyps = [h.split() for h in _lines(d / hyp_file, len(idx))]
+        made = score(hyps, test, idx, lang)
+        out.extend(
+            (f"{what} {k}", recorded[k]["score"] == made[k]["score"]) for k in ("tok", "detok")
+        )
+        return hyps
+
     everything = range(len(test))
-    tok = [h.split() for h in _lines(d / "hyp.test.tok.txt", len(test))]
-    out = [
-        (f"all {k}", a, b) for k, a, b in _pair(saved["all"], score(tok, test, everything, lang))
-    ]
+    tok = rescored("all", saved["all"], "hyp.test.tok.txt", everything)
     detok = _lines(d / "hyp.test.detok.txt", len(test))
     made = bleu.bleu_detok(detok, test.ref_raw).score
-    out.append(("all detok (hyp.test.detok.txt)", saved["all"]["detok"]["score"], made))
-    for part, rec in saved.get("parts", {}).items():
+    out.append(("all detok (hyp.test.detok.txt)", saved["all"]["detok"]["score"] == made))
+    for part, recorded in saved.get("parts", {}).items():
         idx = [i for i in everything if test.ids[i][0] == part]
         made = score([tok[i] for i in idx], test, idx, lang)
-        out += [(f"{part} {k}", a, b) for k, a, b in _pair(rec, made)]
+        out.extend(
+            (f"{part} {k}", recorded[k]["score"] == made[k]["score"]) for k in ("tok", "detok")
+        )
     if saved.get("no_unk", {}).get("n"):
         sub = [i for i in everything if test.no_unk[i]]
-        no_unk = [h.split() for h in _lines(d / "hyp.test.no_unk.tok.txt", len(sub))]
-        made = score(no_unk, test, sub, lang)
-        out += [(f"no_unk {k}", a, b) for k, a, b in _pair(saved["no_unk"], made)]
+        rescored("no_unk", saved["no_unk"], "hyp.test.no_unk.tok.txt", sub)
     if "unk_replaced" in saved:
-        rep = [h.split() for h in _lines(d / "hyp.test.unk_replaced.tok.txt", len(test))]
-        made = score(rep, test, everything, lang)
-        out += [(f"unk_replaced {k}", a, b) for k, a, b in _pair(saved["unk_replaced"], made)]
-    by_length = d / "bleu_by_length.json"
-    if by_length.is_file():
-        st = read_json(by_length)
+        rescored("unk_replaced", saved["unk_replaced"], "hyp.test.unk_replaced.tok.txt", everything)
+    if (d / "bleu_by_length.json").is_file():
+        st = read_json(d / "bleu_by_length.json")
         refs = [" ".join(r) for r in test.ref_tok]
         made = bleu.sentence_stats([" ".join(h) for h in tok], refs, tokenized=True).tolist()
-        out.append(("by length stats_tok", 0.0, 0.0 if made == st["stats_tok"] else 1.0))
+        out.append(("by length stats_tok", made == st["stats_tok"]))
         made = bleu.sentence_stats(detok, test.ref_raw, tokenized=False).tolist()
-        out.append(("by length stats_detok", 0.0, 0.0 if made == st["stats_detok"] else 1.0))
+        out.append(("by length stats_detok", made == st["stats_detok"]))
     return out
 
 
@@ -102,7 +101,7 @@ def rescore_profile(out: Path) -> list[dict]:
         ]
         for view, where, test in views:
             made = checks(where, test, lang)
-            differ = [what for what, a, b in made if a != b]
+            differ = [what for what, same in made if not same]
             rows.append({"run": d.name, "view": view, "checks": len(made), "differ": differ})
     return rows
 
