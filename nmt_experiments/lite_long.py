@@ -16,10 +16,10 @@ from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
 from . import paper_claims
-from .claims import FLOOR, SHORT, short_bleu
+from .claims import FLOOR, NOT_TESTABLE, REPRODUCED, SHORT, Judge, short_bleu
 from .pilot_extrapolation import nll_curve
 from .plots import COLUMN_WIDTH
-from .results import model_of, run_dir, scored_dir
+from .results import model_of, paper_table, run_dir, scored_dir
 
 PROFILE = PROFILE_DIR / "studies" / "lite-long.toml"
 RESULTS = home() / "results" / "lite-long"
@@ -27,6 +27,9 @@ PILOT = home() / "results" / "pilot"
 LITE = home() / "results" / "lite"
 #: The test sets each run is scored on: the paper's, then the profile's views.
 PAPER_TEST = "newstest2014"
+#: The pair of models judged before the study is complete (:func:`interim_claims`): the better one
+#: by the paper's Table 1, then the baseline.
+PAIR = ("RNNsearch-50", "RNNencdec-50")
 #: The pilot's arms that are lite's recipe (RNNencdec-50 at lr 1e-3, the three committed seeds).
 LITE_ARMS = ("lr-1e-3 (lite)", "lr-1e-3-s2 (lite)", "lr-1e-3-s3 (lite)")
 
@@ -107,6 +110,122 @@ def above_floor(rows: list[dict], model: str, test: str) -> tuple[int, float | N
     return len(mine), float(np.mean([r[f"{test} BLEU <{SHORT}"] for r in mine]))
 
 
+def groups(rows: list[dict]) -> dict[str, list[str]]:
+    """The trained runs of ``rows`` (:func:`progress`) by model: ``{model: its trained seeds}``."""
+    found: dict[str, list[str]] = {}
+    for r in rows:
+        if r["trained"]:
+            found.setdefault(model_of(r["run"]), []).append(r["run"])
+    return found
+
+
+def _updates(rows: list[dict], runs: list[str]) -> list[int]:
+    return sorted({r["updates"] for r in rows if r["run"] in runs})
+
+
+def interim_claims(out: Path, rows: list[dict], view: str | None = None, n_samples: int = 1000):
+    """While the study is not complete: Table 1's claim on :data:`PAIR`, RNNsearch-50 against
+    RNNencdec-50, and Figure 2's two parts on them, by the rules of
+    :class:`~nmt_experiments.claims.Judge` on the seeds trained so far (``rows``:
+    :func:`progress`), on newstest2014 or on the test set ``view``; each row names the updates of
+    each model. Where RNNsearch-50 had fewer updates than RNNencdec-50, a win is reproduced a
+    fortiori, while a tie or a loss says nothing about equal updates: not testable. ``[]`` while
+    either model has no trained seed."""
+    g = groups(rows)
+    if not all(m in g for m in PAIR):
+        return []
+    better, base = PAIR
+    judge = Judge.of(out, {m: g[m] for m in PAIR}, n_samples, view)
+    paper = {k: float(v["bleu_all"]) for k, v in paper_table("table1").items()}
+    ups = {m: _updates(rows, g[m]) for m in PAIR}
+    trained = "; ".join(f"{m}: {' and '.join(f'{u:,}' for u in ups[m])} updates" for m in PAIR)
+    fewer = max(ups[better]) < min(ups[base])
+    out_rows = [
+        judge.beats(
+            f"{better} beats {base} (Table 1)",
+            f"{better} {paper[better]:.2f} vs {base} {paper[base]:.2f}",
+            [PAIR],
+        ),
+        judge.holds_up(
+            f"{better} shows no deterioration on long sentences (Figure 2)",
+            f"Figure 2: {better}'s curve does not fall, even past 50 words",
+            better,
+        ),
+        judge.holds_up_better(
+            f"{base}'s BLEU falls with length where {better}'s holds up (Figure 2)",
+            f"Figure 2: {base}'s curve falls with length; {better}'s does not",
+            better,
+            [base],
+        ),
+    ]
+    for r in out_rows:
+        r["ours"] = f"{trained}. {r['ours']}"
+    first = out_rows[0]
+    if fewer and first["verdict"] == REPRODUCED:
+        first["reason"] += f", though {better} had fewer updates: a fortiori"
+    elif fewer and first["verdict"] != NOT_TESTABLE:
+        first["reason"] = (
+            f"{better} had fewer updates than {base}, so a tie or a loss says nothing about "
+            f"equal updates (at these budgets: {first['verdict']}, {first['reason']})"
+        )
+        first["verdict"] = NOT_TESTABLE
+    if fewer and out_rows[2]["verdict"] != NOT_TESTABLE:
+        out_rows[2]["reason"] += f", at unequal updates ({trained})"
+    return out_rows
+
+
+def budget_text(rows: list[dict], profile=PROFILE) -> str:
+    """A sentence on the runs whose budget is below the study's: how many updates they have, and
+    what the study's budget would take at their measured rate per update (empty: none)."""
+    prof = load_profile(profile)
+    budget = max(r.train.max_updates for r in prof.runs.values())
+    short = [n for n, r in prof.runs.items() if r.train.max_updates < budget]
+    if not short:
+        return ""
+    each = sorted({prof.runs[n].train.max_updates for n in short})
+    rate = [r["hours"] / r["updates"] for r in rows if r["trained"] and r["run"] in short]
+    took = (
+        f" at their measured rate, {budget:,} would take {np.mean(rate) * budget:.1f} hours of one "
+        "core each"
+        if rate
+        else ""
+    )
+    return (
+        f"{' and '.join(short)} are trained for {' or '.join(f'{u:,}' for u in each)} updates, "
+        f"fewer than the study's {budget:,}:{took}, while the machines that train this study are "
+        "held about three hours at a time and keep no checkpoint beyond that, so these runs are "
+        "what two runs side by side reach in one such sitting (`lite-long.toml`)."
+    )
+
+
+def reader_text(rows: list[dict], out: Path = RESULTS, lite: Path = LITE) -> str:
+    """Whether the study's RNNsearch-50 beats lite's published RNNsearch-50* on dev: the dev NLL,
+    on the same dev sentences, of the weights each is evaluated with (RNNsearch-50's last
+    checkpoint, RNNsearch-50*'s best), beside their BLEU on newstest2014; empty while no seed of
+    RNNsearch-50 is trained."""
+    mine = _trained(rows, PAIR[0])
+    if not mine:
+        return ""
+    last = [nll_curve(run_dir(out, r["run"]))[-1] for r in mine]
+    star = "RNNsearch-50*"
+    s = read_json(run_dir(lite, star) / "train_summary.json")
+    star_bleu = read_json(run_dir(lite, star) / "bleu.json")["all"]["tok"]["score"]
+    nlls = " and ".join(f"{e['dev_nll']:.2f}" for e in last)
+    ups = " and ".join(f"{e['update']:,}" for e in last)
+    bleus = " and ".join(f"{r[f'{PAPER_TEST} BLEU']:.2f}" for r in mine)
+    better = sum(e["dev_nll"] < s["best_dev_nll"] for e in last)
+    verdict = {0: "neither is", len(last): "all are"}.get(better, f"{better} of {len(last)} are")
+    if len(last) == 1:
+        verdict = "it is" if better else "it is not"
+    return (
+        f"RNNsearch-50 of this study ({'its seed' if len(last) == 1 else 'its seeds'}) reaches a "
+        f"dev NLL of {nlls} after {ups} updates, against {s['best_dev_nll']:.2f} for lite's "
+        f"published RNNsearch-50* (its best checkpoint, update {s['best_update']:,} of "
+        f"{s['updates']:,}), on the same dev sentences; on newstest2014, {bleus} BLEU against "
+        f"{star_bleu:.2f}: on dev, {verdict} better than the published model."
+    )
+
+
 def figure(out: Path = RESULTS, pilot: Path = PILOT, profile=PROFILE):
     """Dev NLL against updates (log scale) of every trained run of the profile, with lite's
     committed RNNencdec-50 curve, the pilot's line for it extended to the profile's budget
@@ -165,22 +284,24 @@ def cost_text(rows: list[dict], profile=PROFILE, lite: Path = LITE) -> str:
     each) times the profile's budget."""
     prof = load_profile(profile)
     spent = sum(r["hours"] for r in rows if r["trained"])
-    left: dict[str, list[float]] = {}
+    left: dict[str, dict[float, int]] = {}  # {model: {hours of one run: how many runs}}
     for r in (r for r in rows if not r["trained"]):
         model = model_of(r["run"])
         s = read_json(run_dir(lite, model) / "train_summary.json")
-        left.setdefault(model, []).append(
-            s["hours"] / s["updates"] * prof.runs[r["run"]].train.max_updates
-        )
+        hours = s["hours"] / s["updates"] * prof.runs[r["run"]].train.max_updates
+        left.setdefault(model, {}).setdefault(hours, 0)
+        left[model][hours] += 1
     if not left:
         return f"Its {len(rows)} runs took {spent:.1f} hours of one core in all."
     each = ", ".join(
-        f"{m} {h[0]:.1f} h" + (f" (×{len(h)})" if len(h) > 1 else "") for m, h in left.items()
+        f"{m} " + " and ".join(f"{h:.1f} h" + (f" (×{k})" if k > 1 else "") for h, k in hs.items())
+        for m, hs in left.items()
     )
+    n = sum(k for hs in left.values() for k in hs.values())
+    total = sum(h * k for hs in left.values() for h, k in hs.items())
     return (
-        f"Its trained runs took {spent:.1f} hours of one core; the {sum(map(len, left.values()))} "
-        f"left need about {sum(map(sum, left.values())):.0f} more at the rate per update of lite's "
-        f"runs of the same models ({each})."
+        f"Its trained runs took {spent:.1f} hours of one core; the {n} left need about "
+        f"{total:.0f} more at the rate per update of lite's runs of the same models ({each})."
     )
 
 
@@ -202,4 +323,6 @@ def book_numbers(out: Path = RESULTS, pilot: Path = PILOT, profile=PROFILE) -> d
         "ll_floor_nll": f"{pred['floor_nll']:.1f}",
         "ll_measured": measured_text(rows, pred),
         "ll_cost": cost_text(rows, profile),
+        "ll_budgets": budget_text(rows, profile),
+        "ll_reader": reader_text(rows, out),
     }

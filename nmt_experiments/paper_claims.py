@@ -79,11 +79,13 @@ def claims(out: Path, n_samples: int = 1000, view: str | None = None) -> list[di
     ]
 
 
-def note(out: Path, profile: str | None = None, view: str | None = None) -> str:
+def note(
+    out: Path, profile: str | None = None, view: str | None = None, groups: dict | None = None
+) -> str:
     """The claims table's note: the profile (``profile``, else the results directory's name) and
     the test set (``view``: one of ``data.views``), the intervals, the margins, the floor, and the
-    claim left out."""
-    seeded = any(len(runs) > 1 for runs in seed_groups(out).values())
+    claim left out. ``groups``: the runs judged, ``{model: its runs}`` (default: the manifest's)."""
+    seeded = any(len(runs) > 1 for runs in (groups or seed_groups(out)).values())
     on = f", on the test set {view} (a second view; newstest2014 is the paper's)" if view else ""
     return (
         f"Profile `{profile or out.name}`{on}. 95% intervals: paired bootstrap, 1000 resamples of the test set"

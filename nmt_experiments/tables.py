@@ -180,12 +180,15 @@ def comparison_table(*outs: Path) -> list[dict]:
     return rows
 
 
-def fig2_curves(out: Path, models=MODELS[:4], view: str | None = None) -> tuple[dict, list[int]]:
+def fig2_curves(
+    out: Path, models=MODELS[:4], view: str | None = None, groups: dict | None = None
+) -> tuple[dict, list[int]]:
     """Figure 2's curves from the per-sentence BLEU statistics of each run: ``{model: (bucket
     centres, BLEU: the mean over its seeds)}`` and the bucket edges. Buckets by source length,
     width 10 as the paper's axis suggests; width 2 when the test set has no sentence of 40 words or
-    more (toy data). ``view``: on that test set of ``data.views`` instead."""
-    curves, edges, groups = {}, [], seed_groups(out)
+    more (toy data). ``view``: on that test set of ``data.views`` instead. ``groups``: ``{model:
+    its runs}`` (default: the manifest's, :func:`~nmt_experiments.results.seed_groups`)."""
+    curves, edges, groups = {}, [], groups or seed_groups(out)
     for name in models:
         per = []
         for run in groups[name]:

@@ -492,13 +492,14 @@ plt.close(long_fig)
 # pilot's lines put lite's RNNencdec-50 at dev NLL {glue:text}`ll_pred_nll` (its three seeds) and,
 # through the line of BLEU in dev NLL, at {glue:text}`ll_pred_bleu` BLEU on the short sentences:
 # {glue:text}`ll_pred_where` the floor of {glue:text}`pilot_floor`, which that line crosses at dev
-# NLL {glue:text}`ll_floor_nll`. A run takes 1.5 to 2.5 hours of one core, and the runs are
-# trained a few at a time (`results/lite-long/`); trained so far: {glue:text}`ll_trained` of its
-# {glue:text}`ll_runs` runs. {glue:text}`ll_cost`
+# NLL {glue:text}`ll_floor_nll`. The runs are trained a few at a time (`results/lite-long/`);
+# trained so far: {glue:text}`ll_trained` of its {glue:text}`ll_runs` runs. {glue:text}`ll_budgets`
+# {glue:text}`ll_cost`
 # {glue:text}`ll_measured` Each run is scored on newstest2014, the paper's test set, and on 3,003
 # Europarl pairs that no training here reads, in the domain of most of the training data
-# ({ref}`deviations-lite-long`). Table 1's claim and Figure 2's contrast are judged on both once
-# every seed of the study is trained.
+# ({ref}`deviations-lite-long`). Table 1, its claims and Figure 2 on all four models are judged on
+# both once every seed of the study is trained; until then, the pair of models trained so far is
+# judged below, with the updates each had.
 
 # %% tags=["hide-input"]
 note_ll = (
@@ -531,6 +532,8 @@ Markdown(markdown.show_table(long_out, "progress", shown, note_ll, write=False))
 # (40 minutes, black), the pilot's line for it extended to the study's budget (dotted) and the dev
 # NLL at which short-sentence BLEU crosses the learning floor (dashed).
 # ```
+#
+# {glue:text}`ll_reader`
 
 # %% tags=["hide-input"]
 long_claims = lite_long.judged(long_out)
@@ -555,13 +558,29 @@ if long_claims:  # every run trained: Table 1, the claims and Figure 2 on each t
         )
         display(fig)
         plt.close(fig)
-else:
-    display(
-        Markdown(
-            "Table 1, its claims and Figure 2 of the study are shown here once its last run is "
-            "evaluated (`results/lite-long/manifest.json`)."
+else:  # the pair trained so far: RNNsearch-50 against RNNencdec-50
+    pair = {m: runs for m, runs in lite_long.groups(long_rows).items() if m in lite_long.PAIR}
+    for test_set in lite_long.test_sets():
+        view = None if test_set == lite_long.PAPER_TEST else test_set
+        rows = lite_long.interim_claims(long_out, long_rows, view)
+        if not rows:
+            display(
+                Markdown(
+                    "The claims are judged here once RNNsearch-50 and RNNencdec-50 each have a "
+                    "trained seed, Table 1 and Figure 2 on all four models once the study's last "
+                    "run is evaluated (`results/lite-long/manifest.json`)."
+                )
+            )
+            break
+        head = f"**On {test_set}, the pair trained so far.** "
+        display(Markdown(head + markdown.claims_markdown(rows)))
+        display(Markdown(paper_claims.note(long_out, "lite-long", view, pair)))
+        curves_long, _ = tables.fig2_curves(long_out, lite_long.PAIR, view, pair)
+        fig = plots.fig2_bleu_by_length(
+            curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
         )
-    )
+        display(fig)
+        plt.close(fig)
 
 # %% [markdown]
 # ## Summary

@@ -32,13 +32,13 @@ def scored(d, right: float):
     (d / "bleu.json").write_text(json.dumps({"all": {"tok": {"score": score}}}))
 
 
-def fake_run(out, name, news: float, view: float, nll: float):
+def fake_run(out, name, news: float, view: float, nll: float, updates: int = 45000):
     d = run_dir(out, name)
     scored(d, news)
     scored(d / "views" / VIEW, view)
-    summary = {"updates": 45000, "hours": 1.7, "best_dev_nll": nll}
+    summary = {"updates": updates, "hours": 1.7 * updates / 45000, "best_dev_nll": nll}
     (d / "train_summary.json").write_text(json.dumps(summary))
-    log = [{"kind": "eval", "update": u, "dev_nll": nll + 10 - u / 4500} for u in (1000, 45000)]
+    log = [{"kind": "eval", "update": u, "dev_nll": nll + 10 - u / 4500} for u in (1000, updates)]
     (d / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
 
 
@@ -67,12 +67,57 @@ def test_progress_and_the_measured_sentence(tmp_path):
     assert nums["ll_trained"] == "2" and "the mean of its 2 seeds" in nums["ll_measured"]
     # 1.7 hours each trained (fake_run); the six left at the rate of lite's runs of their models
     assert nums["ll_cost"].startswith("Its trained runs took 3.4 hours of one core; the 6 left")
-    assert (
-        "RNNsearch-50 2.5 h (×3)" in nums["ll_cost"] and "RNNencdec-50 1.7 h)." in nums["ll_cost"]
+    # RNNsearch-50 and -s2 have a budget of 18,000 updates, -s3 the study's 45,000
+    assert "RNNsearch-50 1.0 h (×2) and 2.5 h, RNNencdec-50 1.7 h)." in nums["ll_cost"]
+    assert nums["ll_budgets"].startswith(
+        "RNNsearch-50 and RNNsearch-50-s2 are trained for 18,000 updates, fewer than the study's "
+        "45,000:,"
     )
     assert nums["ll_pred_where"] == "past"  # the pilot's fits: 5.2-5.6 BLEU at 45,000 updates
     lite_long.figure(tmp_path)
     assert lite_long.judged(tmp_path) == {}  # the claims wait for the study's last run
+    assert lite_long.interim_claims(tmp_path, lite_long.progress(tmp_path)) == []
+
+
+def test_the_pair_trained_so_far_is_judged_with_its_updates(tmp_path):
+    """RNNsearch-50 with fewer updates than RNNencdec-50: its win counts, a loss does not."""
+    fake_run(tmp_path, "RNNencdec-50", 0.0, 0.5, 90.0)
+    fake_run(tmp_path, "RNNsearch-50", 0.5, 1.0, 75.0, updates=18000)
+    rows = lite_long.progress(tmp_path)
+    assert lite_long.groups(rows) == {
+        "RNNencdec-50": ["RNNencdec-50"],
+        "RNNsearch-50": ["RNNsearch-50"],
+    }
+    nums = lite_long.book_numbers(tmp_path)
+    assert (
+        "at their measured rate, 45,000 would take 1.7 hours of one core each" in nums["ll_budgets"]
+    )
+    # its last evaluation (the weights evaluated): dev NLL 75 + 10 - 18,000 / 4,500
+    assert nums["ll_reader"].startswith(
+        "RNNsearch-50 of this study (its seed) reaches a dev NLL of 81.00 after 18,000 updates, against 72.91 for lite's published RNNsearch-50*"
+    )
+    assert nums["ll_reader"].endswith("on dev, it is not better than the published model.")
+    news, held = (lite_long.interim_claims(tmp_path, rows, v, n_samples=200) for v in (None, VIEW))
+    assert [r["claim"] for r in held] == [
+        "RNNsearch-50 beats RNNencdec-50 (Table 1)",
+        "RNNsearch-50 shows no deterioration on long sentences (Figure 2)",
+        "RNNencdec-50's BLEU falls with length where RNNsearch-50's holds up (Figure 2)",
+    ]
+    assert all(
+        r["ours"].startswith("RNNsearch-50: 18,000 updates; RNNencdec-50: 45,000") for r in held
+    )
+    assert held[0]["verdict"] == "reproduced" and held[0]["reason"].endswith("a fortiori")
+    assert (
+        news[0]["verdict"] == "not testable here"
+        and "below the learning floor" in news[0]["reason"]
+    )
+    # the same win the other way round: RNNsearch-50, with fewer updates, loses
+    fake_run(tmp_path, "RNNencdec-50", 0.0, 1.0, 90.0)
+    fake_run(tmp_path, "RNNsearch-50", 0.5, 0.5, 75.0, updates=18000)
+    lost = lite_long.interim_claims(tmp_path, lite_long.progress(tmp_path), VIEW, n_samples=200)
+    assert lost[0]["verdict"] == "not testable here"
+    assert lost[0]["reason"].startswith("RNNsearch-50 had fewer updates than RNNencdec-50")
+    assert "(at these budgets: the opposite holds," in lost[0]["reason"]
 
 
 def test_the_prediction_meets_the_floor_where_the_pilot_says():
