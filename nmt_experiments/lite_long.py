@@ -194,7 +194,7 @@ def budget_text(rows: list[dict], profile=PROFILE) -> str:
         f"{' and '.join(short)} are trained for {' or '.join(f'{u:,}' for u in each)} updates, "
         f"fewer than the study's {budget:,}:{took}, while the machines that train this study are "
         "held about three hours at a time and keep no checkpoint beyond that, so these runs are "
-        "what two runs side by side reach in one such sitting (`lite-long.toml`)."
+        "what two runs side by side reach in one such sitting (studies/lite-long.toml)."
     )
 
 
@@ -211,15 +211,15 @@ def reader_text(rows: list[dict], out: Path = RESULTS, lite: Path = LITE) -> str
     s = read_json(run_dir(lite, star) / "train_summary.json")
     star_bleu = read_json(run_dir(lite, star) / "bleu.json")["all"]["tok"]["score"]
     nlls = " and ".join(f"{e['dev_nll']:.2f}" for e in last)
-    ups = " and ".join(f"{e['update']:,}" for e in last)
+    ups = " and ".join(dict.fromkeys(f"{e['update']:,}" for e in last))
     bleus = " and ".join(f"{r[f'{PAPER_TEST} BLEU']:.2f}" for r in mine)
     better = sum(e["dev_nll"] < s["best_dev_nll"] for e in last)
     verdict = {0: "neither is", len(last): "all are"}.get(better, f"{better} of {len(last)} are")
     if len(last) == 1:
         verdict = "it is" if better else "it is not"
     return (
-        f"RNNsearch-50 of this study ({'its seed' if len(last) == 1 else 'its seeds'}) reaches a "
-        f"dev NLL of {nlls} after {ups} updates, against {s['best_dev_nll']:.2f} for lite's "
+        f"This study's RNNsearch-50 {'reaches' if len(last) == 1 else f'({len(last)} seeds) reach'}"
+        f" a dev NLL of {nlls} after {ups} updates, against {s['best_dev_nll']:.2f} for lite's "
         f"published RNNsearch-50* (its best checkpoint, update {s['best_update']:,} of "
         f"{s['updates']:,}), on the same dev sentences; on newstest2014, {bleus} BLEU against "
         f"{star_bleu:.2f}: on dev, {verdict} better than the published model."

@@ -94,7 +94,7 @@ def test_the_pair_trained_so_far_is_judged_with_its_updates(tmp_path):
     )
     # its last evaluation (the weights evaluated): dev NLL 75 + 10 - 18,000 / 4,500
     assert nums["ll_reader"].startswith(
-        "RNNsearch-50 of this study (its seed) reaches a dev NLL of 81.00 after 18,000 updates, against 72.91 for lite's published RNNsearch-50*"
+        "This study's RNNsearch-50 reaches a dev NLL of 81.00 after 18,000 updates, against 72.91 for lite's published RNNsearch-50*"
     )
     assert nums["ll_reader"].endswith("on dev, it is not better than the published model.")
     news, held = (lite_long.interim_claims(tmp_path, rows, v, n_samples=200) for v in (None, VIEW))
