@@ -1,8 +1,9 @@
 """The lite-long study (``studies/lite-long.toml``, ``results/lite-long/``) as chapter 8 reads it
 while its runs are trained a few at a time: each run's state, its BLEU on newstest2014 and on the
 held-out view, beside the short-sentence BLEU that the learning floor is judged on
-(:func:`progress`); what the pilot (``results/pilot/``) predicted for it (:func:`prediction`); and
-its dev NLL curves against that prediction (:func:`figure`)."""
+(:func:`progress`); what the pilot (``results/pilot/``) predicted for it (:func:`prediction`);
+its dev NLL curves against that prediction (:func:`figure`); and, until every run is trained, the
+claims on the pair trained so far (:func:`interim_claims`)."""
 
 from __future__ import annotations
 
@@ -214,7 +215,8 @@ def reader_text(rows: list[dict], out: Path = RESULTS, lite: Path = LITE) -> str
     ups = " and ".join(dict.fromkeys(f"{e['update']:,}" for e in last))
     bleus = " and ".join(f"{r[f'{PAPER_TEST} BLEU']:.2f}" for r in mine)
     better = sum(e["dev_nll"] < s["best_dev_nll"] for e in last)
-    verdict = {0: "neither is", len(last): "all are"}.get(better, f"{better} of {len(last)} are")
+    none = "neither is" if len(last) == 2 else "none is"
+    verdict = {0: none, len(last): "all are"}.get(better, f"{better} of {len(last)} are")
     if len(last) == 1:
         verdict = "it is" if better else "it is not"
     return (
