@@ -556,7 +556,7 @@ if long_claims:  # every run trained: Table 1, the claims and Figure 2 on each t
         fig = plots.fig2_bleu_by_length(
             curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
         )
-        display(fig)
+        glue(f"ll_fig2_{label[test_set].replace('-', '_')}", fig, display=False)
         plt.close(fig)
 else:  # the pair trained so far: RNNsearch-50 against RNNencdec-50
     pair = {m: runs for m, runs in lite_long.groups(long_rows).items() if m in lite_long.PAIR}
@@ -579,8 +579,23 @@ else:  # the pair trained so far: RNNsearch-50 against RNNencdec-50
         fig = plots.fig2_bleu_by_length(
             curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
         )
-        display(fig)
+        glue(f"ll_fig2_{label[test_set].replace('-', '_')}", fig, display=False)
         plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} ll_fig2_newstest
+# :name: fig-lite-long-fig2-newstest
+#
+# Figure 2 of the study on newstest2014: BLEU against source length of the models judged above
+# (each the mean over its seeds), the paper's BLEU on all test sentences (Table 1) as thin grey
+# lines.
+# ```
+#
+# ```{glue:figure} ll_fig2_held_out
+# :name: fig-lite-long-fig2-heldout
+#
+# Figure 2 of the study on the held-out Europarl pairs (europarl-v7.heldout), as above.
+# ```
 
 # %% [markdown]
 # ## Summary
