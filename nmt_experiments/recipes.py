@@ -118,8 +118,8 @@ class Testbed(NamedTuple):
 
 
 #: Multi30k's study: every run trained until its val NLL has not improved for 4 evaluations (1,000
-#: updates), at most 6,000 updates (16.6 epochs), its best checkpoint kept.
-MULTI30K_BUDGET = {"max_updates": 6000, "patience": 4}
+#: updates), at most 20,000 updates (55 epochs), its best checkpoint kept.
+MULTI30K_BUDGET = {"max_updates": 20000, "patience": 4}
 #: The arms Multi30k's study takes before its sweep has chosen (a middle dropout, the rate that
 #: WMT'14's sweep chose): what ``studies/multi30k.toml`` holds until the sweep is run.
 MULTI30K_PROVISIONAL = {
@@ -225,7 +225,7 @@ seen twice or more: 6,221 English, 6,563 French), lite's sizes. The models of st
 each with the recipe and search chosen on val for its family (results/multi30k/recipes/, the profile
 studies/multi30k-recipes.toml; dropout and label smoothing are deviations of this testbed), every run
 trained to convergence: stopped once its val NLL has not improved for 4 evaluations (1,000 updates),
-at most 6,000 updates (16.6 epochs), its best checkpoint kept; seed k orders the batches and
+at most 20,000 updates (55 epochs), its best checkpoint kept; seed k orders the batches and
 initialises the model; three seeds for the models of the claims, one for the others. fp32. Data:
 NMT_DATA = the Multi30k directory (nmt_lib.data.corpus). `MULTI30K=<that directory>
 tools/multi30k_study.sh` runs the sweep, writes this profile and trains every run (resumable) into

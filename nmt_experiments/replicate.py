@@ -183,13 +183,19 @@ def evaluated(run, d: Path) -> dict | None:
     return bleu if same else None
 
 
-def same_run(saved: dict, run) -> bool:
+def same_run(saved: dict, run, early_stopped_at: int | None = None) -> bool:
     """Whether the config ``saved`` (a run's ``config.json``, in the layout of any version) is
-    ``run``'s."""
+    ``run``'s. ``early_stopped_at``: the update at which that run's early stopping ended it; it is
+    then ``run``'s also under another cap that it did not reach (``train.max_updates`` at least
+    that update), since a cap changes nothing before it is reached."""
     try:  # every section as this version reads it: its settings' defaults where it predates them
-        return to_dict(run_from_dict(saved)) == to_dict(run)
+        saved, want = to_dict(run_from_dict(saved)), to_dict(run)
     except (ConfigError, TypeError, KeyError):
         return False
+    cap = want["train"].get("max_updates")
+    if early_stopped_at is not None and (cap is None or early_stopped_at <= cap):
+        saved["train"]["max_updates"] = cap
+    return saved == want
 
 
 def recorded(run, d: Path) -> dict | None:
@@ -204,8 +210,9 @@ def recorded(run, d: Path) -> dict | None:
     if not all(f.is_file() for f in files):
         return None
     config, summary, bleu = map(read_json, files)
+    early = summary.get("updates") if summary.get("stopped_by") == "early_stop" else None
     whole = (
-        same_run(config, run)
+        same_run(config, run, early)
         and summary.get("stopped_by") not in (None, "interrupted")
         and bleu.get("search") == to_dict(run.search)
     )

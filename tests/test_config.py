@@ -231,6 +231,22 @@ def test_a_config_saved_with_every_architectures_keys_reads_back():
     assert not same_run({**old, "model": {**old["model"], "layers": 1}}, seq)
 
 
+def test_a_run_early_stopped_below_a_cap_is_the_same_run_under_a_higher_cap():
+    """A raised cap retrains the runs that reached the old one, and only those."""
+    import dataclasses
+
+    from nmt_experiments.replicate import same_run
+
+    run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
+    run = run["RNNsearch-50-s1"]
+    raised = dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=20000))
+    saved = to_dict(dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=6000)))
+    assert not same_run(saved, raised)  # it reached its cap (or nobody said it did not)
+    assert same_run(saved, raised, early_stopped_at=4500)
+    assert not same_run(saved, raised, early_stopped_at=25000)  # stopped past the new cap
+    assert not same_run({**saved, "train": {**saved["train"], "lr": 0.5}}, raised, 4500)
+
+
 def test_a_runs_own_model_key_of_another_architecture_is_an_error(tmp_path):
     p = tmp_path / "p.toml"
     head = '[model]\nl = 4\n[train]\nmax_updates = 1\n[runs."x"]\n'
