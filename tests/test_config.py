@@ -240,7 +240,9 @@ def test_a_run_early_stopped_below_a_cap_is_the_same_run_under_a_higher_cap():
     run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
     run = run["RNNsearch-50-s1"]
     raised = dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=20000))
-    saved = to_dict(dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=6000)))
+    saved = to_dict(
+        dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=6000))
+    )
     assert not same_run(saved, raised)  # it reached its cap (or nobody said it did not)
     assert same_run(saved, raised, early_stopped_at=4500)
     assert not same_run(saved, raised, early_stopped_at=25000)  # stopped past the new cap
