@@ -183,18 +183,23 @@ def evaluated(run, d: Path) -> dict | None:
     return bleu if same else None
 
 
-def same_run(saved: dict, run, early_stopped_at: int | None = None) -> bool:
+def same_run(saved: dict, run, summary: dict | None = None) -> bool:
     """Whether the config ``saved`` (a run's ``config.json``, in the layout of any version) is
-    ``run``'s. ``early_stopped_at``: the update at which that run's early stopping ended it; it is
-    then ``run``'s also under another cap that it did not reach (``train.max_updates`` at least
-    that update), since a cap changes nothing before it is reached."""
+    ``run``'s. ``summary``: that run's ``train_summary.json``, which says where its budget ended
+    it; training is the same update by update whatever the budget, so a run that early stopping
+    ended at update U is ``run``'s under any cap of at least U, and one that its time budget ended
+    at update U is ``run``'s with a budget of exactly U updates (``train.max_updates``)."""
     try:  # every section as this version reads it: its settings' defaults where it predates them
         saved, want = to_dict(run_from_dict(saved)), to_dict(run)
     except (ConfigError, TypeError, KeyError):
         return False
-    cap = want["train"].get("max_updates")
-    if early_stopped_at is not None and (cap is None or early_stopped_at <= cap):
-        saved["train"]["max_updates"] = cap
+    stop, made = (summary or {}).get("stopped_by"), (summary or {}).get("updates")
+    have, cap = saved["train"], want["train"]["max_updates"]
+    timeless = want["train"]["max_hours"] in (None, have["max_hours"])
+    if stop == "early_stop" and timeless and (cap is None or made <= cap):
+        have.update(max_updates=cap, max_hours=want["train"]["max_hours"])
+    elif stop == "max_hours" and cap == made and want["train"]["max_hours"] is None:
+        have.update(max_updates=cap, max_hours=None)
     return saved == want
 
 
@@ -210,9 +215,8 @@ def recorded(run, d: Path) -> dict | None:
     if not all(f.is_file() for f in files):
         return None
     config, summary, bleu = map(read_json, files)
-    early = summary.get("updates") if summary.get("stopped_by") == "early_stop" else None
     whole = (
-        same_run(config, run, early)
+        same_run(config, run, summary)
         and summary.get("stopped_by") not in (None, "interrupted")
         and bleu.get("search") == to_dict(run.search)
     )

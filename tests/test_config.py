@@ -231,22 +231,31 @@ def test_a_config_saved_with_every_architectures_keys_reads_back():
     assert not same_run({**old, "model": {**old["model"], "layers": 1}}, seq)
 
 
-def test_a_run_early_stopped_below_a_cap_is_the_same_run_under_a_higher_cap():
-    """A raised cap retrains the runs that reached the old one, and only those."""
+def test_a_budget_that_a_run_did_not_reach_changes_nothing_before_it():
+    """A raised cap retrains the runs that reached the old one, and only those; a run that its
+    time budget stopped is the same run with a budget of the updates it made, and no other."""
     import dataclasses
 
     from nmt_experiments.replicate import same_run
 
     run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
     run = run["RNNsearch-50-s1"]
-    raised = dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=20000))
-    saved = to_dict(
-        dataclasses.replace(run, train=dataclasses.replace(run.train, max_updates=6000))
-    )
-    assert not same_run(saved, raised)  # it reached its cap (or nobody said it did not)
-    assert same_run(saved, raised, early_stopped_at=4500)
-    assert not same_run(saved, raised, early_stopped_at=25000)  # stopped past the new cap
-    assert not same_run({**saved, "train": {**saved["train"], "lr": 0.5}}, raised, 4500)
+
+    def budget(**t):
+        return dataclasses.replace(run, train=dataclasses.replace(run.train, **t))
+
+    raised, saved = budget(max_updates=20000), to_dict(budget(max_updates=6000))
+    stopped = {"stopped_by": "early_stop", "updates": 4500}
+    assert not same_run(saved, raised)  # nobody said it did not reach its cap
+    assert not same_run(saved, raised, {"stopped_by": "max_updates", "updates": 6000})
+    assert same_run(saved, raised, stopped)
+    assert not same_run(saved, raised, {**stopped, "updates": 25000})  # past the new cap
+    assert not same_run({**saved, "train": {**saved["train"], "lr": 0.5}}, raised, stopped)
+    timed = to_dict(budget(max_updates=None, max_hours=0.667))
+    by_time = {"stopped_by": "max_hours", "updates": 12018}
+    assert same_run(timed, budget(max_updates=12018), by_time)
+    assert not same_run(timed, budget(max_updates=12000), by_time)
+    assert not same_run(timed, budget(max_updates=12018))
 
 
 def test_a_runs_own_model_key_of_another_architecture_is_an_error(tmp_path):
