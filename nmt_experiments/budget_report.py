@@ -278,6 +278,7 @@ def extended(results_dir=RESULTS) -> dict[str, dict]:
             "test_bleu": bleu["all"]["tok"]["score"],
             "brevity_penalty": bleu["all"]["tok"]["bp"],
             "stats_tok": by_len["stats_tok"],
+            "src_len": by_len["src_len"],
             "dir": d,
         }
     return result

@@ -14,7 +14,8 @@ difference gets one of four verdicts (:func:`verdict`): *reproduced* (every inte
 margin), *the opposite holds* (an interval below 0), *not reproduced* (an interval below the
 margin: too small), or *not testable here* (an interval contains the margin: these seeds and this
 test set cannot decide). Figure 2's claim has two parts, each with its own verdict: a model holds
-up on long sentences (:meth:`Judge.holds_up`, its own long/short ratio against 1) and it holds up
+up on long sentences (:meth:`Judge.holds_up`, its own long/short ratio against 1 - the margin, by
+the same rule: its whole interval at or above it) and it holds up
 better than the models without attention (:meth:`Judge.holds_up_better`). Figure 3's claim is
 judged by the diagonal of the alignments (:func:`attention_summary`)."""
 
@@ -48,9 +49,9 @@ from .results import scored_dir
 #: to carry the claim, however certain).
 MARGIN = 1.0
 #: Figure 2's claim in numbers: BLEU on sentences of LONG source words or more divided by BLEU on
-#: sentences of fewer than SHORT words. A model "holds up" when that ratio may be 1 - RATIO_MARGIN
-#: or more (its interval reaches it: no fall beyond the margin is shown), and "holds up better" than
-#: another when its ratio is higher by at least RATIO_MARGIN.
+#: sentences of fewer than SHORT words. A model "holds up" when that ratio's whole interval lies at
+#: 1 - RATIO_MARGIN or above (any fall is within the margin), and "holds up better" than another
+#: when its ratio is higher by at least RATIO_MARGIN.
 SHORT, LONG, RATIO_MARGIN = 30, 50, 0.1
 #: The learning floor: a model has learned enough to take part in a claim when its BLEU on the
 #: test sentences of fewer than SHORT words (the mean over its seeds) is at least FLOOR. Below it
@@ -128,20 +129,26 @@ def verdict(
 
 def holds_verdict(interval: list[float], margin: float = RATIO_MARGIN) -> tuple[str, str]:
     """The verdict of "a model shows no deterioration on long sentences" from the 95% interval
-    of its long/short ratio: *reproduced* when the interval reaches ``1 - margin`` (no fall beyond
-    the margin is shown; the reason says so when the interval still lies below 1), *not
-    reproduced* when it lies wholly below."""
+    of its long/short ratio, by the rule of :func:`verdict`: *reproduced* when the whole interval
+    lies at or above ``1 - margin`` (the reason says so when it still reaches below 1), *not
+    reproduced* when it lies wholly below, otherwise *not testable here*: a wider interval never
+    passes more easily than a narrow one with the same ratio."""
     lo, hi = interval
     at = 1 - margin
+    if lo >= at:
+        why = f"the ratio's 95% interval lies at or above {at:g} (1 − {margin:g}): no fall beyond the margin"
+        if lo < 1:
+            why += "; it reaches below 1, so some fall within the margin"
+        return REPRODUCED, why
     if hi < at:
         return (
             NOT_REPRODUCED,
             f"the ratio's 95% interval lies below {at:g} (1 − {margin:g}): it falls",
         )
-    why = f"the ratio's 95% interval reaches {at:g} (1 − {margin:g}): no fall beyond the margin"
-    if hi < 1:
-        why += "; it lies below 1, so some fall within the margin"
-    return REPRODUCED, why
+    return NOT_TESTABLE, (
+        f"the ratio's 95% interval contains {at:g} (1 − {margin:g}): these seeds and this "
+        "test set cannot decide"
+    )
 
 
 def difference(point: float, iv: list[float]) -> str:

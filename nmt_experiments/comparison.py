@@ -82,7 +82,7 @@ def table(out: Path = RESULTS) -> list[dict]:
     for model, runs in models(out).items():
         per = [base[r] for r in runs]
         stats, lengths = sentence_stats(out, runs)
-        all_, sd = tables.mean_sd([r["All"] for r in per])
+        sd = tables.mean_sd([r["All"] for r in per])[1]
         no_unk = [r["No UNK"] for r in per if r["No UNK"] is not None]
         cfg = config(out, runs[0])["model"]
         rows.append(
@@ -90,16 +90,16 @@ def table(out: Path = RESULTS) -> list[dict]:
                 "model": model,
                 "attention": ATTENTION[cfg["arch"]].format(score=cfg.get("score")),
                 "seeds": len(runs),
-                "All": round(all_, 2),
+                "All": tables.mean_of([r["All"] for r in per]),
                 "All sd": None if sd is None else round(sd, 2),
                 "All per seed": " / ".join(f"{r['All']:.2f}" for r in per),
-                "No UNK": round(float(np.mean(no_unk)), 2) if no_unk else None,
+                "No UNK": tables.mean_of(no_unk) if no_unk else None,
                 f"All <{SHORT} words": round(short_bleu(stats, lengths), 2),
-                "dev NLL": round(float(np.mean([r["dev NLL"] for r in per])), 2),
+                "dev NLL": tables.mean_of([r["dev NLL"] for r in per]),
                 "parameters (M)": per[0]["parameters (M)"],
                 "updates": per[0]["updates"] if len({r["updates"] for r in per}) == 1 else None,
-                "train tok/s": round(float(np.mean([r["train tok/s"] for r in per]))),
-                "hours per run": round(float(np.mean([r["hours"] for r in per])), 2),
+                "train tok/s": tables.mean_of([r["train tok/s"] for r in per], 0),
+                "hours per run": tables.mean_of([r["hours"] for r in per]),
             }
         )
     return rows

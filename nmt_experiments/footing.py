@@ -93,13 +93,13 @@ def gpu_view(out: Path = GPU_RESULTS) -> list[dict]:
         rows.append(
             {
                 "model": r["model"],
-                "All": r["All"],
-                "No UNK": r["No UNK"],
+                "All": round(r["All"], 2),
+                "No UNK": None if r["No UNK"] is None else round(r["No UNK"], 2),
                 f"All <{SHORT} words": round(short_bleu(stats, lengths), 2),
-                "dev NLL": r["dev NLL"],
+                "dev NLL": round(r["dev NLL"], 2),
                 "parameters (M)": r["parameters (M)"],
                 "updates": r["updates"],
-                "train tok/s": r["train tok/s"],
+                "train tok/s": None if r["train tok/s"] is None else round(r["train tok/s"]),
                 "minutes": round(60 * r["hours"], 1),
             }
         )

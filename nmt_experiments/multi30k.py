@@ -56,11 +56,10 @@ def table(out: Path = RESULTS) -> list[dict]:
         row = {"model": model, "seeds": len(runs)}
         for p in PARTS:
             year = p.removeprefix("multi30k.")
-            mean, sd = tables.mean_sd([b[p]["tok"]["score"] for b in parts])
-            row[f"{year} BLEU"] = round(mean, 2)
+            sd = tables.mean_sd([b[p]["tok"]["score"] for b in parts])[1]
+            row[f"{year} BLEU"] = tables.mean_of([b[p]["tok"]["score"] for b in parts])
             row[f"{year} BLEU sd"] = None if sd is None else round(sd, 2)
-            sacre = np.mean([b[p]["detok"]["score"] for b in parts])
-            row[f"{year} sacreBLEU"] = round(float(sacre), 2)
+            row[f"{year} sacreBLEU"] = tables.mean_of([b[p]["detok"]["score"] for b in parts])
         rows.append(row)
     return rows
 

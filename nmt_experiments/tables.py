@@ -41,6 +41,13 @@ def over_seeds(rows: list[dict], digits: dict[str, int] | None = None) -> dict:
     return found
 
 
+def mean_of(values: list[float], places: int = 2) -> float | int:
+    """The mean of a model's unrounded per-seed ``values``, rounded once, for display: every
+    table, claim and README line prints a mean through this (or from the same unrounded values)."""
+    mean = float(np.mean(values))
+    return int(round(mean)) if places == 0 else round(mean, places)
+
+
 def mean_sd(values: list[float]) -> tuple[float, float | None]:
     """The mean of a model's per-seed ``values`` and their standard deviation (None for one seed)."""
     return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else None
@@ -151,7 +158,8 @@ def table2(out: Path) -> list[dict]:
 def comparison_table(*outs: Path) -> list[dict]:
     """The models of several results directories side by side (e.g. ``results/compare`` beside
     ``results/lite``): test BLEU All and No-UNK, dev NLL (nats per sentence), parameters, training
-    tokens per second (the median of the log's windows), updates and hours, one row per run."""
+    tokens per second (the median of the log's windows), updates and hours, one row per run,
+    unrounded (a mean over seeds is taken of these, then rounded: :func:`mean_of`)."""
     rows = []
     for out in outs:
         manifest = read_json(out / "manifest.json")
@@ -167,13 +175,13 @@ def comparison_table(*outs: Path) -> list[dict]:
                 {
                     "model": name,
                     "arch": cfg.arch,
-                    "All": round(b["all"]["tok"]["score"], 2),
-                    "No UNK": round(b["no_unk"]["tok"]["score"], 2) if b["no_unk"]["n"] else None,
-                    "dev NLL": round(nll["dev"]["mean"], 2),
+                    "All": b["all"]["tok"]["score"],
+                    "No UNK": b["no_unk"]["tok"]["score"] if b["no_unk"]["n"] else None,
+                    "dev NLL": nll["dev"]["mean"],
                     "parameters (M)": round(params / 1e6, 2),
-                    "train tok/s": round(float(np.median(tok_s))) if tok_s else None,
+                    "train tok/s": float(np.median(tok_s)) if tok_s else None,
                     "updates": s["updates"],
-                    "hours": round(s["hours"], 3),
+                    "hours": s["hours"],
                     "results": out.name,
                 }
             )

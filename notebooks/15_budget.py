@@ -24,13 +24,13 @@ data_dir = None
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
+import numpy as np
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_experiments import budget_report, markdown, plots, tables
+from nmt_experiments import budget_report, claims, markdown, plots, tables
 from nmt_experiments.claims import MARGIN, alignment_stats
 from nmt_experiments.results import commit_text, paper_table, require_results, results_path, run_dir
-from nmt_lib import bleu
 from nmt_lib.config import load_profile, run_from_dict
 from nmt_lib.io import read_json
 
@@ -427,10 +427,16 @@ Markdown(markdown.markdown_table(table) if table else "*(not run)*")
 # %% tags=["hide-input"]
 values = dict.fromkeys(("bu_pair", "bu_pair_verdict", "bu_need_10", "bu_need_14"), "(not measured)")
 values |= dict.fromkeys(("bu_att_peak", "bu_att_mono", "bu_long_bleu", "bu_long_min"), float("nan"))
-if long_run and encdec:
-    d, (lo, hi) = bleu.paired_difference(long_run["stats_tok"], encdec["stats_tok"])
-    values["bu_pair"] = f"{d:+.2f} BLEU (95 % interval [{lo:+.2f}, {hi:+.2f}])"
-    values["bu_pair_verdict"] = "above" if lo > MARGIN else "not above"
+if long_run and encdec:  # judged as chapter 8 judges Table 1's claim (nmt_experiments.claims)
+    pair = claims.Judge(
+        {
+            m: [np.array(r["stats_tok"])]
+            for m, r in (("RNNsearch-50", long_run), ("RNNencdec-50", encdec))
+        },
+        long_run["src_len"],
+    ).beats("RNNsearch-50 beats RNNencdec-50", "", [("RNNsearch-50", "RNNencdec-50")])
+    values["bu_pair"] = pair["ours"]
+    values["bu_pair_verdict"] = f"*{pair['verdict']}*: {pair['reason']}"
 if long_run:
     records = read_json(long_run["dir"] / "attention.json")[:4]
     st = [
@@ -451,14 +457,16 @@ if long_run and short_run:
     for target in (10, 14):
         t = budget_report.minutes_for_bleu(pts, target)
         values[f"bu_need_{target}"] = f"{t:,.0f} minutes" if t else "no finite time"
+values["bu_margin"] = f"{MARGIN:+g}"
 for key, value in values.items():
     glue(key, value, display=False)
 
 # %% [markdown]
 # RNNsearch-50 with the chosen recipe scores {glue:text}`bu_long_bleu:.2f` BLEU after
 # {glue:text}`bu_long_min:.0f` minutes of one core. RNNsearch minus RNNencdec, same recipe and
-# budget: {glue:text}`bu_pair`, {glue:text}`bu_pair_verdict` the +1 BLEU that the claims of
-# {doc}`08_experiments` require. On Figure 3's four sentences its generated words put on average
+# budget: {glue:text}`bu_pair`. By the rules that judge the claims of {doc}`08_experiments`
+# (a margin of {glue:text}`bu_margin` BLEU, both models above the learning floor), Table 1's claim
+# at this budget is {glue:md}`bu_pair_verdict`. On Figure 3's four sentences its generated words put on average
 # {glue:text}`bu_att_peak:.2f` of their attention on one source word, and
 # {glue:text}`bu_att_mono:.0f` % of the steps from one word to the next keep or advance the
 # heaviest source word. A line through the two test scores of the chosen recipe (after the study's
@@ -495,7 +503,8 @@ gap_rows = {r["model"]: r for r in tables.gap_to_paper(lite_out)}
 ratio = gap_rows["RNNsearch-50"]["paper / ours compute"]
 glue("bu_paper_updates", paper_updates, display=False)
 glue("bu_flop_ratio", per_update["paper"] / per_update["ours"], display=False)
-glue("bu_lite_minutes", lite.train.max_hours * 60, display=False)
+lite_trained = run_from_dict(read_json(lite_out / "manifest.json")["configs"]["RNNsearch-50"])
+glue("bu_lite_minutes", lite_trained.train.max_hours * 60, display=False)
 glue("bu_lite_updates", ours_updates, display=False)
 glue("bu_compute_ratio", ratio, display=False)
 import math
@@ -523,8 +532,8 @@ glue(
 # %% [markdown]
 # The paper's RNNsearch-50 made {glue:text}`bu_paper_updates:,.0f` updates, each
 # {glue:text}`bu_flop_ratio:.0f` times the multiply-adds of one of ours (its embeddings, states
-# and shortlists are larger). In the {glue:text}`bu_lite_minutes:.0f` minutes that the `lite`
-# profile gives it, our RNNsearch-50 made {glue:text}`bu_lite_updates:,.0f` updates (the mean of
+# and shortlists are larger). In the {glue:text}`bu_lite_minutes:.0f` minutes of one core that
+# the committed `lite` runs trained for, our RNNsearch-50 made {glue:text}`bu_lite_updates:,.0f` updates (the mean of
 # its seeds, Table 2 of {doc}`08_experiments`): the paper spent {glue:text}`bu_compute_ratio:,.0f`
 # times that computation (the gap table of the same chapter, which counts the multiply-adds of
 # every update at the training data's mean sentence lengths).

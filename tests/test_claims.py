@@ -1,5 +1,6 @@
 """The paper's claims judged on fake results (nmt_experiments.claims): the verdicts follow the numbers."""
 
+import itertools
 import json
 import random
 
@@ -112,11 +113,27 @@ def test_a_model_below_the_floor_decides_nothing_on_either_side():
 
 
 def test_the_length_claims_first_part_is_the_models_own_ratio_against_one():
-    assert holds_verdict([0.85, 1.1])[0] == "reproduced"
-    v, why = holds_verdict([0.8, 0.95])
+    assert holds_verdict([0.92, 1.1])[0] == "reproduced"
+    v, why = holds_verdict([0.91, 0.97])
     assert v == "reproduced" and "below 1" in why
     v, why = holds_verdict([0.5, 0.85])
     assert v == "not reproduced" and "lies below 0.9" in why
+
+
+def test_an_interval_that_contains_the_length_margin_decides_nothing():
+    """The rule of the "beats" claims: an interval straddling 1 - margin is not testable."""
+    v, why = holds_verdict([0.8, 0.95])
+    assert v == "not testable here" and "contains 0.9" in why and "cannot decide" in why
+
+
+def test_a_wider_interval_never_gets_a_better_length_verdict():
+    """Two models with the same ratio: where the noisier one (the wider interval) is decided, the
+    narrower one is decided the same way, for any ratio; so the wider one never passes where the
+    narrower one fails."""
+    for ratio in np.linspace(0.6, 1.2, 61):
+        verdicts = [holds_verdict([ratio - w, ratio + w])[0] for w in (0.02, 0.08, 0.15, 0.3)]
+        for narrow, wide in itertools.pairwise(verdicts):
+            assert wide == "not testable here" or wide == narrow, (ratio, verdicts)
 
 
 def test_attention_stuck_on_one_column_fails_the_diagonal(tmp_path):

@@ -45,6 +45,12 @@ def fake_dir(root, models: dict, seeds: int = 1):
     return root
 
 
+#: The first four verdicts of the default study: its attention models' ratio, 1.00 measured on
+#: 40 long sentences with 4 of them junk, has the interval [0.88, 1.15], which contains 0.9:
+#: "no deterioration" is not decided (the Transformer's, all exact, is).
+UNDECIDED = ["reproduced", "not testable here"] * 2
+
+
 def study(
     tmp_path,
     tag,
@@ -78,7 +84,7 @@ def test_comparison_verdicts_follow_the_numbers(tmp_path):
         (True, False),
         (False, True),
     ]
-    assert [r["verdict"] for r in rows] == ["reproduced"] * 9
+    assert [r["verdict"] for r in rows] == UNDECIDED + ["reproduced"] * 5
     assert "RNNsearch-50 beats RNNencdec-50" in rows[0]["claim"]
     assert "Seq2seq-50-reversed" in rows[7]["ours"] and "RNNsearch-50" in rows[8]["ours"]
     assert "1 seed)" in rows[0]["ours"]
@@ -86,10 +92,10 @@ def test_comparison_verdicts_follow_the_numbers(tmp_path):
     # Luong loses the long sentences as the models without attention do (its own ratio falls,
     # and it holds up no better than they do); reversal and the Transformer make things worse
     rows = study(tmp_path, "b", luong=(0.9, 0.1), reversed_=(0.25, 0.0), transformer=0.4)
-    assert [r["verdict"] for r in rows] == ["reproduced"] * 3 + [
+    assert [r["verdict"] for r in rows] == UNDECIDED[:3] + [
         "not reproduced",
         "the opposite holds",
-        "reproduced",
+        "not testable here",  # the Transformer's ratio, 1.03 [0.65, 1.74]: wide, undecided
         "reproduced",
         "the opposite holds",
         "the opposite holds",
@@ -101,7 +107,7 @@ def test_models_below_the_learning_floor_make_a_claim_not_testable(tmp_path):
     # with RNNencdec-50 alone; a Transformer below the floor wins nothing and loses nothing (it
     # would lose the last claim by far: the old rules called that "the opposite holds")
     rows = study(tmp_path, "c", forward=(0.0, 0.0), reversed_=(0.0, 0.0), transformer=0.0)
-    assert [r["verdict"] for r in rows] == ["reproduced"] * 5 + ["not testable here"] * 4
+    assert [r["verdict"] for r in rows] == UNDECIDED + ["reproduced"] + ["not testable here"] * 4
     assert "compared with RNNencdec-50" in rows[2]["reason"]
     assert all("learning floor" in r["reason"] for r in rows[5:])
     assert (
@@ -112,7 +118,7 @@ def test_models_below_the_learning_floor_make_a_claim_not_testable(tmp_path):
     out = fake_dir(
         tmp_path / "d",
         {
-            "RNNsearch-50": ({"arch": "RNNsearch"}, 0.9, 0.9),
+            "RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 1.0),
             "Seq2seq-50": ({"arch": "Seq2seq"}, 0.0, 0.0),
         },
     )

@@ -92,11 +92,7 @@ def test_the_pair_trained_so_far_is_judged_with_its_updates(tmp_path):
     assert (
         "at their measured rate, 45,000 would take 1.7 hours of one core each" in nums["ll_budgets"]
     )
-    # its last evaluation (the weights evaluated): dev NLL 75 + 10 - 18,000 / 4,500
-    assert nums["ll_reader"].startswith(
-        "This study's RNNsearch-50 reaches a dev NLL of 81.00 after 18,000 updates, against 72.91 for lite's published RNNsearch-50*"
-    )
-    assert nums["ll_reader"].endswith("on dev, it is not better than the published model.")
+    assert nums["ll_reader"].startswith("The reader's model is the evaluated RNNsearch run")
     news, held = (lite_long.interim_claims(tmp_path, rows, v, n_samples=200) for v in (None, VIEW))
     assert [r["claim"] for r in held] == [
         "RNNsearch-50 beats RNNencdec-50 (Table 1)",
@@ -130,3 +126,41 @@ def test_the_prediction_meets_the_floor_where_the_pilot_says():
     assert pilot_extrapolation.reach(arm["nll_fit"], pred["dev_nll"]) == pytest.approx(at)
     later = lite_long.prediction(2 * at)["arms"][lite_long.LITE_ARMS[0]]
     assert later["dev_nll"] < pred["dev_nll"] and later["short_bleu"] > 5.0
+
+
+def test_the_readers_model_is_the_lowest_nll_on_the_whole_dev_set(tmp_path):
+    """Ranked by the whole dev set's NLL (nll.json), not by the subset that early stopping reads
+    (train_summary's best_dev_nll) nor by test BLEU; an unpublished winner is named, and the
+    translator's published model beside it."""
+
+    def run(where, name, whole, subset, score, arch="RNNsearch", published=False):
+        d = run_dir(where, name)
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"model": {"arch": arch}}))
+        (d / "nll.json").write_text(json.dumps({"dev": {"mean": whole, "n": 6003}}))
+        (d / "train_summary.json").write_text(json.dumps({"best_dev_nll": subset}))
+        (d / "bleu.json").write_text(json.dumps({"all": {"tok": {"score": score}}}))
+        if published:
+            (where / "published" / d.name).mkdir(parents=True)
+
+    lite, long_ = tmp_path / "lite", tmp_path / "lite-long"
+    run(lite, "RNNsearch-50*", 72.80, 72.91, 12.66, published=True)
+    run(lite, "RNNencdec-50", 60.0, 60.0, 1.0, arch="RNNencdec")  # not a reader's model
+    run(long_, "RNNsearch-50", 72.60, 73.16, 14.28)
+    run(long_, "RNNsearch-50-s2", 72.81, 72.54, 14.63)
+    ranked = lite_long.reader_candidates(long_, lite)
+    assert [(r["study"], r["run"]) for r in ranked] == [
+        ("lite-long", "RNNsearch-50"),
+        ("lite", "RNNsearch-50*"),
+        ("lite-long", "RNNsearch-50-s2"),
+    ]
+    text = lite_long.reader_text(long_, lite)
+    assert "(6,003 sentences; test BLEU does not choose): lite-long's RNNsearch-50 72.60" in text
+    assert "lite-long's RNNsearch-50's weights are not published" in text
+    assert text.endswith(
+        "the translator runs lite's RNNsearch-50*, the first of the ranking whose weights are published."
+    )
+    run(long_, "RNNsearch-50-s3", 70.0, 75.0, 1.0, published=True)
+    assert lite_long.reader_text(long_, lite).endswith(
+        "lite-long's RNNsearch-50-s3 is the published model that the translator runs."
+    )

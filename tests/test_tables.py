@@ -173,3 +173,46 @@ def test_over_seeds_means_numbers_and_keeps_text_and_gaps():
         "device": "cpu",
     }
     assert over_seeds(rows[:1]) == {"model": "M", "n": 3, "x": 1.0, "unk": 2.0, "device": "cpu"}
+
+
+def _means(path, column: str, part: str | None = None) -> dict[str, str]:
+    """``{model: its mean as printed}`` from a committed table's ``column``."""
+    with open(path, encoding="utf-8") as f:
+        return {r["model"]: f"{float(r[column]):.2f}" for r in csv.DictReader(f) if r[column]}
+
+
+@pytest.mark.parametrize(
+    "study, table, column, part",
+    [
+        ("lite", "table1", "All", None),
+        ("compare", "comparison", "All", None),
+        ("multi30k", "comparison", "test_2016_flickr BLEU", "test_2016_flickr"),
+        ("multi30k", "comparison", "test_2017_flickr BLEU", "test_2017_flickr"),
+    ],
+)
+def test_a_mean_prints_the_same_digits_in_tables_claims_and_readme(study, table, column, part):
+    """Each model's mean BLEU over its seeds, rounded once from unrounded scores: the study's table,
+    every claims row that names the model and the README's summary print the same digits."""
+    import re
+
+    out = results_path(study)
+    means = _means(out / f"{table}.csv", column)
+    named = re.compile(r"([\w*.-]+) (\d+\.\d\d) \(\d+ seeds?\)")
+    seen = 0
+    with open(out / "claims.csv", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if part and row["test set"] != part:
+                continue
+            for model, score in named.findall(row["ours"]):
+                assert means[model] == score, (study, row["claim"], model)
+                seen += 1
+    assert seen, f"no claims row of {study} names a model's mean"
+    readme = (home() / "README.md").read_text(encoding="utf-8")
+    summary = readme[readme.index(README_MARKS[0]) : readme.index(README_MARKS[1])]
+    if part == "test_2017_flickr":
+        return  # the README gives Multi30k's first Flickr set only
+    opening = {"lite": "| model |", "compare": "Beside them", "multi30k": "On a second testbed"}
+    block = next(b for b in summary.split("\n\n") if b.lstrip().startswith(opening[study]))
+    for model, mean in means.items():
+        printed = f"| {model} | {mean} |" if study == "lite" else f"{model} {mean}"
+        assert printed in block, (study, model, mean)
