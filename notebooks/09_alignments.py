@@ -78,7 +78,7 @@ fig = plots.fig3_alignments(panels, ncols=1, cell=0.3)  # one panel a row: legib
 if train:
     plots.save(fig, out / "fig3_alignments.png")
 which = (
-    f"the paper's sentences {panels[0]['title']}–{panels[-1]['title']}"
+    f"the paper's sentences {panels[0]['title'].split(',')[0]}–{panels[-1]['title'].split(',')[0]}"
     if from_paper
     else "sentences chosen by the paper's rule"
 )
