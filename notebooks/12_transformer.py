@@ -537,7 +537,7 @@ ones = torch.ones(200_000)
 kept = dropped.drop(ones)  # the library's dropout: 0 or 1 / (1 - p)
 assert set(kept.unique().tolist()) <= {0.0, 1 / 0.7}
 assert abs(kept.mean().item() - 1) < 0.01  # the expectation is kept
-dropout_arms = {  # at the learning rate and label smoothing of the arm without smoothing's twin
+dropout_arms = {  # lr 0.001 with label smoothing 0.1: two arms that differ in dropout alone
     n: a
     for n, a in smooth.items()
     if "label_smoothing=0.1" in a["settings"] and "lr=0.001" in a["settings"]
