@@ -312,8 +312,8 @@ def _luong_output(c: Canvas, ctx, h_t) -> None:
     c.box(
         8.55,
         3.45,
-        r"$p(y_t) = \mathrm{softmax}(W_s \tilde h_t)$",
-        w=2.5,
+        r"$p(y_t) = \mathrm{softmax}(W_y \tilde h_t + b_y)$",
+        w=2.9,
         h=0.45,
         color=OUT,
         fill="#f7e3e3",

@@ -214,17 +214,33 @@ def fig2_curves(
     return curves, edges
 
 
-def fig3_panels(out: Path, model: str = "RNNsearch-50") -> tuple[list[dict], bool]:
+def fig3_panels(
+    out: Path, model: str = "RNNsearch-50", seeds: bool = False
+) -> tuple[list[dict], bool]:
     """Figure 3's panels from ``attention.json`` of ``model``: the paper's sentences (b)-(d) when
     the test set has them (then the flag is True), preceded by (a), the paper's "arbitrary
-    sentence", where the run translated it; else the three sentences chosen by the paper's rule."""
-    records = read_json(run_dir(out, model) / "attention.json")  # paper.FIG3_SOURCES, then ours
-    use_paper = all(r["found"] and r.get("alpha") for r in records[1:4])
-    if use_paper:
-        chosen = [(f"({c})", r) for c, r in zip("abcd", records[:4], strict=True) if r.get("alpha")]
-    else:
-        chosen = [(f"test sentence {r['index'] + 1}", r) for r in records[4:7] if r.get("alpha")]
+    sentence", where the run translated it; else the three sentences chosen by the paper's rule.
+    With ``seeds``, each panel is the translation, among the runs of ``model``'s seeds
+    (:func:`seed_groups`), with the smallest share of ``<unk>`` (the first run on a tie), and its
+    title names that run: a panel whose translation is all ``<unk>`` shows no alignment."""
+    runs = seed_groups(out).get(model, [model]) if seeds else [model]
+    per_run = [read_json(run_dir(out, r) / "attention.json") for r in runs]  # paper.FIG3_SOURCES..
+    use_paper = all(r["found"] and r.get("alpha") for r in per_run[0][1:4])
+    chosen = []
+    for k in range(4) if use_paper else range(4, 7):
+        options = [(recs[k], run) for recs, run in zip(per_run, runs, strict=True)]
+        options = [o for o in options if o[0].get("alpha")]
+        if not options:
+            continue
+        r, run = min(options, key=lambda o: unk_share(o[0]["hyp_tokens"]))
+        title = f"({'abcd'[k]})" if use_paper else f"test sentence {r['index'] + 1}"
+        chosen.append((f"{title}, {run}" if seeds else title, r))
     return [{**attention_panel(r), "title": title} for title, r in chosen], use_paper
+
+
+def unk_share(tokens: list[str]) -> float:
+    """The share of ``tokens`` that are ``<unk>`` (0 for none)."""
+    return sum(t == "<unk>" for t in tokens) / max(len(tokens), 1)
 
 
 def attention_panel(record: dict) -> dict:

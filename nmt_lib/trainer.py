@@ -26,6 +26,18 @@ from .gradients import sum_gradients
 from .runtime import resolve_precision, warn_emulated_bf16
 
 
+def learning_rate(t, u: int, scale: float = 1.0) -> float:
+    """The schedule's learning rate at update ``u`` (from 1) of the training config ``t``:
+    ``train.lr`` times the linear warm-up ``min(1, u / warmup_updates)``; with ``lr_schedule =
+    "inverse_sqrt"`` (Vaswani et al. 2017, §5.3, its peak ``train.lr`` at ``u = warmup_updates``)
+    times ``sqrt(warmup_updates / u)`` after the warm-up; ``scale``: the plateau's decays so far
+    (the trainer's ``lr_scale``)."""
+    warmup = min(1.0, u / t.warmup_updates) if t.warmup_updates else 1.0
+    if t.lr_schedule == "inverse_sqrt":
+        warmup = min(warmup, math.sqrt(t.warmup_updates / u))
+    return t.lr * scale * warmup
+
+
 class Trainer:
     """One model's training state: model, optimizer, batch stream, counters (single process or one
     rank of ``world``).
@@ -89,15 +101,9 @@ class Trainer:
         return mine, sentences, tokens
 
     def lr(self) -> float:
-        """The learning rate of the next update ``u = update + 1``: ``train.lr``, times the plateau
-        decays so far, times the linear warm-up ``min(1, u / warmup_updates)``; with
-        ``lr_schedule = "inverse_sqrt"`` (Vaswani et al. 2017, §5.3, its peak ``train.lr``) times
-        ``sqrt(warmup_updates / u)`` after the warm-up."""
-        t, u = self.cfg.train, self.update + 1
-        warmup = min(1.0, u / t.warmup_updates) if t.warmup_updates else 1.0
-        if t.lr_schedule == "inverse_sqrt":
-            warmup = min(warmup, math.sqrt(t.warmup_updates / u))
-        return t.lr * self.lr_scale * warmup
+        """The learning rate of the next update ``update + 1`` (:func:`learning_rate`), times the
+        plateau decays so far."""
+        return learning_rate(self.cfg.train, self.update + 1, self.lr_scale)
 
     def step(self) -> dict:
         """One update (App. B.2). Returns ``loss`` (sum NLL of this rank's batch), ``sentences``,

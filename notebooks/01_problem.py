@@ -4,7 +4,7 @@
 # **What you will derive.** The task of the paper stated as a probabilistic problem, the training
 # objective that follows from it, and the data that objective is fitted to: WMT'14
 # English→French, tokenized as the paper tokenized it, with words outside a 30,000-word
-# *shortlist* replaced by `[UNK]`. The numbers on this page come from the data of the profile the
+# *shortlist* replaced by `<unk>`. The numbers on this page come from the data of the profile the
 # book was built with, read from `results/<profile>/data_summary.json`.
 #
 # **What you need.** Basic probability: conditional distributions and maximum likelihood.
@@ -69,7 +69,7 @@ glue("profile", profile, display=False)
 #
 # Both sides need a finite vocabulary. The paper (Section 4.1) Moses-tokenizes the text,
 # applies no lowercasing or stemming, keeps the 30,000 most frequent words of each language, and
-# maps every other word to a special token `[UNK]`. An end-of-sentence symbol (EOS) is appended
+# maps every other word to a special token `<unk>`. An end-of-sentence symbol (EOS) is appended
 # to every sentence, so that a model's distribution over sentences of different lengths is
 # well defined.
 #
@@ -183,7 +183,7 @@ rows
 # dropping {glue:text}`data_dropped_long` pairs that are too long and
 # {glue:text}`data_dropped_devtest` that also occur in dev or test. The French shortlist covers
 # {glue:text}`data_coverage:.1f`% of the French training words. The test set has
-# {glue:text}`data_test_pairs` sentences, of which {glue:text}`data_test_nounk` have no `[UNK]`
+# {glue:text}`data_test_pairs` sentences, of which {glue:text}`data_test_nounk` have no `<unk>`
 # on either side (the "No UNK" subset of Table 1); dev has {glue:text}`data_dev_pairs`.
 #
 # ## An illustration: sentence lengths
@@ -216,7 +216,7 @@ plt.close(fig)
 # - Translation is $\arg\max_{\mathbf y} p(\mathbf y\mid\mathbf x)$, {eq}`prob-argmax`; a neural
 #   model of $p$ is fitted by maximum likelihood on a parallel corpus, {eq}`prob-mle`.
 # - Text is Moses-tokenized, cased, with EOS appended; each language keeps a shortlist of its most
-#   frequent words and maps the rest to `[UNK]`.
+#   frequent words and maps the rest to `<unk>`.
 # - The data summary above is produced by `nmt_lib.data` for the profile of this build, and read
 #   from `results/`; the paper's own corpus is not available offline (see {doc}`../deviations`).
 #

@@ -269,7 +269,9 @@ plt.close(fig)
 # 2. $\sigma(-a) = 1/(1+e^{a}) = e^{-a}/(1+e^{-a}) = 1 - \sigma(a)$. PyTorch's state update is
 #    $h_t = (1-z'_t)\circ n_t + z'_t \circ h_{t-1}$; with $z'_t = \sigma(-a) = 1 - z_t$ it is
 #    {eq}`gru-h`. Negating the $z$ rows of both weight matrices (and bias) gives exactly that.
-# 3. Input projections $3nm$ per token, independent of the state: one matrix product for the whole
-#    sentence. Recurrent part $2n^2$ (for $U_r, U_z$) plus $n^2$ (for $U$) per token, which must run
-#    step by step — and, reset-before, as two *sequential* products, because $U$ needs $r_t$ first.
+# 3. Per sentence of the batch: the input projections $3nm$, independent of the state, so one
+#    matrix product for all time steps; the recurrent part $2n^2$ (for $U_r, U_z$) plus $n^2$ (for
+#    $U$), which must run step by step — and, reset-before, as two *sequential* products, because
+#    $U$ needs $r_t$ first. For the batch, $B$ times each: $3Bnm$ that can be computed for all steps
+#    at once, and $3Bn^2$ per step.
 # :::

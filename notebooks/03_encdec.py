@@ -74,8 +74,22 @@ torch.set_default_dtype(torch.float64)
 # gate. Everything the decoder will ever know about the source passes through the $n$ numbers of
 # $c$: $n$ = {glue:text}`encdec_n` in the paper, whether the sentence has 5 words or 80.
 #
-# The index in {eq}`encdec-dec` follows the authors' code: the state that scores $y_i$ has read
-# $y_{i-1}$; the update after emitting $y_i$ reads $y_i$ ({doc}`05_decoder` derives this order).
+# **Which words a state has read.** The indices of {eq}`encdec-dec` are the authors' code's
+# (GroundHog's). Step $i$ first scores $y_i$, from the state $s_{i-1}$ and the previous word
+# $y_{i-1}$; then, once $y_i$ is known (the reference's word in training, the chosen one in a
+# search), the state reads it: $s_i$ is computed from $\bar e(y_i)$. Unrolled from the start:
+#
+# - $s_0$ has read no target word, and step 1 scores $y_1$ from $s_0$ and $\bar e(y_0) = 0$
+#   (there is no beginning-of-sentence word);
+# - $s_1 = \operatorname{GRU}([\bar e(y_1); c], s_0)$ has read $y_1$, and step 2 scores $y_2$
+#   from it and from $y_1$;
+# - in general $s_{i-1}$ has read $y_1, \dots, y_{i-1}$, exactly the words that the conditional
+#   $p(y_i \mid y_{<i}, \mathbf x)$ of {eq}`encdec-chain` may depend on, and never $y_i$.
+#
+# So the state that scores a word is one step *behind* in its index and has already read the word
+# before it. The paper's Eq. 4 writes the recurrence with $y_{i-1}$ in place of $y_i$ and scores
+# $y_i$ from $s_i$; that is not this model with the index shifted ({doc}`05_decoder` derives both
+# orders and what differs between them).
 #
 # ## The library functions
 #

@@ -233,15 +233,17 @@ torch.nn.init.normal_(toy.U_a, std=0.1)
 H = torch.randn(1, len(src), 2 * n).expand(len(trg), -1, -1)  # the same sentence for every i
 S = torch.randn(len(trg), n)  # s_{i-1} for i = 1..5
 M = torch.ones(len(trg), len(src), dtype=torch.bool)
-opt = torch.optim.Adam(toy.parameters(), lr=0.05)
-for _ in range(150):
+opt, toy_steps = torch.optim.Adam(toy.parameters(), lr=0.05), 150
+for _ in range(toy_steps):
     _, A = toy(S, H, toy.precompute(H), M)  # A[i, j] = alpha_ij
     loss = -A[torch.arange(len(trg)), pi].log().sum()
     opt.zero_grad()
     loss.backward()
     opt.step()
 A = A.detach()
-glue("align_toy_min", A[torch.arange(len(trg)), pi].min().item(), display=False)
+on_right = A[torch.arange(len(trg)), pi]  # each target word's weight on its source word
+glue("align_toy_rest", 1 - on_right.min().item(), display=False)  # the most any word leaves
+glue("align_toy_steps", toy_steps, display=False)
 fig = plots.fig3_alignments(
     [{"src": src, "trg": trg, "alpha": A.numpy(), "title": "a toy alignment model"}]
 )
@@ -256,8 +258,8 @@ plt.close(fig)
 # target word's distribution over the source words, 0 black and 1 white.
 # ```
 #
-# After 150 steps every target word puts at least {glue:text}`align_toy_min:.2f` of its weight on
-# the right source word, and the matrix shows the inverted diagonal of *European Economic Area*.
+# After {glue:text}`align_toy_steps` steps the weight that a target word leaves off the right source word is at most
+# {glue:text}`align_toy_rest:.1e` (of 1), and the matrix shows the inverted diagonal of *European Economic Area*.
 # In the real model, nothing tells the alignment model where to look: the weights are whatever
 # makes the translation most probable.
 #

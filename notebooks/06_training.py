@@ -90,11 +90,13 @@ _ = torch.manual_seed(0)
 # whatever the loss scale.
 #
 # **What a mean over tokens changes.** Dividing the loss by the $N$ target words of the minibatch
-# divides its gradient by $N$ and leaves its direction as it is. In the budget study's runs
-# ({doc}`15_budget`, the reduced model) the summed loss's gradient has a median norm of
+# divides its gradient by $N$ and leaves its direction as it is. In the budget study
+# ({doc}`15_budget`, the reduced model), two runs differ in nothing but the loss (Adam at the same
+# learning rate, the same batches). The summed loss's gradient has a median norm of
 # {glue:text}`train_norm_sum:,.0f` and is clipped at {glue:text}`train_clipped_sum:.0f`% of the
 # updates, while the token mean's has a median norm of {glue:text}`train_norm_token:.2f` and is
-# clipped at {glue:text}`train_clipped_token:.1f`%. After the clip the two are about the same
+# clipped at {glue:text}`train_clipped_token:.1f`%: a ratio of {glue:text}`train_norm_ratio:,.0f`,
+# of the order of the target words in a minibatch. After the clip the two are about the same
 # size: the sum's gradient is always cut to norm 1, the mean's is near 1 already. So the mean does
 # *not* make the steps some thousand times smaller. What it changes is the rule for their length:
 # with the sum and the clip, every update has the same norm, 1 (normalised gradient descent, for as
@@ -142,9 +144,13 @@ with torch.device("meta"):  # the paper-size model, counted without allocating i
 arms_csv = budget_report.RESULTS / "arms.csv"  # the budget study
 with open(arms_csv, newline="", encoding="utf-8") as f:
     arms = {row["arm"]: row for row in csv.DictReader(f)}
-for arm, key in (("paper", "sum"), ("adam-1e-3-loss-token", "token")):
+like = {"sum": "adam-1e-3-loss-sum", "token": "adam-1e-3-loss-token"}  # one optimizer, one lr
+for key, arm in like.items():  # each arm differs from the reference in train.loss alone
+    assert arms[arm]["differs from the reference"] == f"train.loss={key}"
     glue(f"train_norm_{key}", float(arms[arm]["median gradient norm"]), display=False)
     glue(f"train_clipped_{key}", float(arms[arm]["clipped (%)"]), display=False)
+norms = [float(arms[arm]["median gradient norm"]) for arm in like.values()]
+glue("train_norm_ratio", norms[0] / norms[1], display=False)
 t = TrainConfig(max_updates=1)
 theta = torch.randn(7, dtype=torch.float64, requires_grad=True)
 opt = torch.optim.Adadelta([theta], lr=t.lr, rho=t.rho, eps=t.eps)

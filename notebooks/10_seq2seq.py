@@ -1,16 +1,19 @@
 # %% [markdown]
 # # Before the paper: sequence to sequence with LSTMs
 #
-# **What you will derive.** The model the paper set out to improve: Sutskever, Vinyals & Le
-# (2014) read the source with a stacked LSTM and start a second LSTM, the decoder, from its final
-# state, so that one fixed-size vector carries the whole source. You will derive the LSTM, the
+# **What you will derive.** The other encoder–decoder of the paper's time. The paper's own baseline
+# is Cho et al.'s RNNencdec (2014a; {doc}`03_encdec`): one GRU reads the source into a vector
+# $c$ that every decoder step sees. Sutskever, Vinyals & Le (2014), at the same time, read the
+# source with a stacked LSTM and start a second LSTM, the decoder, from its final state. Both make
+# one fixed-size vector carry the whole source, the bottleneck the paper removes; the paper cites
+# both and compares with RNNencdec only. You will derive the LSTM, the
 # encoder–decoder, why *reversing the source* helped it, and the "peeky" variant that shows the
 # summary to every decoder step, as the paper's RNNencdec does (in a model that differs from
 # RNNencdec in much else); and check that
 # `nmt_lib.models.seq2seq` and `nmt_lib.models.peeky` compute exactly these equations.
 #
-# **What you need.** The encoder–decoder and its chain rule ({doc}`03_encdec`); the paper's
-# RNNencdec ({doc}`05_decoder`). Notation: {doc}`../notation`.
+# **What you need.** The encoder–decoder, its chain rule and the paper's RNNencdec
+# ({doc}`03_encdec`). Notation: {doc}`../notation`.
 #
 # ## The paper's claim
 #

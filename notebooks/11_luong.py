@@ -56,9 +56,10 @@ plt.close(fig)
 # :name: fig-diagram_luong
 #
 # One decoder step of Luong et al.'s global attention: the LSTM state $h_t$ first, the attention
-# from it over the source states, the attentional state $\tilde h_t$ that the output reads, and
-# $\tilde h_t$ fed to the next step (input feeding). Compare the paper's order in
-# {numref}`fig-diagram_groundhog`.
+# from it over the source states, the attentional state $\tilde h_t$ that the output layer reads
+# ($W_y$, $b_y$ in the book's symbols; Luong et al. write $W_s$, which this book keeps for the
+# initial-state matrix), and $\tilde h_t$ fed to the next step (input feeding). Compare the
+# paper's order in {numref}`fig-diagram_groundhog`.
 # ```
 #
 # ## The equations

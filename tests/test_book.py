@@ -268,6 +268,9 @@ def test_every_page_is_built(html):
     for page in toc_pages():
         text = (html / page).read_text(encoding="utf-8")
         assert not re.search(r"<script[^>]+src=\"https?://", text), f"{page} loads a remote script"
+        # book/_ext/reading_time.py: under the title, from the page's words
+        line = r'</h1>\s*<p class="reading-time"><em>About \d+ minutes? to read \([\d,]+ words at'
+        assert re.search(line, text), f"{page}: no reading time under its title"
 
 
 class _Refs(HTMLParser):

@@ -216,3 +216,46 @@ def test_a_mean_prints_the_same_digits_in_tables_claims_and_readme(study, table,
     for model, mean in means.items():
         printed = f"| {model} | {mean} |" if study == "lite" else f"{model} {mean}"
         assert printed in block, (study, model, mean)
+
+
+def test_fig3_panels_take_each_sentence_from_the_seed_with_fewest_unk(tmp_path):
+    """Figure 3 drawn from a seed whose translation is all <unk> shows no alignment: with
+    ``seeds``, each panel comes from the seed with the fewest <unk> (the first on a tie), named."""
+    import json
+
+    from nmt_experiments.results import run_dir
+    from nmt_experiments.tables import fig3_panels
+
+    runs = ["RNNsearch-50", "RNNsearch-50-s2", "RNNsearch-50-s3"]
+    (tmp_path / "manifest.json").write_text(json.dumps({"runs": runs}))
+    hyps = {  # per run, its translations of (a)-(d)
+        "RNNsearch-50": ["a b", "<unk> b", "c d", "<unk> <unk>"],
+        "RNNsearch-50-s2": ["a b", "a b", "c <unk>", "<unk> d"],
+        "RNNsearch-50-s3": ["a <unk>", "a b", "c d", "e d"],
+    }
+    for name, texts in hyps.items():
+        d = run_dir(tmp_path, name)
+        d.mkdir(parents=True)
+        records = [
+            {
+                "found": k > 0,
+                "index": k,
+                "src_tokens": ["x"],
+                "hyp_tokens": t.split(),
+                "alpha": [[1]],
+            }
+            for k, t in enumerate(texts)
+        ]
+        (d / "attention.json").write_text(json.dumps(records))
+    panels, from_paper = fig3_panels(tmp_path, seeds=True)
+    assert from_paper
+    assert [p["title"] for p in panels] == [
+        "(a), RNNsearch-50",
+        "(b), RNNsearch-50-s2",
+        "(c), RNNsearch-50",
+        "(d), RNNsearch-50-s3",
+    ]
+    assert [p["trg"] for p in panels] == [["a", "b"], ["a", "b"], ["c", "d"], ["e", "d"]]
+    plain, _ = fig3_panels(tmp_path)  # one run, as before: its (d) is all <unk>
+    assert [p["title"] for p in plain] == ["(a)", "(b)", "(c)", "(d)"]
+    assert plain[3]["trg"] == ["<unk>", "<unk>"]

@@ -635,3 +635,19 @@ def test_multi30k_trains_and_scores_each_flickr_test_set(tmp_path, monkeypatch):
     assert (
         by_len["parts"] == ["multi30k.test_2016_flickr"] * 20 + ["multi30k.test_2017_flickr"] * 20
     )
+
+
+def test_the_inverse_sqrt_schedule_is_vaswanis_scaled_to_its_peak():
+    """``learning_rate`` with ``inverse_sqrt`` is Vaswani et al.'s ``d^-0.5 min(u^-0.5, u w^-1.5)``
+    times the constant that makes its peak, at ``u = w``, ``train.lr``; linear before."""
+    from nmt_lib.config import TrainConfig
+    from nmt_lib.trainer import learning_rate
+
+    w, lr, d = 40, 3e-3, 128
+    t = TrainConfig(max_updates=1, lr=lr, lr_schedule="inverse_sqrt", warmup_updates=w)
+    vaswani = [d**-0.5 * min(u**-0.5, u * w**-1.5) for u in range(1, 400)]
+    scale = lr / (d**-0.5 * w**-0.5)
+    ours = [learning_rate(t, u) for u in range(1, 400)]
+    assert ours == pytest.approx([scale * v for v in vaswani], rel=1e-12)
+    assert max(ours) == pytest.approx(lr) and ours.index(max(ours)) == w - 1
+    assert learning_rate(TrainConfig(max_updates=1, lr=lr, warmup_updates=w), 400) == lr
