@@ -25,6 +25,13 @@ from .results import paper_table, run_dir, scored_dir, seed_groups, train_log
 UNK_REPLACED = "All, <unk> replaced (beyond the paper)"
 
 
+def mean_of(values: list[float], places: int = 2) -> float | int:
+    """The mean of a model's unrounded per-seed ``values``, rounded once, for display: every
+    table, claim and README line prints a mean through this (or from the same unrounded values)."""
+    mean = float(np.mean(values))
+    return int(round(mean)) if places == 0 else round(mean, places)
+
+
 def over_seeds(rows: list[dict], digits: dict[str, int] | None = None) -> dict:
     """One row for a model from the rows of its seeds (unrounded): each number the mean over the
     seeds, rounded to ``digits[column]`` places (2 by default; a count stays a whole number), or
@@ -35,17 +42,8 @@ def over_seeds(rows: list[dict], digits: dict[str, int] | None = None) -> dict:
         if None in vals or isinstance(first, (str, bool)):
             found[k] = None if None in vals else first
             continue
-        mean, places = float(np.mean(vals)), (digits or {}).get(k, 2)
-        whole = isinstance(vals[0], int) or places == 0
-        found[k] = int(round(mean)) if whole else round(mean, places)
+        found[k] = mean_of(vals, 0 if isinstance(vals[0], int) else (digits or {}).get(k, 2))
     return found
-
-
-def mean_of(values: list[float], places: int = 2) -> float | int:
-    """The mean of a model's unrounded per-seed ``values``, rounded once, for display: every
-    table, claim and README line prints a mean through this (or from the same unrounded values)."""
-    mean = float(np.mean(values))
-    return int(round(mean)) if places == 0 else round(mean, places)
 
 
 def mean_sd(values: list[float]) -> tuple[float, float | None]:

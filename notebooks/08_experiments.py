@@ -133,7 +133,7 @@ glue("exp_recipe", recipe, display=False)
 # cased text, like the `multi-bleu.perl` of the paper's era (the paper does not name its script);
 # *All (sacreBLEU)* is today's standard, on detokenized text, with the signature below. For No UNK,
 # the subset is the test sentences whose source and reference have no word outside the shortlists,
-# and the models may not emit `[UNK]` (Table 1, note ◦).
+# and the models may not emit `<unk>` (Table 1, note ◦).
 #
 # ## Table 1: BLEU on the test set
 

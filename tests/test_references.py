@@ -43,3 +43,13 @@ def test_the_citations_are_found():
     found = cited_authors("as Luong, Pham & Manning (2015) and Gers et al. 2000 and Kingma & Ba")
     assert found == {"Luong", "Pham", "Manning", "Gers", "Kingma", "Ba"}
     assert "Nobody" in cited_authors("Nobody et al. (2031)")
+
+
+def test_the_unknown_word_is_spelled_as_the_code_prints_it():
+    """One spelling of the unknown word in the book, the vocabulary's (`<unk>`), never `[UNK]`."""
+    from nmt_lib.data.vocab import SPECIALS, UNK
+
+    assert SPECIALS[UNK] == "<unk>"
+    pages = [*ROOT.glob("notebooks/*.py"), *ROOT.glob("book/*.md"), ROOT / "README.md"]
+    spelled = [p.name for p in pages if "[UNK]" in p.read_text(encoding="utf-8")]
+    assert not spelled, spelled
