@@ -31,7 +31,7 @@ from . import alignment, comparison, plots, tables
 from .claims import FLOOR, MARGIN, NOT_TESTABLE, Judge
 from .markdown import write_table
 from .readme import verdict_counts
-from .results import run_dir
+from .results import convergence_text, run_dir
 
 RESULTS = home() / "results" / "multi30k"
 PROFILE = PROFILE_DIR / "studies" / "multi30k.toml"
@@ -197,8 +197,8 @@ def note(out: Path = RESULTS) -> str:
     """The tables' note: the testbed, the budget, the lengths and the rules."""
     return (
         "Profile `multi30k` (Multi30k task 1 En→Fr; test_2016_flickr and test_2017_flickr, 1,000 "
-        "captions each, tokenized BLEU unless sacreBLEU), every model trained to convergence (val "
-        "NLL with patience). Seeds: the mean over them. 95% intervals: 1000 resamples of the seeds "
+        f"captions each, tokenized BLEU unless sacreBLEU), {convergence_text(out)}. Seeds: the "
+        "mean over them. 95% intervals: 1000 resamples of the seeds "
         f"and of the test set's sentences. Margin: {MARGIN:g} BLEU; learning floor: {FLOOR:g} "
         f"BLEU. Figure 2 restated for captions: sentences of {LONG} words or more against those of "
         f"fewer than {SHORT}."

@@ -12,7 +12,7 @@ from nmt_lib.io import read_json
 
 from .claims import NOT_REPRODUCED, NOT_TESTABLE, OPPOSITE, REPRODUCED
 from .markdown import markdown_table
-from .results import results_path, run_dir
+from .results import convergence_text, results_path, run_dir
 from .tables import seeds_text
 
 #: The lines around the README's results summary (:func:`readme_results`).
@@ -134,8 +134,9 @@ def _multi30k_summary() -> list[str]:
     return [
         "",
         "On a second testbed, Multi30k En→Fr (29,000 image "
-        'captions; `results/multi30k/`, the book\'s section "Two testbeds, claim by claim"), each '
-        f"trained to convergence with its own recipe, {part} tokenized BLEU: "
+        'captions; `results/multi30k/`, the book\'s section "Two testbeds, claim by claim"), '
+        f"{convergence_text(m30k)}, each model with its own recipe, {part} tokenized "
+        "BLEU: "
         + ranked_text(rows)
         + f". Of the {len(judged)} claims judged on {part}: {verdict_counts(judged)}.",
     ]

@@ -224,14 +224,14 @@ word vocabularies of the 5,997 most frequent words per side of its training pair
 seen twice or more: 6,221 English, 6,563 French), lite's sizes. The models of studies/compare.toml,
 each with the recipe and search chosen on val for its family (results/multi30k/recipes/, the profile
 studies/multi30k-recipes.toml; dropout and label smoothing are deviations of this testbed), every run
-trained to convergence: stopped once its val NLL has not improved for 4 evaluations (1,000 updates),
+trained until early stopping ends it: stopped once its val NLL has not improved for 4 evaluations (1,000 updates),
 at most 20,000 updates (55 epochs), its best checkpoint kept; seed k orders the batches and
 initialises the model; three seeds for the models of the claims, one for the others. fp32. Data:
 NMT_DATA = the Multi30k directory (nmt_lib.data.corpus). `MULTI30K=<that directory>
 tools/multi30k_study.sh` runs the sweep, writes this profile and trains every run (resumable) into
 results/multi30k/."""
 
-#: The testbeds: WMT'14 at lite's data and a fixed budget (the comparison), Multi30k to convergence.
+#: The testbeds: WMT'14 at lite's data and a fixed budget (the comparison), Multi30k until early stopping.
 WMT14 = Testbed(
     "compare",
     PROFILE,

@@ -154,3 +154,25 @@ def paper_table(name: str) -> dict[str, dict]:
     with open(home() / "results" / "paper" / f"{name}.csv", encoding="utf-8") as f:
         rows = csv.DictReader(f)
         return {row[rows.fieldnames[0]]: row for row in rows}
+
+
+def convergence_text(out: Path) -> str:
+    """How the evaluated runs of ``out`` stopped, from their ``train_summary.json``: "every run
+    trained to convergence" only where early stopping ended every one; else the runs that reached
+    their cap, by name. Empty where no run is evaluated."""
+    manifest = read_json(out / "manifest.json") if (out / "manifest.json").is_file() else {}
+    stops = {r: read_json(run_dir(out, r) / "train_summary.json") for r in manifest.get("runs", [])}
+    if not stops:
+        return ""
+    patience = {c["train"].get("patience") for c in manifest["configs"].values()}
+    rule = (
+        f"its dev NLL not improved for {'/'.join(map(str, sorted(patience, key=str)))} evaluations"
+    )
+    capped = [r for r, s in stops.items() if s["stopped_by"] != "early_stop"]
+    if not capped:
+        return f"every run trained to convergence (stopped by early stopping: {rule})"
+    cap = max(stops[r]["updates"] for r in capped)
+    return (
+        f"every run trained until early stopping ended it ({rule}) except {len(capped)} of the "
+        f"{len(stops)}, which reached their cap of {cap:,} updates first: {', '.join(capped)}"
+    )

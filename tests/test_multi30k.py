@@ -186,3 +186,43 @@ def test_the_lesson_counts_what_each_testbed_decides():
         "they agree on 1 of 2; they differ on C (reproduced on WMT'14, not reproduced on Multi30k)."
         in text
     )
+
+
+def test_no_text_says_converged_where_a_run_reached_its_cap(tmp_path):
+    """The sentence on convergence is computed from each run's stopped_by: one run at its cap
+    and it no longer says "to convergence", but names that run; and no static page, profile or
+    README line outside the computed summary says it by hand."""
+    import re
+
+    from nmt_experiments.readme import README_MARKS
+    from nmt_experiments.results import convergence_text
+    from nmt_lib.config import home
+
+    runs = ["A-s1", "A-s2", "B-s1"]
+    configs = {r: {"train": {"patience": 4}} for r in runs}
+    (tmp_path / "manifest.json").write_text(json.dumps({"runs": runs, "configs": configs}))
+    for r in runs:
+        d = run_dir(tmp_path, r)
+        d.mkdir(parents=True)
+        summary = {"stopped_by": "early_stop", "updates": 4000}
+        (d / "train_summary.json").write_text(json.dumps(summary))
+    assert convergence_text(tmp_path).startswith("every run trained to convergence")
+    capped = {"stopped_by": "max_updates", "updates": 20000}
+    (run_dir(tmp_path, "A-s2") / "train_summary.json").write_text(json.dumps(capped))
+    text = convergence_text(tmp_path)
+    assert "to convergence" not in text and text.endswith("cap of 20,000 updates first: A-s2")
+    root = home()
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    a, b = readme.index(README_MARKS[0]), readme.index(README_MARKS[1])
+    static = {"README.md": readme[:a] + readme[b:]}
+    for pattern in (
+        "notebooks/*.py",
+        "book/*.md",
+        "nmt_lib/profiles/**/*.toml",
+        "nmt_experiments/*.py",
+    ):
+        static |= {str(p): p.read_text(encoding="utf-8") for p in root.glob(pattern)}
+    said = [
+        f for f, t in static.items() if re.search(r"\b(trained|trains|train) to convergence", t)
+    ]
+    assert said == [f for f in said if f.endswith("results.py")], said
