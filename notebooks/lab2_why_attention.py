@@ -45,27 +45,12 @@ def config(arch: str):
 
 
 # %% [markdown]
-# ## Two models, the same training
-#
-# RNNencdec reads the source into one vector, $c = \overrightarrow h_{T_x}$ ({doc}`03_encdec`);
-# RNNsearch keeps one annotation per word and attends ({doc}`04_alignment`). Both are trained to
-# copy sentences of 2 to `max_len` random digits, on the same batches (the same seed) for the same
-# number of updates, with Adam and the small-model initialisation ({doc}`../deviations`).
-
-# %%
-runs = {}
-for arch in ("RNNencdec", "RNNsearch"):
-    torch.manual_seed(0)
-    model = build_model(config(arch))
-    runs[arch] = model, toy.train(model, task, (2, max_len), updates, batch_size)
-    print(f"{arch}: {updates} updates in {runs[arch][1]['seconds']:.0f} s")
-
-# %% [markdown]
 # ## Your measure: words in the right place
 #
-# Write `my_accuracy(hyps, refs)`: `hyps` and `refs` are lists of sentences, each a list of word
-# ids ending in EOS; return the share of all the reference words that the hypothesis has at the
-# same position. A hypothesis may be shorter or longer than its reference.
+# The models will be compared by the share of the words they put in the right place. Write
+# `my_accuracy(hyps, refs)`: `hyps` and `refs` are lists of sentences, each a list of word ids
+# ending in EOS; return the share of all the reference words that the hypothesis has at the same
+# position. A hypothesis may be shorter or longer than its reference.
 
 
 # %% tags=["skeleton", "remove-cell"]
@@ -88,6 +73,22 @@ def my_accuracy(hyps, refs):  # noqa: F811 (the skeleton's, above)
 
 # %%
 checks.check_accuracy(my_accuracy)
+
+# %% [markdown]
+# ## Two models, the same training
+#
+# RNNencdec reads the source into one vector, $c = \overrightarrow h_{T_x}$ ({doc}`03_encdec`);
+# RNNsearch keeps one annotation per word and attends ({doc}`04_alignment`). Both are trained to
+# copy sentences of 2 to `max_len` random digits, on the same batches (the same seed) for the same
+# number of updates, with Adam and the small-model initialisation ({doc}`../deviations`).
+
+# %%
+runs = {}
+for arch in ("RNNencdec", "RNNsearch"):
+    torch.manual_seed(0)
+    model = build_model(config(arch))
+    runs[arch] = model, toy.train(model, task, (2, max_len), updates, batch_size)
+    print(f"{arch}: {updates} updates in {runs[arch][1]['seconds']:.0f} s")
 
 # %% [markdown]
 # ## Accuracy against length
