@@ -9,4 +9,4 @@ studies are ``budget`` (the recipe for a CPU budget; what its runs show: ``budge
 ``comparison`` (the models before and after the paper; beside their papers' training:
 ``footing``) and the ``pilot`` (``pilot_extrapolation``, ``pilot_report``); ``diagrams`` (drawn on
 ``canvas``) are the book's pictures of the models, ``explorer`` and ``translator`` its interactive
-pages."""
+pages; ``labs`` holds the labs' checks, toy tasks and student notebooks."""

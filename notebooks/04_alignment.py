@@ -297,3 +297,5 @@ plt.close(fig)
 #    \overleftarrow h_{T_x}]$, which contains $\overrightarrow h_{T_x}$ but also the backward state.
 #    RNNencdec uses the forward encoder alone, so it is this with the backward half removed.
 # :::
+#
+# **Practise it:** {doc}`lab1_attention`, where you write the alignment model and the context vector yourself, checked against this chapter's.

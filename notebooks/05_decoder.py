@@ -436,3 +436,5 @@ plt.close(fig)
 #    the authors' code, not a saving.
 # 3. $|u| = \max\{u, -u\}$ and $\operatorname{ReLU}(u) = \max\{u, 0 \cdot u\}$.
 # :::
+#
+# **Practise it:** {doc}`lab1_attention` puts your own attention into this chapter's RNNsearch and trains it on a toy reordering.

@@ -320,6 +320,8 @@ else:
 # 3. For example the expected position $\bar j_i = \sum_j j\,\alpha_{ij}$ and the share of $i$ with
 #    $\bar j_{i+1} \ge \bar j_i$, or the Kendall correlation between $i$ and $\bar j_i$.
 # :::
+#
+# **Practise it:** {doc}`lab2_why_attention` measures Figure 2's gap in miniature, RNNencdec against RNNsearch, in minutes on a CPU.
 
 # %% [markdown]
 # ## Translate a sentence yourself

@@ -292,3 +292,5 @@ for score, feed in (("dot", True), ("general", True), ("concat", True), ("genera
 #    does $\hat s_{i-1}$ with input feeding. (Coverage models,
 #    later, made this explicit.)
 # :::
+#
+# **Practise it:** {doc}`lab3_scores`, where you write the `dot` and `general` scores, train them, and read the published model's attention.

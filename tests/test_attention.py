@@ -133,3 +133,41 @@ def test_no_rows():
     assert alignment_scores(
         torch.zeros(0, n), Uh, torch.zeros(n_align, n), torch.zeros(n_align)
     ).shape == (0, Tx)
+
+
+def test_the_attention_function_is_chosen_at_construction():
+    """The seam: by default the paper's function (a model built before and after gives the same
+    outputs), by name, or a callable that the model then calls; an unknown name is refused, and
+    the fast backend refuses a function it does not compute."""
+    import dataclasses
+
+    import pytest
+
+    from nmt_lib.config import ModelConfig
+    from nmt_lib.fast import accelerate
+    from nmt_lib.paper import attention as A
+    from nmt_lib.paper.model import build_model
+
+    cfg = ModelConfig(src_vocab=9, trg_vocab=9, m=4, n=3, n_align=5, l=2, output_rank=None)
+    x = torch.tensor([[4, 5, 6, 2], [7, 2, 0, 0]])
+    torch.manual_seed(0)
+    paper = build_model(cfg).double()
+    assert paper.decoder.attention.function is A.additive
+    calls = []
+
+    def mine(s_prev, h, Uh, mask, W_a, v_a):
+        calls.append(s_prev.shape)
+        return A.additive(s_prev, h, Uh, mask, W_a, v_a)
+
+    for function in ("additive", mine):
+        other = build_model(cfg, attention=function).double()
+        other.load_state_dict(paper.state_dict())
+        for a, b in zip(paper(x, x != 0, x, x != 0), other(x, x != 0, x, x != 0), strict=True):
+            assert torch.equal(a, b)
+    assert len(calls) == x.shape[1]  # one call per target position
+    with pytest.raises(ValueError, match="no attention function 'dot'"):
+        build_model(cfg, attention="dot")
+    with pytest.raises(ValueError, match="RNNencdec has no attention"):
+        build_model(dataclasses.replace(cfg, arch="RNNencdec"), attention=mine)
+    with pytest.raises(ValueError, match="the paper's attention only"):
+        accelerate(build_model(cfg, attention=mine), compiled=False)

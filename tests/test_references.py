@@ -23,8 +23,11 @@ def cited_authors(text: str) -> set[str]:
 
 
 def book_sources() -> list[Path]:
-    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")) + sorted(
-        p for p in (ROOT / "book").glob("*.md") if p != REFERENCES
+    notebooks = ROOT / "notebooks"
+    return (
+        sorted(notebooks.glob("[0-9][0-9]_*.py"))
+        + sorted(notebooks.glob("lab*.py"))
+        + sorted(p for p in (ROOT / "book").glob("*.md") if p != REFERENCES)
     )
 
 

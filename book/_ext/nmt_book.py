@@ -11,6 +11,10 @@ Jupyter Book 1.x's defaults, nothing that changes what a page says.
 * **The translator's model.** The alignments chapter writes the model that its translator loads
   (``nmt-translator-*.mjs``, :mod:`nmt_experiments.translator`) into the repository's ``book/_static``;
   a build of a copy of the book (``tests/test_book.py``) gets it in its ``_static`` too.
+* **The labs' student notebooks.** Each lab's page links its student notebook with ``{download}``
+  (``../_build/labs/<lab>.ipynb``), which must exist before the pages are read: the build writes
+  them there first, from the same sources (:mod:`nmt_experiments.labs.student`, as
+  ``tools/labs.py`` does), and Sphinx copies them into the HTML's ``_downloads``.
 """
 
 from __future__ import annotations
@@ -70,8 +74,16 @@ def _translator_models(app, exception) -> None:
             shutil.copy2(f, out / f.name)
 
 
+def _student_notebooks(app) -> None:
+    from nmt_experiments.labs.student import write_all
+
+    book = Path(app.srcdir)
+    write_all(book / "_build" / "labs", book.resolve().parent)
+
+
 def setup(app):
     _quiet_kernel()
+    app.connect("builder-inited", _student_notebooks)
     app.connect("html-page-context", _scripts_once)
     app.connect("build-finished", _translator_models)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

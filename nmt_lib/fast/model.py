@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..paper.attention import additive
 from ..paper.decoder import Decoder
 from ..paper.encoder import Encoder
 from ..paper.model import EncoderDecoder, RNNencdec, RNNsearch
@@ -169,6 +170,9 @@ def fast_copy(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> 
     cls = FAST.get(type(model), type(model) if isinstance(model, Fast) else None)
     if cls is None or not isinstance(model, EncoderDecoder):
         return model
+    att = model.decoder.attention
+    if att is not None and att.function is not additive:
+        raise ValueError("the fast backend computes the paper's attention only (additive)")
     p = next(model.parameters())
     fast = cls(model.cfg).to(p.device, p.dtype)
     fast.load_state_dict(model.state_dict())

@@ -12,6 +12,12 @@ states per sentence (``s_prev [G * B, n]``, the hypotheses of a beam) against ``
 sentences, so that the annotations need not be copied for each hypothesis. Pure functions of their
 arguments; nothing is cached on the module. Imports only torch (the same, faster:
 :mod:`nmt_lib.fast.attention`).
+
+The seam: :class:`Attention` computes its context and weights with a function chosen at
+construction, by name (:data:`FUNCTIONS`) or as a callable with :func:`additive`'s signature
+(a lab's function, ``Attention(n, 2n, n', function=mine)``); the default is the paper's,
+:func:`additive`. The fast backend computes the paper's function only (``accelerate`` refuses
+another).
 """
 
 from __future__ import annotations
@@ -61,11 +67,37 @@ def context(alpha: Tensor, h: Tensor) -> Tensor:
     return torch.bmm(alpha.view(B, groups(alpha, B), Tx).to(h.dtype), h).view(-1, d)
 
 
-class Attention(nn.Module):
-    """Parameters ``W_a [n', n]``, ``U_a [n', 2n]``, ``v_a [n']`` of the alignment model."""
+def additive(
+    s_prev: Tensor, h: Tensor, Uh: Tensor, mask: Tensor, W_a: Tensor, v_a: Tensor
+) -> tuple[Tensor, Tensor]:
+    """The paper's alignment model and context in one function (App. A.1.2, Eq. 5-6): the
+    energies :func:`alignment_scores`, the weights :func:`masked_softmax`, the context
+    :func:`context`.
 
-    def __init__(self, n: int, annotation_size: int, n_align: int):
+    Args:
+        s_prev: ``[G * B, n]``; h: ``[B, Tx, 2n]``; Uh: ``[B, Tx, n']`` ``U_a h_j``; mask:
+        ``[B, Tx]`` bool; W_a: ``[n', n]``; v_a: ``[n']``.
+    Returns:
+        ``c [G * B, 2n]``, ``alpha [G * B, Tx]``.
+    """
+    alpha = masked_softmax(alignment_scores(s_prev, Uh, W_a, v_a), mask)
+    return context(alpha, h), alpha
+
+
+#: The attention functions :class:`Attention` knows by name.
+FUNCTIONS = {"additive": additive}
+
+
+class Attention(nn.Module):
+    """Parameters ``W_a [n', n]``, ``U_a [n', 2n]``, ``v_a [n']`` of the alignment model, and the
+    function that computes ``c_i`` and ``α_i`` from them: a name of :data:`FUNCTIONS` or a callable
+    with :func:`additive`'s signature (the seam, chosen at construction; default the paper's)."""
+
+    def __init__(self, n: int, annotation_size: int, n_align: int, function="additive"):
         super().__init__()
+        if not callable(function) and function not in FUNCTIONS:
+            raise ValueError(f"no attention function {function!r}; known: {sorted(FUNCTIONS)}")
+        self.function = function if callable(function) else FUNCTIONS[function]
         self.W_a = nn.Parameter(torch.empty(n_align, n))
         self.U_a = nn.Parameter(torch.empty(n_align, annotation_size))
         self.v_a = nn.Parameter(torch.zeros(n_align))
@@ -84,5 +116,4 @@ class Attention(nn.Module):
         Returns:
             ``c [G * B, 2n]``, ``alpha [G * B, Tx]``.
         """
-        alpha = masked_softmax(alignment_scores(s_prev, Uh, self.W_a, self.v_a), mask)
-        return context(alpha, h), alpha
+        return self.function(s_prev, h, Uh, mask, self.W_a, self.v_a)

@@ -43,6 +43,7 @@ class Decoder(nn.Module):
         init_size: size of the input of ``W_s`` (n: ``h←_1`` or ``c``).
         embedding_bias, gate_bias: see :class:`~nmt_lib.paper.encoder.Encoder` and :class:`GRU`.
         dropout: dropout on ``ē(y)`` and ``t_i`` while training (module docstring; 0: none).
+        attention: the attention's function (:class:`~nmt_lib.paper.attention.Attention`).
     """
 
     def __init__(
@@ -58,6 +59,7 @@ class Decoder(nn.Module):
         embedding_bias: bool = True,
         gate_bias: bool = False,
         dropout: float = 0.0,
+        attention="additive",
     ):
         super().__init__()
         self.p = dropout
@@ -69,7 +71,7 @@ class Decoder(nn.Module):
         self.C_r = nn.Parameter(torch.empty(n, ctx_size))
         self.W_s = nn.Parameter(torch.empty(n, init_size))
         self.b_s = nn.Parameter(torch.zeros(n))
-        self.attention = Attention(n, ctx_size, n_align) if n_align is not None else None
+        self.attention = None if n_align is None else Attention(n, ctx_size, n_align, attention)
         self.U_o = nn.Parameter(torch.empty(2 * l, n))
         self.b_o = nn.Parameter(torch.zeros(2 * l))
         self.V_o = nn.Parameter(torch.empty(2 * l, m))

@@ -117,9 +117,11 @@ class EncoderDecoder(Searchable, nn.Module):
 
 
 class RNNsearch(EncoderDecoder):
-    """Bidirectional encoder, attention, ``s_0 = tanh(W_s h←_1 + b_s)`` (App. A.2)."""
+    """Bidirectional encoder, attention, ``s_0 = tanh(W_s h←_1 + b_s)`` (App. A.2). ``attention``:
+    the function of its alignment model and context, by name or a callable
+    (:class:`~nmt_lib.paper.attention.Attention`; default the paper's)."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, attention="additive"):
         super().__init__(cfg)
         n, n_dec = cfg.n, cfg.n_dec or cfg.n
         self.encoder = self.encoder_class(
@@ -137,6 +139,7 @@ class RNNsearch(EncoderDecoder):
             cfg.embedding_bias,
             cfg.gate_bias,
             cfg.dropout,
+            attention,
         )
 
     def encode(self, x: Tensor, x_mask: Tensor) -> Encoded:
@@ -224,9 +227,15 @@ def _init_one(leaf: str, p: Tensor, scheme: str) -> None:
         nn.init.normal_(p, 0.0, p.shape[-1] ** -0.5)
 
 
-def build_model(cfg: ModelConfig) -> EncoderDecoder:
-    """RNNsearch or RNNencdec (``cfg.arch``), initialised per App. B.1, on the default device."""
-    model = (RNNsearch if cfg.arch == "RNNsearch" else RNNencdec)(cfg)
+def build_model(cfg: ModelConfig, attention="additive") -> EncoderDecoder:
+    """RNNsearch or RNNencdec (``cfg.arch``), initialised per App. B.1, on the default device;
+    ``attention``: RNNsearch's attention function (:class:`RNNsearch`)."""
+    if cfg.arch == "RNNsearch":
+        model = RNNsearch(cfg, attention)
+    elif attention != "additive":
+        raise ValueError(f"{cfg.arch} has no attention to choose")
+    else:
+        model = RNNencdec(cfg)
     model.reset_parameters()
     return model
 
