@@ -192,7 +192,7 @@ def budget_text(rows: list[dict], profile=PROFILE) -> str:
         else ""
     )
     return (
-        f"{' and '.join(short)} are trained for {' or '.join(f'{u:,}' for u in each)} updates, "
+        f"{', '.join(short[:-1]) + ' and ' if len(short) > 1 else ''}{short[-1]} are trained for {' or '.join(f'{u:,}' for u in each)} updates, "
         f"fewer than the study's {budget:,}:{took}, while the machines that train this study are "
         "held about three hours at a time and keep no checkpoint beyond that, so these runs are "
         "what two runs side by side reach in one such sitting (studies/lite-long.toml)."
@@ -308,15 +308,21 @@ def measured_text(rows: list[dict], pred: dict, model: str = "RNNencdec-50") -> 
 
 def cost_text(rows: list[dict], profile=PROFILE, lite: Path = LITE) -> str:
     """What the study has cost and what it still costs: the core-hours of its trained runs, and of
-    the others at the rate per update of lite's run of the same model (``results/lite/``, one core
-    each) times the profile's budget."""
+    the others at the rate per update that this study's runs of the same model measured (where
+    none is trained: lite's run of it, ``results/lite/``, one core each) times the profile's
+    budget."""
     prof = load_profile(profile)
     spent = sum(r["hours"] for r in rows if r["trained"])
     left: dict[str, dict[float, int]] = {}  # {model: {hours of one run: how many runs}}
     for r in (r for r in rows if not r["trained"]):
         model = model_of(r["run"])
-        s = read_json(run_dir(lite, model) / "train_summary.json")
-        hours = s["hours"] / s["updates"] * prof.runs[r["run"]].train.max_updates
+        mine = [x for x in rows if x["trained"] and model_of(x["run"]) == model]
+        if mine:
+            rate = np.mean([x["hours"] / x["updates"] for x in mine])
+        else:
+            s = read_json(run_dir(lite, model) / "train_summary.json")
+            rate = s["hours"] / s["updates"]
+        hours = rate * prof.runs[r["run"]].train.max_updates
         left.setdefault(model, {}).setdefault(hours, 0)
         left[model][hours] += 1
     if not left:
@@ -329,7 +335,8 @@ def cost_text(rows: list[dict], profile=PROFILE, lite: Path = LITE) -> str:
     total = sum(h * k for hs in left.values() for h, k in hs.items())
     return (
         f"Its trained runs took {spent:.1f} hours of one core; the {n} left need about "
-        f"{total:.0f} more at the rate per update of lite's runs of the same models ({each})."
+        f"{total:.0f} more at the rate per update of this study's runs of the same model (lite's, "
+        f"for a model not trained here yet: {each})."
     )
 
 

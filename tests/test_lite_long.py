@@ -67,11 +67,12 @@ def test_progress_and_the_measured_sentence(tmp_path):
     assert nums["ll_trained"] == "2" and "the mean of its 2 seeds" in nums["ll_measured"]
     # 1.7 hours each trained (fake_run); the six left at the rate of lite's runs of their models
     assert nums["ll_cost"].startswith("Its trained runs took 3.4 hours of one core; the 6 left")
-    # RNNsearch-50 and -s2 have a budget of 18,000 updates, -s3 the study's 45,000
-    assert "RNNsearch-50 1.0 h (×2) and 2.5 h, RNNencdec-50 1.7 h)." in nums["ll_cost"]
+    # RNNsearch-50's three seeds have a budget of 18,000 updates, at lite's rate (none trained
+    # here); RNNencdec-50-s3 the study's 45,000, at the rate of its two seeds trained here
+    assert "RNNsearch-50 1.0 h (×3), RNNencdec-50 1.7 h)." in nums["ll_cost"]
     assert nums["ll_budgets"].startswith(
-        "RNNsearch-50 and RNNsearch-50-s2 are trained for 18,000 updates, fewer than the study's "
-        "45,000:,"
+        "RNNsearch-50, RNNsearch-50-s2 and RNNsearch-50-s3 are trained for 18,000 updates, fewer "
+        "than the study's 45,000:,"
     )
     assert nums["ll_pred_where"] == "past"  # the pilot's fits: 5.2-5.6 BLEU at 45,000 updates
     lite_long.figure(tmp_path)
