@@ -10,6 +10,7 @@ import csv
 from nmt_lib.config import home, run_from_dict
 from nmt_lib.io import read_json
 
+from . import rerun
 from .claims import NOT_REPRODUCED, NOT_TESTABLE, OPPOSITE, REPRODUCED
 from .markdown import markdown_table
 from .results import convergence_text, results_path, run_dir
@@ -68,7 +69,15 @@ def readme_results(profile: str = "lite") -> str:
         f"What the committed `{profile}` results show (newstest2014, tokenized BLEU as the paper's "
         f"Table 1). The five models{seeds}, smaller than the paper's and trained with the recipe "
         f"of the book's budget study, took {hours:.1f} CPU-core hours to train and evaluate "
-        f"({manifest['hardware']['cpu_model'] or manifest['hardware']['cpu']}):",
+        f"({manifest['hardware']['cpu_model'] or manifest['hardware']['cpu']}, "
+        f"{'/'.join(sorted(set(manifest['hardware'].get('precision_per_run', {}).values())))}"
+        f"{'; ' + elsewhere if (elsewhere := rerun.hours_text(out, hours)) else ''})"
+        + (
+            ". Each run's budget is the number of updates its committed run made, so a rerun "
+            "trains the same updates on any machine:"
+            if rerun.budget_text(out, profile)
+            else ":"
+        ),
         "",
         markdown_table(rows, fit=None).rstrip("\n"),
         "",

@@ -162,6 +162,23 @@ def check_text(out: Path) -> str:
     return " ".join(texts)
 
 
+def hours_text(out: Path, hours: float) -> str:
+    """``hours`` (what the committed runs of ``out`` took) on another core, scaled by the ratio of
+    seconds per update that the first committed check measured: "about 9.1 hours on a float32
+    core (...)"; empty where no check is committed or its precision is the committed one's."""
+    found = sorted((out / "rerun").glob(f"*/{CHECK}"))
+    if not found:
+        return ""
+    c = read_json(found[0])
+    (a, b), rate = (c["committed"], c["rerun"]), c["seconds_per_update"]
+    if a["precision"] == b["precision"]:
+        return ""
+    return (
+        f"about {hours * rate['rerun'] / rate['committed']:.1f} on a {b['precision']} core "
+        f"({b['cpu_model']}: {c['run']}'s rate measured against its committed run)"
+    )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nmt_experiments.rerun", description=__doc__)
     ap.add_argument("profile")

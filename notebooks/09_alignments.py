@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from nmt_experiments import claims, lexicon, markdown, plots, replicate, tables
+from nmt_experiments import claims, lexicon, lite_long, markdown, plots, replicate, tables
 from nmt_experiments.results import (
     published_dir,
     require_results,
@@ -334,7 +334,10 @@ else:
 # word, length limits), which `tests/test_translator.py` holds to the Python one word for word.
 # The model is loaded on the first click only. It is the longer-trained RNNsearch-50*, not the
 # RNNsearch-50 whose weights Figure 3 and the explorer above show: two models with the same
-# wiring but other weights, so their translations and alignments of a sentence can differ. Under the translation, its alignment: one row per
+# wiring but other weights, so their translations and alignments of a sentence can differ. Figure
+# 3 and the explorer show RNNsearch-50 because the paper's figure shows the model of Table 1's
+# row, and they need only its committed attention files; the translator needs weights, and runs
+# the reader's model, chosen by one rule: {glue:text}`al_reader` Under the translation, its alignment: one row per
 # generated word, one column per source word, the darker the cell, the larger $\alpha_{ij}$;
 # point at a cell for its number.
 #
@@ -353,6 +356,8 @@ from nmt_lib import publish
 from nmt_lib.config import home, load_profile
 
 ready = [(run, published_dir(profile, run, results_dir)) for run in load_profile(profile).publish]
+reader = lite_long.reader_text(lite=results_path(profile, results_dir)) if profile == "lite" else ""
+glue("al_reader", reader or "the profile's published model.", display=False)
 ready = [(run, path) for run, path in ready if (path / publish.SUMS).is_file()]
 if ready:
     # the bundle goes into the book's _static folder, which the build copies after it has run
