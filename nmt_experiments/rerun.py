@@ -81,18 +81,29 @@ def budget_text(out: Path, profile) -> str:
     return text + "."
 
 
-def check(profile: str, name: str, updates: int, results_dir=None, data_dir=None) -> dict:
+def check(
+    profile: str,
+    name: str,
+    updates: int,
+    results_dir=None,
+    data_dir=None,
+    checkpoint_dir=None,
+    **train,
+) -> dict:
     """Train ``name`` of ``profile`` again for its first ``updates`` updates into
     ``results/<profile>/rerun/<name>/`` (resumable) and write its ``check.json``: the committed
     run's log records up to ``updates`` beside the new ones (the largest difference of train and
     dev NLL, whether every record is identical), each side's CPU and precision, and this
-    machine's seconds per update."""
+    machine's seconds per update. ``checkpoint_dir``: the retrained run's (default: the cache's);
+    ``train``: settings that the committed run had beside the profile's (its ``config.json``)."""
     prof = load_runs(profile, data_dir)
     out = results_path(prof.name, results_dir)
     committed = run_dir(out, name)
-    run = load_runs(profile, data_dir, [name], train={"max_updates": updates}).runs[name]
+    run = load_runs(profile, data_dir, [name], train={**train, "max_updates": updates}).runs[name]
     d = out / "rerun" / committed.name
-    summary = train_run(run, d, prep=prepare(run.data), progress=False)
+    summary = train_run(
+        run, d, prep=prepare(run.data), checkpoint_dir=checkpoint_dir, progress=False
+    )
     old = {(r["kind"], r["update"]): r for r in train_log(committed) if r["update"] <= updates}
     new = {(r["kind"], r["update"]): r for r in train_log(d)}
     both = sorted(set(old) & set(new), key=lambda k: (k[1], k[0]))
@@ -108,9 +119,12 @@ def check(profile: str, name: str, updates: int, results_dir=None, data_dir=None
         "max_train_nll_diff": max((v for k, v in diffs.items() if k[0] == "train"), default=None),
         "max_dev_nll_diff": max((v for k, v in diffs.items() if k[0] == "eval"), default=None),
         "last_dev_nll": {
-            "committed": old[max(k for k in old if k[0] == "eval")]["dev_nll"],
-            "rerun": new[max(k for k in new if k[0] == "eval")]["dev_nll"],
-        },
+            "update": last[1],
+            "committed": old[last]["dev_nll"],
+            "rerun": new[last]["dev_nll"],
+        }
+        if (last := max((k for k in both if k[0] == "eval"), default=None))
+        else None,
         "committed": {"precision": was["precision"], "cpu_model": made.get("cpu_model")},
         "rerun": {"precision": summary["precision"], "cpu_model": cpu_info("model name") or None},
         "seconds_per_update": {
@@ -141,10 +155,15 @@ def check_text(out: Path) -> str:
         if c["identical"]:
             body = f"all {c['records_compared']} log records identical"
         else:
+            last = c["last_dev_nll"]
             body = (
-                f"the training NLL differs by at most {c['max_train_nll_diff']:.3f} nats and the "
-                f"dev NLL by at most {c['max_dev_nll_diff']:.3f} (at update {c['updates']:,}: "
-                f"{c['last_dev_nll']['rerun']:.2f} against {c['last_dev_nll']['committed']:.2f})"
+                f"the training NLL differs by at most {c['max_train_nll_diff']:.3f} nats"
+                + (
+                    f" and the dev NLL by at most {c['max_dev_nll_diff']:.3f} (at update "
+                    f"{last['update']:,}: {last['rerun']:.2f} against {last['committed']:.2f})"
+                    if last
+                    else ""
+                )
                 + (
                     ", since the precision differs: bf16 and float32 round the same sums "
                     "differently, and the difference grows as training goes on"
