@@ -3,7 +3,9 @@
 :func:`staged` gives a staging directory beside the results (``.evaluate.<random>/``). When the
 block ends without an error, that directory is renamed ``.evaluate.commit`` (the decision, one
 rename) and its files are moved into place, ``bleu.json`` last, with SIGINT and SIGTERM held back
-until the last move: a results directory with ``bleu.json`` holds one complete evaluation, and an
+until the last move; what an earlier evaluation wrote and this one does not (``owned``: the names
+an evaluation writes, such as its ``views/``) is removed in the same step, before ``bleu.json``
+comes back: a results directory with ``bleu.json`` holds one complete evaluation, and an
 evaluation interrupted before the decision leaves the previous one as it was. A process killed
 outright between the moves leaves ``.evaluate.commit``, which the next one completes first; it also
 removes the staging directories that a crashed one left. One evaluation of a results directory runs
@@ -22,13 +24,18 @@ from pathlib import Path
 from .io import locked, naming, signals_deferred
 
 COMMIT = ".evaluate.commit"  # a complete evaluation whose files are being moved into place
+REMOVED = ".removed"  # in a commit: the names of the earlier evaluation's files it removes
 
 
 @contextmanager
-def staged(out_dir: Path, discard: str | None = None) -> Iterator[Path]:
+def staged(
+    out_dir: Path, discard: str | None = None, owned: tuple[str, ...] = ()
+) -> Iterator[Path]:
     """The staging directory of ``out_dir`` (created), committed into it when the block ends
     without an error; ``discard``: a glob of the work in progress (an interrupted evaluation's
-    journals) that the commit makes useless, removed after it."""
+    journals) that the commit makes useless, removed after it; ``owned``: the names of the files
+    and directories an evaluation writes, those the staging directory lacks removed by the
+    commit (before its first move)."""
     with naming(out_dir):
         out_dir.mkdir(parents=True, exist_ok=True)
     with locked(out_dir / ".evaluate.lock", f"results directory {out_dir} (an evaluation)"):
@@ -40,6 +47,8 @@ def staged(out_dir: Path, discard: str | None = None) -> Iterator[Path]:
             stage = Path(tempfile.mkdtemp(prefix=".evaluate.", dir=out_dir))
         try:
             yield stage
+            gone = [name for name in owned if not (stage / name).exists()]
+            (stage / REMOVED).write_text("".join(f"{name}\n" for name in gone), encoding="utf-8")
             with signals_deferred():  # the rename and the moves, as one step
                 os.rename(stage, out_dir / COMMIT)
                 _finish_commit(out_dir)
@@ -51,14 +60,23 @@ def staged(out_dir: Path, discard: str | None = None) -> Iterator[Path]:
 
 def _finish_commit(out_dir: Path) -> None:
     """Move the files of ``out_dir/.evaluate.commit`` (if any) into ``out_dir``: ``bleu.json``
-    (the mark of a complete evaluation) removed first and moved last; a directory (``views/``)
-    replaces the previous one."""
+    (the mark of a complete evaluation) removed first and moved last; what its :data:`REMOVED`
+    lists (the earlier evaluation's files that this one does not write) removed before the
+    moves; a directory (``views/``) replaces the previous one."""
     commit = out_dir / COMMIT
     if not commit.is_dir():
         return
     with naming(out_dir):
         if (commit / "bleu.json").exists():
             (out_dir / "bleu.json").unlink(missing_ok=True)
+        if (commit / REMOVED).exists():
+            for name in (commit / REMOVED).read_text(encoding="utf-8").split():
+                old = out_dir / name
+                if old.is_dir() and not old.is_symlink():
+                    shutil.rmtree(old)
+                else:
+                    old.unlink(missing_ok=True)
+            (commit / REMOVED).unlink()
         for f in sorted(commit.iterdir(), key=lambda f: f.name == "bleu.json"):
             if f.is_dir():
                 shutil.rmtree(out_dir / f.name, ignore_errors=True)
