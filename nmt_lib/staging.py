@@ -10,12 +10,19 @@ evaluation interrupted before the decision leaves the previous one as it was. A 
 outright between the moves leaves ``.evaluate.commit``, which the next one completes first; it also
 removes the staging directories that a crashed one left. One evaluation of a results directory runs
 at a time (a lock, ``.evaluate.lock``).
+
+A whole directory (a published model, a pack) is replaced by :func:`swap_in`: the new one written
+beside it, then exchanged with it in one step, so that the target holds the old or the new one
+whatever moment a kill hits; :func:`stale` gives the staging directories a killed one left.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -82,3 +89,54 @@ def _finish_commit(out_dir: Path) -> None:
                 shutil.rmtree(out_dir / f.name, ignore_errors=True)
             os.replace(f, out_dir / f.name)
         commit.rmdir()
+
+
+AT_FDCWD, RENAME_EXCHANGE = -100, 2  # linux/fcntl.h, linux/fs.h
+
+
+def swap_in(new: Path, out: Path) -> None:
+    """Put the directory ``new`` in the place of ``out`` (missing, or a directory, removed) in one
+    step: an exchange of the two names (Linux's ``renameat2``). Where the exchange is not
+    available, ``out`` is renamed ``.<name>.old`` beside it and ``new`` renamed ``out``, SIGINT and
+    SIGTERM held back between the two; :func:`stale` puts such an ``.old`` back where a kill left
+    no ``out``."""
+    if out.exists() and _exchange(new, out):  # ``new`` now names the old one
+        new.unlink() if new.is_symlink() else shutil.rmtree(new)
+        return
+    old = out.parent / f".{out.name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    with signals_deferred():
+        if out.exists():
+            os.rename(out, old)
+        os.rename(new, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Exchange the names ``a`` and ``b`` atomically; False where the system cannot."""
+    if sys.platform != "linux":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE)
+    except AttributeError:  # a C library without renameat2
+        return False
+    if done == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def stale(out: Path, prefix: str) -> list[Path]:
+    """The staging directories (``<prefix>*`` beside ``out``, none a link) that a killed
+    :func:`swap_in` and the writing before it left, to remove; the caller holds the lock of
+    ``out``. An ``out`` that a kill left missing between the two renames is put back first."""
+    old = out.parent / f".{out.name}.old"
+    if old.is_dir() and not old.is_symlink() and not out.exists():
+        os.rename(old, out)
+    found = {d for d in out.parent.glob(f"{prefix}*") if d.is_dir() and not d.is_symlink()}
+    if old.is_dir() and not old.is_symlink():  # out is whole: the old one set aside
+        found.add(old)
+    return sorted(found - {out})
