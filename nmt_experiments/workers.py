@@ -76,7 +76,8 @@ def run_all(fn, items, jobs: int, on_result=None) -> list:
                         on_result(items[i], value)
                     continue
                 if value is None:
-                    value = f"killed by {_name(-p.exitcode)}" if p.exitcode < 0 else "died"
+                    code = p.exitcode
+                    value = f"killed by {_name(-code)}" if code < 0 else f"ended with status {code}"
                     if not stop:  # stop the others, each with its checkpoint
                         _terminate(running)
                 lines.append(f"{items[i]}: {value}")
