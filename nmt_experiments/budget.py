@@ -29,9 +29,7 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-from multiprocessing import get_context
 from pathlib import Path
 
 import torch
@@ -57,6 +55,7 @@ from nmt_lib.train import Diverged, Trainer, train_run
 
 from .budget_report import RESULTS, findings, search_choice, write_study
 from .provenance import git_state
+from .workers import reported, run_all
 
 PROFILE = PROFILE_DIR / "studies" / "budget.toml"
 
@@ -283,9 +282,8 @@ def sharing_cost(
 
     arm = arm or next(iter(_load(profile, data_dir).runs))
     args = (str(profile), arm, steps, data_dir)
-    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
-        alone = pool.submit(_seconds_per_step, *args).result()
-        shared = [f.result() for f in [pool.submit(_seconds_per_step, *args) for _ in range(2)]]
+    (alone,) = run_all(partial(_timed, args), [1], 1)
+    shared = run_all(partial(_timed, args), [1, 2], 2)
     result = {
         "arm": arm,
         "steps": steps,
@@ -295,6 +293,11 @@ def sharing_cost(
     }
     write_json(Path(results_dir) / "sharing.json", result)
     return result
+
+
+def _timed(args: tuple, _which: int) -> float:
+    """:func:`_seconds_per_step` of ``args``, in a worker of :func:`sharing_cost`."""
+    return _seconds_per_step(*args)
 
 
 def _load(profile, data_dir):
@@ -321,15 +324,16 @@ def train_study(
     for run in {prof.runs[n].data: prof.runs[n] for n in names}.values():
         prepare(run.data)  # once, here, not in two workers at a time
     one = partial(train_arm, str(profile), str(results_dir), data_dir)
-    if jobs <= 1:
-        walls = dict(map(one, names))
-    else:
-        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-            walls = dict(pool.map(one, names))
+    walls = dict(map(one, names)) if jobs <= 1 else dict(run_all(one, names, jobs))
     return write_study(results_dir, walls, prof, git)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a stopped study is one line per arm (:func:`.workers.reported`)."""
+    return reported("budget", _main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m nmt_experiments.budget", description=__doc__.split("\n")[0]
     )

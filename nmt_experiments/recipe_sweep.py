@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-from multiprocessing import get_context
 from pathlib import Path
 
 from nmt_lib.backend import backend
@@ -30,6 +28,7 @@ from nmt_lib.io import read_json
 
 from .budget import dev_search, train_arm, trained_arm
 from .provenance import git_state, write_arms_manifest
+from .workers import run_all
 
 PROFILE = PROFILE_DIR / "studies" / "recipes.toml"
 
@@ -205,9 +204,9 @@ def train(jobs: int = 1, data_dir=None, out: Path = RESULTS, arms=None, profile=
         prepare(run.data)  # once, here, not in two workers at a time
     todo = [n for n in names if not (out / "runs" / run_dir_name(n) / "final.json").is_file()]
     one = partial(train_arm, str(profile), str(out), data_dir)
-    with ProcessPoolExecutor(max(1, jobs), mp_context=get_context("spawn")) as pool:
-        for name, walls in pool.map(one, todo):
-            write_arms_manifest(out, prof, {name: walls}, git)
+    run_all(
+        one, todo, max(1, jobs), lambda _, done: write_arms_manifest(out, prof, dict([done]), git)
+    )
 
 
 NOTE = (

@@ -40,6 +40,7 @@ from .recipe_sweep import (
     table,
     train,
 )
+from .workers import reported
 
 COMPARE = PROFILE_DIR / "studies" / "compare.toml"
 #: The comparison's budget: every model trains for this many updates (three times the sweep's).
@@ -308,6 +309,11 @@ def _read_csv(path: Path) -> list[dict]:
 
 
 def main(argv=None) -> int:
+    """The command line; a stopped sweep is one line per arm (:func:`.workers.reported`)."""
+    return reported("recipes", _main, argv)
+
+
+def _main(argv) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m nmt_experiments.recipes",
         description=__doc__,

@@ -20,9 +20,7 @@ import os
 import random
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-from multiprocessing import get_context
 from pathlib import Path
 
 from nmt_lib import publish
@@ -30,7 +28,7 @@ from nmt_lib.checkpoint import default_checkpoint_dir, find_checkpoint, portable
 from nmt_lib.config import ConfigError, run_from_dict, to_dict
 from nmt_lib.data import data_summary, prepare
 from nmt_lib.evaluate import evaluate_run
-from nmt_lib.io import read_json, write_json
+from nmt_lib.io import locked, read_json, write_json
 from nmt_lib.paper import FIG3_SOURCES
 from nmt_lib.profile import load_runs as load  # the profile's runs (replicate.load)
 from nmt_lib.train import train_run
@@ -39,6 +37,7 @@ from . import lexicon, paper_claims
 from .provenance import git_state, record_run, write_manifest
 from .readme import write_readme
 from .results import published_dir, results_path, run_dir
+from .workers import reported, run_all
 
 
 def data_summaries(prof) -> dict:
@@ -241,7 +240,9 @@ def replicate_profile(
     ``jobs=2`` with ``threads=1`` trains two models side by side, each on one core.
 
     ``runs``: only these, in this order (a study whose runs take hours, trained a few at a time);
-    the manifest is written once every run of the profile is evaluated."""
+    the manifest is written once every run of the profile is evaluated. One replication of a
+    results directory at a time: a second is refused (:class:`~nmt_lib.io.Busy`). A signal or a
+    failed run stops the replication as :func:`nmt_experiments.workers.run_all` says."""
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     unknown = sorted(set(runs or ()) - set(prof.runs))
     if unknown:
@@ -251,13 +252,19 @@ def replicate_profile(
     jobs = jobs or int(os.environ.get("NMT_JOBS") or 1)
     one = partial(train_and_evaluate, prof, results_dir, data_dir, git=git)
     names = runs or sorted(prof.runs, key=lambda n: -(prof.runs[n].train.max_hours or 0))
+    out.mkdir(parents=True, exist_ok=True)
+    with locked(out / ".replicate.lock", f"the replication of {prof.name} into {out}"):
+        return _replicate(prof, out, one, names, jobs, git)
+
+
+def _replicate(prof, out: Path, one, names: list[str], jobs: int, git: dict) -> dict:
+    """:func:`replicate_profile` once its results directory is locked."""
     if jobs <= 1:
         done = dict(map(one, names))
     else:
         for run in {prof.runs[n].data: prof.runs[n] for n in names}.values():
             prepare(run.data)  # once, here, not in two workers at a time
-        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-            done = dict(pool.map(one, names))
+        done = dict(run_all(one, names, jobs))
     # the runs of earlier sessions, evaluated already: their recorded times
     rest = [
         n
@@ -310,6 +317,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a stopped replication or a run in use is one line each, not a traceback
+    (:func:`nmt_experiments.workers.reported`)."""
+    return reported("replicate", _main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
     ap = _parser()
     a = ap.parse_args(argv)
     if a.claims:

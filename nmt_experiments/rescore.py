@@ -10,29 +10,61 @@ file that has not one line per sentence is refused, named. A check passes
 when the score is the recorded one to the last digit of the float.
 
 ``python -m nmt_experiments.rescore [PROFILE ...]`` (default: every results directory with runs)
-prints one line per run and exits 1 if any score differs, 2 if some run's data is not here (each
-run needs its test set: ``NMT_DATA``, or its pack).
+prints one line per run (and view) with what it re-scored, and exits 0 only when at least one
+score was re-scored and every one is the recorded one; 1 if a score differs or a file of the
+results is missing or damaged (named, with its line where there is one); 2 if there was nothing
+to re-score: no such results directory, no evaluated run in it, or some run's data not here
+(each run needs its test set: ``NMT_DATA``, or its pack).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from nmt_lib import bleu
-from nmt_lib.config import home, run_from_dict, to_dict
+from nmt_lib.config import ConfigError, home, run_from_dict, to_dict
 from nmt_lib.data import prepare
 from nmt_lib.data.corpus import DataError
-from nmt_lib.io import read_json
 from nmt_lib.scoring import score
+
+
+class Damaged(ValueError):
+    """A results file that is missing or cannot be read as what it should be; the message names
+    it (and the line)."""
+
+
+def _text(path: Path) -> str:
+    """The text of ``path``; missing, or a byte that is not UTF-8, is :class:`Damaged`."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise Damaged(f"{path}: missing") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise Damaged(f"{path}: line {line}: not UTF-8 (byte 0x{raw[e.start]:02x})") from None
+
+
+def read_json(path: Path) -> dict:
+    """The JSON object in ``path``; a truncated or otherwise broken one is :class:`Damaged`."""
+    try:
+        value = json.loads(_text(path))
+    except json.JSONDecodeError as e:
+        raise Damaged(f"{path}: line {e.lineno}: not JSON ({e.msg})") from None
+    if not isinstance(value, dict):
+        raise Damaged(f"{path}: not a JSON object")
+    return value
 
 
 def _lines(path: Path, n: int) -> list[str]:
     """The ``n`` lines of a hypothesis file; a file of another length is refused, named."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = _text(path).splitlines()
     if len(lines) != n:
-        raise ValueError(f"{path}: {len(lines)} lines, but its test set has {n} sentences")
+        raise Damaged(f"{path}: {len(lines)} lines, but its test set has {n} sentences")
     return lines
 
 
@@ -77,14 +109,22 @@ def checks(d: Path, test, lang: str) -> list[tuple[str, bool]]:
 
 
 def rescore_profile(out: Path) -> list[dict]:
-    """``[{"run", "view", "checks", "differ"}]`` for every evaluated run of the results directory
-    ``out``; ``differ``: the checks whose re-scored BLEU is not the recorded one; ``missing``, for
-    a run whose data is not here, why (and no checks)."""
+    """``[{"run", "view", "checked", "differ"}]`` for every run directory of the results directory
+    ``out`` (a run not evaluated: none checked, ``"not_evaluated"``); ``checked``: what was
+    re-scored, ``differ``: those whose re-scored BLEU is not the recorded one; ``missing``, for a
+    run whose data is not here, why; ``damaged``: the file of the results that is missing or
+    cannot be read, named (with its line)."""
     rows, prepared = [], {}
-    for d in sorted(p.parent for p in (out / "runs").glob("*/bleu.json")):
-        if not (d / "hyp.test.tok.txt").is_file():
+    for d in sorted(p for p in (out / "runs").glob("*/") if p.is_dir()):
+        row = {"run": d.name, "view": None, "checked": [], "differ": []}
+        if not any((d / f).is_file() for f in ("bleu.json", "hyp.test.tok.txt")):
+            rows.append({**row, "not_evaluated": True})
             continue
-        run = run_from_dict(read_json(d / "config.json"))
+        try:
+            run = run_from_dict(read_json(d / "config.json"))
+        except (Damaged, ConfigError, TypeError, KeyError) as e:
+            rows.append({**row, "damaged": str(e).splitlines()[0]})
+            continue
         key = repr(to_dict(run.data))
         if key not in prepared:
             try:
@@ -93,16 +133,25 @@ def rescore_profile(out: Path) -> list[dict]:
                 prepared[key] = str(e).splitlines()[0]
         prep = prepared[key]
         if isinstance(prep, str):
-            rows.append({"run": d.name, "view": None, "checks": 0, "differ": [], "missing": prep})
+            rows.append({**row, "missing": prep})
             continue
-        lang = run.data.trg_lang
-        views = [(None, d, prep.test)] + [
-            (v.name, v, prep.views[v.name]) for v in sorted((d / "views").glob("*/")) if v.is_dir()
-        ]
-        for view, where, test in views:
-            made = checks(where, test, lang)
-            differ = [what for what, same in made if not same]
-            rows.append({"run": d.name, "view": view, "checks": len(made), "differ": differ})
+        views = [(None, d)] + [(v.name, v) for v in sorted((d / "views").glob("*/")) if v.is_dir()]
+        for view, where in views:
+            row = {"run": d.name, "view": view, "checked": [], "differ": []}
+            try:
+                test = prep.test if view is None else prep.views.get(view)
+                if test is None:
+                    raise Damaged(
+                        f"{where}: a view its data.views does not list ({', '.join(prep.views)})"
+                    )
+                made = checks(where, test, run.data.trg_lang)
+            except (Damaged, KeyError, TypeError) as e:
+                why = str(e) if isinstance(e, Damaged) else f"{where / 'bleu.json'}: no {e}"
+                rows.append({**row, "damaged": why})
+                continue
+            row["checked"] = [what for what, _ in made]
+            row["differ"] = [what for what, same in made if not same]
+            rows.append(row)
     return rows
 
 
@@ -113,20 +162,33 @@ def main(argv: list[str] | None = None) -> int:
     results = home() / "results"
     found = [*results.glob("*/runs"), *results.glob("*/*/runs")]
     names = args.profiles or sorted(str(p.parent.relative_to(results)) for p in found)
-    bad = missing = 0
+    if not names:
+        print(f"{results}: no results directory with runs", file=sys.stderr)
+        return 2
+    bad = empty = 0
+    scored = 0
     for name in names:
-        for r in rescore_profile(results / name):
+        rows = rescore_profile(results / name) if (results / name / "runs").is_dir() else []
+        if not rows:
+            print(f"{results / name}: no results directory with runs here", file=sys.stderr)
+            empty += 1
+        for r in rows:
             where = f"{name}/{r['run']}" + (f" view {r['view']}" if r["view"] else "")
             if "missing" in r:
                 state = f"not re-scored, its data is not here: {r['missing']}"
+            elif "damaged" in r:
+                state = f"not re-scored: {r['damaged']}"
+            elif r.get("not_evaluated"):
+                state = "not evaluated (no bleu.json nor hypotheses), nothing to re-score"
             elif r["differ"]:
-                state = f"{r['checks']} scores, differs: " + ", ".join(r["differ"])
+                state = f"{len(r['checked'])} scores, differs: " + ", ".join(r["differ"])
             else:
-                state = f"{r['checks']} scores, re-scores exactly"
+                state = f"{len(r['checked'])} scores re-score exactly: " + ", ".join(r["checked"])
             print(f"{where}: {state}", flush=True)
-            bad += bool(r["differ"])
-            missing += "missing" in r
-    return 1 if bad else 2 if missing else 0
+            bad += bool(r["differ"]) or "damaged" in r
+            empty += "missing" in r
+            scored += len(r["checked"])
+    return 1 if bad else 2 if empty or not scored else 0
 
 
 if __name__ == "__main__":

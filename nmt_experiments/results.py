@@ -40,6 +40,27 @@ def check_profile(profile: str, results_dir: str | os.PathLike | None = None) ->
     )
 
 
+class ParameterError(ValueError):
+    """A chapter's parameter that names nothing known; shown in a notebook as its one line."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook: the message, no traceback
+        return [f"{type(self).__name__}: {self}"]
+
+
+def check_parameters(profile, train=False, results_dir=None, data_dir=None) -> None:
+    """A chapter's first check of its papermill parameters: ``profile`` a profile or a results
+    directory (:func:`check_profile`), ``train`` True or False, ``data_dir`` (if given) a
+    directory; else :class:`ParameterError` naming the value (and the known profiles)."""
+    try:
+        check_profile(str(profile), results_dir)
+    except ResultsMissing as e:
+        raise ParameterError(f"profile: {e}") from None
+    if not isinstance(train, bool):
+        raise ParameterError(f"train: {train!r}, but it is True or False")
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise ParameterError(f"data_dir: {str(data_dir)!r} is no directory")
+
+
 def require_results(path: Path, *names: str) -> Path:
     """Check that ``path`` holds ``names`` (report mode); never trains to make them. A ``path``
     of ``results/`` whose name is no profile says so (:func:`check_profile`)."""

@@ -13,6 +13,11 @@ Results of run ``R`` go to ``<out>/runs/<R>`` (``--out`` defaults to ``results/<
 checkpoints to ``<cache>/ckpt/...`` (:func:`nmt_lib.checkpoint.default_checkpoint_dir`). Several
 GPUs: ``torchrun --nproc-per-node N -m nmt_lib train --profile gpu --run-name RNNsearch-50``
 (torchrun would take ``--run`` for an abbreviation of its own ``--run-path``).
+
+``translate`` reads its input line by line, each line Unicode NFC without a byte-order mark (as the
+corpora are read: :func:`nmt_lib.data.readers.normal`); a line of more than ``--max-words`` words
+(default :data:`MAX_WORDS`), which would decode for hours, is translated as an empty line, and
+named on standard error (exit status 1).
 """
 
 from __future__ import annotations
@@ -124,6 +129,10 @@ def cmd_pack(a) -> int:
 #: does not grow with the input's length, and the translations of a long input appear as it goes.
 CHUNK_LINES = 1024
 
+#: ``translate``'s default ``--max-words``: far beyond any sentence (training keeps those of at most
+#: ``data.max_len`` words, 50 in the paper), far below a whole document on one line.
+MAX_WORDS = 1000
+
 
 def cmd_translate(a) -> int:
     profile, runs = _runs(a)
@@ -148,6 +157,8 @@ def cmd_translate(a) -> int:
         for chunk in _chunks(_read_lines(src, name), 1 if src.isatty() else CHUNK_LINES):
             lines = []
             for k, line, msg in chunk:
+                if not msg and (n := len(line.split())) > a.max_words:
+                    line, msg = "", f"{name}, line {k}: {n:,} words, over --max-words {a.max_words}"
                 bad += _warn(loaded.cfg, name, k, line, msg)
                 lines.append(line)
             out = translate.translate_lines(loaded, lines, search, output, cfg.train.precision)
@@ -284,6 +295,12 @@ def _translate_parser(sub) -> None:
     p.add_argument("--output", "-o", help="output file (default: stdout)")
     p.add_argument("--beam", type=_positive, help="beam size (default: the profile's search.beam)")
     p.add_argument("--normalize", action="store_true", help="length-normalized final choice")
+    p.add_argument(
+        "--max-words",
+        type=_positive,
+        default=MAX_WORDS,
+        help=f"a longer line is translated as an empty line, and named (default {MAX_WORDS})",
+    )
     p.add_argument("--ignore-unk", action="store_true", help="never emit <unk>")
     p.add_argument(
         "--alignment",

@@ -26,8 +26,10 @@ results directory:
   as above (:func:`view`).
 
 The files are written into a staging directory beside them and moved into place as one step,
-``bleu.json`` last (:func:`nmt_lib.staging.staged`): a results directory with ``bleu.json`` holds
-one complete evaluation, and an interrupted one leaves the previous one as it was.
+``bleu.json`` last (:func:`nmt_lib.staging.staged`), and what an earlier evaluation wrote and this
+one does not (:data:`FILES`: a view no longer in ``data.views``) is removed in the same step: a
+results directory with ``bleu.json`` holds one complete evaluation, and an interrupted one leaves
+the previous one as it was.
 
 Each result is one function that computes it and writes its file (:func:`table1_all`,
 :func:`table1_no_unk`, :func:`hypothesis_files`, :func:`figure2`, :func:`table2`,
@@ -114,6 +116,20 @@ def _journal(out_dir: Path, ckpt: Path, *what) -> Path:
 
 
 # ----------------------------------------------------------------------------- evaluate_run
+#: The files and directories an evaluation writes into a results directory (the module docstring).
+FILES = (
+    "hyp.test.tok.txt",
+    "hyp.test.detok.txt",
+    "hyp.test.no_unk.tok.txt",
+    "hyp.test.unk_replaced.tok.txt",
+    "bleu.json",
+    "bleu_by_length.json",
+    "nll.json",
+    "attention.json",
+    "views",
+)
+
+
 def evaluate_run(
     run_cfg: RunConfig,
     out_dir: str | os.PathLike,
@@ -136,7 +152,7 @@ def evaluate_run(
         The dict written to ``bleu.json``, plus ``nll`` and timing.
     """
     out_dir = Path(out_dir)
-    with staged(out_dir, discard=".decode.*.jsonl") as stage:
+    with staged(out_dir, discard=".decode.*.jsonl", owned=FILES) as stage:
         with naming(out_dir, NO_SPACE):  # a full disk while decoding names the directory
             result = _evaluate_into(
                 stage,

@@ -16,9 +16,10 @@ each such run's evaluation, ``results/<profile>/published/<run>/``:
   in ``results/<profile>/manifest.json``, where the replication writes them).
 
 :func:`load` builds the model in float32 from these files, refusing weights that are not the
-model's names, shapes and float16 or not finite. An export clears the staging directories
-(``published/.publish.*``) that a killed one left; one export of a profile runs at a time (a lock,
-``published/.publish.lock``). ``translate`` uses them when the run has no
+model's names, shapes and float16 or not finite. An export replaces the published model in one
+step (:func:`nmt_lib.staging.swap_in`: after a kill it holds the old model or the new one) and
+clears the staging directories (``published/.publish.*``) that a killed one left; one export of a
+profile runs at a time (a lock, ``published/.publish.lock``). ``translate`` uses them when the run has no
 checkpoint of its own here (``python -m nmt_lib translate --profile lite --run 'RNNsearch-50*'``), and
 the book's translator runs them in the page (``book/_static/translator.js``).
 """
@@ -41,6 +42,7 @@ from .decoding import decode
 from .io import locked, read_json, sha256_file, write_json
 from .models import build_model
 from .scoring import score
+from .staging import stale, swap_in
 
 FILES = ("model.safetensors", "config.json", "src.vocab.txt", "trg.vocab.txt")
 SUMS = "SHA256SUMS"
@@ -70,9 +72,8 @@ def export(ckpt, out: str | os.PathLike, run: RunConfig, run_results: Path, test
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with locked(out.parent / ".publish.lock", f"{out.parent} (a publication)"):
-        for d in out.parent.glob(".publish.*"):  # the staging of an export that was killed
-            if d.is_dir() and not d.is_symlink():
-                shutil.rmtree(d, ignore_errors=True)
+        for d in stale(out, ".publish."):  # the staging of an export that was killed
+            shutil.rmtree(d, ignore_errors=True)
         _export_into(out, loaded, run, run_results, test)
     return out
 
@@ -95,13 +96,7 @@ def _export_into(out: Path, loaded: Loaded, run, run_results, test) -> None:
         for f in stage.iterdir():  # readable by all, as git checks them out
             f.chmod(0o644)
         stage.chmod(0o755)
-        old = None
-        if out.exists():  # set aside (into an empty staging directory), removed once replaced
-            old = Path(tempfile.mkdtemp(prefix=".publish.old.", dir=out.parent))
-            os.rename(out, old)
-        os.rename(stage, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        swap_in(stage, out)  # the old model or the new one there, whenever a kill comes
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 

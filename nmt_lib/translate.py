@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from .checkpoint import Loaded
 from .config import SearchConfig
+from .data.readers import normal
 from .data.text import detokenize, tokenize
 from .decoding import decode
 from .likelihood import replace_corpus
@@ -39,11 +40,13 @@ def translate_lines(
 ) -> list[str]:
     """Raw source sentences -> detokenized translations by the model ``loaded`` (its languages,
     vocabularies and backend), with ``search`` (default: its run's) and ``output``'s options, in
-    ``precision``. Empty lines give empty translations. With ``output.alignment``, each translation
+    ``precision``. Each line is read :func:`~nmt_lib.data.readers.normal` (NFC, no byte-order
+    mark), as the training data were. Empty lines give empty translations. With ``output.alignment``, each translation
     is followed by its :func:`alignment_line` (``chat←cat 0.82``; ``</s>``: the end of the
     sentence)."""
     model, data = loaded.model, loaded.cfg.data
     device = next(model.parameters()).device
+    lines = [normal(line) for line in lines]
     toks = [tokenize(line, data.src_lang) if line.strip() else [] for line in lines]
     xs = [loaded.src_vocab.encode(t, eos=True) for t in toks]
     search = loaded.cfg.search if search is None else search

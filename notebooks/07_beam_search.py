@@ -27,6 +27,11 @@ train = False
 results_dir = None
 data_dir = None
 
+# %% tags=["remove-cell"]
+from nmt_experiments.results import check_parameters
+
+check_parameters(profile, train, results_dir, data_dir)
+
 # %%
 import itertools
 import math

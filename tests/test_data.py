@@ -379,3 +379,24 @@ def test_multi30k_reads_the_releases_gzipped_files(toy30k):
         f.unlink()
     zipped = prepare(multi30k(root, cache / "b"), workers=1)
     assert zipped.dev.x == plain.dev.x and zipped.dev.ref_raw == plain.dev.ref_raw
+
+
+def test_text_is_read_in_nfc_without_a_byte_order_mark(tmp_path):
+    """A Multi30k file that an editor saved with a BOM, text in NFD: read as the same words."""
+    from nmt_lib.data.readers import read_plain_pair, read_sgml
+
+    root = write_toy_multi30k(tmp_path / "m30k")
+    src, ref = (root / f"multi30k.task1.test_2016_flickr.{x}" for x in ("en", "fr"))
+    first = src.read_text(encoding="utf-8").split("\n")[0]
+    src.write_text("\ufeff" + src.read_text(encoding="utf-8"), encoding="utf-8")
+    lines = ref.read_text(encoding="utf-8").split("\n")
+    lines[1] = "un caf\u0065\u0301 ."  # NFD: e and a combining acute accent
+    ref.write_text("\n".join(lines), encoding="utf-8")
+    pairs = read_plain_pair(src, ref)
+    assert pairs[0][0] == first and pairs[1][1] == "un caf\u00e9 ."
+    assert read_lines(src).__next__() == first
+    sgml = tmp_path / "t.sgm"
+    sgml.write_text('\ufeff<srcset>\n<doc docid="d">\n<seg id="1">caf&#101;&#769;</seg>\n</doc>\n')
+    assert [s.text for s in read_sgml(sgml)] == ["caf\u00e9"]
+    with open(src, encoding="utf-8") as f:  # the file itself is left as it was
+        assert f.read(1) == "\ufeff"

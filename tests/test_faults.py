@@ -956,3 +956,37 @@ def test_an_unknown_profile_says_so_and_lists_the_profiles(capsys, tmp_path):
     assert not (tmp_path / "nb").exists()  # refused before any notebook ran
     with pytest.raises(ResultsMissing, match=r"--profile lite --train"):  # a profile: train it
         require_results(tmp_path / "lite", "manifest.json")
+
+
+def test_translate_refuses_a_line_over_max_words_naming_it(tmp_path, monkeypatch, capsys):
+    import time
+
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_text("the cat .\n" + "the cat " * 100_000 + "\nthe cat sleeps .\n", encoding="utf-8")
+    t0 = time.perf_counter()
+    assert _translate_published(monkeypatch, tmp_path, "-i", str(src), "-o", str(out)) == 1
+    assert time.perf_counter() - t0 < 60  # not the hours its decoding would take
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"nmt_lib translate: {src}, line 2: 200,000 words, over --max-words 1000: "
+        "translated as an empty line"
+    ]
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[0] and lines[1] == "" and lines[2]
+    args = ("-i", str(src), "-o", str(out), "--max-words", "3")  # the limit is the user's
+    src.write_text("the cat .\nthe cat sleeps .\n", encoding="utf-8")
+    assert _translate_published(monkeypatch, tmp_path, *args) == 1
+    assert "line 2: 4 words, over --max-words 3" in capsys.readouterr().err
+
+
+def test_translate_reads_nfd_and_a_byte_order_mark_as_the_same_text(tmp_path, monkeypatch):
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    nfc, nfd = "the caf\u00e9 sleeps .", "the cafe\u0301 sleeps ."
+    src.write_text(f"\ufeffthe cat sleeps .\nthe cat sleeps .\n{nfd}\n{nfc}\n", encoding="utf-8")
+    assert (
+        _translate_published(monkeypatch, tmp_path, "-i", str(src), "-o", str(out), "--alignment")
+        == 0
+    )
+    lines = out.read_text(encoding="utf-8").split("\n")  # a translation, then its alignment
+    assert lines[0:2] == lines[2:4] and lines[4:6] == lines[6:8]
+    assert "\ufeff" not in lines[1] and "\u0301" not in lines[5]

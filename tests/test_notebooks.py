@@ -1,6 +1,7 @@
 """The notebook runner (tools/notebooks.py): sources, parameters, clear errors."""
 
 import json
+import os
 
 import jupytext
 import pytest
@@ -97,3 +98,39 @@ def test_results_chapters_fold_their_code_and_derivations_show_it():
 def test_the_toy_corpus_is_named_relative_to_the_repository():
     path = runner._toy_data_dir()
     assert not path.startswith("/") and (runner.ROOT / path / "train").is_dir()
+
+
+def test_every_chapter_checks_its_parameters_first():
+    """The cell after the parameters (after papermill's injected ones) checks them."""
+    for src in runner.notebooks():
+        cells = [c for c in jupytext.read(src).cells if c.cell_type == "code"]
+        at = next(k for k, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+        assert "check_parameters(profile, train, results_dir, data_dir)" in cells[at + 1].source, (
+            src.name
+        )
+
+
+def test_a_chapter_given_an_unknown_profile_stops_in_its_first_cell_in_one_line(
+    tmp_path, monkeypatch
+):
+    """Papermill on a derivation chapter, as a reader would run it, not through the runner."""
+    monkeypatch.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
+    runner._register_kernel(tmp_path / "kernel")
+    (src,) = runner.notebooks("11")
+    out = tmp_path / "11.ipynb"
+    with pytest.raises(runner.NotebookError) as e:
+        runner.run_notebook(src, out, {"profile": "doesnotexist"})
+    assert "ParameterError: profile: no profile 'doesnotexist': the profiles are" in str(e.value)
+    assert "lite" in str(e.value)
+    executed = json.loads(out.read_text())
+    errors = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("ename")]
+    (error,) = errors
+    assert len(error["traceback"]) == 1  # one line, no traceback
+    from nmt_experiments.results import ParameterError, check_parameters
+
+    for bad, says in (
+        ({"train": "yes"}, "train: 'yes'"),
+        ({"data_dir": "/nonexistent"}, "data_dir"),
+    ):
+        with pytest.raises(ParameterError, match=says):
+            check_parameters("lite", **bad)

@@ -2,8 +2,7 @@
 (nmt_experiments.rescore), and a hypothesis file that is not the one scored is found out."""
 
 import json
-
-import pytest
+import shutil
 
 from nmt_experiments import rescore
 from nmt_lib import data, evaluate
@@ -27,7 +26,9 @@ def test_an_evaluation_rescores_from_its_files_and_a_changed_file_does_not(tmp_p
     train_run(cfg, d, prep, progress=False)
     evaluate.evaluate_run(cfg, d, prep, nll_sentences=5)
     (row,) = rescore.rescore_profile(tmp_path / "results")
-    assert row["differ"] == [] and row["checks"] >= 10  # all, detok file, 2 parts, no_unk, length
+    assert (
+        row["differ"] == [] and len(row["checked"]) >= 10
+    )  # all, detok file, 2 parts, no_unk, length
 
     refs = [" ".join(r) for r in prep.test.ref_tok]  # BLEU 100: not what was recorded
     (d / "hyp.test.tok.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
@@ -35,8 +36,8 @@ def test_an_evaluation_rescores_from_its_files_and_a_changed_file_does_not(tmp_p
     assert {"all tok", "multi30k.test_2016_flickr tok", "by length stats_tok"} <= set(differ)
     assert not any("detok.txt" in w for w in differ)
     (d / "hyp.test.tok.txt").write_text("\n".join(refs[1:]) + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="hyp.test.tok.txt: 39 lines, but its test set has 40"):
-        rescore.rescore_profile(tmp_path / "results")
+    (row,) = rescore.rescore_profile(tmp_path / "results")
+    assert row["damaged"].endswith("hyp.test.tok.txt: 39 lines, but its test set has 40 sentences")
     (d / "hyp.test.tok.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
     saved = json.loads((d / "bleu.json").read_text())
     saved["no_unk"]["tok"]["score"] += 1e-12  # to the last digit
@@ -47,4 +48,70 @@ def test_an_evaluation_rescores_from_its_files_and_a_changed_file_does_not(tmp_p
     monkeypatch.setenv("NMT_DATA", str(tmp_path / "elsewhere"))
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache2"))
     (row,) = rescore.rescore_profile(tmp_path / "results")
-    assert row["checks"] == 0 and "elsewhere" in row["missing"]
+    assert row["checked"] == [] and "elsewhere" in row["missing"]
+
+
+def test_rescore_says_what_it_checked_and_names_a_missing_or_damaged_file(
+    tmp_path, monkeypatch, capsys
+):
+    cfg, prep = fixtures.toy_run(tmp_path / "toy", max_updates=2)
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "toy" / "cache"))
+    good = tmp_path / "good"
+    d = good / "runs" / "RNNsearch-50"
+    train_run(cfg, d, prep, progress=False)
+    evaluate.evaluate_run(cfg, d, prep, nll_sentences=5)
+
+    def run(*args) -> tuple[int, list[str]]:
+        code = rescore.main([str(a) for a in args])
+        out = capsys.readouterr()
+        assert "Traceback" not in out.err + out.out
+        return code, (out.out + out.err).strip().splitlines()
+
+    code, lines = run(good)
+    assert code == 0 and lines == [lines[0]] and "re-score exactly: all tok, all detok" in lines[0]
+    # a mistyped results directory, one that loops
+    code, lines = run(tmp_path / "mistyped")
+    assert code == 2 and len(lines) == 1 and "mistyped: no results directory" in lines[0]
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert run(tmp_path / "loop")[0] == 2
+
+    def damaged(change, says: str) -> None:
+        bad = tmp_path / "bad"
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(good, bad)
+        change(bad / "runs" / "RNNsearch-50")
+        code, lines = run(bad)
+        assert code == 1 and len(lines) == 1 and says in lines[0], lines
+
+    damaged(lambda d: (d / "hyp.test.tok.txt").unlink(), "hyp.test.tok.txt: missing")
+    damaged(  # an extra blank line
+        lambda d: (d / "hyp.test.detok.txt").write_text(
+            (d / "hyp.test.detok.txt").read_text() + "\n"
+        ),
+        "hyp.test.detok.txt: 21 lines, but its test set has 20 sentences",
+    )
+
+    def not_utf8(d):
+        lines = (d / "hyp.test.tok.txt").read_bytes().split(b"\n")
+        lines[2] += b"\xff"
+        (d / "hyp.test.tok.txt").write_bytes(b"\n".join(lines))
+
+    damaged(not_utf8, "hyp.test.tok.txt: line 3: not UTF-8 (byte 0xff)")
+    damaged(
+        lambda d: (d / "bleu.json").write_text((d / "bleu.json").read_text()[:50]),
+        "bleu.json: line",
+    )
+
+    def unlisted_view(d):
+        shutil.copytree(d, tmp_path / "view", ignore=shutil.ignore_patterns("views"))
+        (d / "views").mkdir(exist_ok=True)
+        shutil.copytree(tmp_path / "view", d / "views" / "newstest2099")
+        shutil.rmtree(tmp_path / "view")
+
+    bad = tmp_path / "bad"
+    shutil.rmtree(bad)
+    shutil.copytree(good, bad)
+    unlisted_view(bad / "runs" / "RNNsearch-50")
+    code, lines = run(bad)
+    assert code == 1 and len(lines) == 2, lines  # the run, and its view named
+    assert "views/newstest2099: a view its data.views does not list" in lines[1]

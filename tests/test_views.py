@@ -2,7 +2,9 @@
 training corpus (nmt_lib.data.heldout through the corpus registry)."""
 
 import json
+import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +66,36 @@ def test_a_pack_has_no_views(tmp_path):
     cfg = toy_cfg(tmp_path, views=("europarl-v7.heldout",), packed=str(tmp_path / "pack"))
     with pytest.raises(DataError, match=r"data\.views \['europarl-v7\.heldout'\]: a pack"):
         data.prepare(cfg.data, workers=1, progress=False)
+
+
+def test_an_evaluation_without_a_view_removes_the_earlier_ones(registry, tmp_path, monkeypatch):
+    """A results directory holds one evaluation: a view the new one does not write goes, in its
+    commit (also where that commit was cut short and the next evaluation completes it)."""
+    cfg = toy_cfg(tmp_path, views=("toy.heldout",), max_train_pairs=250)
+    prep = data.prepare(cfg.data, workers=1, progress=False)
+    out = tmp_path / "r"
+    train_run(cfg, out, prep, progress=False)
+    evaluate.evaluate_run(cfg, out, prep)
+    assert (out / "views" / "toy.heldout" / "bleu.json").is_file()
+    plain = replace(cfg, data=replace(cfg.data, views=()))
+    evaluate.evaluate_run(plain, out, replace(prep, views={}))
+    assert not (out / "views").exists() and (out / "bleu.json").is_file()
+    (out / "keep.txt").write_text("not the evaluation's")
+    evaluate.evaluate_run(cfg, out, prep)  # the view again, then a commit killed at its first move
+
+    def killed(src, dst, *args, **kw):  # the commit's first move fails
+        if Path(src).parent.name == ".evaluate.commit":
+            raise OSError(5, "Input/output error")
+        return real_replace(src, dst, *args, **kw)
+
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(OSError):
+        evaluate.evaluate_run(plain, out, replace(prep, views={}))
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert not (out / "bleu.json").exists()  # incomplete, and marked so
+    monkeypatch.setattr(evaluate, "_evaluate_into", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):  # the next one completes the decided commit first
+        evaluate.evaluate_run(cfg, out, prep)
+    assert not (out / "views").exists() and (out / "bleu.json").is_file()
+    assert (out / "keep.txt").read_text() == "not the evaluation's"

@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 
 from ..config import DataConfig
-from ..io import sha256_file, write_json
+from ..io import locked, sha256_file, write_json
+from ..staging import stale, swap_in
 from . import corpus, files, text
 from .pipeline import prepare, train_inputs
 from .store import PACK, prepared_settings, read_pack
@@ -23,12 +24,23 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
     """Write what training and evaluation with ``cfg`` need into ``out``, for a machine without the
     WMT'14 files (a GPU machine): the prepared training data, copies of the dev and test files, and
     ``pack.json`` with the prepared data's key and the sha256 of every input file. Train there with
-    ``data.packed = out``. The pack is written into a new directory beside ``out``, then renamed
-    ``out``; an ``out`` that exists must be an empty directory or a pack (which it replaces):
-    anything else raises :class:`~nmt_lib.data.corpus.DataError`, before any work, and is left as
-    it is."""
+    ``data.packed = out``. The pack is written into a new directory beside ``out``
+    (``.<name>.*``), then put in its place in one step (:func:`nmt_lib.staging.swap_in`: after a
+    kill ``out`` holds the old pack or the new one), and the next pack into ``out`` removes the
+    staging copies a killed one left; one pack into ``out`` at a time (a lock, ``.<name>.lock``).
+    An ``out`` that exists must be an empty directory or a pack (which it replaces): anything else
+    raises :class:`~nmt_lib.data.corpus.DataError`, before any work, and is left as it is."""
     out = Path(out).absolute()
     _check_pack_target(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with locked(out.parent / f".{out.name}.lock", f"{out} (a pack being written)"):
+        for d in stale(out, f".{out.name}."):  # the staging copies of a pack that was killed
+            shutil.rmtree(d, ignore_errors=True)
+        return _pack(cfg, out)
+
+
+def _pack(cfg: DataConfig, out: Path) -> Path:
+    """:func:`pack` once its target is locked."""
     prep = prepare(cfg)
     found = files.locate(cfg)
     root, memo = cfg.resolved_data_dir(), cfg.resolved_cache_dir() / "tok"
@@ -53,13 +65,7 @@ def pack(cfg: DataConfig, out: str | os.PathLike) -> Path:
             },
         )
         _check_pack_target(out)  # still empty or a pack
-        old = None
-        if out.exists():  # set aside (renamed into an empty directory), removed once replaced
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.rename(out, old)
-        os.rename(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        swap_in(tmp, out)  # the old pack or the new one there, whenever a kill comes
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,7 +1,9 @@
 """Reading the corpus files, streaming: a training file is read line by line, decompressed on the
 fly (plain, ``.gz`` or ``.xz``), so memory does not grow with the corpus; a WMT SGML file's
 segments (:func:`read_sgml`); a plain-text dev/test set's sentence pairs (:func:`read_plain_pair`).
-Bad input raises :class:`~nmt_lib.data.corpus.DataError` naming the file and the line.
+Every line read is :func:`normal`: Unicode NFC, without a leading byte-order mark, so that the same
+text reads the same for training, evaluation and translation. Bad input raises
+:class:`~nmt_lib.data.corpus.DataError` naming the file and the line.
 """
 
 from __future__ import annotations
@@ -10,12 +12,22 @@ import gzip
 import html
 import lzma
 import re
+import unicodedata
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from .corpus import DataError
+
+BOM = "\ufeff"  # a byte-order mark, which some editors put at the start of a UTF-8 file
+
+
+def normal(text: str) -> str:
+    """``text`` as the project reads it: without a leading byte-order mark, in Unicode NFC (a
+    letter and its accent one code point, as the corpora write them; NFD's combining marks would
+    be other words)."""
+    return unicodedata.normalize("NFC", text.removeprefix(BOM))
 
 
 def _open_binary(path: Path):
@@ -28,7 +40,8 @@ def _open_binary(path: Path):
 
 
 def read_lines(path: str | Path) -> Iterator[str]:
-    """Stream the lines of a plain, ``.gz`` or ``.xz`` UTF-8 file, without their line ends.
+    """Stream the lines of a plain, ``.gz`` or ``.xz`` UTF-8 file, without their line ends,
+    :func:`normal`.
 
     Only ``\\n`` ends a line (a stray ``\\r`` before it is dropped), so a line-aligned corpus keeps its
     alignment whatever other separators its text contains. Invalid UTF-8 raises DataError(file:line).
@@ -41,7 +54,7 @@ def read_lines(path: str | Path) -> Iterator[str]:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as e:
                     raise DataError(f"{path}:{lineno}: invalid UTF-8 ({e.reason})") from None
-                yield line.rstrip("\n").removesuffix("\r")
+                yield normal(line.rstrip("\n").removesuffix("\r"))
     except _BROKEN as e:
         raise _broken(path, e, f"line {lineno + 1}") from None
 
@@ -144,7 +157,7 @@ def read_sgml(path: str | Path) -> Iterator[Segment]:
         if m is None or "<seg" in m.group(2).lower() or "</seg>" in m.group(2).lower():
             raise DataError(f"{path}:{lineno}: broken <seg> (expected <seg id=...>text</seg>)")
         sid = _ATTR_ID.search(m.group(1))
-        text = " ".join(html.unescape(m.group(2)).split())
+        text = " ".join(normal(html.unescape(m.group(2))).split())
         if not text:
             raise DataError(f"{path}:{lineno}: empty <seg> (every test and dev segment has text)")
         yield Segment(docid, sid.group(1) if sid else "", text)
