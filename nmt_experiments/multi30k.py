@@ -197,8 +197,9 @@ def note(out: Path = RESULTS) -> str:
     """The tables' note: the testbed, the budget, the lengths and the rules."""
     return (
         "Profile `multi30k` (Multi30k task 1 En→Fr; test_2016_flickr and test_2017_flickr, 1,000 "
-        f"captions each, tokenized BLEU unless sacreBLEU), {convergence_text(out)}. Seeds: the "
-        "mean over them. 95% intervals: 1000 resamples of the seeds "
+        f"captions each, tokenized BLEU unless sacreBLEU), "
+        f"{convergence_text(out) or 'each run trained until early stopping or its cap ended it'}. "
+        "Seeds: the mean over them. 95% intervals: 1000 resamples of the seeds "
         f"and of the test set's sentences. Margin: {MARGIN:g} BLEU; learning floor: {FLOOR:g} "
         f"BLEU. Figure 2 restated for captions: sentences of {LONG} words or more against those of "
         f"fewer than {SHORT}."

@@ -180,9 +180,10 @@ def paper_table(name: str) -> dict[str, dict]:
 def convergence_text(out: Path) -> str:
     """How the evaluated runs of ``out`` stopped, from their ``train_summary.json``: "every run
     trained to convergence" only where early stopping ended every one; else the runs that reached
-    their cap, by name. Empty where no run is evaluated."""
+    their cap, by name. Empty where no run has its summary."""
     manifest = read_json(out / "manifest.json") if (out / "manifest.json").is_file() else {}
-    stops = {r: read_json(run_dir(out, r) / "train_summary.json") for r in manifest.get("runs", [])}
+    found = [(r, run_dir(out, r) / "train_summary.json") for r in manifest.get("runs", [])]
+    stops = {r: read_json(f) for r, f in found if f.is_file()}
     if not stops:
         return ""
     patience = {c["train"].get("patience") for c in manifest["configs"].values()}
