@@ -37,7 +37,7 @@ def test_the_first_updates_trained_again_give_the_same_log(tmp_path):
     f.write_text(json.dumps(other))
     text = rerun.check_text(tmp_path)
     assert "dev NLL by at most 0.500" in text and "bf16 and float32 round" in text
-    assert rerun.hours_text(tmp_path, 3.0).startswith("about 6.0 on a fp32 core")
+    assert rerun.hours_text(tmp_path, 3.0).startswith("about 6.0 on one fp32 core")
 
 
 def test_the_budgets_of_runs_trained_by_time_are_described_from_their_records():
