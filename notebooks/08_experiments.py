@@ -30,7 +30,7 @@ import csv
 
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Markdown, display
+from IPython.display import Markdown
 from myst_nb import glue
 
 from nmt_experiments import (
@@ -38,7 +38,6 @@ from nmt_experiments import (
     lite_long,
     markdown,
     paper_claims,
-    pilot_report,
     plots,
     readme,
     rerun,
@@ -439,185 +438,30 @@ Markdown(markdown.show_table(out, "gap", gap, note_g, write=train))
 # says which model learns faster from the same budget; it does not say what the models reach, and
 # a claim in which a model has not yet passed the learning floor is therefore left undecided.
 
-# %% [markdown]
-# (pilot)=
-# ## What passing the floor would cost: a pilot
-
-# %% tags=["hide-input"]
-pilot_out = results_path("pilot")
-for name, value in pilot_report.book_numbers(pilot_out).items():
-    glue(name, value, display=False)
-pilot_fig = pilot_report.figure(read_json(pilot_out / "summary.json"), pilot_out)
-glue("pilot_fig", pilot_fig, display=False)
-plt.close(pilot_fig)
-
-# %% [markdown]
-# Before training lite's RNNencdec longer, a pilot measured what longer costs (`results/pilot/`):
-# RNNencdec-50 on lite's data and sizes, budgets in updates, one arm at a time on one core, scored
-# every {glue:text}`pilot_score_every` updates on the {glue:text}`pilot_short_sentences` test
-# sentences of fewer than {glue:text}`pilot_short` words that the floor of {glue:text}`pilot_floor`
-# BLEU is judged on, beside the dev NLL that training logs. The arms take the comparison's learning
-# rate (3e-3; lite's is 1e-3), then also n = 512 (the one vector that carries the source), or batches
-# of 160 pairs: {glue:text}`pilot_core_minutes` minutes of one thread in all.
-#
-# At 3e-3, {glue:text}`pilot_lr_3e_3_updates` updates reach dev NLL {glue:text}`pilot_lr_3e_3_last_nll`
-# (1e-3: {glue:text}`pilot_lite_nll_at_first`) and {glue:text}`pilot_lr_3e_3_last_beam` BLEU with beam
-# search: {glue:text}`pilot_lr_gap_early` nats ahead of 1e-3 after {glue:text}`pilot_lr_gap_early_updates`
-# updates, {glue:text}`pilot_lr_gap_late` after {glue:text}`pilot_lr_gap_late_updates`. At equal
-# core-time, n = 512 ends {glue:text}`pilot_lr_3e_3_n_512_ect_diff` nats
-# {glue:text}`pilot_lr_3e_3_n_512_ect_word` the dev NLL of n = 256, twice the batch
-# {glue:text}`pilot_lr_3e_3_batch_160_ect_diff` nats {glue:text}`pilot_lr_3e_3_batch_160_ect_word` it.
-#
-# To extrapolate, ln BLEU is fitted as a line in dev NLL (the pilot's beam-scored points and lite's
-# three runs put the floor at dev NLL {glue:text}`pilot_floor_nll_beam`), and the second half of each
-# NLL curve as a line in log updates. Lite's recipe reaches the floor after about
-# {glue:text}`pilot_lr_1e_3_updates_to_floor_nll_beam` updates ({glue:text}`pilot_lr_1e_3_times_lite`
-# times its 40 minutes; its other seeds {glue:text}`pilot_lr_1e_3_s2_updates_to_floor_nll_beam` and
-# {glue:text}`pilot_lr_1e_3_s3_updates_to_floor_nll_beam`), 3e-3 after about
-# {glue:text}`pilot_lr_3e_3_updates_to_floor_nll_beam`, twice the batch after about
-# {glue:text}`pilot_lr_3e_3_batch_160_updates_to_floor_nll_beam` of its updates (the shortest,
-# steepest curve: the most optimistic estimate). The plan that would decide Table 1 (three seeds of RNNencdec-50 and
-# RNNsearch-50, one of RNNencdec-30 and RNNsearch-30, at equal updates) costs
-# {glue:text}`pilot_plan_factor` RNNencdec-50 updates per update, so {glue:text}`pilot_plan_core_hours`
-# core-hours buy {glue:text}`pilot_lr_1e_3_plan_max_updates_lite` at lite's rate; at lite's recipe's
-# estimate it takes {glue:text}`pilot_lr_1e_3_plan_core_hours_lite` core-hours and
-# {glue:text}`pilot_lr_1e_3_plan_fits_lite` (twice the batch: {glue:text}`pilot_lr_3e_3_batch_160_plan_core_hours_lite`),
-# by margins smaller than the extrapolation's own uncertainty: a curve that bends needs more.
-# The study profile `nmt_lib/profiles/studies/lite-long.toml` is that plan, with lite's recipe for
-# 45,000 updates per model and a second test set held out of Europarl, in-domain for the training
-# data, beside newstest2014 ({ref}`deviations-lite-long`).
-#
-# ```{glue:figure} pilot_fig
-# :name: fig-pilot
-#
-# The pilot's arms (RNNencdec-50 on lite's data, `results/pilot/`) beside lite's committed runs:
-# BLEU on the test sentences of fewer than 30 words, greedy and with beam search (top), and the dev
-# NLL (bottom), against updates on a log scale; the dotted lines extend each NLL curve to the dev
-# NLL at the learning floor. `results/pilot/summary.md` gives the tables and the arithmetic.
-# ```
-
-# %% [markdown]
-# (lite-long)=
-# ## Past the floor: the study at 45,000 updates
-
 # %% tags=["hide-input"]
 long_out = results_path("lite-long")
-for name, value in lite_long.book_numbers(long_out).items():
-    glue(name, value, display=False)
-long_rows = lite_long.progress(long_out)
-long_fig = lite_long.figure(long_out)
-glue("ll_fig", long_fig, display=False)
-plt.close(long_fig)
-
-# %% [markdown]
-# The study profile trains each of lite's models for {glue:text}`ll_budget` updates, where the
-# pilot's lines put lite's RNNencdec-50 at dev NLL {glue:text}`ll_pred_nll` (its three seeds) and,
-# through the line of BLEU in dev NLL, at {glue:text}`ll_pred_bleu` BLEU on the short sentences:
-# {glue:text}`ll_pred_where` the floor of {glue:text}`pilot_floor`, which that line crosses at dev
-# NLL {glue:text}`ll_floor_nll`. The runs are trained a few at a time (`results/lite-long/`);
-# trained so far: {glue:text}`ll_trained` of its {glue:text}`ll_runs` runs. {glue:text}`ll_budgets`
-# {glue:text}`ll_cost`
-# {glue:text}`ll_measured` Each run is scored on newstest2014, the paper's test set, and on 3,003
-# Europarl pairs that no training here reads, in the domain of most of the training data
-# ({ref}`deviations-lite-long`). Table 1, its claims and Figure 2 on all four models are judged on
-# both once every seed of the study is trained; until then, the pair of models trained so far is
-# judged below, with the updates each had.
-
-# %% tags=["hide-input"]
-note_ll = (
-    "Profile `lite-long`. Tokenized BLEU on newstest2014 and on the held-out Europarl pairs "
-    "(europarl-v7.heldout): All, every sentence; <30, the sentences of fewer than 30 source "
-    "words, where the learning floor is judged. Dev NLL: the best, nats per sentence. A row "
-    "without numbers: a run not trained yet."
-)
-label = {"newstest2014": "newstest", "europarl-v7.heldout": "held-out"}
-shown = [
-    {
-        "run": r["run"],
-        "updates": r["updates"],
-        "dev NLL": r["dev NLL"],
-        **{
-            f"{label[t]} {kind}": r[f"{t} BLEU{suffix}"]
-            for t in lite_long.test_sets()
-            for kind, suffix in (("All", ""), ("<30", " <30"))
-        },
-    }
-    for r in long_rows
-]
-Markdown(markdown.show_table(long_out, "progress", shown, note_ll, write=False))
-
-# %% [markdown]
-# ```{glue:figure} ll_fig
-# :name: fig-lite-long
-#
-# Dev NLL against updates (log scale) of the study's trained runs, beside lite's RNNencdec-50
-# (40 minutes, black), the pilot's line for it extended to the study's budget (dotted) and the dev
-# NLL at which short-sentence BLEU crosses the learning floor (dashed).
-# ```
-#
-# {glue:text}`ll_reader`
-
-# %% tags=["hide-input"]
 long_claims = lite_long.judged(long_out)
-if long_claims:  # every run trained: Table 1, the claims and Figure 2 on each test set
-    t1_long = tables.table1(long_out)
-    display(
-        Markdown(
-            markdown.markdown_table(t1_long)
-            + "\n"
-            + table1_note(
-                "lite-long", t1_long, read_json(long_out / "manifest.json")["sacrebleu_signatures"]
-            )
-        )
+if long_claims:  # every run of the study trained: its verdicts on each test set
+    ll_verdicts = "With every run of the study trained, its verdicts are: " + "; ".join(
+        f"on {test_set}, {readme.verdict_counts([r['verdict'] for r in rows])}"
+        for test_set, rows in long_claims.items()
     )
-    for test_set, rows in long_claims.items():
-        view = None if test_set == lite_long.PAPER_TEST else test_set
-        display(Markdown(f"**On {test_set}.** " + markdown.claims_markdown(rows)))
-        display(Markdown(paper_claims.note(long_out, "lite-long", view)))
-        curves_long, _ = tables.fig2_curves(long_out, view=view)
-        fig = plots.fig2_bleu_by_length(
-            curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
-        )
-        glue(f"ll_fig2_{label[test_set].replace('-', '_')}", fig, display=False)
-        plt.close(fig)
-else:  # the pair trained so far: RNNsearch-50 against RNNencdec-50
-    pair = {m: runs for m, runs in lite_long.groups(long_rows).items() if m in lite_long.PAIR}
-    for test_set in lite_long.test_sets():
-        view = None if test_set == lite_long.PAPER_TEST else test_set
-        rows = lite_long.interim_claims(long_out, long_rows, view)
-        if not rows:
-            display(
-                Markdown(
-                    "The claims are judged here once RNNsearch-50 and RNNencdec-50 each have a "
-                    "trained seed, Table 1 and Figure 2 on all four models once the study's last "
-                    "run is evaluated (`results/lite-long/manifest.json`)."
-                )
-            )
-            break
-        head = f"**On {test_set}, the pair trained so far.** "
-        display(Markdown(head + markdown.claims_markdown(rows)))
-        display(Markdown(paper_claims.note(long_out, "lite-long", view, pair)))
-        curves_long, _ = tables.fig2_curves(long_out, lite_long.PAIR, view, pair)
-        fig = plots.fig2_bleu_by_length(
-            curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
-        )
-        glue(f"ll_fig2_{label[test_set].replace('-', '_')}", fig, display=False)
-        plt.close(fig)
+else:  # the pair trained so far, on the paper's test set
+    pair = lite_long.interim_claims(long_out, lite_long.progress(long_out))
+    ll_verdicts = (
+        f"While it trains, the pair trained so far ({pair[0]['ours'].split('. ')[0]}) is "
+        "judged on newstest2014: "
+        + "; ".join(f"{r['claim']}, **{r['verdict']}** ({r['reason']})" for r in pair)
+        if pair
+        else "Its verdicts are given once RNNsearch-50 and RNNencdec-50 each have a trained seed"
+    )
+glue("ll_verdicts", Markdown(ll_verdicts + "."), display=False)
 
 # %% [markdown]
-# ```{glue:figure} ll_fig2_newstest
-# :name: fig-lite-long-fig2-newstest
-#
-# Figure 2 of the study on newstest2014: BLEU against source length of the models judged above
-# (each the mean over its seeds), the paper's BLEU on all test sentences (Table 1) as thin grey
-# lines.
-# ```
-#
-# ```{glue:figure} ll_fig2_held_out
-# :name: fig-lite-long-fig2-heldout
-#
-# Figure 2 of the study on the held-out Europarl pairs (europarl-v7.heldout), as above.
-# ```
+# How much longer would lite's models have to train to pass the floor? A pilot measures it
+# ({ref}`pilot`), and a study profile, lite-long, trains lite's models that far, with a second
+# test set held out of Europarl ({ref}`lite-long`, in the Engineering part, with its progress
+# and its cost). {glue:md}`ll_verdicts`
 
 # %% [markdown]
 # ## Summary

@@ -2,11 +2,12 @@
 # # Before and after the paper: the results
 #
 # **What you will see.** The models of this part beside the paper's RNNencdec-50 and RNNsearch-50,
-# on the same data and at the same sizes, evaluated by the same code: each model's recipe, one
-# table with the mean and spread over training seeds, dev NLL against updates and against time,
-# Figure 2 for every model, what the beam search made of each, the attention of each attention
-# model, and a verdict, with its interval and its reason, for each claim the comparison tests. The
-# runs are committed in `results/compare/` and this chapter only reads them.
+# on the same data and at the same sizes, evaluated by the same code: one table with the mean and
+# spread over training seeds, dev NLL against updates and against time, Figure 2 for every model,
+# the attention of each attention model, and a verdict, with its interval and its reason, for each
+# claim the comparison tests; then the same claims on a second testbed where every model learns.
+# The runs are committed in `results/compare/` and this chapter only reads them; how their recipes
+# were chosen and what they cost is in {doc}`16_studies`.
 #
 # **What you need.** Table 1 and Figure 2 of this replication ({doc}`08_experiments`), how the
 # claims are judged ({ref}`claims`), and the three chapters before this one: {doc}`10_seq2seq`,
@@ -32,8 +33,6 @@ results_dir = None
 data_dir = None
 
 # %% tags=["hide-input"]
-import csv
-
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
@@ -47,7 +46,6 @@ from nmt_experiments import (
     multi30k,
     plots,
     readme,
-    recipe_sweep,
     tables,
 )
 from nmt_experiments.results import (
@@ -74,7 +72,6 @@ diff = (
     else ""
 )
 glue("cmp_commit", commit_text(manifest) + diff, display=False)
-glue("cmp_compute", footing.compute_text(out), display=False)
 glue("cmp_created", manifest["created_utc"], display=False)
 glue("cmp_n", len(found), display=False)
 glue("cmp_runs", len(manifest["runs"]), display=False)
@@ -116,7 +113,7 @@ glue(
 # The study profile `nmt_lib/profiles/studies/compare.toml` trains {glue:text}`cmp_n` models
 # ({glue:text}`cmp_runs` runs) on `lite`'s data, vocabularies and sizes, for
 # **{glue:text}`cmp_budget`** each: {glue:text}`cmp_how`. Models with several seeds:
-# {glue:text}`cmp_seeded`. {glue:text}`cmp_compute`
+# {glue:text}`cmp_seeded`.
 #
 # ::::{admonition} Provenance
 # :class: dropdown
@@ -135,59 +132,13 @@ glue(
 # learns from the same data. Time stays as a second view below. {glue:text}`cmp_why_budget`
 #
 # **Each model's own recipe.** One recipe chosen for RNNsearch would judge the others by how well
-# they suit it. A short sweep per family (`nmt_lib/profiles/studies/recipes.toml`, run by
-# `python -m nmt_experiments.recipes`) trains each setting for a third of the comparison's updates on the
-# same batches and keeps the one of lowest dev NLL: Adam's learning rate for every family (3e-4,
-# 1e-3, 3e-3 and 1e-2; an arm that diverges is a row of the table, never chosen); for the
-# LSTMs the forget-gate bias of later practice; for Luong et al.'s model their stacked layers; for
-# the Transformer its paper's schedule (linear warm-up, then inverse-square-root decay, Adam's
-# β₂ = 0.98) against a constant rate, and its paper's dropout. Then each family's chosen model,
-# as the sweep left it, decodes 500 dev sentences with and without length normalisation and with
-# two length limits, and keeps the setting of highest dev BLEU. Label smoothing is not tried. To
-# regenerate everything (the cost is given above; every stage resumes where it stopped), then the
-# tables of this page:
-#
-# ```bash
-# python -m nmt_experiments.recipes --train --jobs 2 && python -m nmt_experiments.recipes --search
-# python -m nmt_experiments.recipes --write-profile
-# python -m nmt_experiments.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2
-# python -m nmt_experiments.comparison
-# ```
+# they suit it. So a short sweep on dev gives each family its learning rate and its other
+# settings, and then its search settings (length normalisation, a length limit); the sweep, its
+# table, what the searches made of each model and what the runs cost are in {ref}`recipes`.
 #
 # The models are deliberately small and briefly trained: read the rows against each other, not
 # against the papers' numbers. What each model simplifies is on the deviations page
 # ({ref}`deviations-other-models`).
-
-# %% tags=["hide-input"]
-Markdown(markdown.markdown_table(comparison.recipes(out)) + "\n" + comparison.recipes_note(out))
-
-# %% tags=["hide-input"]
-sweep = recipe_sweep.RESULTS / "recipes.csv"
-swept = (
-    list(csv.DictReader(sweep.read_text(encoding="utf-8").splitlines())) if sweep.is_file() else []
-)
-# one table a reader can follow row by row: the arm's settings beside its dev scores, the chosen
-# arm marked in words (the family's name only on its first row)
-shown = [
-    {
-        "model": r["model"] if k == 0 or r["model"] != swept[k - 1]["model"] else "",
-        "settings": r["settings"].replace(",", ", "),
-        "dev NLL": r["dev NLL"],
-        "dev BLEU (greedy)": r["dev BLEU (greedy)"],
-        "the recipe": "**chosen**" if r.get("chosen") == "True" else "",
-    }
-    for k, r in enumerate(swept)
-]
-Markdown(
-    markdown.markdown_table(shown, fit=None)
-    + "\n"
-    + recipe_sweep.NOTE
-    + "\n\n"
-    + recipe_sweep.bracketed_text()
-    if swept and by_updates
-    else "*The recipe sweep's table is shown here once the comparison's runs are trained with "
-    "its recipes.*"
-)
 
 # %% [markdown]
 # ## The table
@@ -420,41 +371,6 @@ glue("cmp_tf_footing", footing.transformer_footing(out), display=False)
 # about this budget, not about the architecture; the deviations page lists the rest
 # ({ref}`deviations-other-models`).
 #
-# ## What the searches made of each model
-#
-# BLEU scores what the beam search returns, and a search can go wrong where the model is only
-# a little unsure. The table counts three symptoms in each model's test translations:
-
-# %% tags=["hide-input"]
-shapes = comparison.outputs(out)
-Markdown(markdown.markdown_table(shapes) + "\n" + comparison.OUTPUTS_NOTE)
-
-# %% tags=["hide-input"]
-loopiest = max(shapes, key=lambda r: r["looping (%)"])
-least = min(shapes, key=lambda r: r["looping (%)"])
-longest = max(shapes, key=lambda r: r["length / reference"])
-open_most = max(shapes, key=lambda r: r["unfinished"])
-glue("cmp_loop_model", loopiest["model"], display=False)
-glue("cmp_loop_pct", loopiest["looping (%)"], display=False)
-glue("cmp_loop_least", f"{least['looping (%)']}% for {least['model']}", display=False)
-glue("cmp_long_model", longest["model"], display=False)
-glue("cmp_long_ratio", longest["length / reference"], display=False)
-glue("cmp_open_model", open_most["model"], display=False)
-glue("cmp_open_n", f"{open_most['unfinished']:,g}", display=False)
-
-# %% [markdown]
-# {glue:text}`cmp_loop_model` repeats itself most: a 3-word sequence (without `<unk>`) comes back
-# at least three times in {glue:text}`cmp_loop_pct`% of its translations, against
-# {glue:text}`cmp_loop_least`. {glue:text}`cmp_open_model` leaves the most translations
-# unfinished: {glue:text}`cmp_open_n` of them (the mean over its seeds) were still open at the
-# length limit, and the search cut them off there. The longest output is
-# {glue:text}`cmp_long_model`'s, {glue:text}`cmp_long_ratio` times as long as the references.
-# Loops cost BLEU through its n-gram precisions, as a short output costs it through the brevity
-# penalty. A search that divides a hypothesis's cost by its length (`search.normalize`) lets a
-# model that gives a repeated phrase a high probability prefer a long loop to ending the sentence;
-# a tighter length limit (`search.max_len_ratio`) caps the loop. Which of the two each model
-# searches with is in the recipes table above, chosen on dev.
-#
 # ## Attention on a sentence of Figure 3
 
 # %% tags=["hide-input"]
@@ -490,60 +406,6 @@ Markdown(markdown.markdown_table(summary))
 # correlation between a generated word's position and its heaviest source word's.
 # The Transformer's weights are an average over heads and come from its last layer only, so they
 # are a weaker picture of what it aligns than $\alpha_{ij}$ is of RNNsearch.
-#
-# ## Where compute is plentiful: one GPU
-#
-# The same question asked where compute is cheap: RNNsearch-50 at the paper's sizes and a
-# Transformer at its own paper's base sizes, each with the recipe and search chosen for its family
-# on the sweep above (at the sweep's small sizes on a CPU, carried over unchanged to these larger
-# models: a transfer that is itself a suspect where a model fails), trained for the same minutes of
-# one GPU on the `gpu` profile's data
-# (`nmt_lib/profiles/studies/compare-gpu.toml`, `bench/gpu_compare.sh`). Equal time measures the
-# architecture and its implementation together, and one short run per model gives no spread over
-# seeds: read it as where each stands, not as a verdict.
-
-# %% tags=["hide-input"]
-gpu_rows = footing.gpu_view()
-if gpu_rows:
-    gm = read_json(footing.GPU_RESULTS / "manifest.json")
-    device = next(iter(gm["hardware"]["device_per_run"].values()))
-    short = f"All <{claims.SHORT} words"
-    below = {r["model"]: r[short] for r in gpu_rows if r[short] < claims.FLOOR}
-    above = [r for r in gpu_rows if r["model"] not in below]
-    text = (
-        f"On one {device}, in {gpu_rows[0]['minutes']:g} minutes each: "
-        + "; ".join(
-            f"{r['model']} made {r['updates']:,} updates ({r['train tok/s']:,} target "
-            f"tokens/s) and scores {r['All']:.2f} BLEU"
-            for r in gpu_rows
-        )
-        + f". ({commit_text(gm)}, {gm['created_utc'][:10]}.)"
-    )
-    if len(above) > 1:
-        text += f" Of the models above the learning floor, {max(above, key=lambda r: r['All'])['model']} leads."
-    if below:
-        text += (
-            f" Below the learning floor of {claims.FLOOR:g} BLEU, and so *not testable at this "
-            f"budget*: {claims.floor_text(below)}. "
-        )
-    for model in below:
-        opening, n, total = footing.commonest_opening(run_dir(footing.GPU_RESULTS, model))
-        same = ": the same opening whatever the source" if 2 * n > total else ""
-        text += f"{n:,} of {model}'s {total:,} test translations begin with “{opening}”{same}. "
-    if any(m.startswith("Transformer") for m in below):
-        text += footing.transformer_recipe(footing.GPU_RESULTS) + (
-            footing.transformer_footing(footing.GPU_RESULTS)
-        )
-    note = (
-        f"Profile `{gm['profile']}` (newstest2014, tokenized BLEU), one run per model, "
-        f"{', '.join(sorted(set(gm['hardware']['precision_per_run'].values())))}; minutes: "
-        "training, its evaluations on dev included."
-    )
-    display_gpu = Markdown(f"{text}\n\n{markdown.markdown_table(gpu_rows)}\n{note}")
-else:
-    display_gpu = Markdown("No GPU run of the comparison is committed (`results/gpu/compare/`).")
-display_gpu
-
 # %% [markdown]
 # (two-testbeds)=
 # ## Two testbeds, claim by claim
