@@ -54,7 +54,7 @@ def table1_note(name: str, rows: list[dict], signatures: dict) -> str:
         f"Profile `{name}`. All / No UNK: tokenized BLEU (`{signatures['tok']}`); "
         f"All (sacreBLEU): `{signatures['detok']}`. Paper columns: results/paper/table1.csv."
         + (
-            " A model with several seeds: the mean over them; All sd: their standard deviation."
+            " A model with several seeds: the mean over them ± their standard deviation."
             if "seeds" in rows[0]
             else ""
         )
@@ -185,7 +185,7 @@ if long_claims:  # every run trained: Table 1, the claims and Figure 2 on each t
     t1_long = tables.table1(long_out)
     display(
         Markdown(
-            markdown.markdown_table(t1_long)
+            markdown.markdown_table(markdown.table1_views(t1_long)[0])
             + "\n"
             + table1_note(
                 "lite-long", t1_long, read_json(long_out / "manifest.json")["sacrebleu_signatures"]
