@@ -20,11 +20,15 @@
 # 1. Bahdanau et al. (Table 1 and Figure 2): RNNsearch beats RNNencdec, and a fixed-length vector
 #    is a bottleneck on long sentences that attention removes. If attention is what removes it,
 #    *every* attention model should hold up on long sentences better than the models without
-#    attention: Luong et al.'s global attention and the Transformer as well as RNNsearch.
+#    attention: Luong et al.'s global attention and the Transformer as well as RNNsearch. This is
+#    the test of the paper's explanation, not only of its model.
 # 2. Sutskever et al. (§3.3): reading the source backwards makes an LSTM encoder–decoder
-#    much better (test BLEU 25.9 → 30.6).
+#    much better (test BLEU 25.9 → 30.6). The trick shortens the distance between the first
+#    source words and the first target words; attention makes every distance short, so it is the
+#    trick that attention made unnecessary.
 # 3. Vaswani et al. (Table 2): the Transformer translates better than the recurrent attention
-#    models, at a fraction of their training cost.
+#    models, at a fraction of their training cost. It is the claim that ended the recurrent
+#    models' era.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lite"
@@ -280,17 +284,23 @@ plt.close(fig)
 #
 # ## The verdicts
 #
-# The rules are those of {ref}`claims`, fixed before these runs: a model "beats" another when
-# every 95% interval of their BLEU difference is above {glue:text}`cmp_margin` BLEU. The length
-# claim has two parts per attention model: (a) it shows no deterioration, its BLEU on sentences of
+# Every verdict reads as in chapter 8 ({ref}`claims`): a 95% interval from resampling the test
+# sentences (the same resamples for every model) and, for a model with several seeds, its seeds;
+# a margin of {glue:text}`cmp_margin` BLEU for "beats"; and a learning floor that every model a
+# claim names must pass, or the claim is *not testable here*, with what the numbers show at this
+# budget written beside it as an observation. The table gives every claim with its numbers; the
+# questions after it take them one at a time.
+#
+# ::::{admonition} The length claim's two parts
+# :class: dropdown
+#
+# For each attention model: (a) it shows no deterioration, its BLEU on sentences of
 # {glue:text}`cmp_long` words or more divided by its BLEU on sentences of fewer than
 # {glue:text}`cmp_short` reaching 1 − {glue:text}`cmp_ratio_margin` within its interval; (b) it
 # holds up better than the models without attention, its ratio higher than each of theirs by
-# {glue:text}`cmp_ratio_margin`. An interval resamples the test sentences (the same resamples for
-# every model) and, for a model with several seeds, its seeds. A claim is decided only when every
-# model it names is above the learning floor; otherwise it is *not testable here*, and what the
-# numbers show at this budget is written beside the verdict as an observation. A verdict is also
-# *not testable here* when the interval cannot decide.
+# {glue:text}`cmp_ratio_margin`. Part (a) needs only the attention model itself above the floor;
+# part (b) needs the models it is compared with above it too.
+# ::::
 
 # %% tags=["hide-input"]
 judged = comparison.claims(out)
@@ -349,27 +359,43 @@ glue("cmp_tf_footing", footing.transformer_footing(out), display=False)
 # %% [markdown]
 # Of the {glue:text}`cmp_claims_n` claims judged: {glue:text}`cmp_all_verdicts`.
 #
-# **Does RNNsearch beat RNNencdec at equal updates?** {glue:md}`cmp_table1`
+# ### Does RNNsearch beat RNNencdec at equal updates?
 #
-# **Does an attention model hold up on long sentences?** Each model's own ratio of BLEU on long to
-# short sentences, against 1: {glue:text}`cmp_own_ratio`. This half of Figure 2 needs only the
-# attention model itself to have learned.
+# Chapter 8's Table 1 asks it of lite's runs, all trained with the one recipe chosen for
+# RNNsearch; here both models see the same batches for the same number of updates, each with its own recipe, so what is left
+# is the architecture. The numbers are in the table and the dev NLL curves above.
+# {glue:md}`cmp_table1`
 #
-# **Does attention remove the bottleneck for every attention variant?** Each attention model's
-# ratio against those of the models without attention: {glue:text}`cmp_bottleneck`. A ratio is
-# only as certain as the BLEU under it: a model that barely translates the short sentences gives a
-# ratio whose interval spans almost everything, which is why the models below the floor are left
-# out of these comparisons.
+# *What it teaches:* equal updates on the same batches separate what an architecture learns from
+# how fast our code runs it, and seeds separate a real gap from the luck of one run.
 #
-# **Does reversing the source help an LSTM without attention?** Sutskever et al.'s claim:
-# {glue:md}`cmp_reversal`. Their models were four layers of 1000 units trained for ten days on 8
-# GPUs; a model that has not learned to translate short sentences yet cannot show what word order
-# does to it.
+# ### Does every attention model hold up on long sentences?
 #
-# **Where does the Transformer stand?** Vaswani et al.'s claim, that it beats the recurrent
-# attention models: {glue:md}`cmp_transformer`. {glue:text}`cmp_tf_footing` A verdict here is
-# about this budget, not about the architecture; the deviations page lists the rest
-# ({ref}`deviations-other-models`).
+# If one fixed-length vector is the bottleneck, any model that looks back at the source should
+# keep its BLEU on long sentences ({numref}`fig-compare-length`). Each attention model's own ratio
+# of BLEU on long to short sentences, against 1: {glue:text}`cmp_own_ratio`. Each attention
+# model's ratio against those of the models without attention: {glue:text}`cmp_bottleneck`.
+#
+# *What it teaches:* a ratio is only as certain as the BLEU under it. A model that barely
+# translates the short sentences gives a ratio whose interval spans almost everything, which is
+# why the models below the floor are left out of these comparisons.
+#
+# ### Does reversing the source help an LSTM without attention?
+#
+# Sutskever et al.'s claim: {glue:md}`cmp_reversal`. Their models were four layers of 1000 units
+# trained for ten days on 8 GPUs.
+#
+# *What it teaches:* a model that has not learned to translate short sentences yet cannot show
+# what word order does to it; the claim waits for a model that has (on Multi30k, below).
+#
+# ### Where does the Transformer stand?
+#
+# Vaswani et al.'s claim, that it beats the recurrent attention models:
+# {glue:md}`cmp_transformer`. {glue:text}`cmp_tf_footing`
+#
+# *What it teaches:* a verdict here is about this budget and these sizes, not about the
+# architecture. The Transformer's recipe was chosen at small sizes on a CPU, and the deviations
+# page lists what else differs from its paper ({ref}`deviations-other-models`).
 #
 # ## Attention on a sentence of Figure 3
 
@@ -518,3 +544,53 @@ Markdown(markdown.markdown_table(multi30k.attention_rows()))
 # claim about them to mean anything. The long-sentence question is about the shape of each curve
 # in {numref}`fig-compare-length`, not its height, but a curve that stays near zero has no shape:
 # {glue:text}`cmp_long_question`.
+
+# %% [markdown]
+# ## Summary
+#
+# - Every model of this part is trained for the same updates on the same batches, each with its
+#   own recipe, and judged by the rules of chapter 8; time is shown beside, as a second view.
+# - At this budget on WMT'14 the models without attention and the Transformer stay below the
+#   learning floor, so the claims that name them are *not testable here*: a statement about the
+#   budget, which Multi30k, where every model learns, completes claim by claim.
+# - A verdict names its interval and its reason, so a reader can tell "these runs cannot decide"
+#   from "the claim does not hold".
+#
+# ## Exercises
+#
+# 1. The comparison gives every model the same number of updates, not the same minutes. What
+#    would a budget of minutes rank, on this library, besides the architectures?
+# 2. A model below the learning floor loses to RNNsearch-50 by many BLEU points, with an interval
+#    far from zero. Why is the claim *not testable here* rather than *reproduced*?
+# 3. The length claim divides BLEU on sentences of {glue:text}`cmp_long` words or more by BLEU on
+#    sentences of fewer than {glue:text}`cmp_short`. Why is the interval of this ratio wider than
+#    that of a BLEU difference on the whole test set, and for which models is it widest?
+# 4. The spread over seeds ranges {glue:text}`cmp_sd`. Two single runs of different models
+#    differ by less than that. What can you conclude, and what would you do to decide?
+# 5. Multi30k decides claims that WMT'14 leaves open. Give two reasons why a verdict on Multi30k
+#    need not hold on WMT'14.
+#
+# :::{admonition} Solutions
+# :class: dropdown
+#
+# 1. The implementations as much as the architectures: the GRU models run on the library's fast
+#    backend ({doc}`14_fast`) and the others as plain PyTorch modules, so in the same minutes
+#    RNNsearch makes several times the updates of Luong's model or the Transformer. Equal updates
+#    on the same batches ask what each architecture learns from the same data.
+# 2. A model that has not learned to translate even short sentences outputs mostly frequent
+#    words; it would lose to almost any model that has learned anything, so its loss says
+#    nothing about its architecture. The gap says which model learned faster at this budget,
+#    which the verdict's observation records, outside the verdict.
+# 3. The ratio rests on the few test sentences of {glue:text}`cmp_long` words or more, and it
+#    divides by a BLEU that is itself uncertain; when that BLEU is small (a model near the floor),
+#    a small change in it moves the ratio a lot. The interval is widest for the models with the
+#    lowest BLEU on short sentences.
+# 4. Nothing about the models: a difference smaller than the spread over seeds could come from
+#    the initialisation and the order of the batches alone. Train more seeds of each and compare
+#    their means with an interval that resamples the seeds as well as the test sentences, as the
+#    verdicts do.
+# 5. Its captions are short, so "long" means {glue:text}`m30k_long` words or more, far less strain
+#    on a fixed-length vector than 50 words; and a small training set of captions of simple scenes,
+#    with a small vocabulary, need not rank architectures as WMT'14's news and parliament text
+#    does.
+# :::
