@@ -1,4 +1,4 @@
-"""The lite-long study (``studies/lite-long.toml``, ``results/lite-long/``) as chapter 8 reads it
+"""The lite-long study (``studies/lite-long.toml``, ``results/lite-long/``) as chapter 16 reads it
 while its runs are trained a few at a time: each run's state, its BLEU on newstest2014 and on the
 held-out view, beside the short-sentence BLEU that the learning floor is judged on
 (:func:`progress`); what the pilot (``results/pilot/``) predicted for it (:func:`prediction`);
@@ -341,7 +341,7 @@ def cost_text(rows: list[dict], profile=PROFILE, lite: Path = LITE) -> str:
 
 
 def book_numbers(out: Path = RESULTS, pilot: Path = PILOT, profile=PROFILE) -> dict[str, str]:
-    """The numbers chapter 8's section on the study glues, as text: ``{glue name: value}``."""
+    """The numbers chapter 16's section on the study glues, as text: ``{glue name: value}``."""
     prof = load_profile(profile)
     budget = max(r.train.max_updates for r in prof.runs.values())
     rows, pred = progress(out, profile), prediction(budget, pilot)

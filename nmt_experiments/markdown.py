@@ -96,3 +96,29 @@ def show_table(out: Path, name: str, rows: list[dict], note: str, write: bool) -
     if write:
         write_table(out, name, rows, note)
     return markdown_table(rows) + "\n" + md_text(note)
+
+
+#: Table 1's pairs of columns that a reader compares across a row: (heading, ours, the paper's).
+TABLE1_PAIRS = (("All", "All", "paper All"), ("No UNK", "No UNK", "paper No UNK"))
+
+
+def table1_views(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Table 1 (:func:`nmt_experiments.tables.table1`) as two tables that each read across a row:
+    the first, ``model | ours | the paper`` for All and for No UNK (a model with several seeds:
+    the mean ± their standard deviation), the second the model again with the rest of its columns
+    (the seeds, sacreBLEU, the No-UNK subset's size, the columns beyond the paper)."""
+    paired = {c for _, ours, paper in TABLE1_PAIRS for c in (ours, paper)} | {"All sd"}
+    main, rest = [], []
+    for r in rows:
+        row = {"model": r["model"]}
+        for head, ours, paper in TABLE1_PAIRS:
+            v, sd = r.get(ours), r.get("All sd") if ours == "All" else None
+            row[f"{head}: ours"] = (
+                None if v is None else f"{v:.2f}" + (f" ± {sd:.2f}" if sd else "")
+            )
+            row[f"{head}: the paper"] = None if r.get(paper) is None else f"{r[paper]:.2f}"
+        main.append(row)
+        more = {k: v for k, v in r.items() if k not in paired and k != "model"}
+        if any(v is not None for v in more.values()):  # Moses: the paper's numbers only
+            rest.append({"model": r["model"], **more})
+    return main, rest

@@ -1,4 +1,4 @@
-"""The pilot's text and figure: ``summary.md`` (:func:`summary_md`), the numbers chapter 8 glues
+"""The pilot's text and figure: ``summary.md`` (:func:`summary_md`), the numbers chapter 16 glues
 (:func:`book_numbers`) and ``pilot_curves.png`` (:func:`figure`), from ``summary.json``
 (:func:`nmt_experiments.pilot_extrapolation.extrapolate` and the arms' curves)."""
 
@@ -29,7 +29,7 @@ def _key(arm: str) -> str:
 
 
 def book_numbers(out: Path = RESULTS) -> dict[str, str]:
-    """The numbers chapter 8's section on the pilot glues, as text: ``{glue name: value}``."""
+    """The numbers chapter 16's section on the pilot glues, as text: ``{glue name: value}``."""
     s = read_json(Path(out) / "summary.json")
     nums = {
         "pilot_floor": f"{s['floor']:g}",

@@ -13,11 +13,22 @@
 #
 # ## The paper's claims
 #
-# Section 5.1: RNNsearch outperforms the conventional RNNencdec in all cases; RNNsearch-50* (trained
-# much longer) is as good as the phrase-based Moses system when only sentences of known words are
-# considered; and (Figure 2) the performance of RNNencdec drops sharply with sentence length,
-# while RNNsearch-30 and RNNsearch-50 are more robust, RNNsearch-50 showing no deterioration even
-# for sentences of 50 words or more.
+# Section 5.1 of the paper makes three claims that these results can test, each with a reason to
+# care:
+#
+# 1. **Attention helps (Table 1).** RNNsearch translates better than RNNencdec, whether both are
+#    trained on sentences of up to 30 words or of up to 50. The two models differ only in how the
+#    decoder reads the source, one vector for the whole sentence or a new weighted sum of the
+#    annotations at every step, so the gap between them is what attention buys.
+# 2. **Long sentences (Figure 2).** RNNencdec's BLEU drops sharply as sentences get longer, while
+#    RNNsearch-50's shows no deterioration, even for sentences of 50 words or more. This is the
+#    paper's explanation of why attention helps: a fixed-length vector cannot hold a long sentence.
+# 3. **As good as Moses.** RNNsearch-50\*, trained much longer, is as good as the phrase-based
+#    Moses system on the sentences without unknown words: in 2014, the sign that a single neural
+#    network could match the established approach.
+#
+# The fourth claim, that the alignments the model learns make sense (Figure 3), is
+# {doc}`09_alignments`'s.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lite"
@@ -32,10 +43,11 @@ check_parameters(profile, train, results_dir, data_dir)
 
 # %% tags=["hide-input"]
 import csv
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Markdown, display
+from IPython.display import Markdown
 from myst_nb import glue
 
 from nmt_experiments import (
@@ -43,7 +55,6 @@ from nmt_experiments import (
     lite_long,
     markdown,
     paper_claims,
-    pilot_report,
     plots,
     readme,
     rerun,
@@ -114,6 +125,23 @@ glue("exp_recipe", recipe, display=False)
 # again and compares the logs: {glue:md}`exp_rerun`
 # ::::
 #
+# ## How to read a verdict
+#
+# Every claim below gets a verdict, by rules fixed before the runs and the same for every claim of
+# the book ({ref}`claims` gives them in full). A verdict rests on an *interval*: the range that a
+# difference in BLEU would take if the test sentences had been drawn again (and, for a model with
+# several seeds, if it had been trained again); 95 times in 100, the true difference lies in it.
+# A claim that one model beats another asks for the whole interval to lie above
+# {glue:text}`claims_margin` BLEU. Four verdicts follow:
+#
+# - *reproduced*: the whole interval clears the margin;
+# - *not reproduced*: the interval lies below the margin, so the effect is too small;
+# - *the opposite holds*: the interval lies below zero;
+# - *not testable here*: the interval contains the margin, so these runs cannot decide, or a model
+#   the claim names has not yet learned to translate even short sentences (the *learning floor*:
+#   {glue:text}`claims_floor` on the test sentences of fewer than {glue:text}`claims_short`
+#   words). A model below the floor says nothing about its architecture, whether it wins or loses.
+#
 # ## How the numbers are computed
 #
 # Each model is trained by `nmt_lib.train.train_run` (resumable: rerunning continues from the
@@ -140,7 +168,10 @@ glue("exp_recipe", recipe, display=False)
 # the subset is the test sentences whose source and reference have no word outside the shortlists,
 # and the models may not emit `<unk>` (Table 1, note ◦).
 #
-# ## Table 1: BLEU on the test set
+# ## Claim 1, attention helps: Table 1
+#
+# Each row reads across: the model, its test BLEU in this build, the paper's. *All* scores every
+# test sentence; *No UNK* only those whose words are all in the vocabularies.
 
 # %% tags=["hide-input"]
 t1 = tables.table1(out)
@@ -152,14 +183,18 @@ def table1_note(name: str, rows: list[dict], signatures: dict) -> str:
         f"Profile `{name}`. All / No UNK: tokenized BLEU (`{signatures['tok']}`); "
         f"All (sacreBLEU): `{signatures['detok']}`. Paper columns: results/paper/table1.csv."
         + (
-            " A model with several seeds: the mean over them; All sd: their standard deviation."
+            " A model with several seeds: the mean over them ± their standard deviation."
             if "seeds" in rows[0]
             else ""
         )
     )
 
 
-Markdown(markdown.show_table(out, "table1", t1, table1_note(profile, t1, sig), write=train))
+if train:
+    markdown.write_table(out, "table1", t1, table1_note(profile, t1, sig))
+t1_main, t1_rest = markdown.table1_views(t1)
+glue("t1_rest", Markdown(markdown.markdown_table(t1_rest)), display=False)
+Markdown(markdown.markdown_table(t1_main) + "\n" + markdown.md_text(table1_note(profile, t1, sig)))
 
 # %% tags=["hide-input"]
 ours = {r["model"]: r for r in t1}
@@ -168,12 +203,18 @@ for name in MODELS:
     glue(f"t1_{key}_all", ours[name]["All"], display=False)
     glue(f"t1_{key}_paper", ours[name]["paper All"], display=False)
 judged = paper_claims.claims(out)
+DIFF = r"(RNNsearch-\d+) [\d.]+ \([^)]*\) vs (RNNencdec-\d+) [\d.]+ \([^)]*\), "
+DIFF += r"difference ([+-][\d.]+) \[([+-][\d.]+), ([+-][\d.]+)\]"
+pairs = [
+    f"{a} leads {b} by {float(d):.2f} BLEU, with a 95% interval from {float(lo):.2f} to "
+    f"{float(hi):.2f}"
+    for a, b, d, lo, hi in re.findall(DIFF, judged[0]["ours"])
+]
+t1_interval = "; ".join(pairs) + "." if pairs else judged[0]["ours"] + "."
+glue("t1_interval", t1_interval[0].upper() + t1_interval[1:], display=False)
 glue("t1_claim", judged[0]["verdict"], display=False)
-glue(
-    "t1_claim_why",
-    " ".join(filter(None, [judged[0]["reason"] + ".", judged[0]["observation"]])),
-    display=False,
-)
+t1_why = " ".join(filter(None, [judged[0]["reason"] + ".", judged[0]["observation"]]))
+glue("t1_claim_why", t1_why[0].upper() + t1_why[1:], display=False)
 glue("claims_margin", f"{claims.MARGIN:g}", display=False)
 glue("claims_ratio_margin", f"{claims.RATIO_MARGIN:g}", display=False)
 glue("claims_floor", f"{claims.FLOOR:g} BLEU", display=False)
@@ -228,18 +269,187 @@ glue(
 )
 
 # %% [markdown]
+# ::::{admonition} Table 1's other columns
+# :class: dropdown
+#
+# The seeds of each model, BLEU on detokenized text as sacreBLEU computes it today, the number of
+# test sentences without unknown words, and, beyond the paper, All with each `<unk>` replaced by
+# the source word that the attention puts most weight on (empty for a model without attention):
+#
+# ```{glue:md} t1_rest
+# :format: myst
+# ```
+# ::::
+#
 # In the paper, RNNsearch-50 scores {glue:text}`t1_RNNsearch_50_paper` BLEU on all test sentences
 # and RNNencdec-50 {glue:text}`t1_RNNencdec_50_paper`. In this build
 # ({glue:text}`exp_profile` profile) they score {glue:text}`t1_RNNsearch_50_all` and
 # {glue:text}`t1_RNNencdec_50_all`, and RNNsearch-30 / RNNencdec-30
 # {glue:text}`t1_RNNsearch_30_all` / {glue:text}`t1_RNNencdec_30_all` (paper:
 # {glue:text}`t1_RNNsearch_30_paper` / {glue:text}`t1_RNNencdec_30_paper`); a model with several
-# seeds, here and below, is the mean over them. The paper's first claim, that RNNsearch beats
-# RNNencdec at both training lengths, is **{glue:text}`t1_claim`** in this build, with the
-# uncertainty of a 3003-sentence test set (and, for a model with several seeds, of its training)
-# taken into account ({ref}`claims`): {glue:text}`t1_claim_why`
+# seeds, here and below, is the mean over them. {glue:text}`t1_interval`
 #
-# ## Table 2: learning statistics
+# **Verdict: {glue:text}`t1_claim`.** {glue:text}`t1_claim_why`
+#
+# **What it teaches.** A verdict needs models that have learned. While a model that a claim names
+# is below the learning floor, a gap says which model learned faster from the same updates, not
+# which architecture is better: a model that barely translates loses to almost anything. The
+# comparison asks the same question at equal updates, each model with its own recipe
+# ({doc}`13_compare`), and a longer study trains these models past the floor (below).
+#
+# ## Claim 2, long sentences: Figure 2
+
+# %% tags=["hide-input"]
+curves, edges = tables.fig2_curves(out)
+width = edges[1] - edges[0]
+paper_all = {m: float(r["bleu_all"]) for m, r in paper_table("table1").items()}
+fig = plots.fig2_bleu_by_length(
+    curves,
+    xmax=max(60, edges[-1]) if width == 10 else edges[-1],
+    title=f"profile: {profile}",
+    paper=paper_all if width == 10 else None,  # the toy corpus's lengths are not the paper's
+)
+if train:
+    plots.save(fig, out / "fig2_bleu_by_length.png")
+glue("fig2", fig, display=False)
+glue("fig2_width", width, display=False)
+own, contrast = [r for r in judged if r["claim"].endswith("(Figure 2)")]
+RATIO = r"(RNN\S+) ([\d.]+) \[([\d.]+), ([\d.]+)\]"
+for key, row in (("fig2_own", own), ("fig2_contrast", contrast)):
+    kept = [
+        f"{m} {float(v):.2f} (95% interval {float(lo):.2f} to {float(hi):.2f})"
+        for m, v, lo, hi in re.findall(RATIO, row["ours"])
+    ]
+    words = "Here the ratio is " + ", ".join(kept) + "." if kept else row["ours"] + "."
+    glue(f"{key}_words", words, display=False)
+    glue(key, row["verdict"], display=False)
+    why = " ".join(filter(None, [row["reason"] + ".", row["observation"]]))
+    glue(f"{key}_why", why[0].upper() + why[1:], display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} fig2
+# :name: fig-bleu-length
+#
+# BLEU of the test translations against the length of the source sentence, for the four models
+# of the paper's Figure 2 (RNNsearch-50 solid, RNNsearch-30 dotted, RNNencdec-50 dashed,
+# RNNencdec-30 dash-dot; a model with several seeds: the mean of their BLEU in each bucket), on the
+# full test set including sentences with unknown words. The thin grey lines, in the same styles,
+# mark each model's BLEU over all sentences in the paper's Table 1, for scale.
+# ```
+#
+# The paper does not say how it binned sentences. Here a sentence's length is its number of
+# source words (EOS not counted), sentences are grouped in buckets of
+# {glue:text}`fig2_width` words, and each point is the *corpus* BLEU of its bucket, from summed
+# n-gram statistics (`nmt_lib.bleu.bleu_by_length`). With a reduced profile, short training and
+# small test sets make the curves noisy; the paper's claim is about the shape: RNNencdec falling
+# with length, RNNsearch-50 staying flat.
+#
+# The claim has two parts, each with its own verdict. The first is about RNNsearch-50 alone: it
+# keeps its BLEU on long sentences, its BLEU on sentences of {glue:text}`claims_long` words or
+# more divided by its BLEU on sentences of fewer than {glue:text}`claims_short` staying above
+# 1 − {glue:text}`claims_ratio_margin`. {glue:text}`fig2_own_words`
+# **Verdict: {glue:text}`fig2_own`.** {glue:text}`fig2_own_why`
+#
+# The second is the contrast: RNNsearch-50's ratio is higher than RNNencdec's by at least
+# {glue:text}`claims_ratio_margin`. {glue:text}`fig2_contrast_words`
+# **Verdict: {glue:text}`fig2_contrast`.** {glue:text}`fig2_contrast_why`
+#
+# **What it teaches.** A claim about the shape of a curve needs the curve measured precisely and a
+# model with something to lose: there are few test sentences of {glue:text}`claims_long` words
+# or more, so a ratio's interval is wide, and a model that barely translates short sentences has
+# no BLEU to lose on long ones. Chapter 13 asks the same question of more models, and on a second
+# testbed where every model learns ({ref}`two-testbeds`).
+#
+# ## Claim 3, as good as Moses
+#
+# {glue:text}`claims_moses`
+#
+# (claims)=
+# ## The paper's claims, judged
+#
+# Of the paper's claims, {glue:text}`claims_n` rest on these results. The list gives each in one
+# sentence with its verdict and why; the table under it gives the paper's numbers and ours, with
+# their intervals. The same rules judge every claim of the book (lite, the longer study and its
+# held-out view, the comparison, Multi30k), in one module.
+#
+# ::::{admonition} The rules in full
+# :class: dropdown
+#
+# Of the paper's claims, {glue:text}`claims_n` rest on these results; each row of the table below
+# gives the paper's numbers, ours, and a verdict. A BLEU difference
+# between two models comes with its 95% interval from paired bootstrap resampling of the test
+# sentences (1000 resamples drawn as sacreBLEU's paired bootstrap draws them, the same resamples
+# for every model; `nmt_lib.bleu.bootstrap_scores`). "Beats" means by at least
+# {glue:text}`claims_margin` BLEU point (the paper's differences are 4–9 points). The length claim
+# (Figure 2) has two parts, each with its own verdict. Its first part is about RNNsearch-50 alone:
+# its BLEU on sentences of {glue:text}`claims_long` words or more divided by its BLEU on sentences
+# of fewer than {glue:text}`claims_short` (the same resamples) should show *no deterioration*,
+# which here means that the ratio's whole interval lies at or above
+# 1 − {glue:text}`claims_ratio_margin` (*reproduced*: any fall is within the margin); an interval
+# wholly below it is *not reproduced* (it falls), and one that contains it decides nothing, as in
+# every other claim (so a noisier model, whose interval is wider, never passes more easily). Its
+# second part
+# is the contrast: RNNsearch-50's ratio is higher than RNNencdec's by at least
+# {glue:text}`claims_ratio_margin`. The alignment claim (Figure 3, {doc}`09_alignments`) is judged
+# by the diagonal: the rank correlation, within each sentence, between a generated word's position
+# and the position of the source word it attends to most (EOS rows left out; attention stuck on
+# one source word has none), at least {glue:text}`claims_diagonal` on average, beside the share of
+# steps that do not move left; a sentence whose translation is mostly `<unk>` or whose weights are
+# near uniform is flagged in the table and left out.
+#
+# The same rules judge these claims and those of the comparison with the models before and after
+# the paper ({doc}`13_compare`):
+#
+# - **The learning floor.** A model has learned enough to take part in a claim when its BLEU on
+#   the test sentences of fewer than {glue:text}`claims_short` words is at least
+#   {glue:text}`claims_floor`. Below that, most of its n-gram matches are the frequent words any
+#   output contains. A claim that compares models is decided only when *every* model it names is
+#   above the floor: an untrained baseline says no more about an architecture when it loses than
+#   when it wins. Otherwise the claim is *not testable here*, and the reason names each model
+#   below; what the numbers do show at this budget (that one model learned faster) is written
+#   beside the verdict, as an observation. A claim about one model alone needs only that model
+#   above the floor.
+# - **Four verdicts.** *Reproduced*: every interval lies above the margin. *The opposite holds*:
+#   an interval lies below 0. *Not reproduced*: an interval lies below the margin (too small).
+#   *Not testable here*: a model the claim names is below the floor, or an interval contains the
+#   margin (these runs cannot decide). The length claim's first part reads the same way with
+#   1 − {glue:text}`claims_ratio_margin` as its margin. Every claim of the book (lite, lite-long
+#   and its held-out view, the comparison, Multi30k) is judged by these rules, in one module.
+# - **Training noise.** Where a model has several seeds, its score is their mean and its interval
+#   resamples the seeds as well as the test sentences (`nmt_experiments.claims.seeded_scores`).
+#   {glue:md}`claims_noise`
+#
+# ::::
+#
+# In this build, {glue:text}`claims_below` below the floor, and the verdicts are:
+# {glue:text}`claims_counts`. The rules are in the code, fixed
+# before the runs they judge:
+#
+# ::::{admonition} The code: `claims`
+# :class: dropdown
+#
+# ```{literalinclude} ../../nmt_experiments/paper_claims.py
+# :pyobject: claims
+# ```
+#
+# ```{literalinclude} ../../nmt_experiments/claims.py
+# :pyobject: verdict
+# ```
+#
+# ```{literalinclude} ../../nmt_experiments/claims.py
+# :pyobject: holds_verdict
+# ```
+# ::::
+
+# %% tags=["hide-input"]
+note_c = paper_claims.note(out, profile)
+if train:
+    markdown.write_table(out, "claims", judged, note_c)
+Markdown(markdown.claims_markdown(judged) + "\n" + note_c)
+
+# %% [markdown]
+# ## How the models learned: Table 2
 
 # %% tags=["hide-input"]
 t2 = tables.table2(out)
@@ -299,115 +509,6 @@ glue("t2_compare", f"{first['ours']}: {first['verdict']}", display=False)
 # {glue:text}`t2_footing` The first claim as a claim about the architectures, at equal updates on
 # the same batches and with the recipe chosen on dev for each model, is the comparison's
 # ({doc}`13_compare`): {glue:text}`t2_compare`.
-#
-# ## Figure 2: BLEU against sentence length
-
-# %% tags=["hide-input"]
-curves, edges = tables.fig2_curves(out)
-width = edges[1] - edges[0]
-paper_all = {m: float(r["bleu_all"]) for m, r in paper_table("table1").items()}
-fig = plots.fig2_bleu_by_length(
-    curves,
-    xmax=max(60, edges[-1]) if width == 10 else edges[-1],
-    title=f"profile: {profile}",
-    paper=paper_all if width == 10 else None,  # the toy corpus's lengths are not the paper's
-)
-if train:
-    plots.save(fig, out / "fig2_bleu_by_length.png")
-glue("fig2", fig, display=False)
-glue("fig2_width", width, display=False)
-plt.close(fig)
-
-# %% [markdown]
-# ```{glue:figure} fig2
-# :name: fig-bleu-length
-#
-# BLEU of the test translations against the length of the source sentence, for the four models
-# of the paper's Figure 2 (RNNsearch-50 solid, RNNsearch-30 dotted, RNNencdec-50 dashed,
-# RNNencdec-30 dash-dot; a model with several seeds: the mean of their BLEU in each bucket), on the
-# full test set including sentences with unknown words. The thin grey lines, in the same styles,
-# mark each model's BLEU over all sentences in the paper's Table 1, for scale.
-# ```
-#
-# The paper does not say how it binned sentences. Here a sentence's length is its number of
-# source words (EOS not counted), sentences are grouped in buckets of
-# {glue:text}`fig2_width` words, and each point is the *corpus* BLEU of its bucket, from summed
-# n-gram statistics (`nmt_lib.bleu.bleu_by_length`). With a reduced profile, short training and
-# small test sets make the curves noisy; the paper's claim is about the shape: RNNencdec falling
-# with length, RNNsearch-50 staying flat.
-#
-# (claims)=
-# ## The paper's claims, judged
-#
-# Of the paper's claims, {glue:text}`claims_n` rest on these results; each row of the table below
-# gives the paper's numbers, ours, and a verdict. {glue:text}`claims_moses` A BLEU difference
-# between two models comes with its 95% interval from paired bootstrap resampling of the test
-# sentences (1000 resamples drawn as sacreBLEU's paired bootstrap draws them, the same resamples
-# for every model; `nmt_lib.bleu.bootstrap_scores`). "Beats" means by at least
-# {glue:text}`claims_margin` BLEU point (the paper's differences are 4–9 points). The length claim
-# (Figure 2) has two parts, each with its own verdict. Its first part is about RNNsearch-50 alone:
-# its BLEU on sentences of {glue:text}`claims_long` words or more divided by its BLEU on sentences
-# of fewer than {glue:text}`claims_short` (the same resamples) should show *no deterioration*,
-# which here means that the ratio's whole interval lies at or above
-# 1 − {glue:text}`claims_ratio_margin` (*reproduced*: any fall is within the margin); an interval
-# wholly below it is *not reproduced* (it falls), and one that contains it decides nothing, as in
-# every other claim (so a noisier model, whose interval is wider, never passes more easily). Its
-# second part
-# is the contrast: RNNsearch-50's ratio is higher than RNNencdec's by at least
-# {glue:text}`claims_ratio_margin`. The alignment claim (Figure 3, {doc}`09_alignments`) is judged
-# by the diagonal: the rank correlation, within each sentence, between a generated word's position
-# and the position of the source word it attends to most (EOS rows left out; attention stuck on
-# one source word has none), at least {glue:text}`claims_diagonal` on average, beside the share of
-# steps that do not move left; a sentence whose translation is mostly `<unk>` or whose weights are
-# near uniform is flagged in the table and left out.
-#
-# The same rules judge these claims and those of the comparison with the models before and after
-# the paper ({doc}`13_compare`):
-#
-# - **The learning floor.** A model has learned enough to take part in a claim when its BLEU on
-#   the test sentences of fewer than {glue:text}`claims_short` words is at least
-#   {glue:text}`claims_floor`. Below that, most of its n-gram matches are the frequent words any
-#   output contains. A claim that compares models is decided only when *every* model it names is
-#   above the floor: an untrained baseline says no more about an architecture when it loses than
-#   when it wins. Otherwise the claim is *not testable here*, and the reason names each model
-#   below; what the numbers do show at this budget (that one model learned faster) is written
-#   beside the verdict, as an observation. A claim about one model alone needs only that model
-#   above the floor.
-# - **Four verdicts.** *Reproduced*: every interval lies above the margin. *The opposite holds*:
-#   an interval lies below 0. *Not reproduced*: an interval lies below the margin (too small).
-#   *Not testable here*: a model the claim names is below the floor, or an interval contains the
-#   margin (these runs cannot decide). The length claim's first part reads the same way with
-#   1 − {glue:text}`claims_ratio_margin` as its margin. Every claim of the book (lite, lite-long
-#   and its held-out view, the comparison, Multi30k) is judged by these rules, in one module.
-# - **Training noise.** Where a model has several seeds, its score is their mean and its interval
-#   resamples the seeds as well as the test sentences (`nmt_experiments.claims.seeded_scores`).
-#   {glue:md}`claims_noise`
-#
-# In this build, {glue:text}`claims_below` below the floor, and the verdicts are:
-# {glue:text}`claims_counts`. The rules are in the code, fixed
-# before the runs they judge:
-#
-# ::::{admonition} The code: `claims`
-# :class: dropdown
-#
-# ```{literalinclude} ../../nmt_experiments/paper_claims.py
-# :pyobject: claims
-# ```
-#
-# ```{literalinclude} ../../nmt_experiments/claims.py
-# :pyobject: verdict
-# ```
-#
-# ```{literalinclude} ../../nmt_experiments/claims.py
-# :pyobject: holds_verdict
-# ```
-# ::::
-
-# %% tags=["hide-input"]
-note_c = paper_claims.note(out, profile)
-if train:
-    markdown.write_table(out, "claims", judged, note_c)
-Markdown(markdown.claims_markdown(judged) + "\n" + note_c)
 
 # %% [markdown]
 # ## Why the numbers are lower than the paper's
@@ -444,185 +545,30 @@ Markdown(markdown.show_table(out, "gap", gap, note_g, write=train))
 # says which model learns faster from the same budget; it does not say what the models reach, and
 # a claim in which a model has not yet passed the learning floor is therefore left undecided.
 
-# %% [markdown]
-# (pilot)=
-# ## What passing the floor would cost: a pilot
-
-# %% tags=["hide-input"]
-pilot_out = results_path("pilot")
-for name, value in pilot_report.book_numbers(pilot_out).items():
-    glue(name, value, display=False)
-pilot_fig = pilot_report.figure(read_json(pilot_out / "summary.json"), pilot_out)
-glue("pilot_fig", pilot_fig, display=False)
-plt.close(pilot_fig)
-
-# %% [markdown]
-# Before training lite's RNNencdec longer, a pilot measured what longer costs (`results/pilot/`):
-# RNNencdec-50 on lite's data and sizes, budgets in updates, one arm at a time on one core, scored
-# every {glue:text}`pilot_score_every` updates on the {glue:text}`pilot_short_sentences` test
-# sentences of fewer than {glue:text}`pilot_short` words that the floor of {glue:text}`pilot_floor`
-# BLEU is judged on, beside the dev NLL that training logs. The arms take the comparison's learning
-# rate (3e-3; lite's is 1e-3), then also n = 512 (the one vector that carries the source), or batches
-# of 160 pairs: {glue:text}`pilot_core_minutes` minutes of one thread in all.
-#
-# At 3e-3, {glue:text}`pilot_lr_3e_3_updates` updates reach dev NLL {glue:text}`pilot_lr_3e_3_last_nll`
-# (1e-3: {glue:text}`pilot_lite_nll_at_first`) and {glue:text}`pilot_lr_3e_3_last_beam` BLEU with beam
-# search: {glue:text}`pilot_lr_gap_early` nats ahead of 1e-3 after {glue:text}`pilot_lr_gap_early_updates`
-# updates, {glue:text}`pilot_lr_gap_late` after {glue:text}`pilot_lr_gap_late_updates`. At equal
-# core-time, n = 512 ends {glue:text}`pilot_lr_3e_3_n_512_ect_diff` nats
-# {glue:text}`pilot_lr_3e_3_n_512_ect_word` the dev NLL of n = 256, twice the batch
-# {glue:text}`pilot_lr_3e_3_batch_160_ect_diff` nats {glue:text}`pilot_lr_3e_3_batch_160_ect_word` it.
-#
-# To extrapolate, ln BLEU is fitted as a line in dev NLL (the pilot's beam-scored points and lite's
-# three runs put the floor at dev NLL {glue:text}`pilot_floor_nll_beam`), and the second half of each
-# NLL curve as a line in log updates. Lite's recipe reaches the floor after about
-# {glue:text}`pilot_lr_1e_3_updates_to_floor_nll_beam` updates ({glue:text}`pilot_lr_1e_3_times_lite`
-# times its 40 minutes; its other seeds {glue:text}`pilot_lr_1e_3_s2_updates_to_floor_nll_beam` and
-# {glue:text}`pilot_lr_1e_3_s3_updates_to_floor_nll_beam`), 3e-3 after about
-# {glue:text}`pilot_lr_3e_3_updates_to_floor_nll_beam`, twice the batch after about
-# {glue:text}`pilot_lr_3e_3_batch_160_updates_to_floor_nll_beam` of its updates (the shortest,
-# steepest curve: the most optimistic estimate). The plan that would decide Table 1 (three seeds of RNNencdec-50 and
-# RNNsearch-50, one of RNNencdec-30 and RNNsearch-30, at equal updates) costs
-# {glue:text}`pilot_plan_factor` RNNencdec-50 updates per update, so {glue:text}`pilot_plan_core_hours`
-# core-hours buy {glue:text}`pilot_lr_1e_3_plan_max_updates_lite` at lite's rate; at lite's recipe's
-# estimate it takes {glue:text}`pilot_lr_1e_3_plan_core_hours_lite` core-hours and
-# {glue:text}`pilot_lr_1e_3_plan_fits_lite` (twice the batch: {glue:text}`pilot_lr_3e_3_batch_160_plan_core_hours_lite`),
-# by margins smaller than the extrapolation's own uncertainty: a curve that bends needs more.
-# The study profile `nmt_lib/profiles/studies/lite-long.toml` is that plan, with lite's recipe for
-# 45,000 updates per model and a second test set held out of Europarl, in-domain for the training
-# data, beside newstest2014 ({ref}`deviations-lite-long`).
-#
-# ```{glue:figure} pilot_fig
-# :name: fig-pilot
-#
-# The pilot's arms (RNNencdec-50 on lite's data, `results/pilot/`) beside lite's committed runs:
-# BLEU on the test sentences of fewer than 30 words, greedy and with beam search (top), and the dev
-# NLL (bottom), against updates on a log scale; the dotted lines extend each NLL curve to the dev
-# NLL at the learning floor. `results/pilot/summary.md` gives the tables and the arithmetic.
-# ```
-
-# %% [markdown]
-# (lite-long)=
-# ## Past the floor: the study at 45,000 updates
-
 # %% tags=["hide-input"]
 long_out = results_path("lite-long")
-for name, value in lite_long.book_numbers(long_out).items():
-    glue(name, value, display=False)
-long_rows = lite_long.progress(long_out)
-long_fig = lite_long.figure(long_out)
-glue("ll_fig", long_fig, display=False)
-plt.close(long_fig)
-
-# %% [markdown]
-# The study profile trains each of lite's models for {glue:text}`ll_budget` updates, where the
-# pilot's lines put lite's RNNencdec-50 at dev NLL {glue:text}`ll_pred_nll` (its three seeds) and,
-# through the line of BLEU in dev NLL, at {glue:text}`ll_pred_bleu` BLEU on the short sentences:
-# {glue:text}`ll_pred_where` the floor of {glue:text}`pilot_floor`, which that line crosses at dev
-# NLL {glue:text}`ll_floor_nll`. The runs are trained a few at a time (`results/lite-long/`);
-# trained so far: {glue:text}`ll_trained` of its {glue:text}`ll_runs` runs. {glue:text}`ll_budgets`
-# {glue:text}`ll_cost`
-# {glue:text}`ll_measured` Each run is scored on newstest2014, the paper's test set, and on 3,003
-# Europarl pairs that no training here reads, in the domain of most of the training data
-# ({ref}`deviations-lite-long`). Table 1, its claims and Figure 2 on all four models are judged on
-# both once every seed of the study is trained; until then, the pair of models trained so far is
-# judged below, with the updates each had.
-
-# %% tags=["hide-input"]
-note_ll = (
-    "Profile `lite-long`. Tokenized BLEU on newstest2014 and on the held-out Europarl pairs "
-    "(europarl-v7.heldout): All, every sentence; <30, the sentences of fewer than 30 source "
-    "words, where the learning floor is judged. Dev NLL: the best, nats per sentence. A row "
-    "without numbers: a run not trained yet."
-)
-label = {"newstest2014": "newstest", "europarl-v7.heldout": "held-out"}
-shown = [
-    {
-        "run": r["run"],
-        "updates": r["updates"],
-        "dev NLL": r["dev NLL"],
-        **{
-            f"{label[t]} {kind}": r[f"{t} BLEU{suffix}"]
-            for t in lite_long.test_sets()
-            for kind, suffix in (("All", ""), ("<30", " <30"))
-        },
-    }
-    for r in long_rows
-]
-Markdown(markdown.show_table(long_out, "progress", shown, note_ll, write=False))
-
-# %% [markdown]
-# ```{glue:figure} ll_fig
-# :name: fig-lite-long
-#
-# Dev NLL against updates (log scale) of the study's trained runs, beside lite's RNNencdec-50
-# (40 minutes, black), the pilot's line for it extended to the study's budget (dotted) and the dev
-# NLL at which short-sentence BLEU crosses the learning floor (dashed).
-# ```
-#
-# {glue:text}`ll_reader`
-
-# %% tags=["hide-input"]
 long_claims = lite_long.judged(long_out)
-if long_claims:  # every run trained: Table 1, the claims and Figure 2 on each test set
-    t1_long = tables.table1(long_out)
-    display(
-        Markdown(
-            markdown.markdown_table(t1_long)
-            + "\n"
-            + table1_note(
-                "lite-long", t1_long, read_json(long_out / "manifest.json")["sacrebleu_signatures"]
-            )
-        )
+if long_claims:  # every run of the study trained: its verdicts on each test set
+    ll_verdicts = "With every run of the study trained, its verdicts are: " + "; ".join(
+        f"on {test_set}, {readme.verdict_counts([r['verdict'] for r in rows])}"
+        for test_set, rows in long_claims.items()
     )
-    for test_set, rows in long_claims.items():
-        view = None if test_set == lite_long.PAPER_TEST else test_set
-        display(Markdown(f"**On {test_set}.** " + markdown.claims_markdown(rows)))
-        display(Markdown(paper_claims.note(long_out, "lite-long", view)))
-        curves_long, _ = tables.fig2_curves(long_out, view=view)
-        fig = plots.fig2_bleu_by_length(
-            curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
-        )
-        glue(f"ll_fig2_{label[test_set].replace('-', '_')}", fig, display=False)
-        plt.close(fig)
-else:  # the pair trained so far: RNNsearch-50 against RNNencdec-50
-    pair = {m: runs for m, runs in lite_long.groups(long_rows).items() if m in lite_long.PAIR}
-    for test_set in lite_long.test_sets():
-        view = None if test_set == lite_long.PAPER_TEST else test_set
-        rows = lite_long.interim_claims(long_out, long_rows, view)
-        if not rows:
-            display(
-                Markdown(
-                    "The claims are judged here once RNNsearch-50 and RNNencdec-50 each have a "
-                    "trained seed, Table 1 and Figure 2 on all four models once the study's last "
-                    "run is evaluated (`results/lite-long/manifest.json`)."
-                )
-            )
-            break
-        head = f"**On {test_set}, the pair trained so far.** "
-        display(Markdown(head + markdown.claims_markdown(rows)))
-        display(Markdown(paper_claims.note(long_out, "lite-long", view, pair)))
-        curves_long, _ = tables.fig2_curves(long_out, lite_long.PAIR, view, pair)
-        fig = plots.fig2_bleu_by_length(
-            curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
-        )
-        glue(f"ll_fig2_{label[test_set].replace('-', '_')}", fig, display=False)
-        plt.close(fig)
+else:  # the pair trained so far, on the paper's test set
+    pair = lite_long.interim_claims(long_out, lite_long.progress(long_out))
+    ll_verdicts = (
+        f"While it trains, the pair trained so far ({pair[0]['ours'].split('. ')[0]}) is "
+        "judged on newstest2014: "
+        + "; ".join(f"{r['claim']}, **{r['verdict']}** ({r['reason']})" for r in pair)
+        if pair
+        else "Its verdicts are given once RNNsearch-50 and RNNencdec-50 each have a trained seed"
+    )
+glue("ll_verdicts", Markdown(ll_verdicts + "."), display=False)
 
 # %% [markdown]
-# ```{glue:figure} ll_fig2_newstest
-# :name: fig-lite-long-fig2-newstest
-#
-# Figure 2 of the study on newstest2014: BLEU against source length of the models judged above
-# (each the mean over its seeds), the paper's BLEU on all test sentences (Table 1) as thin grey
-# lines.
-# ```
-#
-# ```{glue:figure} ll_fig2_held_out
-# :name: fig-lite-long-fig2-heldout
-#
-# Figure 2 of the study on the held-out Europarl pairs (europarl-v7.heldout), as above.
-# ```
+# How much longer would lite's models have to train to pass the floor? A pilot measures it
+# ({ref}`pilot`), and a study profile, lite-long, trains lite's models that far, with a second
+# test set held out of Europarl ({ref}`lite-long`, in the Engineering part, with its progress
+# and its cost). {glue:md}`ll_verdicts`
 
 # %% [markdown]
 # ## Summary
@@ -633,8 +579,10 @@ else:  # the pair trained so far: RNNsearch-50 against RNNencdec-50
 #   the committed results without decoding again.
 # - Every result is labelled with the profile that produced it; see {doc}`../deviations` for how
 #   each profile departs from the paper.
-# - The paper's claims are judged with 95% bootstrap intervals, and the gap to its BLEU is put in
-#   numbers: data seen, model size and compute.
+# - Each claim is judged by one set of rules: a 95% interval from resampling the test sentences
+#   (and the seeds), a margin, and a learning floor that every model the claim names must pass.
+#   *Not testable here* is a statement about these runs' budget, not about the architectures.
+# - The gap to the paper's BLEU is put in numbers: data seen, model size and compute.
 #
 # ## Exercises
 #

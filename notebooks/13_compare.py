@@ -2,11 +2,12 @@
 # # Before and after the paper: the results
 #
 # **What you will see.** The models of this part beside the paper's RNNencdec-50 and RNNsearch-50,
-# on the same data and at the same sizes, evaluated by the same code: each model's recipe, one
-# table with the mean and spread over training seeds, dev NLL against updates and against time,
-# Figure 2 for every model, what the beam search made of each, the attention of each attention
-# model, and a verdict, with its interval and its reason, for each claim the comparison tests. The
-# runs are committed in `results/compare/` and this chapter only reads them.
+# on the same data and at the same sizes, evaluated by the same code: one table with the mean and
+# spread over training seeds, dev NLL against updates and against time, Figure 2 for every model,
+# the attention of each attention model, and a verdict, with its interval and its reason, for each
+# claim the comparison tests; then the same claims on a second testbed where every model learns.
+# The runs are committed in `results/compare/` and this chapter only reads them; how their recipes
+# were chosen and what they cost is in {doc}`16_studies`.
 #
 # **What you need.** Table 1 and Figure 2 of this replication ({doc}`08_experiments`), how the
 # claims are judged ({ref}`claims`), and the three chapters before this one: {doc}`10_seq2seq`,
@@ -19,11 +20,15 @@
 # 1. Bahdanau et al. (Table 1 and Figure 2): RNNsearch beats RNNencdec, and a fixed-length vector
 #    is a bottleneck on long sentences that attention removes. If attention is what removes it,
 #    *every* attention model should hold up on long sentences better than the models without
-#    attention: Luong et al.'s global attention and the Transformer as well as RNNsearch.
+#    attention: Luong et al.'s global attention and the Transformer as well as RNNsearch. This is
+#    the test of the paper's explanation, not only of its model.
 # 2. Sutskever et al. (§3.3): reading the source backwards makes an LSTM encoder–decoder
-#    much better (test BLEU 25.9 → 30.6).
+#    much better (test BLEU 25.9 → 30.6). The trick shortens the distance between the first
+#    source words and the first target words; attention makes every distance short, so it is the
+#    trick that attention made unnecessary.
 # 3. Vaswani et al. (Table 2): the Transformer translates better than the recurrent attention
-#    models, at a fraction of their training cost.
+#    models, at a fraction of their training cost. It is the claim that ended the recurrent
+#    models' era.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lite"
@@ -37,8 +42,6 @@ from nmt_experiments.results import check_parameters
 check_parameters(profile, train, results_dir, data_dir)
 
 # %% tags=["hide-input"]
-import csv
-
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
@@ -52,7 +55,6 @@ from nmt_experiments import (
     multi30k,
     plots,
     readme,
-    recipe_sweep,
     tables,
 )
 from nmt_experiments.results import (
@@ -79,7 +81,6 @@ diff = (
     else ""
 )
 glue("cmp_commit", commit_text(manifest) + diff, display=False)
-glue("cmp_compute", footing.compute_text(out), display=False)
 glue("cmp_created", manifest["created_utc"], display=False)
 glue("cmp_n", len(found), display=False)
 glue("cmp_runs", len(manifest["runs"]), display=False)
@@ -121,7 +122,7 @@ glue(
 # The study profile `nmt_lib/profiles/studies/compare.toml` trains {glue:text}`cmp_n` models
 # ({glue:text}`cmp_runs` runs) on `lite`'s data, vocabularies and sizes, for
 # **{glue:text}`cmp_budget`** each: {glue:text}`cmp_how`. Models with several seeds:
-# {glue:text}`cmp_seeded`. {glue:text}`cmp_compute`
+# {glue:text}`cmp_seeded`.
 #
 # ::::{admonition} Provenance
 # :class: dropdown
@@ -140,59 +141,13 @@ glue(
 # learns from the same data. Time stays as a second view below. {glue:text}`cmp_why_budget`
 #
 # **Each model's own recipe.** One recipe chosen for RNNsearch would judge the others by how well
-# they suit it. A short sweep per family (`nmt_lib/profiles/studies/recipes.toml`, run by
-# `python -m nmt_experiments.recipes`) trains each setting for a third of the comparison's updates on the
-# same batches and keeps the one of lowest dev NLL: Adam's learning rate for every family (3e-4,
-# 1e-3, 3e-3 and 1e-2; an arm that diverges is a row of the table, never chosen); for the
-# LSTMs the forget-gate bias of later practice; for Luong et al.'s model their stacked layers; for
-# the Transformer its paper's schedule (linear warm-up, then inverse-square-root decay, Adam's
-# β₂ = 0.98) against a constant rate, and its paper's dropout. Then each family's chosen model,
-# as the sweep left it, decodes 500 dev sentences with and without length normalisation and with
-# two length limits, and keeps the setting of highest dev BLEU. Label smoothing is not tried. To
-# regenerate everything (the cost is given above; every stage resumes where it stopped), then the
-# tables of this page:
-#
-# ```bash
-# python -m nmt_experiments.recipes --train --jobs 2 && python -m nmt_experiments.recipes --search
-# python -m nmt_experiments.recipes --write-profile
-# python -m nmt_experiments.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2
-# python -m nmt_experiments.comparison
-# ```
+# they suit it. So a short sweep on dev gives each family its learning rate and its other
+# settings, and then its search settings (length normalisation, a length limit); the sweep, its
+# table, what the searches made of each model and what the runs cost are in {ref}`recipes`.
 #
 # The models are deliberately small and briefly trained: read the rows against each other, not
 # against the papers' numbers. What each model simplifies is on the deviations page
 # ({ref}`deviations-other-models`).
-
-# %% tags=["hide-input"]
-Markdown(markdown.markdown_table(comparison.recipes(out)) + "\n" + comparison.recipes_note(out))
-
-# %% tags=["hide-input"]
-sweep = recipe_sweep.RESULTS / "recipes.csv"
-swept = (
-    list(csv.DictReader(sweep.read_text(encoding="utf-8").splitlines())) if sweep.is_file() else []
-)
-# one table a reader can follow row by row: the arm's settings beside its dev scores, the chosen
-# arm marked in words (the family's name only on its first row)
-shown = [
-    {
-        "model": r["model"] if k == 0 or r["model"] != swept[k - 1]["model"] else "",
-        "settings": r["settings"].replace(",", ", "),
-        "dev NLL": r["dev NLL"],
-        "dev BLEU (greedy)": r["dev BLEU (greedy)"],
-        "the recipe": "**chosen**" if r.get("chosen") == "True" else "",
-    }
-    for k, r in enumerate(swept)
-]
-Markdown(
-    markdown.markdown_table(shown, fit=None)
-    + "\n"
-    + recipe_sweep.NOTE
-    + "\n\n"
-    + recipe_sweep.bracketed_text()
-    if swept and by_updates
-    else "*The recipe sweep's table is shown here once the comparison's runs are trained with "
-    "its recipes.*"
-)
 
 # %% [markdown]
 # ## The table
@@ -334,17 +289,23 @@ plt.close(fig)
 #
 # ## The verdicts
 #
-# The rules are those of {ref}`claims`, fixed before these runs: a model "beats" another when
-# every 95% interval of their BLEU difference is above {glue:text}`cmp_margin` BLEU. The length
-# claim has two parts per attention model: (a) it shows no deterioration, its BLEU on sentences of
+# Every verdict reads as in chapter 8 ({ref}`claims`): a 95% interval from resampling the test
+# sentences (the same resamples for every model) and, for a model with several seeds, its seeds;
+# a margin of {glue:text}`cmp_margin` BLEU for "beats"; and a learning floor that every model a
+# claim names must pass, or the claim is *not testable here*, with what the numbers show at this
+# budget written beside it as an observation. The table gives every claim with its numbers; the
+# questions after it take them one at a time.
+#
+# ::::{admonition} The length claim's two parts
+# :class: dropdown
+#
+# For each attention model: (a) it shows no deterioration, its BLEU on sentences of
 # {glue:text}`cmp_long` words or more divided by its BLEU on sentences of fewer than
 # {glue:text}`cmp_short` reaching 1 − {glue:text}`cmp_ratio_margin` within its interval; (b) it
 # holds up better than the models without attention, its ratio higher than each of theirs by
-# {glue:text}`cmp_ratio_margin`. An interval resamples the test sentences (the same resamples for
-# every model) and, for a model with several seeds, its seeds. A claim is decided only when every
-# model it names is above the learning floor; otherwise it is *not testable here*, and what the
-# numbers show at this budget is written beside the verdict as an observation. A verdict is also
-# *not testable here* when the interval cannot decide.
+# {glue:text}`cmp_ratio_margin`. Part (a) needs only the attention model itself above the floor;
+# part (b) needs the models it is compared with above it too.
+# ::::
 
 # %% tags=["hide-input"]
 judged = comparison.claims(out)
@@ -403,62 +364,43 @@ glue("cmp_tf_footing", footing.transformer_footing(out), display=False)
 # %% [markdown]
 # Of the {glue:text}`cmp_claims_n` claims judged: {glue:text}`cmp_all_verdicts`.
 #
-# **Does RNNsearch beat RNNencdec at equal updates?** {glue:md}`cmp_table1`
+# ### Does RNNsearch beat RNNencdec at equal updates?
 #
-# **Does an attention model hold up on long sentences?** Each model's own ratio of BLEU on long to
-# short sentences, against 1: {glue:text}`cmp_own_ratio`. This half of Figure 2 needs only the
-# attention model itself to have learned.
+# Chapter 8's Table 1 asks it of lite's runs, all trained with the one recipe chosen for
+# RNNsearch; here both models see the same batches for the same number of updates, each with its own recipe, so what is left
+# is the architecture. The numbers are in the table and the dev NLL curves above.
+# {glue:md}`cmp_table1`
 #
-# **Does attention remove the bottleneck for every attention variant?** Each attention model's
-# ratio against those of the models without attention: {glue:text}`cmp_bottleneck`. A ratio is
-# only as certain as the BLEU under it: a model that barely translates the short sentences gives a
-# ratio whose interval spans almost everything, which is why the models below the floor are left
-# out of these comparisons.
+# *What it teaches:* equal updates on the same batches separate what an architecture learns from
+# how fast our code runs it, and seeds separate a real gap from the luck of one run.
 #
-# **Does reversing the source help an LSTM without attention?** Sutskever et al.'s claim:
-# {glue:md}`cmp_reversal`. Their models were four layers of 1000 units trained for ten days on 8
-# GPUs; a model that has not learned to translate short sentences yet cannot show what word order
-# does to it.
+# ### Does every attention model hold up on long sentences?
 #
-# **Where does the Transformer stand?** Vaswani et al.'s claim, that it beats the recurrent
-# attention models: {glue:md}`cmp_transformer`. {glue:text}`cmp_tf_footing` A verdict here is
-# about this budget, not about the architecture; the deviations page lists the rest
-# ({ref}`deviations-other-models`).
+# If one fixed-length vector is the bottleneck, any model that looks back at the source should
+# keep its BLEU on long sentences ({numref}`fig-compare-length`). Each attention model's own ratio
+# of BLEU on long to short sentences, against 1: {glue:text}`cmp_own_ratio`. Each attention
+# model's ratio against those of the models without attention: {glue:text}`cmp_bottleneck`.
 #
-# ## What the searches made of each model
+# *What it teaches:* a ratio is only as certain as the BLEU under it. A model that barely
+# translates the short sentences gives a ratio whose interval spans almost everything, which is
+# why the models below the floor are left out of these comparisons.
 #
-# BLEU scores what the beam search returns, and a search can go wrong where the model is only
-# a little unsure. The table counts three symptoms in each model's test translations:
-
-# %% tags=["hide-input"]
-shapes = comparison.outputs(out)
-Markdown(markdown.markdown_table(shapes) + "\n" + comparison.OUTPUTS_NOTE)
-
-# %% tags=["hide-input"]
-loopiest = max(shapes, key=lambda r: r["looping (%)"])
-least = min(shapes, key=lambda r: r["looping (%)"])
-longest = max(shapes, key=lambda r: r["length / reference"])
-open_most = max(shapes, key=lambda r: r["unfinished"])
-glue("cmp_loop_model", loopiest["model"], display=False)
-glue("cmp_loop_pct", loopiest["looping (%)"], display=False)
-glue("cmp_loop_least", f"{least['looping (%)']}% for {least['model']}", display=False)
-glue("cmp_long_model", longest["model"], display=False)
-glue("cmp_long_ratio", longest["length / reference"], display=False)
-glue("cmp_open_model", open_most["model"], display=False)
-glue("cmp_open_n", f"{open_most['unfinished']:,g}", display=False)
-
-# %% [markdown]
-# {glue:text}`cmp_loop_model` repeats itself most: a 3-word sequence (without `<unk>`) comes back
-# at least three times in {glue:text}`cmp_loop_pct`% of its translations, against
-# {glue:text}`cmp_loop_least`. {glue:text}`cmp_open_model` leaves the most translations
-# unfinished: {glue:text}`cmp_open_n` of them (the mean over its seeds) were still open at the
-# length limit, and the search cut them off there. The longest output is
-# {glue:text}`cmp_long_model`'s, {glue:text}`cmp_long_ratio` times as long as the references.
-# Loops cost BLEU through its n-gram precisions, as a short output costs it through the brevity
-# penalty. A search that divides a hypothesis's cost by its length (`search.normalize`) lets a
-# model that gives a repeated phrase a high probability prefer a long loop to ending the sentence;
-# a tighter length limit (`search.max_len_ratio`) caps the loop. Which of the two each model
-# searches with is in the recipes table above, chosen on dev.
+# ### Does reversing the source help an LSTM without attention?
+#
+# Sutskever et al.'s claim: {glue:md}`cmp_reversal`. Their models were four layers of 1000 units
+# trained for ten days on 8 GPUs.
+#
+# *What it teaches:* a model that has not learned to translate short sentences yet cannot show
+# what word order does to it; the claim waits for a model that has (on Multi30k, below).
+#
+# ### Where does the Transformer stand?
+#
+# Vaswani et al.'s claim, that it beats the recurrent attention models:
+# {glue:md}`cmp_transformer`. {glue:text}`cmp_tf_footing`
+#
+# *What it teaches:* a verdict here is about this budget and these sizes, not about the
+# architecture. The Transformer's recipe was chosen at small sizes on a CPU, and the deviations
+# page lists what else differs from its paper ({ref}`deviations-other-models`).
 #
 # ## Attention on a sentence of Figure 3
 
@@ -495,60 +437,6 @@ Markdown(markdown.markdown_table(summary))
 # correlation between a generated word's position and its heaviest source word's.
 # The Transformer's weights are an average over heads and come from its last layer only, so they
 # are a weaker picture of what it aligns than $\alpha_{ij}$ is of RNNsearch.
-#
-# ## Where compute is plentiful: one GPU
-#
-# The same question asked where compute is cheap: RNNsearch-50 at the paper's sizes and a
-# Transformer at its own paper's base sizes, each with the recipe and search chosen for its family
-# on the sweep above (at the sweep's small sizes on a CPU, carried over unchanged to these larger
-# models: a transfer that is itself a suspect where a model fails), trained for the same minutes of
-# one GPU on the `gpu` profile's data
-# (`nmt_lib/profiles/studies/compare-gpu.toml`, `bench/gpu_compare.sh`). Equal time measures the
-# architecture and its implementation together, and one short run per model gives no spread over
-# seeds: read it as where each stands, not as a verdict.
-
-# %% tags=["hide-input"]
-gpu_rows = footing.gpu_view()
-if gpu_rows:
-    gm = read_json(footing.GPU_RESULTS / "manifest.json")
-    device = next(iter(gm["hardware"]["device_per_run"].values()))
-    short = f"All <{claims.SHORT} words"
-    below = {r["model"]: r[short] for r in gpu_rows if r[short] < claims.FLOOR}
-    above = [r for r in gpu_rows if r["model"] not in below]
-    text = (
-        f"On one {device}, in {gpu_rows[0]['minutes']:g} minutes each: "
-        + "; ".join(
-            f"{r['model']} made {r['updates']:,} updates ({r['train tok/s']:,} target "
-            f"tokens/s) and scores {r['All']:.2f} BLEU"
-            for r in gpu_rows
-        )
-        + f". ({commit_text(gm)}, {gm['created_utc'][:10]}.)"
-    )
-    if len(above) > 1:
-        text += f" Of the models above the learning floor, {max(above, key=lambda r: r['All'])['model']} leads."
-    if below:
-        text += (
-            f" Below the learning floor of {claims.FLOOR:g} BLEU, and so *not testable at this "
-            f"budget*: {claims.floor_text(below)}. "
-        )
-    for model in below:
-        opening, n, total = footing.commonest_opening(run_dir(footing.GPU_RESULTS, model))
-        same = ": the same opening whatever the source" if 2 * n > total else ""
-        text += f"{n:,} of {model}'s {total:,} test translations begin with “{opening}”{same}. "
-    if any(m.startswith("Transformer") for m in below):
-        text += footing.transformer_recipe(footing.GPU_RESULTS) + (
-            footing.transformer_footing(footing.GPU_RESULTS)
-        )
-    note = (
-        f"Profile `{gm['profile']}` (newstest2014, tokenized BLEU), one run per model, "
-        f"{', '.join(sorted(set(gm['hardware']['precision_per_run'].values())))}; minutes: "
-        "training, its evaluations on dev included."
-    )
-    display_gpu = Markdown(f"{text}\n\n{markdown.markdown_table(gpu_rows)}\n{note}")
-else:
-    display_gpu = Markdown("No GPU run of the comparison is committed (`results/gpu/compare/`).")
-display_gpu
-
 # %% [markdown]
 # (two-testbeds)=
 # ## Two testbeds, claim by claim
@@ -557,7 +445,7 @@ display_gpu
 # Transformer are still below the learning floor, so most of its claims cannot be decided. The
 # same models, with the same code and the same rules, are also trained on Multi30k
 # (`results/multi30k/`, the profile `studies/multi30k.toml`): 29,000 English captions of images
-# with their French translations, where every model learns within an hour of one core. Each
+# with their French translations, where every model learns within {glue:text}`m30k_minutes` minutes of one core. Each
 # family's learning rate and dropout are chosen on its validation set by a sweep
 # (`results/multi30k/recipes/`), and each run trains until early stopping on its validation NLL
 # ends it, at most {glue:text}`m30k_cap` updates: in these results, {glue:text}`m30k_converged`.
@@ -567,6 +455,10 @@ display_gpu
 # %% tags=["hide-input"]
 m30k_done, m30k_runs = multi30k.trained()
 glue("m30k_long", multi30k.LONG, display=False)
+m30k_hours = [  # every trained run's record
+    read_json(f)["hours"] for f in (multi30k.RESULTS / "runs").glob("*/train_summary.json")
+]
+glue("m30k_minutes", f"{60 * max(m30k_hours):.0f}", display=False)  # the longest run's training
 glue(
     "m30k_cap",
     f"{max(r.train.max_updates for r in load_profile(multi30k.PROFILE).runs.values()):,}",
@@ -636,7 +528,7 @@ Markdown(markdown.markdown_table(multi30k.attention_rows()))
 #
 # What the difference teaches: *not testable here* on WMT'14 is a statement about the budget, not
 # about the architectures. The same code, judged by the same rules, decides a claim once the
-# models it names have learned, and on Multi30k they learn within an hour of one core because the
+# models it names have learned, and on Multi30k they learn within {glue:text}`m30k_minutes` minutes of one core because the
 # task is small: short captions of everyday scenes, a small vocabulary, and sentence shapes that
 # repeat. That same smallness limits what its verdicts say about the paper. Figure 2's question,
 # whether one fixed-length vector can hold a long sentence, is asked here of captions of
@@ -661,3 +553,53 @@ Markdown(markdown.markdown_table(multi30k.attention_rows()))
 # claim about them to mean anything. The long-sentence question is about the shape of each curve
 # in {numref}`fig-compare-length`, not its height, but a curve that stays near zero has no shape:
 # {glue:text}`cmp_long_question`.
+
+# %% [markdown]
+# ## Summary
+#
+# - Every model of this part is trained for the same updates on the same batches, each with its
+#   own recipe, and judged by the rules of chapter 8; time is shown beside, as a second view.
+# - At this budget on WMT'14 the models without attention and the Transformer stay below the
+#   learning floor, so the claims that name them are *not testable here*: a statement about the
+#   budget, which Multi30k, where every model learns, completes claim by claim.
+# - A verdict names its interval and its reason, so a reader can tell "these runs cannot decide"
+#   from "the claim does not hold".
+#
+# ## Exercises
+#
+# 1. The comparison gives every model the same number of updates, not the same minutes. What
+#    would a budget of minutes rank, on this library, besides the architectures?
+# 2. A model below the learning floor loses to RNNsearch-50 by many BLEU points, with an interval
+#    far from zero. Why is the claim *not testable here* rather than *reproduced*?
+# 3. The length claim divides BLEU on sentences of {glue:text}`cmp_long` words or more by BLEU on
+#    sentences of fewer than {glue:text}`cmp_short`. Why is the interval of this ratio wider than
+#    that of a BLEU difference on the whole test set, and for which models is it widest?
+# 4. The spread over seeds ranges {glue:text}`cmp_sd`. Two single runs of different models
+#    differ by less than that. What can you conclude, and what would you do to decide?
+# 5. Multi30k decides claims that WMT'14 leaves open. Give two reasons why a verdict on Multi30k
+#    need not hold on WMT'14.
+#
+# :::{admonition} Solutions
+# :class: dropdown
+#
+# 1. The implementations as much as the architectures: the GRU models run on the library's fast
+#    backend ({doc}`14_fast`) and the others as plain PyTorch modules, so in the same minutes
+#    RNNsearch makes several times the updates of Luong's model or the Transformer. Equal updates
+#    on the same batches ask what each architecture learns from the same data.
+# 2. A model that has not learned to translate even short sentences outputs mostly frequent
+#    words; it would lose to almost any model that has learned anything, so its loss says
+#    nothing about its architecture. The gap says which model learned faster at this budget,
+#    which the verdict's observation records, outside the verdict.
+# 3. The ratio rests on the few test sentences of {glue:text}`cmp_long` words or more, and it
+#    divides by a BLEU that is itself uncertain; when that BLEU is small (a model near the floor),
+#    a small change in it moves the ratio a lot. The interval is widest for the models with the
+#    lowest BLEU on short sentences.
+# 4. Nothing about the models: a difference smaller than the spread over seeds could come from
+#    the initialisation and the order of the batches alone. Train more seeds of each and compare
+#    their means with an interval that resamples the seeds as well as the test sentences, as the
+#    verdicts do.
+# 5. Its captions are short, so "long" means {glue:text}`m30k_long` words or more, far less strain
+#    on a fixed-length vector than 50 words; and a small training set of captions of simple scenes,
+#    with a small vocabulary, need not rank architectures as WMT'14's news and parliament text
+#    does.
+# :::

@@ -463,8 +463,8 @@ if long_run and short_run:
         t = budget_report.minutes_for_bleu(pts, target)
         values[f"bu_need_{target}"] = f"{t:,.0f} minutes" if t else "no finite time"
 values["bu_margin"] = f"{MARGIN:+g}"
-for key, value in values.items():
-    glue(key, value, display=False)
+for key, value in values.items():  # the verdict is Markdown (its italics), the rest text
+    glue(key, Markdown(value) if key == "bu_pair_verdict" else value, display=False)
 
 # %% [markdown]
 # RNNsearch-50 with the chosen recipe scores {glue:text}`bu_long_bleu:.2f` BLEU after

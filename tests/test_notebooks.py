@@ -85,7 +85,7 @@ def test_the_book_executes_the_jupytext_chapters_on_the_committed_results():
 def test_results_chapters_fold_their_code_and_derivations_show_it():
     """The results chapters show tables and figures with the code folded (`hide-input`); the
     derivation chapters keep their code open."""
-    results = {"08_experiments", "09_alignments", "15_budget", "13_compare"}
+    results = {"08_experiments", "09_alignments", "15_budget", "13_compare", "16_studies"}
     for src in runner.notebooks():
         code = [c for c in jupytext.read(src).cells if c.cell_type == "code"]
         hidden = ["hide-input" in c.metadata.get("tags", []) for c in code]

@@ -5,7 +5,7 @@ import csv
 
 import pytest
 
-from nmt_experiments.markdown import markdown_table, md_text, write_table
+from nmt_experiments.markdown import markdown_table, md_text, table1_views, write_table
 from nmt_experiments.paper_claims import claims
 from nmt_experiments.readme import README_MARKS, readme_results
 from nmt_experiments.results import results_path
@@ -19,6 +19,25 @@ def test_markdown_writes_tags_as_text_outside_code():
     md = markdown_table([{"model": "A", "All, <unk> replaced": 1.0, "hyp": "x <unk> y"}])
     assert "<unk>" not in md and md.count("&lt;unk&gt;") == 2
     assert md_text("the `<unk>` and </s>") == "the `<unk>` and &lt;/s&gt;"
+
+
+def test_table1_reads_ours_beside_the_papers_across_a_row_and_keeps_the_rest_by_model():
+    rows = [
+        {"model": "A", "seeds": 3, "All": 12.564, "All sd": 0.48, "No UNK": 22.0,
+         "All (sacreBLEU)": 7.7, "paper All": 26.75, "paper No UNK": 34.16},
+        {"model": "Moses", "seeds": None, "All": None, "All sd": None, "No UNK": None,
+         "All (sacreBLEU)": None, "paper All": 33.3, "paper No UNK": 35.63},
+    ]  # fmt: skip
+    main, rest = table1_views(rows)
+    assert main[0] == {
+        "model": "A",
+        "All: ours": "12.56 ± 0.48",
+        "All: the paper": "26.75",
+        "No UNK: ours": "22.00",
+        "No UNK: the paper": "34.16",
+    }
+    assert main[1]["All: ours"] is None and main[1]["All: the paper"] == "33.30"
+    assert rest == [{"model": "A", "seeds": 3, "All (sacreBLEU)": 7.7}]
 
 
 def test_markdown_and_csv_tables(tmp_path):
