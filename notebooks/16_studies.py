@@ -19,6 +19,11 @@ train = False
 results_dir = None
 data_dir = None
 
+# %% tags=["hide-input", "remove-cell"]
+from nmt_experiments.results import check_parameters
+
+check_parameters(profile, train, results_dir, data_dir)
+
 # %% tags=["hide-input"]
 import csv
 
