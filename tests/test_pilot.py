@@ -205,11 +205,11 @@ def test_committed_summary_is_what_the_code_makes_of_the_runs():
     assert json.loads(json.dumps(now["plan"])) == s["plan"]
     assert (pilot_extrapolation.RESULTS / "summary.md").read_text() == pilot_report.summary_md(s)
     nums = pilot_report.book_numbers()
-    chapter = (home() / "notebooks" / "08_experiments.py").read_text()
+    chapter = (home() / "notebooks" / "16_studies.py").read_text()  # the pilot's section
     names = [w.split("`")[1] for w in chapter.split("{glue:text}")[1:]]
     assert any(n.startswith("pilot_") for n in names)
     for name in (n for n in names if n.startswith("pilot_")):
-        assert name in nums, f"chapter 8 names {name}, which book_numbers lacks"
+        assert name in nums, f"chapter 16 names {name}, which book_numbers lacks"
 
 
 DATA = os.environ.get("NMT_DATA")
