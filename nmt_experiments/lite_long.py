@@ -206,14 +206,14 @@ def reader_candidates(out: Path = RESULTS, lite: Path = LITE) -> list[dict]:
     found = []
     for where in (lite, out):
         for d in sorted(where.glob("runs/*/nll.json")):
-            d = d.parent
-            if read_json(d / "config.json")["model"]["arch"] != "RNNsearch":
+            d, config = d.parent, read_json(d.parent / "config.json")
+            if config["model"]["arch"] != "RNNsearch":
                 continue
             nll = read_json(d / "nll.json")["dev"]
             found.append(
                 {
                     "study": where.name,
-                    "run": d.name.removesuffix("star") + "*" if d.name.endswith("star") else d.name,
+                    "run": config["name"],
                     "dev_nll": nll["mean"],
                     "sentences": nll.get("n"),
                     "bleu": read_json(d / "bleu.json")["all"]["tok"]["score"],

@@ -65,19 +65,23 @@ def readme_results(profile: str = "lite") -> str:
         for r in t1
     ]
     seeds = f" ({seeded}: the table gives their mean)" if (seeded := seeds_text(out)) else ""
+    hw = manifest["hardware"]
+    where = (
+        f"{hw['cpu_model'] or hw['cpu']}, {'/'.join(sorted(set(hw['precision_per_run'].values())))}"
+    )
+    if elsewhere := rerun.hours_text(out, hours):
+        where += f"; {elsewhere}"
+    fixed = ":"
+    if rerun.budget_text(out, profile):
+        fixed = (
+            ". Each run's budget is the number of updates its committed run made, so a rerun "
+            "trains the same updates on any machine:"
+        )
     text = [
         f"What the committed `{profile}` results show (newstest2014, tokenized BLEU as the paper's "
         f"Table 1). The five models{seeds}, smaller than the paper's and trained with the recipe "
         f"of the book's budget study, took {hours:.1f} CPU-core hours to train and evaluate "
-        f"({manifest['hardware']['cpu_model'] or manifest['hardware']['cpu']}, "
-        f"{'/'.join(sorted(set(manifest['hardware'].get('precision_per_run', {}).values())))}"
-        f"{'; ' + elsewhere if (elsewhere := rerun.hours_text(out, hours)) else ''})"
-        + (
-            ". Each run's budget is the number of updates its committed run made, so a rerun "
-            "trains the same updates on any machine:"
-            if rerun.budget_text(out, profile)
-            else ":"
-        ),
+        f"({where}){fixed}",
         "",
         markdown_table(rows, fit=None).rstrip("\n"),
         "",

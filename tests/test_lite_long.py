@@ -137,7 +137,7 @@ def test_the_readers_model_is_the_lowest_nll_on_the_whole_dev_set(tmp_path):
     def run(where, name, whole, subset, score, arch="RNNsearch", published=False):
         d = run_dir(where, name)
         d.mkdir(parents=True)
-        (d / "config.json").write_text(json.dumps({"model": {"arch": arch}}))
+        (d / "config.json").write_text(json.dumps({"name": name, "model": {"arch": arch}}))
         (d / "nll.json").write_text(json.dumps({"dev": {"mean": whole, "n": 6003}}))
         (d / "train_summary.json").write_text(json.dumps({"best_dev_nll": subset}))
         (d / "bleu.json").write_text(json.dumps({"all": {"tok": {"score": score}}}))
