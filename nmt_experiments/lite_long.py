@@ -1,9 +1,10 @@
-"""The lite-long study (``studies/lite-long.toml``, ``results/lite-long/``) as chapter 16 reads it
-while its runs are trained a few at a time: each run's state, its BLEU on newstest2014 and on the
-held-out view, beside the short-sentence BLEU that the learning floor is judged on
-(:func:`progress`); what the pilot (``results/pilot/``) predicted for it (:func:`prediction`);
-its dev NLL curves against that prediction (:func:`figure`); and, until every run is trained, the
-claims on the pair trained so far (:func:`interim_claims`)."""
+"""The lite-long study (``studies/lite-long.toml``, ``results/lite-long/``) as chapter 16 reads it:
+each run's state, its BLEU on newstest2014 and on the held-out view, beside the short-sentence BLEU
+that the learning floor is judged on (:func:`progress`); what the pilot (``results/pilot/``)
+predicted for it (:func:`prediction`); its dev NLL curves against that prediction
+(:func:`figure`); the study's claims on its pair of models at their unequal updates
+(:func:`claims`, :func:`judged`, written by :func:`write`); and what the runs it leaves out would
+cost (:func:`left_out_text`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import numpy as np
 from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
-from . import paper_claims
+from . import paper_claims, reader, rerun
 from .claims import FLOOR, NOT_TESTABLE, REPRODUCED, SHORT, Judge, short_bleu
+from .markdown import write_table
 from .pilot_extrapolation import nll_curve
 from .plots import COLUMN_WIDTH
 from .results import model_of, paper_table, run_dir, scored_dir
@@ -28,9 +30,18 @@ PILOT = home() / "results" / "pilot"
 LITE = home() / "results" / "lite"
 #: The test sets each run is scored on: the paper's, then the profile's views.
 PAPER_TEST = "newstest2014"
-#: The pair of models judged before the study is complete (:func:`interim_claims`): the better one
-#: by the paper's Table 1, then the baseline.
+#: The study's pair of models (:func:`claims`): the better one by the paper's Table 1, then the
+#: baseline.
 PAIR = ("RNNsearch-50", "RNNencdec-50")
+#: The runs the profile leaves out, each with its budget in updates and why (:func:`left_out_text`).
+LEFT_OUT = {
+    "RNNencdec-30": (45000, "the -30 pair"),
+    "RNNsearch-30": (45000, "the -30 pair"),
+    "RNNencdec-50-s3": (45000, "a third seed"),
+    "RNNsearch-50-s3": (18000, "a third seed"),
+}
+#: The wall time a run may take where its checkpoint is kept (DEVELOPERS: about 2.5 hours).
+SITTING_HOURS = 2.5
 #: The pilot's arms that are lite's recipe (RNNencdec-50 at lr 1e-3, the three committed seeds).
 LITE_ARMS = ("lr-1e-3 (lite)", "lr-1e-3-s2 (lite)", "lr-1e-3-s3 (lite)")
 
@@ -73,13 +84,25 @@ def progress(out: Path = RESULTS, profile=PROFILE) -> list[dict]:
 
 
 def judged(out: Path = RESULTS, profile=PROFILE) -> dict[str, list[dict]]:
-    """Once every run of the study is evaluated (its manifest is written): the paper's claims
-    (:func:`nmt_experiments.paper_claims.claims`) on each of :func:`test_sets`; before: ``{}``."""
+    """Once every run of the study is evaluated (its manifest is written): the study's claims
+    (:func:`claims`) on each of :func:`test_sets`; before: ``{}``."""
     if not (Path(out) / "manifest.json").is_file():
         return {}
-    return {
-        t: paper_claims.claims(out, view=None if t == PAPER_TEST else t) for t in test_sets(profile)
-    }
+    rows = progress(out, profile)
+    return {t: claims(out, rows, None if t == PAPER_TEST else t) for t in test_sets(profile)}
+
+
+def write(out: Path = RESULTS, profile=PROFILE) -> list[Path]:
+    """``claims.csv`` and ``claims.md`` of the study on newstest2014 (into ``out``) and on each
+    view (into ``views/<view>/``), from :func:`judged`; the directories written."""
+    written = []
+    for t, rows in judged(out, profile).items():
+        view = None if t == PAPER_TEST else t
+        to = out / "views" / view if view else out
+        to.mkdir(parents=True, exist_ok=True)
+        write_table(to, "claims", rows, paper_claims.note(out, out.name, view))
+        written.append(to)
+    return written
 
 
 def prediction(updates: int, pilot: Path = PILOT) -> dict:
@@ -124,12 +147,11 @@ def _updates(rows: list[dict], runs: list[str]) -> list[int]:
     return sorted({r["updates"] for r in rows if r["run"] in runs})
 
 
-def interim_claims(out: Path, rows: list[dict], view: str | None = None, n_samples: int = 1000):
-    """While the study is not complete: Table 1's claim on :data:`PAIR`, RNNsearch-50 against
-    RNNencdec-50, and Figure 2's two parts on them, by the rules of
-    :class:`~nmt_experiments.claims.Judge` on the seeds trained so far (``rows``:
-    :func:`progress`), on newstest2014 or on the test set ``view``; each row names the updates of
-    each model. Where RNNsearch-50 had fewer updates than RNNencdec-50, a win is reproduced a
+def claims(out: Path, rows: list[dict], view: str | None = None, n_samples: int = 1000):
+    """The study's claims: Table 1's claim on :data:`PAIR`, RNNsearch-50 against RNNencdec-50, and
+    Figure 2's two parts on them, by the rules of :class:`~nmt_experiments.claims.Judge` on the
+    trained seeds (``rows``: :func:`progress`), on newstest2014 or on the test set ``view``; each
+    row names the updates of each model. Where RNNsearch-50 had fewer updates than RNNencdec-50, a win is reproduced a
     fortiori, while a tie or a loss says nothing about equal updates: not testable. ``[]`` while
     either model has no trained seed."""
     g = groups(rows)
@@ -196,61 +218,6 @@ def budget_text(rows: list[dict], profile=PROFILE) -> str:
         f"fewer than the study's {budget:,}:{took}, while the machines that train this study are "
         "held about three hours at a time and keep no checkpoint beyond that, so these runs are "
         "what two runs side by side reach in one such sitting (studies/lite-long.toml)."
-    )
-
-
-def reader_candidates(out: Path = RESULTS, lite: Path = LITE) -> list[dict]:
-    """Every evaluated RNNsearch run of ``lite`` and of this study, best first by its NLL on the
-    whole dev set (``nll.json``: the weights it was evaluated with): ``study``, ``run``,
-    ``dev_nll``, ``sentences``, test ``bleu`` and whether its weights are ``published``."""
-    found = []
-    for where in (lite, out):
-        for d in sorted(where.glob("runs/*/nll.json")):
-            d, config = d.parent, read_json(d.parent / "config.json")
-            if config["model"]["arch"] != "RNNsearch":
-                continue
-            nll = read_json(d / "nll.json")["dev"]
-            found.append(
-                {
-                    "study": where.name,
-                    "run": config["name"],
-                    "dev_nll": nll["mean"],
-                    "sentences": nll.get("n"),
-                    "bleu": read_json(d / "bleu.json")["all"]["tok"]["score"],
-                    "published": (where / "published" / d.name).is_dir(),
-                }
-            )
-    return sorted(found, key=lambda r: r["dev_nll"])
-
-
-def reader_text(out: Path = RESULTS, lite: Path = LITE, shown: int = 3) -> str:
-    """The reader's model by the book's rule: the evaluated RNNsearch run with the lowest NLL on
-    the whole dev set (:func:`reader_candidates`), the first ``shown`` of the ranking with their
-    test BLEU (which does not choose), and which weights the translator runs; empty before any."""
-    ranked = reader_candidates(out, lite)
-    if not ranked:
-        return ""
-    name = lambda r: f"{r['study']}'s {r['run']}"  # noqa: E731
-    top = ", ".join(f"{name(r)} {r['dev_nll']:.2f}" for r in ranked[:shown])
-    bleus = ", ".join(f"{r['bleu']:.2f}" for r in ranked[:shown])
-    n = f"{ranked[0]['sentences']:,} sentences" if ranked[0]["sentences"] else "every sentence"
-    best = ranked[0]
-    text = (
-        f"The reader's model is the evaluated RNNsearch run with the lowest NLL on the whole dev "
-        f"set ({n}; test BLEU does not choose): {top} (on newstest2014, {bleus} BLEU). "
-    )
-    if best["published"]:
-        return text + f"{name(best)} is the published model that the translator runs."
-    shipped = next((r for r in ranked if r["published"]), None)
-    return text + (
-        f"{name(best)}'s weights are not published: its checkpoint stayed on the machine that "
-        "trained it, and publishing it means training it again"
-        + (
-            f"; until then the translator runs {name(shipped)}, the first of the ranking whose "
-            "weights are published."
-            if shipped
-            else "."
-        )
     )
 
 
@@ -340,6 +307,45 @@ def cost_text(rows: list[dict], profile=PROFILE, lite: Path = LITE) -> str:
     )
 
 
+def left_out_text(rows: list[dict], lite: Path = LITE) -> str:
+    """What the runs of :data:`LEFT_OUT` would cost: hours of one core at the rate per update of
+    this study's runs of the same model (lite's run of it where none is trained here), and of one
+    core of the precision of lite's rerun check (:func:`rerun.pace_ratio`), against the
+    :data:`SITTING_HOURS` a run may take where its checkpoint is kept."""
+    p = rerun.pace_ratio(lite)
+    parts: dict[str, list[str]] = {}
+    longer = []  # the runs longer than a sitting on the slower core
+    for name, (updates, why) in LEFT_OUT.items():
+        model = model_of(name)
+        mine = [x for x in rows if x["trained"] and model_of(x["run"]) == model]
+        if mine:
+            rate = float(np.mean([x["hours"] / x["updates"] for x in mine]))
+        else:
+            s = read_json(run_dir(lite, model) / "train_summary.json")
+            rate = s["hours"] / s["updates"]
+        hours = [rate * updates] + ([rate * updates * p["ratio"]] if p else [])
+        parts.setdefault(why, []).append(
+            f"{name} ({updates:,} updates: " + " and ".join(f"{h:.1f}" for h in hours) + " h)"
+        )
+        if hours[-1] > SITTING_HOURS:
+            longer.append(name)
+    cores = "hours of one core" + (
+        f" as the study's runs were trained, then of one {p['precision']} core at the ratio of "
+        f"paces that lite's {p['run']} rerun check measured on an {p['cpu_model']} "
+        f"(×{p['ratio']:.1f})"
+        if p
+        else ""
+    )
+    slow = f"one {p['precision']} core" if p else "one core"
+    return (
+        "The profile leaves out "
+        + "; and ".join(f"{why}, {' and '.join(ps)}" for why, ps in parts.items())
+        + f" ({cores}). A run may take about {SITTING_HOURS:g} hours where its checkpoint is "
+        f"kept: on {slow}, {', '.join(longer) or 'none'} take longer. The -30 pair asks nothing "
+        "of the floor, which is RNNencdec-50's question (lite's -30 runs are in results/lite/)."
+    )
+
+
 def book_numbers(out: Path = RESULTS, pilot: Path = PILOT, profile=PROFILE) -> dict[str, str]:
     """The numbers chapter 16's section on the study glues, as text: ``{glue name: value}``."""
     prof = load_profile(profile)
@@ -358,6 +364,7 @@ def book_numbers(out: Path = RESULTS, pilot: Path = PILOT, profile=PROFILE) -> d
         "ll_floor_nll": f"{pred['floor_nll']:.1f}",
         "ll_measured": measured_text(rows, pred),
         "ll_cost": cost_text(rows, profile),
+        "ll_left_out": left_out_text(rows),
         "ll_budgets": budget_text(rows, profile),
-        "ll_reader": reader_text(out),
+        "ll_reader": reader.reader_text(out, LITE),
     }

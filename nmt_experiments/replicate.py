@@ -33,7 +33,7 @@ from nmt_lib.paper import FIG3_SOURCES
 from nmt_lib.profile import load_runs as load  # the profile's runs (replicate.load)
 from nmt_lib.train import train_run
 
-from . import lexicon, paper_claims
+from . import lexicon, lite_long, paper_claims
 from .provenance import git_state, record_run, write_manifest
 from .readme import write_readme
 from .results import published_dir, results_path, run_dir
@@ -100,9 +100,6 @@ def train_and_evaluate(
     evaluated run records ``git`` (default: this repository's state) in its ``made.json``."""
     prof = load(profile, data_dir) if isinstance(profile, str) else profile
     run, out = prof.runs[name], results_path(prof.name, results_dir)
-    prep = prepare(run.data)
-    # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
-    sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
     kept = recorded(run, run_dir(out, name))
     # results made on a machine that had the checkpoint (weights still to publish need it here)
     published = published_dir(prof.name, name, results_dir)
@@ -119,6 +116,9 @@ def train_and_evaluate(
             "train_s": round(summary["hours"] * 3600, 1),
             "evaluate_s": round(kept["seconds"], 1),
         }
+    prep = prepare(run.data)  # not for a recorded run: its manifest needs no data prepared
+    # attention.json: Figure 3's (a)-(d), three sentences by its rule, the explorer's sentences
+    sources = (*FIG3_SOURCES, *figure_sentences(prep.test), *explorer_sentences(prep.test))
     if evaluated(run, run_dir(out, name)) is None:
         print(
             f"[replicate] {name}: training (at most {_budget(run.train, time.time())}), then "
@@ -327,7 +327,10 @@ def _main(argv: list[str] | None) -> int:
     a = ap.parse_args(argv)
     if a.claims:
         out = results_path(a.claims, a.results_dir)
-        to = paper_claims.write(out, a.claims, a.view)
+        if load(a.claims).name == "lite-long":  # its pair, on every test set at once
+            to = ", ".join(map(str, lite_long.write(out)))
+        else:
+            to = paper_claims.write(out, a.claims, a.view)
         print(f"[replicate] wrote claims.csv and claims.md into {to}")
         return 0
     if a.unk_dictionary:

@@ -202,20 +202,30 @@ def check_text(out: Path) -> str:
     return " ".join(texts)
 
 
-def hours_text(out: Path, hours: float) -> str:
-    """``hours`` (what the committed runs of ``out`` took) on another core, scaled by the ratio of
-    seconds per update that the first committed check measured: "about 21.3 on one fp32 core, at
-    the ratio of paces ..."; empty where no check is committed or its precision is the committed one's."""
+def pace_ratio(out: Path) -> dict | None:
+    """The first committed check of ``out`` where the rerun's precision differs from the committed
+    run's: ``ratio`` (its seconds per update over the committed run's), ``precision`` (the
+    rerun's), ``run`` and ``cpu_model``; None where there is none."""
     found = sorted((out / "rerun").glob(f"*/{CHECK}"))
     if not found:
-        return ""
+        return None
     c = read_json(found[0])
     (a, b), rate = (c["committed"], c["rerun"]), c["seconds_per_update"]
     if a["precision"] == b["precision"]:
+        return None
+    ratio = rate["rerun"] / rate["committed"]
+    return {"ratio": ratio, "precision": b["precision"], "run": c["run"], "cpu_model": b["cpu_model"]}
+
+
+def hours_text(out: Path, hours: float) -> str:
+    """``hours`` (what the committed runs of ``out`` took) on another core, scaled by the ratio of
+    seconds per update that the first committed check measured (:func:`pace_ratio`): "about 21.3
+    on one fp32 core, at the ratio of paces ..."; empty where there is no such check."""
+    if not (p := pace_ratio(out)):
         return ""
     return (
-        f"about {hours * rate['rerun'] / rate['committed']:.1f} on one {b['precision']} core, at "
-        f"the ratio of paces that {c['run']}'s rerun check measured on an {b['cpu_model']}"
+        f"about {hours * p['ratio']:.1f} on one {p['precision']} core, at the ratio of paces "
+        f"that {p['run']}'s rerun check measured on an {p['cpu_model']}"
     )
 
 

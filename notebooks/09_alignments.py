@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from nmt_experiments import claims, lexicon, lite_long, markdown, plots, replicate, tables
+from nmt_experiments import claims, lexicon, lite_long, markdown, plots, reader, replicate, tables
 from nmt_experiments.results import (
     published_dir,
     require_results,
@@ -361,8 +361,12 @@ from nmt_lib import publish
 from nmt_lib.config import home, load_profile
 
 ready = [(run, published_dir(profile, run, results_dir)) for run in load_profile(profile).publish]
-reader = lite_long.reader_text(lite=results_path(profile, results_dir)) if profile == "lite" else ""
-glue("al_reader", reader or "the profile's published model.", display=False)
+shown_by = (
+    reader.reader_text(lite_long.RESULTS, results_path(profile, results_dir))
+    if profile == "lite"
+    else ""
+)
+glue("al_reader", shown_by or "the profile's published model.", display=False)
 ready = [(run, path) for run, path in ready if (path / publish.SUMS).is_file()]
 if ready:
     # the bundle goes into the book's _static folder, which the build copies after it has run
