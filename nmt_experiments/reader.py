@@ -8,6 +8,8 @@ from pathlib import Path
 
 from nmt_lib.io import read_json
 
+from . import rerun
+
 
 def reader_candidates(out: Path, lite: Path) -> list[dict]:
     """Every evaluated RNNsearch run of lite (``lite``) and of lite-long (``out``), best first by its NLL on the
@@ -28,6 +30,7 @@ def reader_candidates(out: Path, lite: Path) -> list[dict]:
                     "sentences": nll.get("n"),
                     "bleu": read_json(d / "bleu.json")["all"]["tok"]["score"],
                     "published": (where / "published" / d.name).is_dir(),
+                    "hours": read_json(d / "train_summary.json").get("hours"),
                 }
             )
     return sorted(found, key=lambda r: r["dev_nll"])
@@ -54,7 +57,7 @@ def reader_text(out: Path, lite: Path, shown: int = 3) -> str:
     shipped = next((r for r in ranked if r["published"]), None)
     return text + (
         f"{name(best)}'s weights are not published: its checkpoint stayed on the machine that "
-        "trained it, and publishing it means training it again"
+        f"trained it, and publishing it means training it again{_again(best, out, lite)}"
         + (
             f"; until then the translator runs {name(shipped)}, the first of the ranking whose "
             "weights are published."
@@ -62,3 +65,13 @@ def reader_text(out: Path, lite: Path, shown: int = 3) -> str:
             else "."
         )
     )
+
+
+def _again(run: dict, out: Path, lite: Path) -> str:
+    """What training ``run`` (a :func:`reader_candidates` row) again costs: its recorded hours of
+    one core, and on the slower core of lite's rerun check (:func:`rerun.pace_ratio`)."""
+    if not run["hours"]:
+        return ""
+    p = rerun.pace_ratio(lite)
+    slower = f", {run['hours'] * p['ratio']:.1f} on one {p['precision']} core" if p else ""
+    return f" ({run['hours']:.1f} hours of the core it was trained on{slower})"

@@ -162,6 +162,37 @@ def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
     return " ".join(text)
 
 
+def edge_cost_text(out: Path, profile, study: Path) -> str:
+    """What testing each grid edge of :func:`bracketed` would cost, from the records: one arm one
+    step beyond it, at its family's arms' mean hours, and, where that arm won on dev, the
+    family's runs of the study ``study`` (those of the chosen arm's architecture) trained again,
+    at their recorded hours; empty where every chosen rate is bracketed."""
+    prof = load_profile(profile)
+    edges = [m for m, b in bracketed(out, profile).items() if not (b["lower"] and b["higher"])]
+    if not edges:
+        return ""
+    arm_hours, runs = 0.0, {}
+    for model in edges:
+        mine = [
+            read_json(out / "runs" / run_dir_name(n) / "train_summary.json")["hours"]
+            for n in prof.runs
+            if family(n) == model
+            and (out / "runs" / run_dir_name(n) / "train_summary.json").is_file()
+        ]
+        arm_hours += sum(mine) / len(mine)
+        arch = prof.runs[chosen(out, profile)[model]].model.arch
+        for d in sorted(study.glob("runs/*/config.json")):
+            if read_json(d)["model"]["arch"] == arch:
+                runs[d.parent.name] = read_json(d.parent / "train_summary.json")["hours"]
+    return (
+        f"One arm one step beyond each of these {len(edges)} edges would take about "
+        f"{arm_hours:.1f} hours of one core at the mean of its family's arms; where one wins on "
+        f"dev, its family's study runs train again: up to {len(runs)} runs and "
+        f"{sum(runs.values()):.1f} hours of one core at their recorded times. These arms are not "
+        "trained: the edges are named here, with what testing them costs."
+    )
+
+
 def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[dict]:
     """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
     setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the

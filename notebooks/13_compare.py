@@ -55,6 +55,7 @@ from nmt_experiments import (
     multi30k,
     plots,
     readme,
+    recipe_sweep,
     tables,
 )
 from nmt_experiments.results import (
@@ -64,7 +65,7 @@ from nmt_experiments.results import (
     require_results,
     run_dir,
 )
-from nmt_lib.config import load_profile
+from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
 out = comparison.RESULTS
@@ -482,6 +483,14 @@ interim = (
     if m30k_done < m30k_runs
     else ""
 )
+m30k_sweep = home() / "results" / "multi30k" / "recipes"
+m30k_sweep_profile = PROFILE_DIR / "studies" / "multi30k-recipes.toml"
+edges = " ".join(
+    (
+        recipe_sweep.bracketed_text(m30k_sweep, m30k_sweep_profile),
+        recipe_sweep.edge_cost_text(m30k_sweep, m30k_sweep_profile, multi30k.RESULTS),
+    )
+).strip()
 text = (
     f"{interim}{multi30k.lesson(both)}The verdicts of each testbed, with their intervals, are "
     f"in its `claims.md`; {floor}. On Multi30k: {footing.compute_text(multi30k.RESULTS)}"
@@ -494,6 +503,8 @@ fig = multi30k.alignments()
 glue("m30k_fig3", fig, display=False)
 plt.close(fig)
 display(Markdown(f"{text}\n\n{markdown.markdown_table(both)}\n{multi30k.note()}"))
+if edges:  # the sweep's learning rates at the edge of its grid, and what testing them costs
+    display(Markdown(f"**The sweep's edges.** {edges}"))
 Markdown(markdown.markdown_table(multi30k.table()))
 
 # %% [markdown]

@@ -78,7 +78,9 @@ def test_progress_and_the_measured_sentence(tmp_path):
     left = nums["ll_left_out"]
     assert "a third seed, RNNencdec-50-s3 (45,000 updates: 1.7 and " in left
     assert "the -30 pair, RNNencdec-30 (45,000 updates: " in left
-    assert ": on one fp32 core, RNNencdec-30, RNNsearch-30, RNNencdec-50-s3, RNNsearch-50-s3 " in left
+    assert (
+        ": on one fp32 core, RNNencdec-30, RNNsearch-30, RNNencdec-50-s3, RNNsearch-50-s3 " in left
+    )
     assert nums["ll_pred_where"] == "past"  # the pilot's fits: 5.2-5.6 BLEU at 45,000 updates
     lite_long.figure(tmp_path)
     assert lite_long.judged(tmp_path) == {}  # the claims wait for the study's manifest
@@ -150,7 +152,7 @@ def test_the_readers_model_is_the_lowest_nll_on_the_whole_dev_set(tmp_path):
         d.mkdir(parents=True)
         (d / "config.json").write_text(json.dumps({"name": name, "model": {"arch": arch}}))
         (d / "nll.json").write_text(json.dumps({"dev": {"mean": whole, "n": 6003}}))
-        (d / "train_summary.json").write_text(json.dumps({"best_dev_nll": subset}))
+        (d / "train_summary.json").write_text(json.dumps({"best_dev_nll": subset, "hours": 2.0}))
         (d / "bleu.json").write_text(json.dumps({"all": {"tok": {"score": score}}}))
         if published:
             (where / "published" / d.name).mkdir(parents=True)
@@ -169,6 +171,7 @@ def test_the_readers_model_is_the_lowest_nll_on_the_whole_dev_set(tmp_path):
     text = reader.reader_text(long_, lite)
     assert "(6,003 sentences; test BLEU does not choose): lite-long's RNNsearch-50 72.60" in text
     assert "lite-long's RNNsearch-50's weights are not published" in text
+    assert "training it again (2.0 hours of the core it was trained on" in text
     assert text.endswith(
         "the translator runs lite's RNNsearch-50*, the first of the ranking whose weights are published."
     )

@@ -10,6 +10,7 @@ import pytest
 from nmt_experiments import markdown, recipe_sweep, recipes
 from nmt_lib.config import load_profile
 from nmt_lib.data.fixtures import toy_data_dir
+from nmt_lib.io import write_json
 
 TOY = """
 name = "toy-recipes"
@@ -95,7 +96,7 @@ def fake_sweep(out, best: dict, profile=recipe_sweep.PROFILE):
         d.mkdir(parents=True)
         nll = 50.0 if name.split(".", 1)[1] == best[recipe_sweep.family(name)] else 60.0
         write_json(d / "final.json", {"dev_nll": nll, "dev_bleu_greedy": 1.0})
-        write_json(d / "train_summary.json", {"updates": 1000})
+        write_json(d / "train_summary.json", {"updates": 1000, "hours": 0.5})
     rows = [
         {
             "model": fam,
@@ -246,6 +247,15 @@ def test_the_sweep_says_which_chosen_rates_it_brackets(tmp_path):
     assert "RNNencdec-50's 1e-2 is the highest rate tried" in text
     assert "Seq2seq-50's 3e-4 is the lowest rate tried" in text
     assert "Luong-50's 1e-3 was the only rate tried with its other settings" in text
+    # testing the 3 edges: one arm each at its family's 0.5 hours; the study's runs of the same
+    # architecture (here one Seq2seq run of 2 hours, RNNsearch's not at an edge) trained again
+    study = tmp_path / "study"
+    for run, arch in (("Seq2seq-50-s1", "Seq2seq"), ("RNNsearch-50-s1", "RNNsearch")):
+        write_json(study / "runs" / run / "config.json", {"model": {"arch": arch}})
+        write_json(study / "runs" / run / "train_summary.json", {"hours": 2.0})
+    cost = recipe_sweep.edge_cost_text(out, recipe_sweep.PROFILE, study)
+    assert cost.startswith("One arm one step beyond each of these 3 edges would take about 1.5")
+    assert "up to 1 runs and 2.0 hours of one core" in cost
 
 
 def test_the_multi30k_study_is_written_from_its_sweep(tmp_path):
