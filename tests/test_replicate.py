@@ -269,9 +269,15 @@ def test_a_published_run_whose_weights_match_its_results_is_not_trained_again(
     def train_run(*a, **k):
         raise AssertionError("trained")
 
+    def prepare(*a, **k):
+        raise AssertionError("prepared")
+
     monkeypatch.setattr(replicate, "train_run", train_run)
+    real_prepare = replicate.prepare
+    monkeypatch.setattr(replicate, "prepare", prepare)  # a recorded run needs no data prepared
     name, walls = replicate.train_and_evaluate(prof, out, None, "RNNsearch-50*")
     assert name == "RNNsearch-50*" and walls["evaluate_s"] > 0
+    monkeypatch.setattr(replicate, "prepare", real_prepare)
     card = replicate.published_dir("smoke", name, out) / publish.CARD
     score = json.loads((replicate.run_dir(out, name) / "bleu.json").read_text())["all"]["tok"][
         "score"
