@@ -100,7 +100,7 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
 
     # Figure 3 for a sentence that is in the (toy) test set, with the trained model
     from nmt_lib import data
-    from nmt_lib.checkpoint import load_trained
+    from nmt_lib.loading import load_trained
     from nmt_lib.scoring import attention_records
 
     ckpt = json.loads((run / "train_summary.json").read_text())["checkpoint_dir"]

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt_lib import publish, staging
-from nmt_lib.checkpoint import load_trained
+from nmt_lib import loading, publish, staging
 from nmt_lib.data import fixtures, pack
 from nmt_lib.evaluate import evaluate_run
 from nmt_lib.train import train_run
@@ -71,13 +70,13 @@ def test_a_publication_killed_at_its_move_leaves_a_whole_model(toy, tmp_path):
     target = tmp_path / "published" / "r"
     publish.export(ckpt, target, cfg, run_out)
     work = (
-        "from nmt_lib import publish\nfrom nmt_lib.checkpoint import load_trained\n"
+        "from nmt_lib import publish\nfrom nmt_lib.loading import load_trained\n"
         "ckpt, results = map(Path, sys.argv[2:4])\n"
         "publish.export(ckpt, target, load_trained(ckpt).cfg, results)\n"
     )
     killed(target, work, ckpt, run_out)
-    publish.verify(target)  # the old model or the new one, whole
-    assert publish.load(target).cfg == load_trained(ckpt).cfg
+    loading.verify_published(target)  # the old model or the new one, whole
+    assert loading.load_published(target).cfg == loading.load_trained(ckpt).cfg
     publish.export(ckpt, target, cfg, run_out)  # the next one removes what the killed one left
     assert sorted(p.name for p in target.parent.iterdir()) == ["r"]
 
@@ -88,7 +87,7 @@ def test_a_pack_killed_at_its_move_leaves_a_whole_pack_and_the_next_cleans_up(to
     pack(cfg.data, target)
     before = (target / "pack.json").read_text()
     work = (
-        "from nmt_lib.checkpoint import load_trained\nfrom nmt_lib.data import pack\n"
+        "from nmt_lib.loading import load_trained\nfrom nmt_lib.data import pack\n"
         "pack(load_trained(Path(sys.argv[2])).cfg.data, target)\n"
     )
     killed(target, work, ckpt)
