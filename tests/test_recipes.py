@@ -9,7 +9,6 @@ import pytest
 
 from nmt_experiments import markdown, recipe_sweep, recipes
 from nmt_lib.config import load_profile
-from nmt_lib.data.fixtures import toy_data_dir
 
 TOY = """
 name = "toy-recipes"
@@ -51,13 +50,12 @@ train = { lr_schedule = "inverse_sqrt", warmup_updates = 2, adam_beta2 = 0.98 }
 """
 
 
-def test_sweep_end_to_end(tmp_path, monkeypatch):
-    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
-    prof = tmp_path / "toy.toml"
-    prof.write_text(
-        TOY.replace('train = ["toy"]', f'train = ["toy"]\ndata_dir = "{toy_data_dir()}"')
-    )
-    out = tmp_path / "recipes"
+def test_sweep_end_to_end(study_dir):
+    with study_dir("toy", TOY) as root:
+        sweep_end_to_end(root / "toy.toml", root / "recipes")
+
+
+def sweep_end_to_end(prof, out):
     recipes.main(["--train", "--profile", str(prof), "--results-dir", str(out)])
     rows = list(csv.DictReader((out / "recipes.csv").open()))
     assert [(r["model"], r["arm"]) for r in rows] == [

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from nmt_lib import loading, publish, staging
-from nmt_lib.data import fixtures, pack
-from nmt_lib.evaluate import evaluate_run
-from nmt_lib.train import train_run
+from nmt_lib.data import pack
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,13 +54,8 @@ def killed(target: Path, work: str, *args) -> None:
 
 
 @pytest.fixture(scope="module")
-def toy(tmp_path_factory):
-    root = tmp_path_factory.mktemp("toy")
-    cfg, prep = fixtures.toy_run(root, max_updates=2)
-    run_out = root / "runs" / "r"
-    ckpt = Path(train_run(cfg, run_out, prep, progress=False)["checkpoint_dir"])
-    evaluate_run(cfg, run_out, prep, checkpoint=ckpt, nll_sentences=5, figure_sources=())
-    return cfg, ckpt, run_out
+def toy(toy_trained):
+    return toy_trained.cfg, toy_trained.ckpt, toy_trained.out
 
 
 def test_a_publication_killed_at_its_move_leaves_a_whole_model(toy, tmp_path):
