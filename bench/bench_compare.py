@@ -29,7 +29,7 @@ from nmt_lib.backend import backend
 from nmt_lib.config import PROFILE_DIR, load_profile
 from nmt_lib.data import Batch
 from nmt_lib.models import build_model
-from nmt_lib.train import Trainer
+from nmt_lib.trainer import Trainer
 
 PROFILE = PROFILE_DIR / "studies" / "multi30k.toml"
 

@@ -33,7 +33,6 @@ import torch
 from common import Trainee, autocast, fixed_length, model_config
 
 from nmt_lib import decoding
-from nmt_lib.backend import backend
 from nmt_lib.config import SearchConfig
 from nmt_lib.data import TrainIterator, TrainSet, pad
 from nmt_lib.data.vocab import Vocab
@@ -152,12 +151,11 @@ def main():
         print(f"setup done {time.perf_counter() - t_start:.3f} s", flush=True)
         t0 = time.perf_counter()
         with torch.no_grad(), autocast(args.precision), fixed_length(args.length):
-            hyps = decoding.decode_corpus(
+            hyps = decoding.decode(
                 model,
                 xs,
                 SearchConfig(beam=max(args.beam, 1), batch_size=args.batch),
                 greedy=args.beam == 0,
-                on=backend("fast"),
             )
         dt = time.perf_counter() - t0
         if args.out:

@@ -9,7 +9,7 @@ batches of 64 sentences, beam 10, and exactly 30 target words per sentence (EOS 
 step 30, stop at 30: ``nmt_lib.search.length_limits`` is replaced by (30, 30) here), so that every
 implementation does the same work whatever the weights (random here). Sentences/s = 500 / the time
 of decoding all batches (the encoder included, model construction excluded), the median of
-``--reps`` runs. ``decode_corpus`` decodes ``--workers`` batches at once (default: one per thread),
+``--reps`` runs. ``decoding.decode`` decodes ``--workers`` batches at once (default: one per thread),
 and is also timed one batch at a time (``workers=1``, all threads on each batch), as the naive
 search is. Not a test.
 """
@@ -34,7 +34,6 @@ from common import (
 from naive import naive_decode
 
 from nmt_lib import decoding
-from nmt_lib.backend import backend
 from nmt_lib.config import SearchConfig
 from nmt_lib.data import pad
 from nmt_lib.fast import accelerate
@@ -59,7 +58,7 @@ def main():
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
-    ap.add_argument("--workers", type=int, help="decode_corpus's (default: --threads)")
+    ap.add_argument("--workers", type=int, help="decoding.decode's (default: --threads)")
     ap.add_argument("--no-naive", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -70,7 +69,7 @@ def main():
     cfg = model_config(args.shape, args.arch)
     model = accelerate(build_model(cfg)).eval().to(args.device)
     P = dict(copy.deepcopy(model).named_parameters())
-    xs = sorted(sources(cfg, args.sentences), key=len, reverse=True)  # as decode_corpus batches
+    xs = sorted(sources(cfg, args.sentences), key=len, reverse=True)  # as decoding.decode batches
     batches = [
         tuple(t.to(args.device) for t in pad(xs[i : i + args.batch]))
         for i in range(0, len(xs), args.batch)
@@ -78,14 +77,13 @@ def main():
 
     def ours(beam, workers=args.workers):
         with fixed_length(args.length):
-            return decoding.decode_corpus(
+            return decoding.decode(
                 model,
                 xs,
                 SearchConfig(beam=max(beam, 1), batch_size=args.batch),
                 greedy=beam == 0,
                 device=args.device,
                 workers=workers,
-                on=backend("fast"),
             )
 
     def naive(beam):
@@ -122,7 +120,7 @@ def main():
         print(json.dumps(row))
     print(
         f"\n{args.sentences} sentences, batches of {args.batch}, {args.length} target words each, "
-        f"{args.threads} threads, {args.workers or args.threads} decode_corpus workers"
+        f"{args.threads} threads, {args.workers or args.threads} decoding.decode workers"
     )
     print(
         "| precision | nmt_lib beam-10 sent/s | (1 worker) | nmt_lib greedy sent/s | naive beam-10 "

@@ -36,7 +36,7 @@ import torch
 
 from nmt_lib import bleu
 from nmt_lib.backend import backend
-from nmt_lib.checkpoint import default_checkpoint_dir, load_trained, located
+from nmt_lib.checkpoint import default_checkpoint_dir, located
 from nmt_lib.config import (
     PROFILE_DIR,
     RunConfig,
@@ -48,10 +48,14 @@ from nmt_lib.config import (
 )
 from nmt_lib.data import TrainIterator, prepare
 from nmt_lib.decoding import decode
-from nmt_lib.evaluate import dev_metrics, dev_subset, evaluate_run
+from nmt_lib.evaluate import evaluate_run
 from nmt_lib.io import atomic_write, write_json
+from nmt_lib.loading import load_trained
 from nmt_lib.models import build_model
-from nmt_lib.train import Diverged, Trainer, train_run
+from nmt_lib.train import train_run
+from nmt_lib.train_loop import Diverged
+from nmt_lib.trainer import Trainer
+from nmt_lib.validation import dev_metrics, dev_subset
 
 from .budget_report import RESULTS, findings, search_choice, write_study
 from .provenance import git_state
@@ -152,12 +156,11 @@ def arm_run(results_dir, arm: str, data_dir=None) -> RunConfig:
 SEARCH_OPTIONS = ({"normalize": False}, {"normalize": True})
 
 
-def dev_search(model, prep, idx: list[int], search, precision: str = "fp32", on=None) -> dict:
-    """``model`` decodes the dev sentences ``idx`` with ``search`` on its backend ``on``
-    (:func:`nmt_lib.backend.backend`): their tokenized BLEU, brevity penalty and length ratio, and
+def dev_search(model, prep, idx: list[int], search, precision: str = "fp32") -> dict:
+    """``model`` decodes the dev sentences ``idx`` with ``search``: their tokenized BLEU, brevity penalty and length ratio, and
     the seconds it took."""
     t0 = time.perf_counter()
-    hyps = decode(model, [prep.dev.x[i] for i in idx], search, "cpu", precision, on=on)
+    hyps = decode(model, [prep.dev.x[i] for i in idx], search, device="cpu", precision=precision)
     seconds = time.perf_counter() - t0
     refs = [" ".join(prep.dev.ref_tok[i]) for i in idx]
     score = bleu.bleu_tok([" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps], refs)
@@ -174,7 +177,7 @@ def search_study(
     results_dir=RESULTS, arm: str | None = None, sentences: int = 1000, data_dir=None
 ) -> list[dict]:
     """Beam search settings chosen on dev, never on the test set: ``arm``'s final model (default:
-    the chosen arm) decodes ``sentences`` dev sentences (:func:`~nmt_lib.evaluate.dev_subset`) with
+    the chosen arm) decodes ``sentences`` dev sentences (:func:`~nmt_lib.validation.dev_subset`) with
     each of :data:`SEARCH_OPTIONS`; tokenized BLEU, brevity penalty and length ratio go to
     ``search.csv``."""
 
@@ -192,9 +195,7 @@ def search_study(
                 "arm": arm,
                 **{f"search.{k}": v for k, v in option.items()},
                 "beam": search.beam,
-                **dev_search(
-                    model, prep, idx, search, run.train.precision, backend(run.train.backend)
-                ),
+                **dev_search(model, prep, idx, search, run.train.precision),
             }
         )
     with atomic_write(out / "search.csv") as f:

@@ -38,12 +38,12 @@ from pathlib import Path
 import torch
 
 from nmt_lib import bleu
-from nmt_lib.backend import backend
-from nmt_lib.checkpoint import default_checkpoint_dir, load_trained
+from nmt_lib.checkpoint import default_checkpoint_dir
 from nmt_lib.config import load_profile, run_dir_name
 from nmt_lib.data import files, prepare, text
-from nmt_lib.decoding import decode_corpus
+from nmt_lib.decoding import decode
 from nmt_lib.io import atomic_write, read_json, write_json
+from nmt_lib.loading import load_trained
 from nmt_lib.runtime import autocast
 from nmt_lib.train import train_run
 
@@ -75,13 +75,12 @@ def score_short(model, prep, idx, run, beam: int = 0) -> tuple[dict, list[str]]:
     search = dataclasses.replace(run.search, beam=beam) if beam else run.search
     t0 = time.perf_counter()
     with autocast(torch.device("cpu"), run.train.precision):
-        hyps = decode_corpus(
+        hyps = decode(
             model,
             [prep.test.x[i] for i in idx],
             search,
             greedy=not beam,
             device="cpu",
-            on=backend(run.train.backend),
         )
     lines = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
     refs = [" ".join(prep.test.ref_tok[i]) for i in idx]

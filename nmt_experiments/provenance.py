@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from nmt_lib import publish
+from nmt_lib import loading
 from nmt_lib.config import home, to_dict
 from nmt_lib.data import input_sha256
 from nmt_lib.io import read_json, write_json
@@ -84,7 +84,7 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
     """``manifest.json``: provenance of everything under ``out`` (DESIGN.md, results): the
     :func:`provenance`, the device and precision of every run, the sacreBLEU signatures, the wall
     times and the sha256 of each published model's files (``published``: what
-    :func:`nmt_lib.publish.verify` checks them against)."""
+    :func:`nmt_lib.loading.verify_published` checks them against)."""
     signatures, devices, precisions = {}, {}, {}
     for name in prof.runs:
         bleu = read_json(run_dir(out, name) / "bleu.json")
@@ -105,9 +105,9 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
     manifest["wall_seconds"] = walls
     published = {name: published_dir(prof.name, name, out) for name in prof.publish}
     manifest["published"] = {
-        name: publish.recorded_sums(d)
+        name: loading.recorded_sums(d)
         for name, d in published.items()
-        if (d / publish.SUMS).is_file()
+        if (d / loading.SUMS).is_file()
     }
     write_json(out / "manifest.json", manifest)
     return manifest

@@ -20,11 +20,10 @@ import itertools
 from functools import partial
 from pathlib import Path
 
-from nmt_lib.backend import backend
 from nmt_lib.config import PROFILE_DIR, home, load_profile, run_dir_name, to_dict
 from nmt_lib.data import prepare
-from nmt_lib.evaluate import dev_subset
 from nmt_lib.io import read_json
+from nmt_lib.validation import dev_subset
 
 from .budget import dev_search, train_arm, trained_arm
 from .provenance import git_state, write_arms_manifest
@@ -213,7 +212,7 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
                 {
                     "model": model_name,
                     **{f"search.{k}": v for k, v in option.items()},
-                    **dev_search(model, prep, idx, search, on=backend(run.train.backend)),
+                    **dev_search(model, prep, idx, search),
                 }
             )
             print(

@@ -23,7 +23,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from nmt_lib import publish
+from nmt_lib import loading, publish
 from nmt_lib.checkpoint import default_checkpoint_dir, find_checkpoint, portable
 from nmt_lib.config import ConfigError, run_from_dict, to_dict
 from nmt_lib.data import data_summary, prepare
@@ -158,9 +158,11 @@ def _publish(prof, name: str, results_dir, prep) -> None:
     target = published_dir(prof.name, name, results_dir)
     publish.export(default_checkpoint_dir(run, out), target, run, out, prep.test)
     manifest = results_path(prof.name, results_dir) / "manifest.json"
-    if manifest.is_file():  # the sums that nmt_lib.publish.verify checks the new files against
+    if (
+        manifest.is_file()
+    ):  # the sums that nmt_lib.loading.verify_published checks the new files against
         recorded = read_json(manifest)
-        recorded.setdefault("published", {})[name] = publish.recorded_sums(target)
+        recorded.setdefault("published", {})[name] = loading.recorded_sums(target)
         write_json(manifest, recorded)
     print(f"[replicate] {name}: weights published -> {target}", flush=True)
 

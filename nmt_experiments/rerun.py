@@ -214,7 +214,12 @@ def pace_ratio(out: Path) -> dict | None:
     if a["precision"] == b["precision"]:
         return None
     ratio = rate["rerun"] / rate["committed"]
-    return {"ratio": ratio, "precision": b["precision"], "run": c["run"], "cpu_model": b["cpu_model"]}
+    return {
+        "ratio": ratio,
+        "precision": b["precision"],
+        "run": c["run"],
+        "cpu_model": b["cpu_model"],
+    }
 
 
 def hours_text(out: Path, hours: float) -> str:

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from nmt_lib.data.vocab import Vocab
 from nmt_lib.io import atomic_write, read_json, sha256_file
-from nmt_lib.publish import FILES, verify
+from nmt_lib.loading import PUBLISHED_FILES as FILES
+from nmt_lib.loading import verify_published as verify
 
 #: The global that the bundle sets.
 GLOBAL = "NMT_TRANSLATOR"

@@ -23,18 +23,17 @@ named on standard error (exit status 1).
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import tomllib
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
-from . import data, publish, translate
-from .checkpoint import CheckpointError, default_checkpoint_dir, find_checkpoint, load_trained
+from . import data, translate
 from .config import ConfigError, home, run_dir_name
 from .evaluate import evaluate_run
 from .io import atomic_write
+from .loading import load_for_run
 from .profile import load_runs
 from .runtime import resolve_device
 from .train import train_run
@@ -168,35 +167,10 @@ def cmd_translate(a) -> int:
 
 
 def _translator(a, profile, cfg):
-    """The model that ``translate`` translates with (:class:`nmt_lib.checkpoint.Loaded`): the
-    ``--checkpoint``, else the run's own checkpoint, else its published weights; one of the run
-    ``cfg`` (else one line saying whose it is)."""
-    run_out = _out(a, profile) / "runs" / run_dir_name(cfg.name)
-    ckpt = find_checkpoint(a.checkpoint or default_checkpoint_dir(cfg, run_out))
-    published = _out(a, profile) / "published" / run_dir_name(cfg.name)
+    """The model that ``translate`` translates with (:func:`nmt_lib.loading.load_for_run`): the
+    ``--checkpoint``, else the run's own checkpoint, else its published weights."""
     device = resolve_device(cfg.train.device)
-    if not ckpt.is_file() and not a.checkpoint and published.is_dir():
-        loaded = publish.load(published, device)
-    elif not ckpt.is_file():
-        raise CheckpointError(
-            f"{ckpt}: no such checkpoint: train the model first (python -m nmt_lib train --profile "
-            f"{shlex.quote(a.profile)} --run {shlex.quote(cfg.name)}; the committed results publish "
-            "the weights of some runs only: results/<profile>/published/), or name one with "
-            "--checkpoint"
-        )
-    else:
-        loaded = load_trained(ckpt, device, vocabs=True)
-    saved = loaded.cfg
-    if saved.model != cfg.model:  # a checkpoint of another run (another family, other sizes)
-        differ = [
-            k for k in vars(cfg.model) if getattr(saved.model, k, None) != getattr(cfg.model, k)
-        ]
-        raise CheckpointError(
-            f"{loaded.path}: holds a model of run {saved.name!r} ({saved.model.arch}), not one of "
-            f"run {cfg.name!r} ({cfg.model.arch}; they differ in model.{', model.'.join(differ)}): "
-            f"translate with --run {shlex.quote(saved.name)}, or with {cfg.name!r}'s checkpoint"
-        )
-    return loaded
+    return load_for_run(cfg, _out(a, profile), a.checkpoint, device, a.profile)
 
 
 def _warn(saved, name: str, k: int, line: str, msg: str | None) -> int:

@@ -17,6 +17,8 @@ whose pickle needs anything else (an object that would run code when read) is re
 damaged or garbage file, or one written for another model or data setting, raises
 :class:`CheckpointError` naming the file.
 
+This module stores and reads the files; a trained model is loaded from them by :mod:`nmt_lib.loading`.
+
 The file is a header line ``nmt_lib.checkpoint/2``, a line with the sha256 of the rest, and then
 ``torch.save``'s bytes. Files of format 1 (``torch.save``'s bytes alone) are still read, unchecked.
 """
@@ -29,17 +31,13 @@ import json
 import os
 import pickle
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .backend import backend
-from .config import CONFIGS, RunConfig, run_from_dict, to_dict
-from .data.vocab import Vocab
+from .config import CONFIGS, RunConfig, to_dict
 from .io import atomic_write
-from .models import build_model
 
 #: A run's checkpoint files in its checkpoint directory: the latest, and the best on dev NLL (with
 #: ``train.patience``).
@@ -265,27 +263,6 @@ def load_model_state(model: torch.nn.Module, state: dict, path: str | os.PathLik
         raise CheckpointError(f"{path}: model weights do not fit this model: {e}") from None
 
 
-# ------------------------------------------------------------------------ a trained model, loaded
-@dataclass(frozen=True)
-class Loaded:
-    """A trained model loaded once, with what translating or evaluating it needs.
-
-    model: in eval mode, on its run's backend; cfg: the run's config (:class:`RunConfig`); on: that
-    backend (:func:`nmt_lib.backend.backend` of ``cfg.train.backend``; what it wants of the process is
-    the caller's to ask, ``on.tune_process()``); path: the file it was read from; trained_on: the
-    fingerprint of its training data (:func:`nmt_lib.data.fingerprint`; None for old checkpoints
-    and published models); src_vocab, trg_vocab: its vocabularies (None where not asked for).
-    """
-
-    model: torch.nn.Module
-    cfg: RunConfig
-    on: object
-    path: Path
-    trained_on: dict | None = None
-    src_vocab: object = None
-    trg_vocab: object = None
-
-
 def find_checkpoint(path: str | os.PathLike) -> Path:
     """A checkpoint file, or in a checkpoint directory ``best.pt`` when the run used early
     stopping and saved one, else ``last.pt``."""
@@ -298,36 +275,3 @@ def find_checkpoint(path: str | os.PathLike) -> Path:
                 return best
         return path / LAST
     return path
-
-
-def load_trained(path: str | os.PathLike, device="cpu", vocabs: bool = False) -> Loaded:
-    """The model of a checkpoint file or directory (:func:`find_checkpoint`), in eval mode on
-    ``device``, on the run's backend; with ``vocabs``, also the vocabularies beside the file
-    (:func:`load_vocabs`). Weights that are not all finite (a diverged run) raise
-    :class:`CheckpointError`."""
-    path = find_checkpoint(path)
-    state = load_checkpoint(path)
-    check_finite(state["model"], path)
-    cfg = run_from_dict(state["config"])
-    on = backend(cfg.train.backend)
-    model = build_model(cfg.model, on)
-    load_model_state(model, state, path)
-    trained_on = state.get("data")
-    src, trg = load_vocabs(path, trained_on) if vocabs else (None, None)
-    return Loaded(model.to(device).eval(), cfg, on, path, trained_on, src, trg)
-
-
-def load_vocabs(ckpt: str | os.PathLike, trained_on: dict | None) -> tuple:
-    """The source and target vocabularies beside the checkpoint file ``ckpt``, checked against the
-    fingerprint it records (``trained_on``): a file that is not the model's raises
-    :class:`CheckpointError` naming it."""
-    out = []
-    for side in ("src", "trg"):
-        f = Path(ckpt).parent / f"{side}.vocab.txt"
-        try:
-            v = Vocab.load(f)
-        except (OSError, ValueError) as e:
-            raise CheckpointError(f"{f}: cannot read the vocabulary of {ckpt} ({e})") from None
-        check_vocab(v, trained_on, side, f, ckpt)
-        out.append(v)
-    return tuple(out)

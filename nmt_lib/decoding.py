@@ -1,8 +1,7 @@
 """Decoding a corpus: its sources in batches of similar length, searched by :mod:`nmt_lib.search`
 (greedy or GroundHog's beam) in several threads at once, each batch appended to a journal as it is
 done (an interrupted decoding goes on where it stopped), a beam beyond the vocabulary or the memory
-refused before anything is decoded (:func:`decode_corpus`; :func:`decode`: the same under the
-precision's autocast)."""
+refused before anything is decoded (:func:`decode`)."""
 
 from __future__ import annotations
 
@@ -87,54 +86,21 @@ def check_beam(
 def decode(
     model,
     xs: Sequence[Sequence[int]],
-    search: SearchConfig,
+    search: SearchConfig = DEFAULT,
+    *,
+    greedy: bool = False,
+    ignore_unk: bool = False,
+    return_alpha: bool = False,
     device=None,
     precision: str = "fp32",
-    ignore_unk: bool = False,
-    return_alpha: bool = False,
-    progress: bool | None = False,
-    journal: str | os.PathLike | None = None,
-    on=None,
-    greedy: bool = False,
-) -> list[Hypothesis]:
-    """:func:`decode_corpus` in ``precision`` (on the model's device by default): beam search
-    (``search``; greedy with its length rules with ``greedy``) over source id lists (EOS
-    included), in input order; ``journal``:
-    see :func:`decode_corpus`; ``on``: the model's backend (its steps;
-    :func:`nmt_lib.backend.backend`), or None for the model's own ``steps()``."""
-    device = device or next(model.parameters()).device
-    with autocast(torch.device(device), precision):
-        return decode_corpus(
-            model,
-            xs,
-            search,
-            greedy,
-            ignore_unk,
-            return_alpha,
-            device,
-            progress,
-            journal=journal,
-            on=on,
-        )
-
-
-def decode_corpus(
-    model,
-    xs: Sequence[Sequence[int]],
-    search: SearchConfig = DEFAULT,
-    greedy: bool = False,
-    ignore_unk: bool = False,
-    return_alpha: bool = False,
-    device=None,
     progress: bool | None = False,
     workers: int | None = None,
     journal: str | os.PathLike | None = None,
-    on=None,
 ) -> list[Hypothesis]:
     """Decode source id lists (EOS included) in batches of ``search.batch_size`` sources of
     similar length, with ``search``'s beam and rules (:func:`nmt_lib.search.beam_search`), or
-    greedily with its rules (``greedy``, :func:`nmt_lib.search.greedy_search`); results in input
-    order.
+    greedily with its rules (``greedy``, :func:`nmt_lib.search.greedy_search`), on ``device`` (the
+    model's by default) in ``precision`` (its autocast); results in input order.
 
     ``progress``: a bar (None: only on a terminal). ``journal``: a file that each decoded batch is
     appended to (without attention weights) as soon as it is done; batches already in it are read
@@ -144,13 +110,31 @@ def decode_corpus(
 
     ``workers`` batches are decoded at once, each in its own thread with one intra-op thread
     (:func:`in_threads`; default: ``torch.get_num_threads()`` on a CPU, else 1): a beam step's
-    operations are small, and a core that waits for the other at each of them is idle. The model's
-    steps are made by its backend ``on`` (:func:`nmt_lib.backend.backend`; None: the model's own
-    ``model.steps()``), which may prepare them once for all the batches (for searches expected to
-    advance ``rows`` hypotheses in all: the fast backend's word table); each thread makes its steps
-    once for all its batches. A beam beyond the vocabulary or the memory available is refused
-    before anything is decoded (:func:`check_beam`).
+    operations are small, and a core that waits for the other at each of them is idle. The model
+    makes its own steps (:func:`steps_maker`), which may be prepared once for all the batches;
+    each thread makes its steps once for all its batches. A beam beyond the vocabulary or the
+    memory available is refused before anything is decoded (:func:`check_beam`).
     """
+    device = device or next(model.parameters()).device
+    with autocast(torch.device(device), precision):
+        return _decode(
+            model, xs, search, greedy, ignore_unk, return_alpha, device, progress, workers, journal
+        )
+
+
+def steps_maker(model, rows: int | None = None):
+    """A maker of ``model``'s decoding steps for searches that will advance ``rows`` hypotheses in
+    all: ``model.prepared_steps(rows)`` where the model has it (the fast models tabulate their
+    word products once for long searches: :meth:`nmt_lib.fast.model.FastModel.prepared_steps`),
+    else ``model.steps``."""
+    prepared = getattr(model, "prepared_steps", None)
+    return model.steps if prepared is None else prepared(rows)
+
+
+def _decode(
+    model, xs, search, greedy, ignore_unk, return_alpha, device, progress, workers, journal
+) -> list[Hypothesis]:
+    """:func:`decode` under its autocast."""
     batches = length_batches(xs, search.batch_size)
     kind = torch.device(device or "cpu").type
     if workers is None:
@@ -169,7 +153,7 @@ def decode_corpus(
             device,
         )
     rows = max(beam, 1) * sum(map(len, xs))  # hypotheses advanced, targets as long as sources
-    make_steps = model.steps if on is None else on.steps(model, rows)
+    make_steps = steps_maker(model, rows)
     decode = batch_decoder(model, xs, search, greedy, device, make_steps, ignore_unk, return_alpha)
     book = Journal(journal, batches) if journal and not return_alpha else None
     try:
@@ -180,7 +164,7 @@ def decode_corpus(
 
 
 def _decode_batches(decode, xs, batches, book, workers: int, kind: str, progress) -> list:
-    """:func:`decode_corpus`'s hypotheses, in input order: each of ``batches`` read back from the
+    """:func:`decode`'s hypotheses, in input order: each of ``batches`` read back from the
     journal ``book`` (or None) or decoded (``decode``), in ``workers`` threads, and journaled."""
     done = book.done() if book is not None else {}
     out: list[Hypothesis | None] = [None] * len(xs)

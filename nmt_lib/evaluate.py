@@ -34,10 +34,10 @@ the previous one as it was.
 Each result is one function that computes it and writes its file (:func:`table1_all`,
 :func:`table1_no_unk`, :func:`hypothesis_files`, :func:`figure2`, :func:`table2`,
 :func:`figure3`, :func:`view`), from the :class:`Job` that :func:`evaluate_run` makes of the loaded model (the
-loaders are :mod:`nmt_lib.checkpoint`'s, the decoding :mod:`nmt_lib.decoding`'s, the likelihoods
+loaders are :mod:`nmt_lib.loading`'s, the decoding :mod:`nmt_lib.decoding`'s, the likelihoods
 :mod:`nmt_lib.likelihood`'s, BLEU and Figure 3's records :mod:`nmt_lib.scoring`'s, translation
 :mod:`nmt_lib.translate`'s). The dev metrics that training measures at each evaluation
-(:func:`dev_metrics`) are here too: training depends on evaluation, not the reverse.
+are :mod:`nmt_lib.validation`'s.
 """
 
 from __future__ import annotations
@@ -54,57 +54,19 @@ import numpy as np
 import torch
 
 from . import bleu, data
-from .backend import backend
-from .checkpoint import Loaded, check_vocab, default_checkpoint_dir, load_trained, portable
+from .checkpoint import check_vocab, default_checkpoint_dir, portable
 from .config import RunConfig, to_dict
 from .data.text import detokenize
 from .data.vocab import EOS
 from .decoding import decode
 from .io import NO_SPACE, naming, write_compact, write_json, write_lines
 from .likelihood import replace_corpus, sentence_nll
+from .loading import Loaded, load_trained
 from .paper import FIG3_SOURCES
 from .runtime import resolve_device, resolve_precision
 from .scoring import attention_records, score
 from .search import Hypothesis
 from .staging import staged
-
-
-def dev_subset(n_dev: int, n: int) -> list[int]:
-    """``n`` dev sentence indices spread evenly over the dev set (both of its years), the same at
-    every evaluation; all of them when ``n`` is 0 or not smaller than the dev set."""
-    if n <= 0 or n >= n_dev:
-        return list(range(n_dev))
-    return [i * n_dev // n for i in range(n)]
-
-
-def dev_metrics(model, prep, cfg: RunConfig, device, full: bool = False) -> dict:
-    """Dev NLL per sentence (mean over ``train.dev_nll_sentences`` fixed dev sentences,
-    :func:`dev_subset`; the whole dev set with ``full``) and dev BLEU (greedy, tokenized, on the
-    first ``train.dev_bleu_sentences`` sentences; None when 0), and the seconds they took: what
-    training measures at each evaluation."""
-    t = cfg.train
-    t0 = time.perf_counter()
-    idx = dev_subset(len(prep.dev), 0 if full else t.dev_nll_sentences)
-    xs, ys = [prep.dev.x[i] for i in idx], [prep.dev.y[i] for i in idx]
-    nll = sentence_nll(model, xs, ys, 64, device, t.precision)
-    out = {"dev_nll": sum(nll) / max(len(nll), 1), "dev_nll_sentences": len(idx), "dev_bleu": None}
-    n = min(t.dev_bleu_sentences, len(prep.dev))
-    if n > 0:
-        model.eval()
-        hyps = decode(
-            model,
-            prep.dev.x[:n],
-            cfg.search,
-            device,
-            t.precision,
-            greedy=True,
-            on=backend(t.backend),
-        )
-        hyp = [" ".join(prep.trg_vocab.decode(h.tokens)) for h in hyps]
-        ref = [" ".join(r) for r in prep.dev.ref_tok[:n]]
-        out["dev_bleu"] = bleu.bleu_tok(hyp, ref).score
-    out["eval_seconds"] = time.perf_counter() - t0
-    return out
 
 
 def _journal(out_dir: Path, ckpt: Path, *what) -> Path:
@@ -202,12 +164,11 @@ class Job:
             self.loaded.model,
             xs,
             search,
-            self.device,
-            self.precision,
-            ignore_unk,
+            ignore_unk=ignore_unk,
+            device=self.device,
+            precision=self.precision,
             progress=self.progress,
             journal=journal,
-            on=self.loaded.on,
         )
 
 
@@ -319,7 +280,6 @@ def figure3(job: Job, sources: Sequence[str]) -> list[dict]:
         job.device,
         job.precision,
         p.src_vocab,
-        job.loaded.on,
     )
     write_compact(job.stage / "attention.json", out)
     return out

@@ -11,34 +11,51 @@ import torch
 import torch.distributed as dist
 
 
-def clip_gradients(
-    params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str, defer: bool = False
-):
-    """GroundHog's ``SGD_adadelta`` gradient treatment, in place.
+def treat_gradients(
+    params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str
+) -> tuple[float, str, float]:
+    """GroundHog's ``SGD_adadelta`` gradient treatment, but for the clip's scaling, which is left
+    to the step (the backend's ``step(opt, params, scale)``, which may do it in the optimizer's own
+    pass over the gradients: :meth:`nmt_lib.fast.optim.Adadelta.step`).
 
-    Returns ``(norm, action)``: the global L2 norm before any change and one of ``"none"``,
-    ``"clip"`` (``norm >= clip_norm``: ``g <- g * clip_norm / norm``), ``"shrink"`` (non-finite
-    norm: ``g <- 0.1 * θ``) or ``"skip"`` (non-finite norm: the caller must not step).
-    ``defer``: leave the ``"clip"`` scaling to the update, ``Adadelta.step(grad_scale=clip_norm /
-    norm)``, which does it in its own pass over the gradients.
+    Returns ``(norm, action, scale)``: the global L2 norm before any change, one of ``"none"``,
+    ``"clip"`` (``norm >= clip_norm``: the step takes ``g * clip_norm / norm``), ``"shrink"``
+    (non-finite norm: ``g <- 0.1 * θ``, in place) or ``"skip"`` (non-finite norm: no step), and
+    the gradients' scale for the step (``clip_norm / norm`` for ``"clip"``, else 1).
     """
     grads = [p.grad for p in params if p.grad is not None]
     norm = float(torch.stack([_squared_norm(g) for g in grads]).sum().sqrt())
     if not math.isfinite(norm):
         if nonfinite == "skip":
-            return norm, "skip"
+            return norm, "skip", 1.0
         with torch.no_grad():
             for p in params:
                 if p.grad is not None:
                     p.grad.copy_(0.1 * p)
-        return norm, "shrink"
+        return norm, "shrink", 1.0
     if norm >= clip_norm:
-        if not defer:
-            with torch.no_grad():
-                for g in grads:
-                    g.mul_(clip_norm / norm)
-        return norm, "clip"
-    return norm, "none"
+        return norm, "clip", clip_norm / norm
+    return norm, "none", 1.0
+
+
+def scale_gradients(params: Sequence[torch.nn.Parameter], scale: float) -> None:
+    """``g <- g * scale`` for the gradient ``g`` of each of ``params``, in place."""
+    with torch.no_grad():
+        for p in params:
+            if p.grad is not None:
+                p.grad.mul_(scale)
+
+
+def clip_gradients(params: Sequence[torch.nn.Parameter], clip_norm: float, nonfinite: str):
+    """GroundHog's ``SGD_adadelta`` gradient treatment, in place (:func:`treat_gradients`, the
+    clip's scaling done here). Returns ``(norm, action)``: the global L2 norm before any change
+    and one of ``"none"``, ``"clip"`` (``norm >= clip_norm``: ``g <- g * clip_norm / norm``),
+    ``"shrink"`` (non-finite norm: ``g <- 0.1 * θ``) or ``"skip"`` (non-finite norm: the caller
+    must not step)."""
+    norm, action, scale = treat_gradients(params, clip_norm, nonfinite)
+    if action == "clip":
+        scale_gradients(params, scale)
+    return norm, action
 
 
 def _squared_norm(g: torch.Tensor) -> torch.Tensor:

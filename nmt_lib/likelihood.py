@@ -16,13 +16,6 @@ from .runtime import autocast
 from .unk import replace
 
 
-def batch_nll(model, batch) -> torch.Tensor:
-    """``[B]`` per-sentence NLL ``-log p(y | x)`` (sum over target tokens incl. EOS)."""
-    logp, _ = model(batch.x, batch.x_mask, batch.y, batch.y_mask)  # [B, Ty], 0 at padding
-    return -logp.float().sum(1)
-
-
-@torch.no_grad()
 def sentence_nll(
     model,
     xs: Sequence[Sequence[int]],

@@ -11,11 +11,11 @@ each such run's evaluation, ``results/<profile>/published/<run>/``:
 * ``MODEL_CARD.md``: what the model is, how it was trained, its test BLEU (the run's ``bleu.json``:
   Table 1's row), how its 16-bit weights translate against the checkpoint, and the sha256 of
   every file;
-* ``SHA256SUMS``: the sha256 of the four files above; :func:`load` refuses a file that differs,
+* ``SHA256SUMS``: the sha256 of the four files above; :func:`nmt_lib.loading.load_published` refuses a file that differs,
   from it or from the sums that the profile's results record outside this folder (``published``
   in ``results/<profile>/manifest.json``, where the replication writes them).
 
-:func:`load` builds the model in float32 from these files, refusing weights that are not the
+That loader (the read side, :mod:`nmt_lib.loading`) builds the model in float32 from these files, refusing weights that are not the
 model's names, shapes and float16 or not finite. An export replaces the published model in one
 step (:func:`nmt_lib.staging.swap_in`: after a kill it holds the old model or the new one) and
 clears the staging directories (``published/.publish.*``) that a killed one left; one export of a
@@ -32,20 +32,24 @@ import tempfile
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
-from .backend import backend
-from .checkpoint import CheckpointError, Loaded, check_finite, load_trained
-from .config import RunConfig, run_dir_name, run_from_dict, to_dict
-from .data.vocab import Vocab
+from .checkpoint import CheckpointError
+from .config import RunConfig, to_dict
 from .decoding import decode
 from .io import locked, read_json, sha256_file, write_json
-from .models import build_model
+from .loading import (
+    PUBLISHED_FILES,
+    SUMS,
+    Loaded,
+    load_published,
+    load_trained,
+    recorded_sums,
+    verify_published,
+)
 from .scoring import score
 from .staging import stale, swap_in
 
-FILES = ("model.safetensors", "config.json", "src.vocab.txt", "trg.vocab.txt")
-SUMS = "SHA256SUMS"
 CARD = "MODEL_CARD.md"
 #: Test sentences decoded with the checkpoint and with the 16-bit weights at export (the card says
 #: how many translations are the same).
@@ -83,11 +87,13 @@ def _export_into(out: Path, loaded: Loaded, run, run_results, test) -> None:
     model = loaded.model
     stage = Path(tempfile.mkdtemp(prefix=".publish.", dir=out.parent))
     try:
-        save_file(half_weights(model), str(stage / FILES[0]), metadata={"dtype": "float16"})
-        write_json(stage / FILES[1], to_dict(loaded.cfg))
-        loaded.src_vocab.save(stage / FILES[2])
-        loaded.trg_vocab.save(stage / FILES[3])
-        sums = {f: sha256_file(stage / f) for f in FILES}
+        save_file(
+            half_weights(model), str(stage / PUBLISHED_FILES[0]), metadata={"dtype": "float16"}
+        )
+        write_json(stage / PUBLISHED_FILES[1], to_dict(loaded.cfg))
+        loaded.src_vocab.save(stage / PUBLISHED_FILES[2])
+        loaded.trg_vocab.save(stage / PUBLISHED_FILES[3])
+        sums = {f: sha256_file(stage / f) for f in PUBLISHED_FILES}
         (stage / SUMS).write_text("".join(f"{h}  {f}\n" for f, h in sums.items()), encoding="utf-8")
         agreement = fp16_agreement(model, stage, test, run) if test is not None else None
         if agreement is not None:
@@ -101,63 +107,13 @@ def _export_into(out: Path, loaded: Loaded, run, run_results, test) -> None:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def recorded_sums(path: Path) -> dict[str, str]:
-    """``{file: sha256}`` as ``path/SHA256SUMS`` records them."""
-    lines = (path / SUMS).read_text(encoding="utf-8").splitlines()
-    return {name: digest for digest, _, name in (line.partition("  ") for line in lines)}
-
-
-def manifest_sums(path: Path) -> tuple[Path, dict[str, str]]:
-    """The profile's ``manifest.json`` beside the published model ``path``
-    (``<results>/published/<run>/`` -> ``<results>/manifest.json``) and the sums it records for it
-    (``{"published": {run: {file: sha256}}}``; none where it has no record of it)."""
-    manifest = path.parent.parent / "manifest.json"
-    try:
-        published = read_json(manifest).get("published", {})
-        sums = next(s for run, s in published.items() if run_dir_name(run) == path.name)
-    except (OSError, ValueError, AttributeError, StopIteration):  # ConfigError: a run name
-        return manifest, {}
-    return manifest, sums if isinstance(sums, dict) else {}
-
-
-def verify(path: str | os.PathLike) -> None:
-    """Raise :class:`~nmt_lib.checkpoint.CheckpointError`, in one line naming the file, if a file
-    of the published model ``path`` is missing or its sha256 is not the one ``SHA256SUMS`` records,
-    or not the one the profile's results record (:func:`manifest_sums`)."""
-    path = Path(path)
-    sums = path / SUMS
-    if not sums.is_file():
-        raise CheckpointError(f"{sums}: missing: {path} is not a published model")
-    want = recorded_sums(path)
-    for name in FILES:
-        f = path / name
-        if name not in want:
-            raise CheckpointError(f"{sums}: no sha256 for {name}")
-        if not f.is_file():
-            raise CheckpointError(f"{f}: missing from the published model")
-        got = sha256_file(f)
-        if got != want[name]:
-            raise CheckpointError(
-                f"{f}: sha256 {got[:16]}… is not the {want[name][:16]}… that {SUMS} records: the "
-                f"file was changed or damaged; restore it (git checkout -- {path})"
-            )
-    manifest, recorded = manifest_sums(path)
-    for name, digest in recorded.items():
-        if name in want and want[name] != digest:
-            raise CheckpointError(
-                f"{path / name}: sha256 {want[name][:16]}… is not the {digest[:16]}… that "
-                f"{manifest} records for it: the published model was changed after its results "
-                f"were written; restore both (git checkout -- {path.parent.parent})"
-            )
-
-
 def current(path: str | os.PathLike, run: RunConfig, run_results: Path) -> bool:
     """Whether ``path`` holds the published weights of the run whose results are ``run_results``
-    (and config ``run``): its files are whole (:func:`verify`) and its card is the one those
+    (and config ``run``): its files are whole (:func:`~nmt_lib.loading.verify_published`) and its card is the one those
     results make (the card names the run's updates, hours and test BLEU)."""
     path = Path(path)
     try:
-        verify(path)
+        verify_published(path)
     except CheckpointError:
         return False
     sums = recorded_sums(path)
@@ -167,62 +123,19 @@ def current(path: str | os.PathLike, run: RunConfig, run_results: Path) -> bool:
     )
 
 
-def load(path: str | os.PathLike, device="cpu") -> Loaded:
-    """The published model ``path`` (:class:`~nmt_lib.checkpoint.Loaded`: the model, its config,
-    backend and vocabularies), its files checked first (:func:`verify`); the model in float32, in
-    eval mode on ``device``."""
-    path = Path(path)
-    verify(path)
-    cfg = run_from_dict(read_json(path / FILES[1]))
-    on = backend(cfg.train.backend)
-    model = build_model(cfg.model, on)
-    f = path / FILES[0]
-    try:
-        weights = load_file(str(f))
-    except Exception as e:  # safetensors' own errors, a header that is not JSON, ...
-        first = (str(e).strip().splitlines() or [""])[0]
-        raise CheckpointError(
-            f"{f}: not a readable safetensors file ({type(e).__name__}: {first})"
-        ) from None
-    check_weights(weights, model.state_dict(), f, cfg.name)
-    model.load_state_dict({k: v.float() for k, v in weights.items()})
-    src, trg = Vocab.load(path / FILES[2]), Vocab.load(path / FILES[3])
-    return Loaded(model.to(device).eval(), cfg, on, path, None, src, trg)
-
-
-def check_weights(weights: dict, expected: dict, f: Path, run: str) -> None:
-    """Raise :class:`~nmt_lib.checkpoint.CheckpointError` naming ``f`` unless ``weights`` have the
-    names and shapes of the model's state dict ``expected``, its floating-point tensors in float16
-    (as :func:`export` writes them) and the others in their own dtype, and are all finite."""
-    if missing := sorted(set(expected) - set(weights)) or sorted(set(weights) - set(expected)):
-        raise CheckpointError(
-            f"{f}: the weights do not fit {run}: {missing[:3]} are missing or unexpected"
-        )
-    for name, t in weights.items():
-        want = expected[name]
-        dtype = torch.float16 if want.is_floating_point() else want.dtype
-        if t.dtype != dtype or t.shape != want.shape:
-            raise CheckpointError(
-                f"{f}: {name} is {t.dtype} {list(t.shape)}, not the {dtype} {list(want.shape)} "
-                f"of {run}'s published weights"
-            )
-    check_finite(weights, f)
-
-
 def fp16_agreement(model, published: Path, test, run: RunConfig) -> dict:
     """The first :data:`AGREEMENT_SENTENCES` test sentences decoded (the run's search) with the
     checkpoint's float32 weights and with the published float16 ones: how many translations are
     the same, token for token."""
-    half = load(published)
-    on = backend(run.train.backend)
+    half = load_published(published)
     n = min(AGREEMENT_SENTENCES, len(test))
     xs = test.x[:n]
-    a = decode(model, xs, run.search, on=on)
-    b = decode(half.model, xs, run.search, on=on)
+    a = decode(model, xs, run.search)
+    b = decode(half.model, xs, run.search)
     same = sum(h.tokens == g.tokens for h, g in zip(a, b, strict=True))
     out = {"sentences": n, "same": same}
     if same < 0.99 * n:  # then the card gives the 16-bit weights' own BLEU
-        hyps = decode(half.model, test.x, run.search, on=on)
+        hyps = decode(half.model, test.x, run.search)
         hyp_tok = [half.trg_vocab.decode(h.tokens) for h in hyps]
         out["bleu_tok"] = score(hyp_tok, test, range(len(test)), run.data.trg_lang)["tok"]["score"]
     return out
@@ -280,7 +193,7 @@ def card(run: RunConfig, run_results: Path, sums: dict, agreement: dict | None) 
     lines += [
         "| license | MIT (as the code); the training text is WMT'14's, under its own terms |",
         "",
-        "Load it with `nmt_lib.publish.load(dir)`, or translate with `python -m nmt_lib translate "
+        "Load it with `nmt_lib.loading.load_published(dir)`, or translate with `python -m nmt_lib translate "
         f"--profile PROFILE --run '{run.name}'`. Files (sha256, as in `{SUMS}`):",
         "",
         *(f"- `{f}`: `{h}`" for f, h in sums.items()),

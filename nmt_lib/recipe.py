@@ -1,11 +1,12 @@
 """The plain backend (``train.backend = "reference"``): the model classes as they are, and the
 training recipe every backend follows (:class:`Plain`). The fast backend
-(:class:`nmt_lib.fast.Fast`) is a subclass that overrides what it computes faster; the factory of
+(:class:`nmt_lib.fast.FastBackend`) is a subclass that overrides what it computes faster; the factory of
 both is :func:`nmt_lib.backend.backend`.
 
 The recipe: the optimizer of ``train.optimizer`` with its settings (:meth:`Plain.optimizer`), the
-gradient of the summed NLL of a batch (:meth:`Plain.backward`), and GroundHog's gradient treatment
-before the optimizer's step (:meth:`Plain.update`). A new optimizer is added here.
+gradient of the summed NLL of a batch (:meth:`Plain.backward`), and the optimizer's step with the
+gradients scaled (:meth:`Plain.step`: GroundHog's clip, :func:`nmt_lib.gradients.treat_gradients`).
+The order of one update is :meth:`nmt_lib.trainer.Trainer.step`'s. A new optimizer is added here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from .gradients import clip_gradients
+from .gradients import scale_gradients
 from .runtime import autocast
 
 
@@ -58,7 +59,7 @@ class Plain:
         gradient divided by ``denom`` left in each parameter's ``grad``. ``smoothing``: label
         smoothing (``train.label_smoothing``), the loss then the summed smoothed cross-entropy
         (:func:`nmt_lib.paper.steps.target_log_prob`). ``cuda_graphs``: replay the step as CUDA
-        graphs, which the fast backend does on a GPU (:meth:`nmt_lib.fast.Fast.backward`); ignored
+        graphs, which the fast backend does on a GPU (:meth:`nmt_lib.fast.FastBackend.backward`); ignored
         here, with a warning."""
         device = torch.device(device)
         if cuda_graphs:
@@ -76,19 +77,13 @@ class Plain:
 
         return eager
 
-    def update(self, opt, params, clip_norm: float, nonfinite: str) -> tuple[float, str]:
-        """GroundHog's gradient treatment (:func:`nmt_lib.gradients.clip_gradients`), then the
-        optimizer's step unless the update is skipped; returns ``(norm, action)``."""
-        norm, action = clip_gradients(params, clip_norm, nonfinite)
-        if action != "skip":
-            opt.step()
-        return norm, action
+    def step(self, opt, params, scale: float = 1.0) -> None:
+        """The optimizer's step with the gradients of ``params`` times ``scale`` (the clip's
+        ``clip_norm / norm``, :func:`nmt_lib.gradients.treat_gradients`), scaled in place first."""
+        if scale != 1.0:
+            scale_gradients(params, scale)
+        opt.step()
 
     def compiled_kernels(self, device) -> bool:
         """Whether this backend computes with the compiled CPU kernels on ``device``."""
         return False
-
-    def steps(self, model, rows: int | None = None) -> Callable:
-        """A maker of ``model``'s decoding steps (``model.steps()``), for searches that will advance
-        ``rows`` hypotheses in all; each thread of a search makes its own."""
-        return model.steps

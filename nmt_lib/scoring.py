@@ -55,7 +55,6 @@ def attention_records(
     device=None,
     precision: str = "fp32",
     src_vocab=None,
-    on=None,
 ) -> list[dict]:
     """Figure 3: the best hypothesis and its attention for each of ``sources`` (``alpha[i][j]``:
     output token i over source token j, EOS included on both axes). A source found in ``evalset``
@@ -70,9 +69,8 @@ def attention_records(
             for k, i in enumerate(found)
             if i is None
         ]
-    hyps = decode(
-        model, [x for _, x, _ in todo], search, device, precision, return_alpha=True, on=on
-    )
+    xs = [x for _, x, _ in todo]
+    hyps = decode(model, xs, search, return_alpha=True, device=device, precision=precision)
     by_k = {k: (tok, h) for (k, _, tok), h in zip(todo, hyps, strict=True)}
     out = []
     for k, (src, i) in enumerate(zip(sources, found, strict=True)):

@@ -25,7 +25,7 @@ that are done are dropped from the tensors. The model is used only through ``enc
 ``Encoded.select`` and its step (``model.steps()``, :mod:`nmt_lib.paper.steps`). The live hypotheses are a
 :class:`Beam` (``best_pairs``, ``grow``, ``select``), the best finished one of each sentence a
 :class:`Finished` (``record``). A corpus is decoded in batches and threads by
-:func:`nmt_lib.decoding.decode_corpus`.
+:func:`nmt_lib.decoding.decode`.
 """
 
 from __future__ import annotations

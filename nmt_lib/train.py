@@ -9,7 +9,7 @@
 * the global L2 norm of the gradient is rescaled to 1 when it is ``>= 1``; a NaN/Inf gradient is
   replaced by ``0.1 * θ`` (GroundHog, ``train.nonfinite = "shrink"``) or the update is skipped
   (``"skip"``), and counted in the log; after ``train.max_nonfinite`` such updates in a row the run
-  has diverged: training stops with :class:`Diverged` and its last checkpoint is kept. A checkpoint
+  has diverged: training stops with :class:`~nmt_lib.train_loop.Diverged` and its last checkpoint is kept. A checkpoint
   is written only of finite weights, so a good one is never replaced by a diverged one;
 * minibatches of 80 from :class:`~nmt_lib.data.TrainIterator` (20 batches sorted by length at a time);
 * the named alternatives of reduced budgets (``TrainConfig``): ``optimizer = "adam"``, ``loss =
@@ -22,7 +22,7 @@
   NLL (per-sentence NLL averaged over ``dev_nll_sentences`` fixed dev sentences, or the whole dev
   set, Table 2's measure) and the BLEU of greedy translations of
   the first ``dev_bleu_sentences`` dev sentences (tokenized, multi-bleu style;
-  :func:`nmt_lib.evaluate.dev_metrics`); with
+  :func:`nmt_lib.validation.dev_metrics`); with
   ``train.patience`` training stops when the dev NLL has not improved for that many evaluations and
   the best model is kept (RNNsearch-50*: "until the performance on the development set stopped
   improving", A14).
@@ -66,10 +66,10 @@ from .config import RunConfig, to_dict
 from .io import locked, naming, remove_debris, write_json
 from .models import build_model
 from .runtime import resolve_device
-from .train_loop import Diverged, JsonlLog, loop, stop_signals
+from .train_loop import JsonlLog, loop, stop_signals
 from .trainer import Trainer
 
-__all__ = ["Diverged", "Interrupted", "JsonlLog", "Trainer", "train_run"]
+__all__ = ["Interrupted", "train_run"]
 
 
 def train_run(
@@ -238,7 +238,7 @@ def _run_files(cfg: RunConfig, prep, out_dir: Path, ckpt_dir: Path, resumed_from
 
 def _summary(trainer: Trainer, reason, updates0: int, resumed_from, last_eval, ckpt_dir: Path):
     """What ``train_summary.json`` records of the session."""
-    t, device = trainer.cfg.train, trainer.device
+    t, device, early = trainer.cfg.train, trainer.device, trainer.early
     return {
         "run": trainer.cfg.name,
         "stopped_by": reason,
@@ -248,8 +248,8 @@ def _summary(trainer: Trainer, reason, updates0: int, resumed_from, last_eval, c
         "updates_this_session": trainer.update - updates0,
         "resumed_from_update": resumed_from,
         "nonfinite_updates": trainer.n_nonfinite,
-        "best_dev_nll": None if math.isinf(trainer.best_dev_nll) else trainer.best_dev_nll,
-        "best_update": trainer.best_update,
+        "best_dev_nll": None if math.isinf(early.best_dev_nll) else early.best_dev_nll,
+        "best_update": early.best_update,
         "last_eval": last_eval,
         "world_size": trainer.world,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",

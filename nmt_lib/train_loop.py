@@ -20,9 +20,9 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from .checkpoint import BEST, LAST, save_checkpoint
-from .evaluate import dev_metrics
 from .io import atomic_write, naming
 from .trainer import Trainer
+from .validation import dev_metrics
 
 
 class JsonlLog:
@@ -69,8 +69,8 @@ def _agree(flags: list[bool], world: int, device) -> list[bool]:
 def _budget_left(trainer: Trainer) -> str | None:
     """Why training must stop now, or None."""
     t = trainer.cfg.train
-    if trainer.stopped:
-        return trainer.stopped
+    if trainer.early.stopped:
+        return trainer.early.stopped
     if t.max_updates is not None and trainer.update >= t.max_updates:
         return "max_updates"
     if t.max_epochs is not None and trainer.epoch >= t.max_epochs:
@@ -264,39 +264,30 @@ class Diverged(RuntimeError):
 
 
 def _evaluate(trainer: Trainer, prep, device, log, bar, best: Path, final=False) -> dict:
-    """Dev metrics on rank 0, early-stopping bookkeeping, ``best`` checkpoint (with patience); the
-    decision to stop is broadcast so that every rank stops at the same update. A ``final``
-    evaluation (end of a session between two ``eval_every``) may improve the best but is not
-    counted as a bad evaluation."""
-    cfg = trainer.cfg
+    """Dev metrics on rank 0, observed by the trainer's :class:`~nmt_lib.trainer.EarlyStopping`
+    (a ``final`` evaluation, at the end of a session between two ``eval_every``, may improve the
+    best but is not counted as a bad evaluation), the ``best`` checkpoint (with patience); the
+    decision to stop is broadcast so that every rank stops at the same update."""
+    cfg, early = trainer.cfg, trainer.early
     rec = None
     if trainer.rank == 0:
         m = dev_metrics(trainer.model, prep, cfg, device)
-        improved = m["dev_nll"] < trainer.best_dev_nll
-        if improved:
-            trainer.best_dev_nll, trainer.best_update = m["dev_nll"], trainer.update
-            trainer.bad_evals = 0
-            if cfg.train.patience and trainer.finite():
-                save_checkpoint(best, trainer.state_dict())
-        elif not final:  # the evaluation at the end of a session never counts against patience
-            trainer.bad_evals += 1
-            if cfg.train.lr_schedule == "plateau":
-                trainer.lr_scale *= cfg.train.lr_decay
-        if cfg.train.patience and trainer.bad_evals >= cfg.train.patience:
-            trainer.stopped = "early_stop"
+        improved = early.observe(cfg.train, m["dev_nll"], trainer.update, final)
+        if improved and cfg.train.patience and trainer.finite():
+            save_checkpoint(best, trainer.state_dict())
         rec = {
             "kind": "eval",
             "update": trainer.update,
             "epoch": trainer.epoch,
             "elapsed": trainer.elapsed,
-            "best_dev_nll": trainer.best_dev_nll,
-            "bad_evals": trainer.bad_evals,
+            "best_dev_nll": early.best_dev_nll,
+            "bad_evals": early.bad_evals,
             "lr": trainer.lr(),
             **m,
         }
         log.write(rec)
         bar.set_postfix(dev_nll=f"{m['dev_nll']:.2f}", dev_bleu=m["dev_bleu"])
     if trainer.world > 1:
-        (stop,) = _agree([trainer.stopped is not None], trainer.world, device)
-        trainer.stopped = "early_stop" if stop else None
+        (stop,) = _agree([early.stopped is not None], trainer.world, device)
+        early.stopped = "early_stop" if stop else None
     return rec or {"update": trainer.update}

@@ -1,14 +1,17 @@
 """One model's training state and its update (§4.2, App. B.2): :class:`Trainer` holds the model,
 the optimizer, the batch stream and the counters of one process (one rank of ``world``), makes one
-update (:meth:`Trainer.step`: the loss as ``train.loss`` normalises it, the gradients summed over the
-ranks, GroundHog's gradient treatment and the optimizer's step from the run's backend), and is
-saved to and restored from a checkpoint (:meth:`Trainer.state_dict`, :meth:`Trainer.load_state_dict`).
+update (:meth:`Trainer.step`, in its order: the loss as ``train.loss`` normalises it, the gradients
+summed over the ranks, the learning rate, GroundHog's gradient treatment, the optimizer's step; the
+backend gives the optimizer, the backward pass and the step), and is saved to and restored from a
+checkpoint (:meth:`Trainer.state_dict`, :meth:`Trainer.load_state_dict`). What the evaluations
+decide (the best dev NLL, early stopping, the plateau's decay) is :class:`EarlyStopping`'s.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -22,7 +25,7 @@ from .checkpoint import (
     set_rng_state,
 )
 from .config import RunConfig, to_dict
-from .gradients import sum_gradients
+from .gradients import sum_gradients, treat_gradients
 from .runtime import resolve_precision, warn_emulated_bf16
 
 
@@ -31,11 +34,57 @@ def learning_rate(t, u: int, scale: float = 1.0) -> float:
     ``train.lr`` times the linear warm-up ``min(1, u / warmup_updates)``; with ``lr_schedule =
     "inverse_sqrt"`` (Vaswani et al. 2017, §5.3, its peak ``train.lr`` at ``u = warmup_updates``)
     times ``sqrt(warmup_updates / u)`` after the warm-up; ``scale``: the plateau's decays so far
-    (the trainer's ``lr_scale``)."""
+    (:attr:`EarlyStopping.lr_scale`)."""
     warmup = min(1.0, u / t.warmup_updates) if t.warmup_updates else 1.0
     if t.lr_schedule == "inverse_sqrt":
         warmup = min(warmup, math.sqrt(t.warmup_updates / u))
     return t.lr * scale * warmup
+
+
+@dataclass
+class EarlyStopping:
+    """What the evaluations on dev decide (``train.patience``, ``train.lr_schedule = "plateau"``):
+    the best dev NLL and its update, the evaluations since without progress (``bad_evals``), the
+    learning rate's scale (times ``train.lr_decay`` per such evaluation, with the plateau schedule)
+    and whether training stops early (``stopped``: ``"early_stop"`` once ``bad_evals`` reaches the
+    patience). Kept in a checkpoint under these names (:meth:`state_dict`)."""
+
+    best_dev_nll: float = math.inf
+    best_update: int = 0
+    bad_evals: int = 0
+    lr_scale: float = 1.0
+    stopped: str | None = None
+
+    def observe(self, t, dev_nll: float, update: int, final: bool = False) -> bool:
+        """One evaluation's dev NLL at ``update`` under the training config ``t``; whether it is
+        the best so far. A ``final`` evaluation (the end of a session between two ``eval_every``)
+        may improve the best but never counts against the patience."""
+        improved = dev_nll < self.best_dev_nll
+        if improved:
+            self.best_dev_nll, self.best_update = dev_nll, update
+            self.bad_evals = 0
+        elif not final:
+            self.bad_evals += 1
+            if t.lr_schedule == "plateau":
+                self.lr_scale *= t.lr_decay
+        if t.patience and self.bad_evals >= t.patience:
+            self.stopped = "early_stop"
+        return improved
+
+    def state_dict(self) -> dict:
+        return {
+            "best_dev_nll": self.best_dev_nll,
+            "best_update": self.best_update,
+            "bad_evals": self.bad_evals,
+            "lr_scale": self.lr_scale,
+            "stopped": self.stopped,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """From a checkpoint (``lr_scale``: 1 in one written before the plateau schedule)."""
+        self.best_dev_nll, self.best_update = state["best_dev_nll"], state["best_update"]
+        self.bad_evals, self.stopped = state["bad_evals"], state["stopped"]
+        self.lr_scale = state.get("lr_scale", 1.0)
 
 
 class Trainer:
@@ -74,14 +123,9 @@ class Trainer:
         )
         self.update = 0
         self.elapsed = 0.0  # seconds of training, summed over resumes
-        self.best_dev_nll = math.inf
-        self.best_update = 0
-        self.bad_evals = 0
+        self.early = EarlyStopping()  # the best dev NLL, patience, the plateau's decay
         self.n_nonfinite = 0
         self.nonfinite_streak = 0  # non-finite updates in a row (train.max_nonfinite)
-        # train.lr_schedule = "plateau": times lr_decay per evaluation without progress
-        self.lr_scale = 1.0
-        self.stopped: str | None = None  # "early_stop" once patience is exhausted
         self.data_fingerprint: dict | None = None  # nmt_lib.data.fingerprint of the training data
 
     @property
@@ -103,7 +147,7 @@ class Trainer:
     def lr(self) -> float:
         """The learning rate of the next update ``update + 1`` (:func:`learning_rate`), times the
         plateau decays so far."""
-        return learning_rate(self.cfg.train, self.update + 1, self.lr_scale)
+        return learning_rate(self.cfg.train, self.update + 1, self.early.lr_scale)
 
     def step(self) -> dict:
         """One update (App. B.2). Returns ``loss`` (sum NLL of this rank's batch), ``sentences``,
@@ -122,8 +166,11 @@ class Trainer:
             sum_gradients(self.params)
         for group in self.opt.param_groups:
             group["lr"] = self.lr()
-        # GroundHog's gradient treatment (nmt_lib.gradients), then the optimizer's step
-        norm, action = self.on.update(self.opt, self.params, t.clip_norm, t.nonfinite)
+        # GroundHog's gradient treatment (nmt_lib.gradients), then the backend's optimizer step
+        # with the clip's scaling (which the fast Adadelta does in its own pass)
+        norm, action, scale = treat_gradients(self.params, t.clip_norm, t.nonfinite)
+        if action != "skip":
+            self.on.step(self.opt, self.params, scale)
         if action in ("skip", "shrink"):
             self.n_nonfinite += 1
             self.nonfinite_streak += 1
@@ -148,13 +195,9 @@ class Trainer:
             "update": self.update,
             "epoch": self.epoch,
             "elapsed": self.elapsed,
-            "best_dev_nll": self.best_dev_nll,
-            "best_update": self.best_update,
-            "bad_evals": self.bad_evals,
+            **self.early.state_dict(),
             "n_nonfinite": self.n_nonfinite,
             "nonfinite_streak": self.nonfinite_streak,
-            "lr_scale": self.lr_scale,
-            "stopped": self.stopped,
             "world": self.world,
             "data": self.data_fingerprint,
         }
@@ -177,17 +220,9 @@ class Trainer:
         except (ValueError, KeyError, RuntimeError) as e:
             raise CheckpointError(f"{path}: cannot restore the training state: {e}") from None
         set_rng_state(state["rng"])
-        for k in (
-            "update",
-            "elapsed",
-            "best_dev_nll",
-            "best_update",
-            "bad_evals",
-            "n_nonfinite",
-            "stopped",
-        ):
+        for k in ("update", "elapsed", "n_nonfinite"):
             setattr(self, k, state[k])
-        self.lr_scale = state.get("lr_scale", 1.0)
+        self.early.load_state_dict(state)
         self.nonfinite_streak = state.get("nonfinite_streak", 0)
 
     def finite(self) -> bool:

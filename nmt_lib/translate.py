@@ -8,12 +8,12 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .checkpoint import Loaded
 from .config import SearchConfig
 from .data.readers import normal
 from .data.text import detokenize, tokenize
 from .decoding import decode
 from .likelihood import replace_corpus
+from .loading import Loaded
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def translate_lines(
     precision: str = "fp32",
 ) -> list[str]:
     """Raw source sentences -> detokenized translations by the model ``loaded`` (its languages,
-    vocabularies and backend), with ``search`` (default: its run's) and ``output``'s options, in
+    vocabularies; its model makes its own decoding steps), with ``search`` (default: its run's) and ``output``'s options, in
     ``precision``. Each line is read :func:`~nmt_lib.data.readers.normal` (NFC, no byte-order
     mark), as the training data were. Empty lines give empty translations. With ``output.alignment``, each translation
     is followed by its :func:`alignment_line` (``chat←cat 0.82``; ``</s>``: the end of the
@@ -51,7 +51,13 @@ def translate_lines(
     xs = [loaded.src_vocab.encode(t, eos=True) for t in toks]
     search = loaded.cfg.search if search is None else search
     hyps = decode(
-        model, xs, search, device, precision, output.ignore_unk, output.alignment, on=loaded.on
+        model,
+        xs,
+        search,
+        ignore_unk=output.ignore_unk,
+        return_alpha=output.alignment,
+        device=device,
+        precision=precision,
     )
     replaced = None
     if output.replace_unk:

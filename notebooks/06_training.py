@@ -126,9 +126,11 @@ _ = torch.manual_seed(0)
 # :pyobject: Trainer.step
 # ```
 #
-# The loss, its gradient and the update come from the run's backend (`self.backward`, `self.on.update`;
-# `nmt_lib.backend.backend`, the recipe in `nmt_lib.recipe`). The fast one leaves the clip's factor $\tau / \lVert g \rVert$ to the
-# optimiser (`clip_gradients(..., defer=True)`, then `Adadelta.step(grad_scale=...)`), which multiplies each
+# The update's order is the trainer's: the learning rate, GroundHog's gradient treatment
+# (`treat_gradients`, which returns the clip's factor $\tau / \lVert g \rVert$ as `scale`), then the
+# optimiser's step. The loss, its gradient and the step come from the run's backend (`self.backward`,
+# `self.on.step`; `nmt_lib.backend.backend`, the recipe in `nmt_lib.recipe`). The plain one scales the
+# gradients, then steps; the fast one gives the factor to `Adadelta.step(grad_scale=...)`, which multiplies each
 # gradient by it in the same pass as the update: the same float32 numbers as scaling the gradients
 # first, one pass over them fewer (`tests/test_train.py` checks the two bit for bit).
 #

@@ -357,7 +357,7 @@ else:
 from IPython.display import HTML, display
 
 from nmt_experiments import translator
-from nmt_lib import publish
+from nmt_lib import loading
 from nmt_lib.config import home, load_profile
 
 ready = [(run, published_dir(profile, run, results_dir)) for run in load_profile(profile).publish]
@@ -367,7 +367,7 @@ shown_by = (
     else ""
 )
 glue("al_reader", shown_by or "the profile's published model.", display=False)
-ready = [(run, path) for run, path in ready if (path / publish.SUMS).is_file()]
+ready = [(run, path) for run, path in ready if (path / loading.SUMS).is_file()]
 if ready:
     # the bundle goes into the book's _static folder, which the build copies after it has run
     # the chapters; the fragment loads it on its first click

@@ -344,7 +344,7 @@ print(f"padded_rows: {idx.tolist()} ({n_real} real positions of {y_mask.numel()}
 # ```
 #
 # ```{literalinclude} ../../nmt_lib/fast/model.py
-# :pyobject: Fast.forward
+# :pyobject: FastModel.forward
 # ```
 # ::::
 #
@@ -398,7 +398,7 @@ print("(fast-weights): one product over all B*T rows == autograd's step-by-step 
 # %%
 gen = torch.Generator().manual_seed(1)
 fast = accelerate(copy.deepcopy(ref), tile=1)  # the same weights; rows dropped one by one
-order = y_mask.sum(1).argsort(descending=True, stable=True)  # as Fast.forward sorts the batch
+order = y_mask.sum(1).argsort(descending=True, stable=True)  # as FastModel.forward sorts the batch
 dec_ks = active_rows(y_mask[order].t()[..., None], tile=1)
 assert dec_ks == [int((y_mask.sum(1) > i).sum()) for i in range(y_mask.shape[1])]
 assert min(dec_ks) < len(order)  # the decoder's recurrence drops rows
@@ -590,9 +590,10 @@ for hr, hf in zip(hyps_r, hyps_f, strict=True):
 # `nmt_lib` changes nothing in the process; training and evaluation on the fast backend ask it to
 # raise oneDNN's kernel cache and keep freed memory in the process (`backend.tune_process()`),
 # which it runs faster with. Everything here is reached through that one object,
-# `nmt_lib.backend.backend(train.backend)`: the model's classes, the optimizer, the backward pass,
-# the update, the decoding steps (the plain backend and the training recipe are
-# `nmt_lib.recipe.Plain`; the fast one, `nmt_lib.fast.Fast`, overrides only what it speeds up).
+# `nmt_lib.backend.backend(train.backend)`: the model's classes (whose decoding steps the models
+# carry), the optimizer, the backward pass, the optimizer's step (the plain backend and the training
+# recipe are `nmt_lib.recipe.Plain`; the fast one, `nmt_lib.fast.FastBackend`, overrides only what
+# it speeds up).
 
 # %% [markdown]
 # ## What it buys: the benchmarks

@@ -148,7 +148,7 @@ toy.show(fig, "lab3_scores_fig", book)
 # ## The published model's attention, for your sentence
 #
 # The committed `lite` results publish an RNNsearch-50* (`results/lite/published/`, its weights in
-# float16); `nmt_lib.publish.load` checks its files and loads it in float32. Change `sentence` in
+# float16); `nmt_lib.loading.load_published` checks its files and loads it in float32. Change `sentence` in
 # the parameters cell, and run the cells below: the model translates it with beam search, and the
 # figure shows $\alpha_{ij}$ of each generated word over your words.
 
@@ -158,10 +158,11 @@ import html
 from myst_nb import glue
 
 from nmt_experiments.results import published_dir
-from nmt_lib import publish, search
+from nmt_lib import search
 from nmt_lib.data.text import detokenize, tokenize
+from nmt_lib.loading import load_published
 
-loaded = publish.load(published_dir("lite", "RNNsearch-50*"))
+loaded = load_published(published_dir("lite", "RNNsearch-50*"))
 words = tokenize(sentence, loaded.cfg.data.src_lang)
 x = torch.tensor([loaded.src_vocab.encode(words, eos=True)])
 with torch.no_grad():

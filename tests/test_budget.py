@@ -12,7 +12,7 @@ import pytest
 from nmt_experiments import budget, budget_report
 from nmt_lib import bleu
 from nmt_lib.config import load_profile, run_from_dict
-from nmt_lib.data import fixtures, prepare
+from nmt_lib.data import prepare
 
 STUDY = """
 name = "toy-study"
@@ -50,12 +50,8 @@ train = { optimizer = "adadelta", lr = 1.0, loss = "sum" }
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    root = tmp_path_factory.mktemp("study")
-    fixtures.write_toy_wmt(root / "wmt", n_train=300, n_dev=12, n_test=12)
-    (root / "study.toml").write_text(STUDY)
-    with pytest.MonkeyPatch.context() as mp:  # checkpoints under root, for the module's tests
-        mp.setenv("NMT_CACHE", str(root / "cache"))
+def study(study_dir):
+    with study_dir("study", STUDY, n_train=300, n_dev=12, n_test=12) as root:
         budget.main(
             [
                 "--profile",

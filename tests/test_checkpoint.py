@@ -28,7 +28,7 @@ from nmt_lib.checkpoint import (
 from nmt_lib.config import to_dict
 from nmt_lib.data import fixtures
 from nmt_lib.paper.model import build_model
-from nmt_lib.train import Trainer
+from nmt_lib.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -100,7 +100,7 @@ def test_smoke_train_translate_evaluate(tmp_path, monkeypatch):
 
     # Figure 3 for a sentence that is in the (toy) test set, with the trained model
     from nmt_lib import data
-    from nmt_lib.checkpoint import load_trained
+    from nmt_lib.loading import load_trained
     from nmt_lib.scoring import attention_records
 
     ckpt = json.loads((run / "train_summary.json").read_text())["checkpoint_dir"]
@@ -181,16 +181,9 @@ def test_torchrun_passes_the_run_name_on():
 
 # ------------------------------------------------------------------------- translate edge cases
 @pytest.fixture(scope="module")
-def toy_model(tmp_path_factory):
+def toy_model(toy_trained):
     """The checkpoint directory of the smoke profile's RNNsearch-50, 2 updates on a toy corpus."""
-    from dataclasses import replace
-
-    from nmt_lib.train import train_run
-
-    root = tmp_path_factory.mktemp("toy")
-    cfg, prep = fixtures.toy_run(root, dev_bleu_sentences=0, eval_every=20)
-    cfg = replace(cfg, train=replace(cfg.train, max_updates=2))
-    return Path(train_run(cfg, root / "r", prep, progress=False)["checkpoint_dir"])
+    return toy_trained.ckpt
 
 
 def translate(capsys, ckpt, *args) -> tuple[int, str, str]:

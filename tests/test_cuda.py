@@ -22,13 +22,14 @@ from test_transformer import setup as transformer_setup
 from nmt_lib import data
 from nmt_lib.checkpoint import load_checkpoint
 from nmt_lib.config import SearchConfig
-from nmt_lib.decoding import decode_corpus
+from nmt_lib.decoding import decode
 from nmt_lib.fast import kernels
 from nmt_lib.fast.graphs import GraphedLoss
 from nmt_lib.fast.optim import Adadelta
 from nmt_lib.fast.steps import best_words
 from nmt_lib.paper.model import build_model
-from nmt_lib.train import Trainer, train_run
+from nmt_lib.train import train_run
+from nmt_lib.trainer import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 GPU = torch.device("cuda")
@@ -89,8 +90,8 @@ def test_search_on_cuda_finds_the_cpus_translations(beam):
     model, x, x_mask, _, _ = setup("RNNsearch", backend="fast", scale=1.0)
     xs = [row[m].tolist() for row, m in zip(x, x_mask, strict=True)]
     search = SearchConfig(beam=max(beam, 1), batch_size=2)
-    ref = decode_corpus(model.eval(), xs, search, greedy=beam == 0, return_alpha=True)
-    got = decode_corpus(model.to(GPU), xs, search, greedy=beam == 0, return_alpha=True, device=GPU)
+    ref = decode(model.eval(), xs, search, greedy=beam == 0, return_alpha=True)
+    got = decode(model.to(GPU), xs, search, greedy=beam == 0, return_alpha=True, device=GPU)
     for a, b in zip(got, ref, strict=True):
         assert a.tokens == b.tokens and a.finished == b.finished
         assert a.cost == pytest.approx(b.cost, rel=1e-9)
@@ -228,8 +229,8 @@ def test_other_models_on_cuda_equal_the_cpu_and_find_its_translations(name):
         torch.testing.assert_close(got[2][k], g, **tol, msg=k)
     xs = [row[m].tolist() for row, m in zip(x, x_mask, strict=True)]
     model = model.cpu().eval()
-    cpu = decode_corpus(model, xs, SearchConfig(beam=3, batch_size=2), return_alpha=True)
-    gpu = decode_corpus(
+    cpu = decode(model, xs, SearchConfig(beam=3, batch_size=2), return_alpha=True)
+    gpu = decode(
         model.to(GPU), xs, SearchConfig(beam=3, batch_size=2), return_alpha=True, device=GPU
     )
     for a, b in zip(gpu, cpu, strict=True):

@@ -20,7 +20,8 @@ from nmt_lib import data
 from nmt_lib.config import load_profile
 from nmt_lib.data import fixtures, pad
 from nmt_lib.paper.model import build_model
-from nmt_lib.train import Trainer, train_run
+from nmt_lib.train import train_run
+from nmt_lib.trainer import Trainer
 
 UPDATES = 3
 

@@ -174,9 +174,10 @@ def test_decoder_gradcheck(attention, backend):
     assert torch.autograd.gradcheck(f, args, fast_mode=True)
 
 
-def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
-    """``decode_corpus`` asks the model for its steps (``model.steps``) once per thread, for all
-    the batches of that thread (what they precompute, e.g. concatenated weights, is reused)."""
+def test_decode_makes_the_steps_once_per_thread(backend, monkeypatch):
+    """``decode`` asks the model for its steps (``model.steps``) once per thread, for all the
+    batches of that thread (what they precompute, e.g. concatenated weights, is reused); the fast
+    model once more, for the steps that make its word table (``prepared_steps``)."""
     from nmt_lib import decoding
     from nmt_lib.config import ModelConfig, SearchConfig
     from nmt_lib.models import build_model
@@ -185,10 +186,8 @@ def test_decode_corpus_makes_the_steps_once_per_thread(backend, monkeypatch):
     model = build_model(cfg, backend_named(backend)).eval()
     calls, orig = [], model.steps
     monkeypatch.setattr(model, "steps", lambda *a: calls.append(1) or orig(*a))
-    decoding.decode_corpus(
-        model, [[3, 4, 5, 2], [6, 2]], SearchConfig(beam=3, batch_size=1), workers=1
-    )
-    assert calls == [1]
+    decoding.decode(model, [[3, 4, 5, 2], [6, 2]], SearchConfig(beam=3, batch_size=1), workers=1)
+    assert calls == [1] * (2 if backend == "fast" else 1)
 
 
 def test_deep_output_maxout_over_adjacent_pairs_ties_included():

@@ -15,9 +15,11 @@ import torch
 
 from nmt_lib import data, evaluate, translate
 from nmt_lib.__main__ import main
-from nmt_lib.checkpoint import CheckpointError, load_checkpoint, load_trained
+from nmt_lib.checkpoint import CheckpointError, load_checkpoint
 from nmt_lib.data import fixtures
-from nmt_lib.train import Interrupted, Trainer, train_run
+from nmt_lib.loading import load_trained
+from nmt_lib.train import Interrupted, train_run
+from nmt_lib.trainer import Trainer
 
 
 @pytest.fixture(scope="module")
@@ -302,9 +304,7 @@ def test_an_interrupted_decoding_goes_on_where_it_stopped(toy, tmp_path, monkeyp
 
     def run(**kw):
         with torch.no_grad():
-            return decoding.decode_corpus(
-                model, xs, SearchConfig(beam=3, batch_size=4), workers=1, **kw
-            )
+            return decoding.decode(model, xs, SearchConfig(beam=3, batch_size=4), workers=1, **kw)
 
     straight = run()
     calls, real, fail_at = [], search.beam_search, [3]

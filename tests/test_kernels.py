@@ -106,8 +106,8 @@ def test_beam_search_with_and_without_kernel(lib):
     """A real bf16 RNNsearch beam search finds the same translations and costs either way."""
     model, xs = peaked_model()
     with torch.autocast("cpu", torch.bfloat16):
-        fast = decoding.decode_corpus(accelerate(model), xs, SearchConfig(beam=4))
-        plain = decoding.decode_corpus(accelerate(model, compiled=False), xs, SearchConfig(beam=4))
+        fast = decoding.decode(accelerate(model), xs, SearchConfig(beam=4))
+        plain = decoding.decode(accelerate(model, compiled=False), xs, SearchConfig(beam=4))
     assert [h.tokens for h in fast] == [h.tokens for h in plain]
     assert [h.cost for h in fast] == pytest.approx([h.cost for h in plain], rel=1e-5)
 
@@ -717,6 +717,6 @@ def test_beam_search_with_and_without_onednn_float32(monkeypatch):
     hyps = {}
     for on in (True, False):
         monkeypatch.setattr(kernels, "onednn_float32", lambda on=on: on)
-        hyps[on] = decoding.decode_corpus(model, xs, SearchConfig(beam=4))
+        hyps[on] = decoding.decode(model, xs, SearchConfig(beam=4))
     assert [h.tokens for h in hyps[True]] == [h.tokens for h in hyps[False]]
     assert [h.cost for h in hyps[True]] == pytest.approx([h.cost for h in hyps[False]], rel=1e-5)

@@ -13,8 +13,7 @@ from nmt_lib import models
 from nmt_lib.backend import backend as backend_named
 from nmt_lib.config import ModelConfig, model_config
 from nmt_lib.fast import accelerate
-from nmt_lib.fast.model import Fast as FastModel
-from nmt_lib.fast.model import FastDecoder
+from nmt_lib.fast.model import FastDecoder, FastModel
 from nmt_lib.fast.steps import word_projections
 from nmt_lib.paper.decoder import Decoder
 from nmt_lib.paper.model import Encoded, build_model, count_parameters, forward_macs
@@ -219,15 +218,15 @@ def test_fast_steps_equal_the_reference_steps(arch, dtype, table):
             torch.testing.assert_close(states[0][0], states[1][0], rtol=tol, atol=tol)
 
 
-def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(monkeypatch):
+def test_word_projections_are_the_steps_products_and_decode_uses_them(monkeypatch):
     """``word_projections(steps, rows)``: None below one row per target word; else row ``w`` is
-    what the fast steps multiply out for the word ``w`` (bf16 under autocast). ``decode_corpus`` on
-    the fast backend computes it once, where the searches advance enough hypotheses, gives it to
-    the steps of every thread, and decodes as without it; the reference backend makes the model's
-    own steps."""
+    what the fast steps multiply out for the word ``w`` (bf16 under autocast). ``decode`` with a
+    fast model computes it once (``prepared_steps``), where the searches advance enough
+    hypotheses, gives it to the steps of every thread, and decodes as without it; the same model
+    on the reference backend makes its own steps."""
     from nmt_lib import decoding
     from nmt_lib.config import SearchConfig
-    from nmt_lib.fast import steps as fast_steps
+    from nmt_lib.fast import model as fast_model
 
     model = setup("RNNsearch", backend="fast")[0].float()
     K, n, l2 = CFG.trg_vocab, CFG.n, 2 * CFG.l
@@ -244,22 +243,18 @@ def test_word_projections_are_the_steps_products_and_decode_corpus_uses_them(mon
     calls, given = [], []
     orig_steps = model.steps
     monkeypatch.setattr(
-        fast_steps,
+        fast_model,
         "word_projections",
         lambda s, rows: calls.append(rows) or word_projections(s, rows),
     )
     monkeypatch.setattr(model, "steps", lambda w=None: given.append(w) or orig_steps(w))
-    fast = backend_named("fast")
-    with_table = decoding.decode_corpus(
-        model, xs, SearchConfig(beam=3, batch_size=2), workers=2, on=fast
-    )
+    with_table = decoding.decode(model, xs, SearchConfig(beam=3, batch_size=2), workers=2)
     assert calls == [27] and given[0] is None  # the steps that make the table, then each thread's
     assert len(given) >= 2 and all(w is given[1] is not None for w in given[1:])
-    given.clear()
-    plain = decoding.decode_corpus(
-        model, xs, SearchConfig(beam=3, batch_size=2), on=backend_named("reference")
-    )
-    assert given and all(w is None for w in given)  # each thread: the model's own steps
+    reference = models.build_model(model.cfg, backend_named("reference")).float().eval()
+    reference.load_state_dict(model.state_dict())
+    assert decoding.steps_maker(reference, 27) == reference.steps  # the model's own steps
+    plain = decoding.decode(reference, xs, SearchConfig(beam=3, batch_size=2))
     assert [h.tokens for h in with_table] == [h.tokens for h in plain]
     assert [h.cost for h in with_table] == pytest.approx([h.cost for h in plain], rel=1e-5)
 

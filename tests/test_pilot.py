@@ -17,7 +17,6 @@ from nmt_experiments import pilot, pilot_extrapolation, pilot_report
 from nmt_experiments.claims import FLOOR
 from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
 from nmt_lib.config import home, load_profile
-from nmt_lib.data import fixtures
 from nmt_lib.train import train_run
 
 STUDY = """
@@ -59,12 +58,8 @@ train = { max_updates = 4 }
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pilot")
-    fixtures.write_toy_wmt(root / "wmt", n_train=300, n_dev=12, n_test=12)
-    (root / "pilot.toml").write_text(STUDY)
-    with pytest.MonkeyPatch.context() as mp:  # checkpoints under root, for the module's tests
-        mp.setenv("NMT_CACHE", str(root / "cache"))
+def study(study_dir):
+    with study_dir("pilot", STUDY, n_train=300, n_dev=12, n_test=12) as root:
         pilot.main(
             [
                 "--profile",

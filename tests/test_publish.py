@@ -15,7 +15,15 @@ from nmt_lib.__main__ import main
 from nmt_lib.checkpoint import CheckpointError
 from nmt_lib.config import ConfigError, load_profile
 from nmt_lib.data import fixtures
-from nmt_lib.evaluate import evaluate_run, load_trained
+from nmt_lib.evaluate import evaluate_run
+from nmt_lib.loading import (
+    PUBLISHED_FILES,
+    SUMS,
+    load_published,
+    load_trained,
+    recorded_sums,
+    verify_published,
+)
 from nmt_lib.train import train_run
 
 
@@ -38,11 +46,11 @@ def published(tmp_path_factory):
 def test_the_published_files_and_their_card(published):
     root, _, out = published
     names = sorted(p.name for p in out.iterdir())
-    assert names == sorted([*publish.FILES, publish.SUMS, publish.CARD, "agreement.json"])
+    assert names == sorted([*PUBLISHED_FILES, SUMS, publish.CARD, "agreement.json"])
     card = (out / publish.CARD).read_text(encoding="utf-8")
     bleu = json.loads((root / "results/runs/RNNsearch-50star/bleu.json").read_text())
     assert f"{bleu['all']['tok']['score']:.2f} (Table 1's row)" in card
-    for line in (out / publish.SUMS).read_text().splitlines():
+    for line in (out / SUMS).read_text().splitlines():
         digest, name = line.split("  ")
         assert f"`{name}`: `{digest}`" in card
     agreement = json.loads((out / "agreement.json").read_text())
@@ -51,7 +59,7 @@ def test_the_published_files_and_their_card(published):
 
 def test_loading_gives_the_checkpoints_weights_in_float16(published):
     _, ckpt, out = published
-    pub = publish.load(out)
+    pub = load_published(out)
     model, cfg, trg = pub.model, pub.cfg, pub.trg_vocab
     ref, ref_cfg = load_trained(ckpt).model, load_trained(ckpt).cfg
     assert cfg == ref_cfg and len(trg) == cfg.model.trg_vocab
@@ -70,12 +78,12 @@ def test_a_changed_file_is_refused_in_one_line_naming_it(published, tmp_path):
     with open(copy / "trg.vocab.txt", "a", encoding="utf-8") as f:
         f.write("x\t1\n")
     with pytest.raises(CheckpointError) as e:
-        publish.load(copy)
+        load_published(copy)
     msg = str(e.value)
     assert "\n" not in msg and str(copy / "trg.vocab.txt") in msg and "sha256" in msg
     (copy / "trg.vocab.txt").unlink()
     with pytest.raises(CheckpointError, match="trg.vocab.txt: missing"):
-        publish.load(copy)
+        load_published(copy)
 
 
 def test_translate_runs_the_published_model_without_checkpoint_or_data(
@@ -126,11 +134,11 @@ def test_each_committed_model_card_is_its_table_1_row():
 
     from nmt_lib.config import home
 
-    found = sorted((home() / "results").glob(f"*/published/*/{publish.SUMS}"))
+    found = sorted((home() / "results").glob(f"*/published/*/{SUMS}"))
     assert found, "no published model in the committed results"
     for sums in found:
         path, profile = sums.parent, sums.parents[2]
-        publish.verify(path)
+        verify_published(path)
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
         with open(profile / "table1.csv", encoding="utf-8") as f:
             row = next(r for r in csv.DictReader(f) if r["model"] == cfg["name"])
@@ -155,15 +163,15 @@ def _tampered(published, tmp_path, edit) -> tuple[Path, Path]:
     copy = tmp_path / "res" / "published" / "RNNsearch-50star"
     shutil.copytree(out, copy)
     manifest = tmp_path / "res" / "manifest.json"
-    write_json(manifest, {"published": {"RNNsearch-50*": publish.recorded_sums(copy)}})
+    write_json(manifest, {"published": {"RNNsearch-50*": recorded_sums(copy)}})
     f = copy / "model.safetensors"
     if edit is None:
         f.write_bytes(torch.randint(0, 256, (4096,), dtype=torch.uint8).numpy().tobytes())
     else:
         tensors = load_file(str(f))
         save_file(edit(tensors), str(f))
-    sums = {name: sha256_file(copy / name) for name in publish.FILES}
-    (copy / publish.SUMS).write_text("".join(f"{h}  {n}\n" for n, h in sums.items()))
+    sums = {name: sha256_file(copy / name) for name in PUBLISHED_FILES}
+    (copy / SUMS).write_text("".join(f"{h}  {n}\n" for n, h in sums.items()))
     return copy, manifest
 
 
@@ -182,7 +190,7 @@ def _one_nan(t):
 def test_weights_edited_with_their_sums_are_refused_against_the_manifest(published, tmp_path):
     copy, manifest = _tampered(published, tmp_path, _negate_one)
     with pytest.raises(CheckpointError) as e:
-        publish.load(copy)
+        load_published(copy)
     msg = str(e.value)
     assert "\n" not in msg and str(copy / "model.safetensors") in msg and str(manifest) in msg
 
@@ -204,7 +212,7 @@ def test_published_weights_of_wrong_dtype_shape_or_value_are_one_line(
     copy, manifest = _tampered(published, tmp_path, edit)
     manifest.unlink()  # SHA256SUMS alone agrees with them: the weights themselves are checked
     with pytest.raises(CheckpointError) as e:
-        publish.load(copy)
+        load_published(copy)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(str(copy / "model.safetensors")) and says in msg
 
@@ -218,6 +226,6 @@ def test_an_export_clears_the_staging_a_killed_one_left(published, tmp_path):
     cfg = load_trained(ckpt).cfg
     publish.export(ckpt, target, cfg, root / "results" / "runs" / "RNNsearch-50star")
     assert sorted(p.name for p in target.parent.iterdir()) == ["RNNsearch-50star"]
-    publish.verify(target)
+    verify_published(target)
     publish.export(ckpt, target, cfg, root / "results" / "runs" / "RNNsearch-50star")  # replaced
     assert sorted(p.name for p in target.parent.iterdir()) == ["RNNsearch-50star"]

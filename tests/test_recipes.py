@@ -9,7 +9,6 @@ import pytest
 
 from nmt_experiments import markdown, recipe_sweep, recipes
 from nmt_lib.config import load_profile
-from nmt_lib.data.fixtures import toy_data_dir
 from nmt_lib.io import write_json
 
 TOY = """
@@ -52,13 +51,12 @@ train = { lr_schedule = "inverse_sqrt", warmup_updates = 2, adam_beta2 = 0.98 }
 """
 
 
-def test_sweep_end_to_end(tmp_path, monkeypatch):
-    monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
-    prof = tmp_path / "toy.toml"
-    prof.write_text(
-        TOY.replace('train = ["toy"]', f'train = ["toy"]\ndata_dir = "{toy_data_dir()}"')
-    )
-    out = tmp_path / "recipes"
+def test_sweep_end_to_end(study_dir):
+    with study_dir("toy", TOY) as root:
+        sweep_end_to_end(root / "toy.toml", root / "recipes")
+
+
+def sweep_end_to_end(prof, out):
     recipes.main(["--train", "--profile", str(prof), "--results-dir", str(out)])
     rows = list(csv.DictReader((out / "recipes.csv").open()))
     assert [(r["model"], r["arm"]) for r in rows] == [
@@ -88,7 +86,6 @@ def test_sweep_end_to_end(tmp_path, monkeypatch):
 def fake_sweep(out, best: dict, profile=recipe_sweep.PROFILE):
     """A finished sweep of the real profile (or ``profile``) in ``out``: the arm ``best[family]``
     lowest in dev NLL, the second search setting chosen for every family."""
-    from nmt_lib.io import write_json
 
     prof = load_profile(profile)
     for name in prof.runs:
@@ -195,7 +192,6 @@ def test_the_comparisons_profile_is_written_from_the_committed_sweep():
 
 
 def test_a_diverged_arm_is_a_row_of_the_sweep_and_never_chosen(tmp_path):
-    from nmt_lib.io import write_json
 
     best = {
         "RNNsearch-50": "adam-3e-3",

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from nmt_lib.config import SearchConfig
 from nmt_lib.data import pad
 from nmt_lib.data.vocab import EOS, PAD, UNK
-from nmt_lib.decoding import batch_decoder, decode_corpus, in_threads
+from nmt_lib.decoding import batch_decoder, decode, in_threads
 from nmt_lib.paper.steps import Steps
 from nmt_lib.search import beam_search, greedy_search
 
@@ -236,13 +236,13 @@ def test_nothing_finished_falls_back_to_best_live():
     assert h.cost <= g.cost + 1e-5
 
 
-def test_decode_corpus_keeps_input_order():
+def test_decode_keeps_input_order():
     model = TinyModel(K=7, seed=5)
-    hyps = decode_corpus(model, SOURCES, SearchConfig(beam=3, batch_size=2, **RULES))
+    hyps = decode(model, SOURCES, SearchConfig(beam=3, batch_size=2, **RULES))
     for src, h in zip(SOURCES, hyps, strict=True):
         x, m = pad([src])
         assert beam_search(model, x, m, beam=3, **RULES)[0].tokens == h.tokens
-    greedy = decode_corpus(model, SOURCES, SearchConfig(batch_size=4, **RULES), greedy=True)
+    greedy = decode(model, SOURCES, SearchConfig(batch_size=4, **RULES), greedy=True)
     assert [h.tokens for h in greedy] == [
         h.tokens for h in greedy_search(model, *pad(SOURCES), **RULES)
     ]
@@ -293,7 +293,7 @@ def test_in_threads_keeps_order_autocast_and_errors():
     assert set(seen) == {caller}
 
 
-def test_decode_corpus_in_threads_is_the_same(backend):
+def test_decode_in_threads_is_the_same(backend):
     """``workers=3``: the same hypotheses as one batch at a time, under the caller's autocast."""
     from nmt_lib.backend import backend as backend_named
     from nmt_lib.config import model_config
@@ -308,9 +308,7 @@ def test_decode_corpus_in_threads_is_the_same(backend):
     srcs = [[3 + (5 * i + j) % 10 for j in range(1 + i % 6)] + [EOS] for i in range(11)]
 
     def run(workers):
-        return decode_corpus(
-            model, srcs, SearchConfig(beam=3, batch_size=2, **RULES), workers=workers
-        )
+        return decode(model, srcs, SearchConfig(beam=3, batch_size=2, **RULES), workers=workers)
 
     fp32 = run(1)
     with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -10,11 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nmt_lib import publish, staging
-from nmt_lib.checkpoint import load_trained
-from nmt_lib.data import fixtures, pack
-from nmt_lib.evaluate import evaluate_run
-from nmt_lib.train import train_run
+from nmt_lib import loading, publish, staging
+from nmt_lib.data import pack
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,13 +54,8 @@ def killed(target: Path, work: str, *args) -> None:
 
 
 @pytest.fixture(scope="module")
-def toy(tmp_path_factory):
-    root = tmp_path_factory.mktemp("toy")
-    cfg, prep = fixtures.toy_run(root, max_updates=2)
-    run_out = root / "runs" / "r"
-    ckpt = Path(train_run(cfg, run_out, prep, progress=False)["checkpoint_dir"])
-    evaluate_run(cfg, run_out, prep, checkpoint=ckpt, nll_sentences=5, figure_sources=())
-    return cfg, ckpt, run_out
+def toy(toy_trained):
+    return toy_trained.cfg, toy_trained.ckpt, toy_trained.out
 
 
 def test_a_publication_killed_at_its_move_leaves_a_whole_model(toy, tmp_path):
@@ -71,13 +63,13 @@ def test_a_publication_killed_at_its_move_leaves_a_whole_model(toy, tmp_path):
     target = tmp_path / "published" / "r"
     publish.export(ckpt, target, cfg, run_out)
     work = (
-        "from nmt_lib import publish\nfrom nmt_lib.checkpoint import load_trained\n"
+        "from nmt_lib import publish\nfrom nmt_lib.loading import load_trained\n"
         "ckpt, results = map(Path, sys.argv[2:4])\n"
         "publish.export(ckpt, target, load_trained(ckpt).cfg, results)\n"
     )
     killed(target, work, ckpt, run_out)
-    publish.verify(target)  # the old model or the new one, whole
-    assert publish.load(target).cfg == load_trained(ckpt).cfg
+    loading.verify_published(target)  # the old model or the new one, whole
+    assert loading.load_published(target).cfg == loading.load_trained(ckpt).cfg
     publish.export(ckpt, target, cfg, run_out)  # the next one removes what the killed one left
     assert sorted(p.name for p in target.parent.iterdir()) == ["r"]
 
@@ -88,7 +80,7 @@ def test_a_pack_killed_at_its_move_leaves_a_whole_pack_and_the_next_cleans_up(to
     pack(cfg.data, target)
     before = (target / "pack.json").read_text()
     work = (
-        "from nmt_lib.checkpoint import load_trained\nfrom nmt_lib.data import pack\n"
+        "from nmt_lib.loading import load_trained\nfrom nmt_lib.data import pack\n"
         "pack(load_trained(Path(sys.argv[2])).cfg.data, target)\n"
     )
     killed(target, work, ckpt)

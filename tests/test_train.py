@@ -18,13 +18,14 @@ from nmt_lib.backend import backend
 from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
 from nmt_lib.config import to_dict
 from nmt_lib.data import fixtures
-from nmt_lib.evaluate import dev_metrics, dev_subset
 from nmt_lib.fast import kernels
-from nmt_lib.gradients import clip_gradients
+from nmt_lib.gradients import clip_gradients, treat_gradients
 from nmt_lib.likelihood import sentence_nll
 from nmt_lib.paper.model import build_model
 from nmt_lib.runtime import autocast, native_bf16, resolve_device, resolve_precision
-from nmt_lib.train import Trainer, train_run
+from nmt_lib.train import train_run
+from nmt_lib.trainer import Trainer
+from nmt_lib.validation import dev_metrics, dev_subset
 
 
 @pytest.fixture(scope="module")
@@ -345,8 +346,8 @@ def test_adadelta_is_torch_adadelta(monkeypatch, chunk):
 
 @pytest.mark.parametrize("path", ["chunks", "kernel", "torch"])
 def test_deferred_clip_is_the_clip(monkeypatch, path):
-    """``clip_gradients(defer=True)`` then ``Adadelta.step(grad_scale=c / norm)`` (what the Trainer
-    does) updates the parameters and the state bit for bit as the clip in place then a plain step,
+    """``treat_gradients`` then ``Adadelta.step(grad_scale=scale)`` (what the Trainer does on the
+    fast backend) updates the parameters and the state bit for bit as the clip in place then a plain step,
     and leaves the gradients unscaled: chunked PyTorch operations, the compiled kernel, and torch's
     own step (``foreach``, the GPU's path)."""
     from nmt_lib.fast.optim import Adadelta
@@ -370,12 +371,13 @@ def test_deferred_clip_is_the_clip(monkeypatch, path):
             for p in params:
                 p.grad = torch.empty_like(p).copy_(torch.randn(p.shape, generator=gg) * 3)
             raw = [p.grad.clone() for p in params]
-            norm, action = clip_gradients(params, 1.0, "shrink", defer=defer)
-            assert action == "clip"
             if defer:
+                norm, action, scale = treat_gradients(params, 1.0, "shrink")
                 assert all(torch.equal(p.grad, r) for p, r in zip(params, raw, strict=True))
-                opt.step(grad_scale=1.0 / norm)
+                assert action == "clip" and scale == 1.0 / norm
+                opt.step(grad_scale=scale)
             else:
+                assert clip_gradients(params, 1.0, "shrink")[1] == "clip"
                 opt.step()
         runs.append((params, opt))
     (p0, o0), (p1, o1) = runs
@@ -500,7 +502,7 @@ def test_warmup_and_plateau_schedule_resume(toy, tmp_path):
     assert state["lr_scale"] == 0.5**3
     again = trainer(flat, prep)
     again.load_state_dict(state)
-    assert again.lr_scale == 0.5**3
+    assert again.early.lr_scale == 0.5**3
 
 
 def trainer_ckpt(out, cfg):

@@ -36,6 +36,7 @@ from nmt_lib.data.vocab import UNK
 from nmt_lib.decoding import decode
 from nmt_lib.evaluate import evaluate_run
 from nmt_lib.likelihood import replace_corpus
+from nmt_lib.loading import SUMS, load_published
 from nmt_lib.train import train_run
 from nmt_lib.translate import Output, translate_lines
 from tests.test_book import browse
@@ -143,7 +144,7 @@ def newstest(lang: str) -> list[str]:
 def python_translations(published: Path, sentences):
     """Python's translations of ``sentences`` with the published model: its search (attention
     weights returned) and, per hypothesis, its tokens with each ``<unk>`` replaced."""
-    pub = publish.load(published)
+    pub = load_published(published)
     model, cfg, src, trg = pub.model, pub.cfg, pub.src_vocab, pub.trg_vocab
     toks = [tokenize(s, "en") for s in sentences]
     xs = [src.encode(t, eos=True) for t in toks]
@@ -275,7 +276,7 @@ def test_the_pages_detokenizer_is_sacremoses_on_french(page):
 # ---------------------------------------------------------------- (c) the lite profile's model
 def test_the_lite_models_translations_are_pythons(chromium, tmp_path):
     published = published_dir("lite", "RNNsearch-50*")
-    if not (published / publish.SUMS).is_file():
+    if not (published / SUMS).is_file():
         pytest.skip(f"{published} is not committed yet")
     if wmt14() is None:
         pytest.skip("the WMT'14 files are not here (NMT_DATA, data/wmt14)")
@@ -340,7 +341,7 @@ def test_the_fragment_translates_on_a_click_and_loads_the_model_only_then(toy, c
     out = json.loads(html.unescape(re.search(r'<pre id="out">(.*?)</pre>', dom, re.S).group(1)))
     assert not out["loaded_before"], "the code or the model was loaded before the click"
     assert out["status"].startswith("Translated"), out["status"]
-    pub = publish.load(published)
+    pub = load_published(published)
     want = [
         translate_lines(pub, [sentence], output=Output(replace_unk=r))[0] for r in (True, False)
     ]

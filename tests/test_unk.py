@@ -7,7 +7,7 @@ import torch
 
 from nmt_lib.config import SearchConfig, model_config
 from nmt_lib.data.vocab import EOS, UNK
-from nmt_lib.decoding import decode_corpus
+from nmt_lib.decoding import decode
 from nmt_lib.likelihood import alignments
 from nmt_lib.models import build_model
 from nmt_lib.unk import dictionary, replace, through
@@ -72,7 +72,7 @@ def test_teacher_forced_alignments_are_the_searchs():
     model = _model("RNNsearch")
     g = torch.Generator().manual_seed(0)
     xs = [[*torch.randint(3, 30, (n,), generator=g).tolist(), EOS] for n in (3, 7, 5, 9, 4)]
-    hyps = decode_corpus(model, xs, SearchConfig(beam=4, batch_size=2), return_alpha=True)
+    hyps = decode(model, xs, SearchConfig(beam=4, batch_size=2), return_alpha=True)
     align = alignments(model, xs, [h.tokens for h in hyps], batch_size=3)
     for h, a in zip(hyps, align, strict=True):
         assert a == h.alpha.argmax(-1).tolist()

@@ -1,6 +1,6 @@
 """Speed, behind one seam: the paper modules compute the paper's equations in plain PyTorch, and the
 fast backend computes the same functions faster. Training, evaluation and search reach it through
-one object, :class:`Fast` (``nmt_lib.backend.backend("fast")``), a subclass of the plain backend
+one object, :class:`FastBackend` (``nmt_lib.backend.backend("fast")``), a subclass of the plain backend
 (:class:`nmt_lib.recipe.Plain`, which holds the training recipe) that overrides what it computes
 faster, and import nothing else from here.
 
@@ -28,27 +28,24 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..gradients import clip_gradients
 from ..recipe import Plain
 from . import kernels
-from . import steps as decoding
 from .graphs import graphed_backward
 from .model import FAST, fast_copy, set_options
-from .model import Fast as FastModel
 from .optim import Adadelta
 from .process import keep_freed_memory, tune_process
 from .scan import ROW_TILE
 
-__all__ = ["Fast", "accelerate", "keep_freed_memory", "kernels", "tune_process"]
+__all__ = ["FastBackend", "accelerate", "keep_freed_memory", "kernels", "tune_process"]
 
 
-class Fast(Plain):
+class FastBackend(Plain):
     """The same functions, faster: the fast model classes (:mod:`nmt_lib.fast.model`, chosen at
     construction), Adadelta with the gradient clip's scaling in its own pass
     (:class:`nmt_lib.fast.optim.Adadelta`), the training step as CUDA graphs on a GPU
-    (``train.cuda_graphs``, :class:`nmt_lib.fast.graphs.GraphedLoss`), the decoding step's word
-    products tabulated for long searches (:func:`nmt_lib.fast.steps.word_projections`), the process
-    tuned (:func:`tune_process`). ``compiled``: use the compiled kernels where they apply; ``tile``:
+    (``train.cuda_graphs``, :class:`nmt_lib.fast.graphs.GraphedLoss`), the process tuned
+    (:func:`tune_process`); its models carry their fast decoding steps
+    (:meth:`nmt_lib.fast.model.FastModel.prepared_steps`). ``compiled``: use the compiled kernels where they apply; ``tile``:
     the row multiple of the recurrences."""
 
     name = "fast"
@@ -86,19 +83,14 @@ class Fast(Plain):
             return graphed_backward(model, params, precision, smoothing)
         return super().backward(model, params, precision, device, cuda_graphs, smoothing)
 
-    def update(self, opt, params, clip_norm: float, nonfinite: str) -> tuple[float, str]:
-        if not isinstance(opt, Adadelta):
-            return super().update(opt, params, clip_norm, nonfinite)
-        norm, action = clip_gradients(params, clip_norm, nonfinite, defer=True)
-        if action != "skip":  # the clip's scaling in Adadelta's own pass over the gradients
-            opt.step(grad_scale=clip_norm / norm if action == "clip" else 1.0)
-        return norm, action
-
-    def steps(self, model, rows: int | None = None) -> Callable:
-        if not isinstance(model, FastModel):
-            return model.steps
-        words = decoding.word_projections(model.steps(), rows)
-        return lambda: model.steps(words)
+    def step(self, opt, params, scale: float = 1.0) -> None:
+        """The optimizer's step with the gradients times ``scale``: the paper's Adadelta with the
+        scaling inside its own pass over the gradients (:meth:`nmt_lib.fast.optim.Adadelta.step`),
+        another optimizer as the plain backend steps it."""
+        if isinstance(opt, Adadelta):
+            opt.step(grad_scale=scale)
+        else:
+            super().step(opt, params, scale)
 
 
 def accelerate(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> nn.Module:

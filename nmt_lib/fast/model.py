@@ -3,8 +3,8 @@
 Each fast class is a subclass of its paper class that overrides what training and decoding call,
 and nothing else: the encoder's ``forward`` (:func:`encode`), the model's ``forward`` (teacher
 forcing, :func:`nmt_lib.fast.decoder.teacher_forced`) and ``steps``
-(:class:`nmt_lib.fast.steps.DecodeSteps`). A fast model is built as such
-(``nmt_lib.models.build_model(cfg, backend("fast"))``, :meth:`nmt_lib.fast.Fast.build`): its
+(:class:`nmt_lib.fast.steps.DecodeSteps`; ``prepared_steps``: their word table, for a corpus). A fast model is built as such
+(``nmt_lib.models.build_model(cfg, backend("fast"))``, :meth:`nmt_lib.fast.FastBackend.build`): its
 parameters and their names are the paper model's, so the checkpoints are the same. Its
 initialisation lays the decoder's ``W_o`` out column-major (:func:`column_major`).
 :func:`nmt_lib.fast.accelerate` makes a fast copy of a paper model, the paper model unchanged.
@@ -22,7 +22,7 @@ from ..paper.model import EncoderDecoder, RNNencdec, RNNsearch
 from . import kernels
 from .decoder import teacher_forced
 from .scan import ROW_TILE, embedding, fast_gru_scan
-from .steps import DecodeSteps
+from .steps import DecodeSteps, word_projections
 
 
 def encode(enc: Encoder, x: Tensor, x_mask: Tensor, fused=None, tile: int = ROW_TILE) -> Tensor:
@@ -99,10 +99,10 @@ class FastEncoder(Options, Encoder):
 
 class FastDecoder(Options, Decoder):
     """The paper decoder, which the fast model's teacher forcing and steps read (``W_o``
-    column-major once the model is initialised: :meth:`Fast.reset_parameters`)."""
+    column-major once the model is initialised: :meth:`FastModel.reset_parameters`)."""
 
 
-class Fast(Options, EncoderDecoder):
+class FastModel(Options, EncoderDecoder):
     """A paper model whose encoder and decoder are :class:`FastEncoder` and :class:`FastDecoder`,
     with the batch sorted by target length for them, and :class:`~nmt_lib.fast.steps.DecodeSteps`
     as its decoding step."""
@@ -144,12 +144,20 @@ class Fast(Options, EncoderDecoder):
         (:func:`nmt_lib.fast.steps.word_projections`)."""
         return DecodeSteps(self, words, self.fused)
 
+    def prepared_steps(self, rows: int | None = None):
+        """A maker of this model's steps for searches that will advance ``rows`` hypotheses in all
+        (:func:`nmt_lib.decoding.steps_maker`): every thread's steps read one table of the word
+        products, made once (:func:`nmt_lib.fast.steps.word_projections`; none for short
+        searches)."""
+        words = word_projections(self.steps(), rows)
+        return lambda: self.steps(words)
 
-class FastRNNsearch(Fast, RNNsearch):
+
+class FastRNNsearch(FastModel, RNNsearch):
     pass
 
 
-class FastRNNencdec(Fast, RNNencdec):
+class FastRNNencdec(FastModel, RNNencdec):
     pass
 
 
@@ -167,7 +175,7 @@ def fast_copy(model: nn.Module, compiled: bool = True, tile: int = ROW_TILE) -> 
     buffers, on its device, in its dtype and mode, the output matrix column-major, with the
     options ``compiled`` and ``tile`` (also when ``model`` is fast already); ``model`` unchanged.
     ``model`` itself where it has no fast class (the models before and after the paper)."""
-    cls = FAST.get(type(model), type(model) if isinstance(model, Fast) else None)
+    cls = FAST.get(type(model), type(model) if isinstance(model, FastModel) else None)
     if cls is None or not isinstance(model, EncoderDecoder):
         return model
     att = model.decoder.attention

@@ -22,8 +22,8 @@ class Adadelta(torch.optim.Adadelta):
 
     ``step(grad_scale=c)`` updates with the gradients times ``c`` (the same numbers as
     ``g.mul_(c)`` before the step; the gradients are left as they are): the gradient clip's
-    scaling done in the update's pass instead of one of its own (:func:`nmt_lib.gradients.clip_gradients` with
-    ``defer=True``)."""
+    scaling done in the update's pass instead of one of its own (:func:`nmt_lib.gradients.treat_gradients`
+    leaves it to the step)."""
 
     CHUNK = 1 << 17  # elements: 4 arrays of 512 KiB and 2 temporaries, in cache
 
