@@ -1,4 +1,4 @@
-"""The Multi30k testbed's report (nmt_experiments.multi30k) on fake results: BLEU per Flickr
+"""The Multi30k testbed's report (nmt_experiments.comparison.multi30k) on fake results: BLEU per Flickr
 test set, and the claims judged on each set's sentences alone, at the captions' lengths."""
 
 import json
@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from nmt_experiments import multi30k
-from nmt_experiments.results import run_dir
+from nmt_experiments.comparison import multi30k
+from nmt_experiments.core.results import run_dir
 from nmt_lib import bleu
 
 WORDS = [f"w{i}" for i in range(300)]
@@ -194,8 +194,8 @@ def test_no_text_says_converged_where_a_run_reached_its_cap(tmp_path):
     README line outside the computed summary says it by hand."""
     import re
 
-    from nmt_experiments.readme import README_MARKS
-    from nmt_experiments.results import convergence_text
+    from nmt_experiments.core.results import convergence_text
+    from nmt_experiments.replicate.readme import README_MARKS
     from nmt_lib.config import home
 
     runs = ["A-s1", "A-s2", "B-s1"]

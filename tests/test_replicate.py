@@ -1,4 +1,4 @@
-"""Replicating a profile (nmt_experiments.replicate) and where its results live (nmt_experiments.results): report
+"""Replicating a profile (nmt_experiments.replicate) and where its results live (nmt_experiments.core.results): report
 mode's check, one toy training run of the GPU reference script with its provenance."""
 
 import json
@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from nmt_experiments import comparison, lexicon, provenance, replicate, tables
-from nmt_experiments.results import ResultsMissing, require_results
+from nmt_experiments.comparison import report, runs
+from nmt_experiments.core import provenance, tables
+from nmt_experiments.core.results import ResultsMissing, require_results
+from nmt_experiments.replicate import lexicon
+from nmt_experiments.replicate import replication as replicate
 from nmt_lib import data, publish
 from nmt_lib.config import ConfigError
 from nmt_lib.data import fixtures
@@ -122,7 +125,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         assert r["updates"] == 50 and r["parameters (M)"] > 0 and r["train tok/s"] > 0
         assert r["dev NLL"] > 0 and 0 <= r["All"] <= 100 and r["results"] == "results"
     # the chapter's tables: one row per model, its seeds together, with what each attends with
-    rows = comparison.table(out)
+    rows = runs.table(out)
     assert [(r["model"], r["seeds"], r["updates"]) for r in rows] == [
         ("Luong-dot", 2, 50),
         ("Transformer", 1, 50),
@@ -131,7 +134,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         "Luong: dot, from h_t",
         "multi-head scaled dot-product",
     ]
-    assert comparison.main(["--results-dir", str(out)]) == 0
+    assert report.main(["--results-dir", str(out)]) == 0
     for name in ("comparison", "recipes", "claims", "outputs"):
         assert (out / f"{name}.md").is_file()
 

@@ -40,7 +40,7 @@ import nbformat
 import papermill
 from papermill.exceptions import PapermillExecutionError
 
-from nmt_experiments.results import ResultsMissing, check_profile
+from nmt_experiments.core.results import ResultsMissing, check_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
