@@ -85,7 +85,7 @@ def results(tmp_path_factory):
         "2",
     ]
     r = subprocess.run(
-        [*cmd, "--results-dir", str(out), "--out-dir", str(out.parent / "executed")],
+        [*cmd, "--out", str(out), "--out-dir", str(out.parent / "executed")],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -63,7 +63,7 @@ def study(tmp_path_factory):
             [
                 "--profile",
                 str(root / "study.toml"),
-                "--results-dir",
+                "--out",
                 str(root / "out"),
                 "--data-dir",
                 str(root / "wmt"),
@@ -96,7 +96,7 @@ def test_a_study_trains_every_arm_and_writes_its_report(study):
     assert (out / "budget_curves.png").read_bytes()[:4] == b"\x89PNG"
     # the report is a function of the runs: rewriting it changes nothing
     before = (out / "arms.csv").read_text()
-    budget.main(["--results-dir", str(out), "--profile", str(study / "study.toml")])
+    budget.main(["--out", str(out), "--profile", str(study / "study.toml")])
     assert (out / "arms.csv").read_text() == before
 
 

@@ -72,7 +72,7 @@ def study(tmp_path_factory):
             [
                 "--profile",
                 str(root / "pilot.toml"),
-                "--results-dir",
+                "--out",
                 str(root / "out"),
                 "--data-dir",
                 str(root / "wmt"),

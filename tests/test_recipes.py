@@ -59,7 +59,7 @@ def test_sweep_end_to_end(tmp_path, monkeypatch):
         TOY.replace('train = ["toy"]', f'train = ["toy"]\ndata_dir = "{toy_data_dir()}"')
     )
     out = tmp_path / "recipes"
-    recipes.main(["--train", "--profile", str(prof), "--results-dir", str(out)])
+    recipes.main(["--train", "--profile", str(prof), "--out", str(out)])
     rows = list(csv.DictReader((out / "recipes.csv").open()))
     assert [(r["model"], r["arm"]) for r in rows] == [
         ("Seq2seq-12", "adam-1e-3"),
@@ -75,7 +75,7 @@ def test_sweep_end_to_end(tmp_path, monkeypatch):
     assert "Transformer-12.warmup-1e-3-dropout" in manifest
     # a finished arm is not trained again
     mtime = (out / "runs" / "Seq2seq-12.adam-0" / "final.json").stat().st_mtime
-    recipes.main(["--train", "--search", "--profile", str(prof), "--results-dir", str(out)])
+    recipes.main(["--train", "--search", "--profile", str(prof), "--out", str(out)])
     assert (out / "runs" / "Seq2seq-12.adam-0" / "final.json").stat().st_mtime == mtime
     search = list(csv.DictReader((out / "search.csv").open()))
     assert [r["model"] for r in search] == ["Seq2seq-12"] * 4 + ["Transformer-12"] * 4

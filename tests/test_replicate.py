@@ -99,7 +99,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         [
             "--train",
             str(profile),
-            "--results-dir",
+            "--out",
             str(out),
             "--data-dir",
             str(fixtures.toy_data_dir()),
@@ -134,7 +134,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         "Luong: dot, from h_t",
         "multi-head scaled dot-product",
     ]
-    assert report.main(["--results-dir", str(out)]) == 0
+    assert report.main(["--out", str(out)]) == 0
     for name in ("comparison", "recipes", "claims", "outputs"):
         assert (out / f"{name}.md").is_file()
 
@@ -156,7 +156,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
             [
                 "--train",
                 str(profile),
-                "--results-dir",
+                "--out",
                 str(out),
                 "--data-dir",
                 str(fixtures.toy_data_dir()),
@@ -186,7 +186,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
     b = json.loads(bleu.read_text())
     bleu.write_text(json.dumps({**b, "search": {**b["search"], "beam": 1}}))
     assert (
-        replicate.main(["--train", str(profile), "--results-dir", str(out), "--data-dir", toy]) == 0
+        replicate.main(["--train", str(profile), "--out", str(out), "--data-dir", toy]) == 0
     )
     assert calls == ["Transformer-s1", "Luong-dot-s2"]
     for n in ("Luong-dot-s1", "Transformer-s1"):
@@ -204,7 +204,7 @@ def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "smoke"
     shutil.copytree(ROOT / "results" / "smoke", out)
-    assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 0
+    assert replicate.main(["--unk-dictionary", "smoke", "--out", str(out)]) == 0
     r = json.loads((out / lexicon.UNK_DICTIONARY).read_text())
     assert r["entries"] and all(fixtures.DICTIONARY[s] == t for s, t in r["entries"].items())
     replaced = [
@@ -221,7 +221,7 @@ def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
     for name in replaced:  # nothing to measure: a clear line and no file
         (replicate.run_dir(out, name) / "hyp.test.unk_replaced.tok.txt").unlink()
     (out / lexicon.UNK_DICTIONARY).unlink()
-    assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 1
+    assert replicate.main(["--unk-dictionary", "smoke", "--out", str(out)]) == 1
     assert not (out / lexicon.UNK_DICTIONARY).exists()
 
 
@@ -301,7 +301,7 @@ def test_a_study_trained_a_few_runs_at_a_time_gets_its_manifest_with_the_last(
     )
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     out, toy = tmp_path / "results", str(fixtures.toy_data_dir())
-    args = ["--train", str(profile), "--results-dir", str(out), "--data-dir", toy, "--runs"]
+    args = ["--train", str(profile), "--out", str(out), "--data-dir", toy, "--runs"]
     first, later = ({"commit": c * 40, "dirty": False} for c in "ab")
     monkeypatch.setattr(replicate, "git_state", lambda: first)
     assert replicate.main([*args, "RNNencdec-50"]) == 0

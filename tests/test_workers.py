@@ -66,7 +66,7 @@ def study(tmp_path, monkeypatch):
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
-    args = ["--train", str(profile), "--results-dir", str(tmp_path / "results")]
+    args = ["--train", str(profile), "--out", str(tmp_path / "results")]
     args += ["--data-dir", str(fixtures.toy_data_dir())]
     started = []
 

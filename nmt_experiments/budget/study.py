@@ -50,6 +50,7 @@ from nmt_lib.models import build_model
 from nmt_lib.train import Trainer, train_run
 
 from ..core.arms import dev_search, final_eval, study_profile, train_arm, trained_arm
+from ..core.options import add_out
 from ..core.provenance import git_state
 from ..core.workers import reported, run_all
 from .report import RESULTS, findings, search_choice, write_study
@@ -236,7 +237,7 @@ def _main(argv: list[str] | None) -> int:
         prog="python -m nmt_experiments.budget", description=__doc__.split("\n")[0]
     )
     ap.add_argument("--profile", default=str(PROFILE), help="the study profile (its runs are arms)")
-    ap.add_argument("--results-dir", default=str(RESULTS), help="default: results/budget")
+    add_out(ap, default=str(RESULTS), help="default: results/budget")
     ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
     ap.add_argument("--train", action="store_true", help="train the arms (resumable) first")
     ap.add_argument("--jobs", type=int, default=1, help="arms trained at a time (one core each)")
@@ -258,15 +259,15 @@ def _main(argv: list[str] | None) -> int:
     ap.add_argument("--arch", help="with --extend: train this model from scratch instead")
     a = ap.parse_args(argv)
     if a.train:
-        train_study(a.profile, a.results_dir, a.data_dir, a.jobs, a.arms)
+        train_study(a.profile, a.out, a.data_dir, a.jobs, a.arms)
     if a.search:
-        for row in search_study(a.results_dir, data_dir=a.data_dir):
+        for row in search_study(a.out, data_dir=a.data_dir):
             print(f"[budget] search: {row}", flush=True)
     if a.sharing:
-        print(f"[budget] sharing: {sharing_cost(a.profile, a.results_dir, data_dir=a.data_dir)}")
+        print(f"[budget] sharing: {sharing_cost(a.profile, a.out, data_dir=a.data_dir)}")
     if a.extend:
-        extend_arm(a.results_dir, minutes=a.extend, data_dir=a.data_dir, arch=a.arch)
+        extend_arm(a.out, minutes=a.extend, data_dir=a.data_dir, arch=a.arch)
     if not a.train:
-        write_study(a.results_dir)
-    print(f"[budget] wrote {a.results_dir}/arms.md, curves.csv, budget_curves.png", flush=True)
+        write_study(a.out)
+    print(f"[budget] wrote {a.out}/arms.md, curves.csv, budget_curves.png", flush=True)
     return 0

@@ -8,7 +8,7 @@ judged on one set's sentences alone (:meth:`nmt_experiments.core.judge.Judge.of`
 short (about 12 words, the longest about 40), so Figure 2's claims are restated for that range:
 BLEU on sentences of :data:`LONG` words or more against those of fewer than :data:`SHORT`.
 
-``python -m nmt_experiments.comparison.multi30k [--results-dir DIR]`` writes ``comparison.csv`` and
+``python -m nmt_experiments.comparison.multi30k [--out DIR]`` writes ``comparison.csv`` and
 ``claims.csv`` (with their ``.md``), Figure 2 on each Flickr set and each attention model's
 alignments (Figure 3) into the results directory.
 """
@@ -31,6 +31,7 @@ from ..core import alignment, figures, plots, tables
 from ..core.claims import FLOOR, MARGIN, NOT_TESTABLE, verdict_counts
 from ..core.judge import Judge
 from ..core.markdown import write_table
+from ..core.options import add_out
 from ..core.results import convergence_text, run_dir
 from . import runs as comparison
 from . import verdicts
@@ -250,8 +251,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m nmt_experiments.comparison.multi30k", description=__doc__
     )
-    ap.add_argument("--results-dir", type=Path, default=RESULTS)
-    out = ap.parse_args(argv).results_dir
+    add_out(ap, type=Path, default=RESULTS, help="default: results/multi30k")
+    out = ap.parse_args(argv).out
     write_table(out, "comparison", table(out), note(out))
     write_table(out, "claims", claims(out), note(out))
     for p in PARTS:

@@ -29,6 +29,7 @@ from nmt_lib.config import PROFILE_DIR, home, run_dir_name
 from nmt_lib.io import read_json
 
 from ..core.markdown import write_table
+from ..core.options import add_out
 from ..core.workers import reported
 from .recipe_sweep import (
     MULTI30K_NOTE,
@@ -331,7 +332,7 @@ def _main(argv) -> int:
         help="compare: WMT'14 (default); multi30k: the Multi30k testbed's sweep and "
         "study (its profile, results and comparison)",
     )
-    ap.add_argument("--results-dir", type=Path, help="default: the testbed's")
+    add_out(ap, type=Path, help="default: the testbed's")
     ap.add_argument("--profile", help="the sweep's profile (default: the testbed's)")
     ap.add_argument(
         "--write-profile",
@@ -345,7 +346,7 @@ def _main(argv) -> int:
     )
     a = ap.parse_args(argv)
     bed = TESTBEDS[a.testbed]
-    out, prof = a.results_dir or bed.results, Path(a.profile) if a.profile else bed.sweep
+    out, prof = a.out or bed.results, Path(a.profile) if a.profile else bed.sweep
     if a.train:
         train(a.jobs, a.data_dir, out, a.arms, prof)
     rows = table(out, prof)

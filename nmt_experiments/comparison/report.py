@@ -8,15 +8,16 @@ import argparse
 from pathlib import Path
 
 from ..core.markdown import write_table
+from ..core.options import add_out
 from .runs import OUTPUTS_NOTE, RESULTS, note, outputs, recipes, recipes_note, table
 from .verdicts import claims
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nmt_experiments.comparison", description=__doc__)
-    ap.add_argument("--results-dir", type=Path, default=RESULTS)
+    add_out(ap, type=Path, default=RESULTS, help="default: results/compare")
     a = ap.parse_args(argv)
-    out = a.results_dir
+    out = a.out
     write_table(out, "comparison", table(out), note(out))
     write_table(out, "recipes", recipes(out), recipes_note(out))
     write_table(out, "claims", claims(out), note(out))

@@ -48,6 +48,7 @@ from nmt_lib.train import train_run
 
 from ..core import plots
 from ..core.claims import SHORT
+from ..core.options import add_out
 from ..core.provenance import git_state, write_arms_manifest
 from ..core.results import train_log
 from .extrapolation import PROFILE, RESULTS, arm_curves, extrapolate
@@ -288,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--profile", default=str(PROFILE), help="the pilot's profile (its runs are arms)"
     )
-    ap.add_argument("--results-dir", default=str(RESULTS), help="default: results/pilot")
+    add_out(ap, default=str(RESULTS), help="default: results/pilot")
     ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
     ap.add_argument(
         "--train", action="store_true", help="train and score the arms first (resumable)"
@@ -297,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=int, default=SCORE_EVERY, help="updates between scoring points")
     a = ap.parse_args(argv)
     if a.train:
-        train(a.profile, Path(a.results_dir), a.arms, a.data_dir, a.every)
-    write_study(Path(a.results_dir), a.profile, a.every)
-    print(f"[pilot] wrote {a.results_dir}/summary.md, curves.csv, pilot_curves.png", flush=True)
+        train(a.profile, Path(a.out), a.arms, a.data_dir, a.every)
+    write_study(Path(a.out), a.profile, a.every)
+    print(f"[pilot] wrote {a.out}/summary.md, curves.csv, pilot_curves.png", flush=True)
     return 0

@@ -32,6 +32,7 @@ from nmt_lib.paper import FIG3_SOURCES
 from nmt_lib.profile import load_runs as load  # the profile's runs (replicate.load)
 from nmt_lib.train import train_run
 
+from ..core.options import add_out
 from ..core.provenance import git_state, record_run, write_manifest
 from ..core.results import published_dir, results_path, run_dir
 from ..core.workers import reported, run_all
@@ -290,7 +291,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PROFILE",
         help="a profile name or TOML path, e.g. nmt_lib/profiles/studies/compare.toml",
     )
-    ap.add_argument("--results-dir", help="default: results/<the profile's name>")
+    add_out(ap, help="default: results/<the profile's name>")
     ap.add_argument("--data-dir", help="the WMT'14 layout (default: the profile's, NMT_DATA)")
     ap.add_argument("--jobs", type=int, help="models trained at a time (default: NMT_JOBS, else 1)")
     ap.add_argument("--runs", nargs="+", metavar="RUN", help="with --train: only these runs")
@@ -304,7 +305,7 @@ def _parser() -> argparse.ArgumentParser:
         "--claims",
         metavar="PROFILE",
         help="judge the paper's claims on the profile's committed results (its "
-        "claims.csv and claims.md; --results-dir for another directory of that profile)",
+        "claims.csv and claims.md; --out for another directory of that profile)",
     )
     ap.add_argument(
         "--view",
@@ -325,20 +326,20 @@ def _main(argv: list[str] | None) -> int:
     ap = _parser()
     a = ap.parse_args(argv)
     if a.claims:
-        out = results_path(a.claims, a.results_dir)
+        out = results_path(a.claims, a.out)
         to = paper_claims.write(out, a.claims, a.view)
         print(f"[replicate] wrote claims.csv and claims.md into {to}")
         return 0
     if a.unk_dictionary:
-        return lexicon.print_unk_dictionary(a.unk_dictionary, a.results_dir, a.data_dir)
+        return lexicon.print_unk_dictionary(a.unk_dictionary, a.out, a.data_dir)
     if not (a.readme or a.train):  # --claims and --unk-dictionary have returned
         ap.error(
             "nothing to do without --readme or --train; the notebooks, and a profile's replication "
             "through them, run with python tools/notebooks.py --profile NAME [--train]"
         )
     if a.train:
-        walls = replicate_profile(a.train, a.results_dir, a.data_dir, jobs=a.jobs, runs=a.runs)
-        print(f"[replicate] {len(walls)} runs -> {results_path(load(a.train).name, a.results_dir)}")
+        walls = replicate_profile(a.train, a.out, a.data_dir, jobs=a.jobs, runs=a.runs)
+        print(f"[replicate] {len(walls)} runs -> {results_path(load(a.train).name, a.out)}")
     if a.readme:
         write_readme()
     return 0

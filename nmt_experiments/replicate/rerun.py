@@ -29,6 +29,7 @@ from nmt_lib.profile import load_runs
 from nmt_lib.runtime import cpu_info
 from nmt_lib.train import train_run
 
+from ..core.options import add_out
 from ..core.provenance import git_state
 from ..core.results import results_path, run_dir, seed_groups, train_log
 
@@ -226,12 +227,12 @@ def main(argv=None) -> int:
     ap.add_argument("profile")
     ap.add_argument("run")
     ap.add_argument("--updates", type=int, required=True, help="the first N updates")
-    ap.add_argument("--results-dir")
+    add_out(ap, help="default: results/<the profile's name>")
     ap.add_argument("--data-dir")
     a = ap.parse_args(argv)
-    c = check(a.profile, a.run, a.updates, a.results_dir, a.data_dir)
+    c = check(a.profile, a.run, a.updates, a.out, a.data_dir)
     print(f"[rerun] {c['run']}: {c['updates']} updates, identical: {c['identical']}")
-    print(check_text(results_path(load_profile(a.profile).name, a.results_dir)))
+    print(check_text(results_path(load_profile(a.profile).name, a.out)))
     return 0
 
 
