@@ -185,9 +185,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
     bleu = replicate.run_dir(out, "Luong-dot-s2") / "bleu.json"
     b = json.loads(bleu.read_text())
     bleu.write_text(json.dumps({**b, "search": {**b["search"], "beam": 1}}))
-    assert (
-        replicate.main(["--train", str(profile), "--out", str(out), "--data-dir", toy]) == 0
-    )
+    assert replicate.main(["--train", str(profile), "--out", str(out), "--data-dir", toy]) == 0
     assert calls == ["Transformer-s1", "Luong-dot-s2"]
     for n in ("Luong-dot-s1", "Transformer-s1"):
         assert (replicate.run_dir(out, n) / "train_log.jsonl").read_text() == logs[n]
