@@ -2,9 +2,9 @@
 the arms' curves (:func:`curves`, :func:`at_minutes`, :func:`reach_minutes`,
 :func:`fit_log_linear`), their table (:func:`arm_table`), the noise floor of one run per arm
 (:func:`noise_floor`), the findings the book's prose states (:func:`findings`), the chosen search
-(:func:`search_choice`), the extended runs (:func:`extended`, :func:`minutes_for_bleu`), the
-settings that make a recipe (:data:`RECIPE`, :func:`recipe`), and the study's files written from
-them (:func:`write_study`)."""
+(:func:`search_choice`), the extended runs (:func:`extended`, :func:`minutes_for_bleu`), and the
+study's files written from them (:func:`write_study`). The settings that make a recipe are
+:mod:`nmt_experiments.core.recipe`."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ The arms are the runs of a study profile (default ``nmt_lib/profiles/studies/bud
 the same time budget, each differing from the reference arm (the first) in the settings that
 :func:`~nmt_experiments.budget.report.differences` lists. Training logs the dev NLL of a fixed dev
 subset every ``eval_every`` updates (``train.dev_nll_sentences``); when an arm is done,
-:func:`final_eval` scores the whole dev set. What one arm writes, under ``runs/<arm>/``:
+:func:`~nmt_experiments.core.arms.final_eval` scores the whole dev set. What one arm writes, under ``runs/<arm>/``:
 ``config.json``, ``train_log.jsonl``, ``train_summary.json`` and ``final.json``. The study as a
 whole: ``arms.csv|md``, ``curves.csv`` (every evaluation of every arm), ``budget_curves.png`` and
 ``manifest.json`` (:func:`~nmt_experiments.budget.report.write_study`, from the runs), and

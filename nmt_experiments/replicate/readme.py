@@ -1,7 +1,7 @@
 """The README's first-screen summary of the committed results (:func:`readme_results`, written
 between :data:`README_MARKS` by :func:`write_readme`), and the two sentences it is made of that the
-chapters also use: the claims counted by verdict (:func:`verdict_counts`) and a comparison ranked
-with its ties (:func:`ranked_text`)."""
+chapters also use: a comparison ranked with its ties (:func:`ranked_text`); the claims counted by
+verdict are :func:`nmt_experiments.core.claims.verdict_counts`."""
 
 from __future__ import annotations
 
