@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nmt_experiments import replicate  # noqa: E402
+from nmt_experiments.replicate import replication as replicate
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -36,8 +36,9 @@ import json
 import matplotlib.pyplot as plt
 from myst_nb import glue
 
-from nmt_experiments import plots, replicate
-from nmt_experiments.results import require_results, results_path
+from nmt_experiments.core import plots
+from nmt_experiments.core.results import require_results, results_path
+from nmt_experiments.replicate import replication as replicate
 from nmt_lib.config import DataConfig, ModelConfig
 from nmt_lib.data.text import detokenize, tokenize
 from nmt_lib.data.vocab import EOS, PAD, UNK, Vocab

@@ -28,7 +28,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -206,9 +206,9 @@ plt.close(fig)
 # *around* $j$ ({doc}`04_alignment`).
 
 # %% tags=["hide-input"]
-from nmt_experiments import diagrams
+from nmt_experiments.pages import diagrams
 
-fig = diagrams.encdec_and_search()  # nmt_experiments/diagrams.py draws every picture of a model
+fig = diagrams.encdec_and_search()  # nmt_experiments/pages/diagrams.py draws the paper's models
 glue("diagram_encdec", fig, display=False)
 plt.close(fig)
 

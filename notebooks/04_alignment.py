@@ -33,7 +33,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -43,7 +43,7 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_experiments import plots
+from nmt_experiments.core import plots
 from nmt_lib.paper import attention
 
 torch.manual_seed(0)

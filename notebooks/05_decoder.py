@@ -24,7 +24,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -42,9 +42,9 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
 # %% tags=["hide-input"]
-from nmt_experiments import diagrams
+from nmt_experiments.pages import diagrams
 
-fig = diagrams.rnnsearch()  # nmt_experiments/diagrams.py draws every picture of a model
+fig = diagrams.rnnsearch()  # nmt_experiments/pages/diagrams.py draws the paper's models
 glue("diagram_rnnsearch", fig, display=False)
 plt.close(fig)
 
@@ -101,7 +101,7 @@ plt.close(fig)
 # $$ (dec-state)
 
 # %% tags=["hide-input"]
-fig = diagrams.groundhog_order()  # nmt_experiments/diagrams.py draws every picture of a model
+fig = diagrams.groundhog_order()  # nmt_experiments/pages/diagrams.py draws the paper's models
 glue("diagram_groundhog", fig, display=False)
 plt.close(fig)
 
@@ -321,7 +321,7 @@ plt.close(fig)
 # the weights $\alpha_{ij}$ as training goes on.
 
 # %%
-from nmt_experiments import plots
+from nmt_experiments.core import plots
 
 torch.set_default_dtype(torch.float32)  # the toy run: float32, as training is
 digits, lengths, batch_size, updates = 10, (4, 8), 32, 800

@@ -27,7 +27,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -40,7 +40,8 @@ import torch
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_experiments import budget_report, replicate
+from nmt_experiments.budget import report as budget_report
+from nmt_experiments.replicate import replication as replicate
 from nmt_lib.config import ModelConfig, TrainConfig
 from nmt_lib.data import TrainIterator, prepare
 from nmt_lib.gradients import clip_gradients
@@ -244,7 +245,9 @@ glue("train_step_mean", sum(m["step"]) / len(m["step"]), display=False)
 glue("train_dev_sum", s["dev_nll"], display=False)
 glue("train_dev_mean", m["dev_nll"], display=False)
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6.6, 3.2))  # the text column (nmt_experiments.plots)
+fig, (ax1, ax2) = plt.subplots(
+    1, 2, figsize=(6.6, 3.2)
+)  # the text column (nmt_experiments.core.plots)
 for (name, r), style in zip(runs.items(), ["-", "--"], strict=True):
     ax1.plot(r["nll"], style, color="k", label=name)
     ax2.semilogy(r["step"], style, color="k", label=name)

@@ -37,7 +37,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["hide-input", "remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -50,18 +50,8 @@ import numpy as np
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_experiments import (
-    claims,
-    lite_long,
-    markdown,
-    paper_claims,
-    plots,
-    readme,
-    rerun,
-    tables,
-)
-from nmt_experiments.replicate import replicate_profile
-from nmt_experiments.results import (
+from nmt_experiments.core import alignment, claims, figures, markdown, plots, tables
+from nmt_experiments.core.results import (
     commit_text,
     paper_table,
     require_results,
@@ -69,6 +59,8 @@ from nmt_experiments.results import (
     run_dir,
     seed_groups,
 )
+from nmt_experiments.replicate import lite_long, paper_claims, rerun
+from nmt_experiments.replicate.replication import replicate_profile
 from nmt_lib.config import load_profile, run_from_dict
 from nmt_lib.io import read_json
 from nmt_lib.paper import MODELS
@@ -121,7 +113,7 @@ glue("exp_recipe", recipe, display=False)
 # *{glue:md}`exp_description`* These results were produced on {glue:text}`exp_created` from
 # commit {glue:text}`exp_commit`; `results/<profile>/manifest.json` records the resolved configs,
 # the sha256 of every data file, the hardware, the library versions and the wall times.
-# {glue:md}`exp_budget` `python -m nmt_experiments.rerun` trains a committed run's first updates
+# {glue:md}`exp_budget` `python -m nmt_experiments.replicate.rerun` trains a committed run's first updates
 # again and compares the logs: {glue:md}`exp_rerun`
 # ::::
 #
@@ -151,13 +143,13 @@ glue("exp_recipe", recipe, display=False)
 # ::::{admonition} The code: `train_and_evaluate` and `replicate_profile`
 # :class: dropdown
 #
-# ```{literalinclude} ../../nmt_experiments/replicate.py
+# ```{literalinclude} ../../nmt_experiments/replicate/replication.py
 # :pyobject: train_and_evaluate
 # ```
 #
 # `replicate_profile` runs it for every model of the profile, several at a time with `--jobs`:
 #
-# ```{literalinclude} ../../nmt_experiments/replicate.py
+# ```{literalinclude} ../../nmt_experiments/replicate/replication.py
 # :pyobject: replicate_profile
 # ```
 # ::::
@@ -220,9 +212,9 @@ glue("claims_ratio_margin", f"{claims.RATIO_MARGIN:g}", display=False)
 glue("claims_floor", f"{claims.FLOOR:g} BLEU", display=False)
 glue("claims_short", claims.SHORT, display=False)
 glue("claims_long", claims.LONG, display=False)
-glue("claims_diagonal", claims.DIAGONAL, display=False)
+glue("claims_diagonal", alignment.DIAGONAL, display=False)
 glue("claims_n", len(judged), display=False)
-glue("claims_counts", readme.verdict_counts([r["verdict"] for r in judged]), display=False)
+glue("claims_counts", claims.verdict_counts([r["verdict"] for r in judged]), display=False)
 glue("claims_moses", paper_claims.MOSES_CLAIM, display=False)
 groups = seed_groups(out)
 stats = {
@@ -300,7 +292,7 @@ glue(
 # ## Claim 2, long sentences: Figure 2
 
 # %% tags=["hide-input"]
-curves, edges = tables.fig2_curves(out)
+curves, edges = figures.fig2_curves(out)
 width = edges[1] - edges[0]
 paper_all = {m: float(r["bleu_all"]) for m, r in paper_table("table1").items()}
 fig = plots.fig2_bleu_by_length(
@@ -417,7 +409,7 @@ plt.close(fig)
 #   1 − {glue:text}`claims_ratio_margin` as its margin. Every claim of the book (lite, lite-long
 #   and its held-out view, the comparison, Multi30k) is judged by these rules, in one module.
 # - **Training noise.** Where a model has several seeds, its score is their mean and its interval
-#   resamples the seeds as well as the test sentences (`nmt_experiments.claims.seeded_scores`).
+#   resamples the seeds as well as the test sentences (`nmt_experiments.core.claims.seeded_scores`).
 #   {glue:md}`claims_noise`
 #
 # ::::
@@ -429,15 +421,15 @@ plt.close(fig)
 # ::::{admonition} The code: `claims`
 # :class: dropdown
 #
-# ```{literalinclude} ../../nmt_experiments/paper_claims.py
+# ```{literalinclude} ../../nmt_experiments/replicate/paper_claims.py
 # :pyobject: claims
 # ```
 #
-# ```{literalinclude} ../../nmt_experiments/claims.py
+# ```{literalinclude} ../../nmt_experiments/core/claims.py
 # :pyobject: verdict
 # ```
 #
-# ```{literalinclude} ../../nmt_experiments/claims.py
+# ```{literalinclude} ../../nmt_experiments/core/claims.py
 # :pyobject: holds_verdict
 # ```
 # ::::
@@ -551,7 +543,7 @@ long_claims = lite_long.judged(long_out)
 ll_verdicts = (
     "Its verdicts on its pair, RNNsearch-50 against RNNencdec-50, are: "
     + "; ".join(
-        f"on {test_set}, {readme.verdict_counts([r['verdict'] for r in rows])}"
+        f"on {test_set}, {claims.verdict_counts([r['verdict'] for r in rows])}"
         for test_set, rows in long_claims.items()
     )
     if long_claims

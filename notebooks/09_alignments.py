@@ -27,7 +27,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["hide-input", "remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -36,14 +36,16 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from nmt_experiments import claims, lexicon, lite_long, markdown, plots, reader, replicate, tables
-from nmt_experiments.results import (
+from nmt_experiments.core import alignment, figures, markdown, plots, tables
+from nmt_experiments.core.results import (
     published_dir,
     require_results,
     results_path,
     run_dir,
     seed_groups,
 )
+from nmt_experiments.replicate import lexicon, lite_long, reader
+from nmt_experiments.replicate import replication as replicate
 from nmt_lib.io import atomic_write, read_json
 
 out = results_path(profile, results_dir)
@@ -70,7 +72,7 @@ glue("al_profile", profile, display=False)
 # words, never at the weights or at BLEU.
 
 # %% tags=["hide-input"]
-panels, from_paper = tables.fig3_panels(out, seeds=True)  # each: the seed with fewest <unk>
+panels, from_paper = figures.fig3_panels(out, seeds=True)  # each: the seed with fewest <unk>
 runs_of = len(seed_groups(out).get("RNNsearch-50", []))
 choice = (
     f"each panel from whichever of its {runs_of} seeds' runs has the fewest unknown words in its "
@@ -94,7 +96,7 @@ plt.close(fig)
 # diagonal, and what a uniform, alignment-free distribution would give; a panel whose translation
 # is mostly <unk> or whose weights are near uniform is flagged and left out of the averages
 stats = [
-    claims.alignment_stats(
+    alignment.alignment_stats(
         *(
             (p["alpha"][:-1], p["trg"][:-1])
             if p["trg"][-1:] == ["<end>"]
@@ -116,10 +118,10 @@ glue("al_peak", peak, display=False)
 glue("al_uniform", sum(s["uniform"] for s in kept) / len(kept), display=False)
 glue("al_monotonic", 100 * monotonic, display=False)
 glue("al_diagonal", diagonal, display=False)
-glue("al_diagonal_rule", claims.DIAGONAL, display=False)
-sharp = "sharp" if peak >= claims.PEAKED else "diffuse"
-order = ("along the diagonal" if diagonal >= claims.DIAGONAL else "off the diagonal") + (
-    ", mostly monotonic" if monotonic >= claims.MONOTONIC else ", not mostly monotonic"
+glue("al_diagonal_rule", alignment.DIAGONAL, display=False)
+sharp = "sharp" if peak >= alignment.PEAKED else "diffuse"
+order = ("along the diagonal" if diagonal >= alignment.DIAGONAL else "off the diagonal") + (
+    ", mostly monotonic" if monotonic >= alignment.MONOTONIC else ", not mostly monotonic"
 )
 glue("al_verdict", f"{sharp}, {order}", display=False)
 glue(
@@ -132,8 +134,8 @@ glue(
     else "no panel is flagged here.",
     display=False,
 )
-glue("al_peaked", claims.PEAKED, display=False)
-glue("al_monotonic_rule", 100 * claims.MONOTONIC, display=False)
+glue("al_peaked", alignment.PEAKED, display=False)
+glue("al_monotonic_rule", 100 * alignment.MONOTONIC, display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig3
@@ -170,13 +172,13 @@ glue("al_monotonic_rule", 100 * claims.MONOTONIC, display=False)
 # %% tags=["hide-input"]
 from IPython.display import HTML
 
-from nmt_experiments.explorer import explorer_html
+from nmt_experiments.pages.explorer import explorer_html
 
 records = read_json(run_dir(out, "RNNsearch-50") / "attention.json")
 figure3 = {id(r): f"Figure 3 ({c})" for c, r in zip("abcd", records[:4], strict=True)}
 explore = [
     {
-        **tables.attention_panel(r),
+        **figures.attention_panel(r),
         "title": figure3.get(id(r))
         or f"test sentence {r['index'] + 1}: " + " ".join(r["src_tokens"][:8]) + " …",
     }
@@ -201,7 +203,7 @@ if train:
 
     prof = replicate.load(profile, data_dir)
     test = prepare(prof.runs["RNNsearch-50"].data).test
-    text, from_paper = tables.long_sentences(out, test)
+    text, from_paper = figures.long_sentences(out, test)
     which = "the paper's three long sentences" if from_paper else "the three longest test sentences"
     head = f"Appendix C, profile `{profile}`: {which}, with the reference and our translations.\n\n"
     with atomic_write(out / "long_sentences.md") as f:
@@ -356,7 +358,7 @@ else:
 # %% tags=["hide-input"]
 from IPython.display import HTML, display
 
-from nmt_experiments import translator
+from nmt_experiments.pages import translator
 from nmt_lib import loading
 from nmt_lib.config import home, load_profile
 

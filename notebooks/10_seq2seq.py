@@ -31,7 +31,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -42,8 +42,8 @@ from IPython.display import Markdown
 from myst_nb import glue
 from torch.testing import assert_close
 
-from nmt_experiments.markdown import markdown_table
-from nmt_experiments.recipes import SEEDS, run_name
+from nmt_experiments.comparison.recipes import SEEDS, run_name
+from nmt_experiments.core.markdown import markdown_table
 from nmt_lib.config import PROFILE_DIR, load_profile, model_config
 from nmt_lib.models import build_model
 from nmt_lib.models.seq2seq import reverse_words
@@ -54,9 +54,9 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
 # %% tags=["hide-input"]
-from nmt_experiments import diagrams
+from nmt_experiments.pages import diagrams_others
 
-fig = diagrams.seq2seq()  # nmt_experiments/diagrams.py draws every picture of a model
+fig = diagrams_others.seq2seq()  # nmt_experiments/pages/diagrams_others.py draws it
 glue("diagram_seq2seq", fig, display=False)
 plt.close(fig)
 

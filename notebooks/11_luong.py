@@ -28,7 +28,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -50,9 +50,9 @@ torch.set_default_dtype(torch.float64)
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
-from nmt_experiments import diagrams
+from nmt_experiments.pages import diagrams_others
 
-fig = diagrams.luong()  # nmt_experiments/diagrams.py draws every picture of a model
+fig = diagrams_others.luong()  # nmt_experiments/pages/diagrams_others.py draws it
 glue("diagram_luong", fig, display=False)
 plt.close(fig)
 

@@ -29,7 +29,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -50,9 +50,9 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest
 torch.set_default_dtype(torch.float64)
 
 # %% tags=["hide-input"]
-from nmt_experiments import diagrams
+from nmt_experiments.pages import diagrams_others
 
-fig = diagrams.transformer()  # nmt_experiments/diagrams.py draws every picture of a model
+fig = diagrams_others.transformer()  # nmt_experiments/pages/diagrams_others.py draws it
 glue("diagram_transformer", fig, display=False)
 plt.close(fig)
 
@@ -412,7 +412,8 @@ import dataclasses
 
 from torch.nn import functional as F
 
-from nmt_experiments import multi30k, plots
+from nmt_experiments.comparison import multi30k
+from nmt_experiments.core import plots
 from nmt_lib.config import TrainConfig, run_from_dict
 from nmt_lib.io import read_json
 from nmt_lib.paper.steps import target_log_prob

@@ -37,7 +37,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["hide-input", "remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -46,25 +46,17 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from nmt_experiments import (
-    alignment,
-    claims,
-    comparison,
-    footing,
-    markdown,
-    multi30k,
-    plots,
-    readme,
-    recipe_sweep,
-    tables,
-)
-from nmt_experiments.results import (
+from nmt_experiments.comparison import footing, multi30k, recipe_sweep, verdicts
+from nmt_experiments.comparison import runs as comparison
+from nmt_experiments.core import alignment, claims, figures, markdown, plots
+from nmt_experiments.core.results import (
     commit_text,
     convergence_text,
     eval_share,
     require_results,
     run_dir,
 )
+from nmt_experiments.replicate import readme
 from nmt_lib.config import PROFILE_DIR, home, load_profile
 from nmt_lib.io import read_json
 
@@ -309,7 +301,7 @@ plt.close(fig)
 # ::::
 
 # %% tags=["hide-input"]
-judged = comparison.claims(out)
+judged = verdicts.claims(out)
 Markdown(markdown.claims_markdown(judged) + "\n" + comparison.note(out))
 
 # %% tags=["hide-input"]
@@ -327,7 +319,7 @@ def names(ms):
 
 
 def verdicts_of(rows_):
-    counts = readme.verdict_counts([r["verdict"] for r in rows_])
+    counts = claims.verdict_counts([r["verdict"] for r in rows_])
     return counts or "no claim"
 
 
@@ -408,15 +400,15 @@ glue("cmp_tf_footing", footing.transformer_footing(out), display=False)
 # %% tags=["hide-input"]
 panels = []
 for m in attn:
-    sentences, from_paper = tables.fig3_panels(out, first[m])
+    sentences, from_paper = figures.fig3_panels(out, first[m])
     panels.append({**sentences[0], "title": f"{m}: {sentences[0]['title']}"})
 summary = alignment.attention_rows(out, {m: first[m] for m in attn})
 fig = plots.fig3_alignments(panels, ncols=2, cell=0.25)
 glue("cmp_fig3", fig, display=False)
 plt.close(fig)
-peaked = [s["model"] for s in summary if s["mean largest weight"] >= claims.PEAKED]
+peaked = [s["model"] for s in summary if s["mean largest weight"] >= alignment.PEAKED]
 glue("cmp_peaked", names(peaked), display=False)
-glue("cmp_peaked_rule", claims.PEAKED, display=False)
+glue("cmp_peaked_rule", alignment.PEAKED, display=False)
 Markdown(markdown.markdown_table(summary))
 
 # %% [markdown]

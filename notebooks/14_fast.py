@@ -31,7 +31,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -46,8 +46,8 @@ from myst_nb import glue
 from torch.nn import functional as F
 from torch.testing import assert_close
 
-from nmt_experiments.markdown import markdown_table
-from nmt_experiments.results import paper_table
+from nmt_experiments.core.markdown import markdown_table
+from nmt_experiments.core.results import paper_table
 from nmt_lib.config import ModelConfig, TrainConfig, home
 from nmt_lib.data import pad
 from nmt_lib.fast import accelerate

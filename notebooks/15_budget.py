@@ -23,7 +23,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["hide-input", "remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -33,9 +33,20 @@ import numpy as np
 from IPython.display import Markdown
 from myst_nb import glue
 
-from nmt_experiments import budget_report, claims, markdown, plots, tables
-from nmt_experiments.claims import MARGIN, alignment_stats
-from nmt_experiments.results import commit_text, paper_table, require_results, results_path, run_dir
+from nmt_experiments.budget import report as budget_report
+from nmt_experiments.core import markdown, plots, tables
+from nmt_experiments.core.alignment import alignment_stats
+from nmt_experiments.core.claims import MARGIN
+from nmt_experiments.core.judge import Judge
+from nmt_experiments.core.recipe import recipe as recipe_of
+from nmt_experiments.core.recipe import recipe_differences
+from nmt_experiments.core.results import (
+    commit_text,
+    paper_table,
+    require_results,
+    results_path,
+    run_dir,
+)
 from nmt_lib.config import load_profile, run_from_dict
 from nmt_lib.io import read_json
 
@@ -357,12 +368,12 @@ Markdown("\n".join(cost))
 # %% tags=["hide-input"]
 lite = load_profile("lite").runs["RNNsearch-50"]
 chosen = configs[found["chosen"]]
-diff = budget_report.recipe_differences(lite, chosen)
+diff = recipe_differences(lite, chosen)
 glue(
     "bu_lite_same", "uses exactly these settings" if not diff else f"differs: {diff}", display=False
 )
 assert not diff, f"profile lite does not use the chosen arm's recipe: {diff}"
-recipe = budget_report.recipe(chosen)
+recipe = recipe_of(chosen)
 unused = {"adam": ("train.rho", "train.eps")}.get(chosen.train.optimizer, ())  # Adadelta's
 unused += ("train.lr_decay",) if chosen.train.lr_schedule == "constant" else ()
 recipe = {k: v for k, v in recipe.items() if k not in unused}
@@ -432,8 +443,8 @@ Markdown(markdown.markdown_table(table) if table else "*(not run)*")
 # %% tags=["hide-input"]
 values = dict.fromkeys(("bu_pair", "bu_pair_verdict", "bu_need_10", "bu_need_14"), "(not measured)")
 values |= dict.fromkeys(("bu_att_peak", "bu_att_mono", "bu_long_bleu", "bu_long_min"), float("nan"))
-if long_run and encdec:  # judged as chapter 8 judges Table 1's claim (nmt_experiments.claims)
-    pair = claims.Judge(
+if long_run and encdec:  # judged as chapter 8 judges Table 1's claim (nmt_experiments.core.judge)
+    pair = Judge(
         {
             m: [np.array(r["stats_tok"])]
             for m, r in (("RNNsearch-50", long_run), ("RNNencdec-50", encdec))

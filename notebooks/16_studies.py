@@ -20,7 +20,7 @@ results_dir = None
 data_dir = None
 
 # %% tags=["hide-input", "remove-cell"]
-from nmt_experiments.results import check_parameters
+from nmt_experiments.core.results import check_parameters
 
 check_parameters(profile, train, results_dir, data_dir)
 
@@ -31,19 +31,18 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from nmt_experiments import (
-    claims,
-    comparison,
-    footing,
-    lite_long,
-    markdown,
-    paper_claims,
-    pilot_report,
-    plots,
-    recipe_sweep,
-    tables,
+from nmt_experiments.comparison import footing, recipe_sweep
+from nmt_experiments.comparison import runs as comparison
+from nmt_experiments.core import claims, figures, markdown, plots
+from nmt_experiments.core.results import (
+    commit_text,
+    paper_table,
+    require_results,
+    results_path,
+    run_dir,
 )
-from nmt_experiments.results import commit_text, paper_table, require_results, results_path, run_dir
+from nmt_experiments.pilot import report as pilot_report
+from nmt_experiments.replicate import lite_long, paper_claims
 from nmt_lib.io import read_json
 
 out = comparison.RESULTS
@@ -186,7 +185,7 @@ for test_set, rows in long_claims.items():
     view = None if test_set == lite_long.PAPER_TEST else test_set
     display(Markdown(f"**On {test_set}.** " + markdown.claims_markdown(rows)))
     display(Markdown(paper_claims.note(long_out, "lite-long", view, pair)))
-    curves_long, _ = tables.fig2_curves(long_out, lite_long.PAIR, view, pair)
+    curves_long, _ = figures.fig2_curves(long_out, lite_long.PAIR, view, pair)
     fig = plots.fig2_bleu_by_length(
         curves_long, xmax=60, title=f"lite-long, {test_set}", paper=paper_all
     )
@@ -217,7 +216,7 @@ for test_set, rows in long_claims.items():
 #
 # **Each model's own recipe.** One recipe chosen for RNNsearch would judge the others by how well
 # they suit it. A short sweep per family (`nmt_lib/profiles/studies/recipes.toml`, run by
-# `python -m nmt_experiments.recipes`) trains each setting for a third of the comparison's updates on the
+# `python -m nmt_experiments.comparison.recipes`) trains each setting for a third of the comparison's updates on the
 # same batches and keeps the one of lowest dev NLL: Adam's learning rate for every family (3e-4,
 # 1e-3, 3e-3 and 1e-2; an arm that diverges is a row of the table, never chosen); for the
 # LSTMs the forget-gate bias of later practice; for Luong et al.'s model their stacked layers; for
@@ -229,8 +228,8 @@ for test_set, rows in long_claims.items():
 # tables of this page:
 #
 # ```bash
-# python -m nmt_experiments.recipes --train --jobs 2 && python -m nmt_experiments.recipes --search
-# python -m nmt_experiments.recipes --write-profile
+# python -m nmt_experiments.comparison.recipes --train --jobs 2 && python -m nmt_experiments.comparison.recipes --search
+# python -m nmt_experiments.comparison.recipes --write-profile
 # python -m nmt_experiments.replicate --train nmt_lib/profiles/studies/compare.toml --jobs 2
 # python -m nmt_experiments.comparison
 # ```

@@ -30,8 +30,8 @@ import time
 
 import torch
 
-from nmt_experiments import plots
-from nmt_experiments.labs import checks, toy
+from nmt_experiments.core import plots
+from nmt_experiments.pages.labs import checks, toy
 from nmt_lib.paper.model import build_model
 
 t_start = time.perf_counter()

@@ -32,7 +32,7 @@ import time
 import matplotlib.pyplot as plt
 import torch
 
-from nmt_experiments.labs import checks, toy
+from nmt_experiments.pages.labs import checks, toy
 from nmt_lib.paper.model import Encoded, RNNsearch, build_model
 
 t_start = time.perf_counter()

@@ -30,8 +30,8 @@ import time
 
 import torch
 
-from nmt_experiments import plots
-from nmt_experiments.labs import checks, toy
+from nmt_experiments.core import plots
+from nmt_experiments.pages.labs import checks, toy
 from nmt_lib.config import model_config
 from nmt_lib.models.luong import Luong
 
@@ -157,7 +157,7 @@ import html
 
 from myst_nb import glue
 
-from nmt_experiments.results import published_dir
+from nmt_experiments.core.results import published_dir
 from nmt_lib import search
 from nmt_lib.data.text import detokenize, tokenize
 from nmt_lib.loading import load_published

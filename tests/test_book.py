@@ -28,8 +28,9 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from nmt_experiments import plots, replicate
-from nmt_experiments.results import run_dir
+from nmt_experiments.core import plots
+from nmt_experiments.core.results import run_dir
+from nmt_experiments.replicate import replication as replicate
 from nmt_lib.checkpoint import default_checkpoint_dir
 from nmt_lib.paper import MODELS
 from tools import notebooks as runner
@@ -84,7 +85,7 @@ def results(tmp_path_factory):
         "2",
     ]
     r = subprocess.run(
-        [*cmd, "--results-dir", str(out), "--out-dir", str(out.parent / "executed")],
+        [*cmd, "--out", str(out), "--out-dir", str(out.parent / "executed")],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -481,7 +482,7 @@ def test_no_table_needs_sideways_scrolling(inspected):
 
 def test_figures_are_shown_once_and_readable(inspected):
     """Every figure appears once per page, in a <figure> with a caption, and is shown at a scale
-    at which its smallest text (``nmt_experiments.plots.MIN_FONT_PT`` at the notebooks' 100 dpi, which
+    at which its smallest text (``nmt_experiments.core.plots.MIN_FONT_PT`` at the notebooks' 100 dpi, which
     ``tests/test_plots.py`` checks) is at least MIN_TEXT_PX tall."""
     res, _ = inspected
     problems = []

@@ -9,7 +9,10 @@ import math
 
 import pytest
 
-from nmt_experiments import budget, budget_report
+from nmt_experiments.budget import report as budget_report
+from nmt_experiments.budget import study as budget
+from nmt_experiments.core import arms
+from nmt_experiments.core.recipe import RECIPE, recipe_differences
 from nmt_lib import bleu
 from nmt_lib.config import load_profile, run_from_dict
 from nmt_lib.data import prepare
@@ -56,7 +59,7 @@ def study(study_dir):
             [
                 "--profile",
                 str(root / "study.toml"),
-                "--results-dir",
+                "--out",
                 str(root / "out"),
                 "--data-dir",
                 str(root / "wmt"),
@@ -89,7 +92,7 @@ def test_a_study_trains_every_arm_and_writes_its_report(study):
     assert (out / "budget_curves.png").read_bytes()[:4] == b"\x89PNG"
     # the report is a function of the runs: rewriting it changes nothing
     before = (out / "arms.csv").read_text()
-    budget.main(["--results-dir", str(out), "--profile", str(study / "study.toml")])
+    budget.main(["--out", str(out), "--profile", str(study / "study.toml")])
     assert (out / "arms.csv").read_text() == before
 
 
@@ -120,8 +123,8 @@ def test_log_linear_fit_recovers_a_known_curve():
 def test_recipe_differences_name_the_settings():
     prof = load_profile(budget.PROFILE)
     ref, paper = prof.runs["adam-1e-3"], prof.runs["paper"]
-    assert budget_report.recipe_differences(ref, ref) == ""
-    diff = budget_report.recipe_differences(paper, ref)
+    assert recipe_differences(ref, ref) == ""
+    diff = recipe_differences(paper, ref)
     assert "train.optimizer='adadelta' (arm: 'adam')" in diff and "train.loss='sum'" in diff
     assert "model." not in diff
 
@@ -145,7 +148,7 @@ def test_lite_trains_with_the_recipe_the_study_chose():
     chosen = budget_report.findings(budget_report.RESULTS)["chosen"]
     arm = run_from_dict(manifest["configs"][chosen])
     for name, run in load_profile("lite").runs.items():
-        assert budget_report.recipe_differences(run, arm) == "", name
+        assert recipe_differences(run, arm) == "", name
         assert run.search.normalize == budget_report.search_choice()["normalize"], name
     paper = budget_report.findings(budget_report.RESULTS).get("paper")
     assert paper and math.isfinite(paper["dev_nll"]) and paper["clip_rate"] > 0.9
@@ -155,7 +158,7 @@ def test_gpu_takes_lites_training_recipe_and_search():
     """The `gpu` profile differs from `lite` in its sizes and precision, not in how it learns."""
     lite = load_profile("lite").runs["RNNsearch-50"]
     for name, run in load_profile("gpu").runs.items():
-        same = [k for k in budget_report.RECIPE["train"] if k != "precision"]
+        same = [k for k in RECIPE["train"] if k != "precision"]
         assert {k: getattr(run.train, k) for k in same} == {
             k: getattr(lite.train, k) for k in same
         }, name
@@ -277,8 +280,8 @@ def test_an_arm_whose_checkpoint_is_gone_is_trained_again_to_the_same_numbers(st
     )
     run = prof.runs["adam"]
     prep = prepare(run.data)
-    model = budget.trained_arm(study / "out" / "runs" / "adam", run, prep)
+    model = arms.trained_arm(study / "out" / "runs" / "adam", run, prep)
     again = json.loads((tmp_path / "retrain" / "adam" / "train_summary.json").read_text())
     first = json.loads((study / "out" / "runs" / "adam" / "train_summary.json").read_text())
     assert again["best_dev_nll"] == first["best_dev_nll"] and model is not None
-    assert budget.trained_arm(tmp_path / "retrain" / "adam", run, prep) is not None  # no retrain
+    assert arms.trained_arm(tmp_path / "retrain" / "adam", run, prep) is not None  # no retrain

@@ -1,4 +1,4 @@
-"""The paper's claims judged on fake results (nmt_experiments.claims): the verdicts follow the numbers."""
+"""The paper's claims judged on fake results (nmt_experiments.core.claims): the verdicts follow the numbers."""
 
 import itertools
 import json
@@ -7,17 +7,11 @@ import random
 import numpy as np
 import pytest
 
-from nmt_experiments.claims import (
-    NOT_TESTABLE,
-    Judge,
-    alignment_stats,
-    attention_summary,
-    holds_verdict,
-    rank_correlation,
-    verdict,
-)
-from nmt_experiments.paper_claims import claims, write
-from nmt_experiments.results import run_dir
+from nmt_experiments.core.alignment import alignment_stats, attention_summary, rank_correlation
+from nmt_experiments.core.claims import NOT_TESTABLE, holds_verdict, verdict
+from nmt_experiments.core.judge import Judge
+from nmt_experiments.core.results import run_dir
+from nmt_experiments.replicate.paper_claims import claims, write
 from nmt_lib import bleu
 from nmt_lib.paper import MODELS
 

@@ -8,9 +8,11 @@ import random
 import numpy as np
 import pytest
 
-from nmt_experiments import claims, comparison, footing
-from nmt_experiments.alignment import attention_rows, attention_summary
-from nmt_experiments.results import run_dir
+from nmt_experiments.comparison import footing, verdicts
+from nmt_experiments.comparison import runs as comparison
+from nmt_experiments.core import claims
+from nmt_experiments.core.alignment import attention_rows, attention_summary
+from nmt_experiments.core.results import run_dir
 from nmt_lib import bleu
 from nmt_lib.io import read_json
 
@@ -73,7 +75,7 @@ def study(
         },
         seeds,
     )
-    return comparison.claims(out, n_samples=100)
+    return verdicts.claims(out, n_samples=100)
 
 
 def test_comparison_verdicts_follow_the_numbers(tmp_path):
@@ -122,7 +124,7 @@ def test_models_below_the_learning_floor_make_a_claim_not_testable(tmp_path):
             "Seq2seq-50": ({"arch": "Seq2seq"}, 0.0, 0.0),
         },
     )
-    own, contrast = comparison.claims(out, n_samples=100)
+    own, contrast = verdicts.claims(out, n_samples=100)
     assert own["verdict"] == "reproduced"
     assert (
         contrast["verdict"] == "not testable here"
@@ -227,7 +229,7 @@ def test_committed_comparison_tables_are_what_the_code_makes_of_the_runs():
     made = {
         "comparison": comparison.table(),
         "recipes": comparison.recipes(),
-        "claims": comparison.claims(),
+        "claims": verdicts.claims(),
         "outputs": comparison.outputs(),
     }
     for name, rows in made.items():
@@ -296,7 +298,7 @@ def test_dev_nll_at_the_updates_every_model_reached(tmp_path):
 
 
 def test_commit_text_names_the_commit_its_state_and_the_runs_made_later():
-    from nmt_experiments.results import commit_text
+    from nmt_experiments.core.results import commit_text
 
     git = {"commit": "1e49024a706abbde", "dirty": False}
     assert commit_text({"git": git}) == "1e49024a70"
@@ -353,7 +355,7 @@ def test_the_commonest_opening_counts_the_translations_that_begin_with_it(tmp_pa
 
 
 def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
-    from nmt_experiments.results import tokens_per_update
+    from nmt_experiments.core.results import tokens_per_update
 
     out = fake_dir(tmp_path, {"RNNsearch-50": ({"arch": "RNNsearch"}, 0.9, 0.5)})
     assert footing.transformer_footing(out) == ""  # no Transformer trained
@@ -384,7 +386,7 @@ def test_the_transformers_footing_counts_the_target_tokens_it_saw(tmp_path):
 
 
 def test_the_share_of_training_time_spent_on_dev(tmp_path):
-    from nmt_experiments.results import eval_share
+    from nmt_experiments.core.results import eval_share
 
     lines = [
         {"kind": "train", "elapsed": 50.0},
@@ -472,13 +474,13 @@ def test_the_length_claims_lengths_are_the_testbeds(tmp_path):
     the same way, and the claim names the lengths it used."""
     rows = study(tmp_path, "g")
     out = tmp_path / "g"
-    restated = comparison.claims(out, n_samples=100, short=20, long=40)
+    restated = verdicts.claims(out, n_samples=100, short=20, long=40)
     assert [r["verdict"] for r in restated] == [r["verdict"] for r in rows]
     assert (
         "40 words or more" in restated[1]["claim"]
         and "BLEU(≥40) / BLEU(<20)" in restated[1]["ours"]
     )
-    none = comparison.claims(out, n_samples=100, short=10, long=60)
+    none = verdicts.claims(out, n_samples=100, short=10, long=60)
     assert none[1]["verdict"] == "not testable here" and "no test sentences" in none[1]["reason"]
 
 

@@ -211,7 +211,7 @@ def test_each_architecture_has_a_config_of_its_own():
 def test_a_config_saved_with_every_architectures_keys_reads_back():
     """Configs saved before the families were split hold every key: they read back as the family's,
     equal to the run's own (so that committed results still record their runs)."""
-    from nmt_experiments.replicate import same_run
+    from nmt_experiments.replicate.replication import same_run
 
     run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
     seq = run["Seq2seq-50-s1"]
@@ -238,7 +238,7 @@ def test_a_budget_that_a_run_did_not_reach_changes_nothing_before_it():
     time budget stopped is the same run with a budget of the updates it made, and no other."""
     import dataclasses
 
-    from nmt_experiments.replicate import same_run
+    from nmt_experiments.replicate.replication import same_run
 
     run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
     run = run["RNNsearch-50-s1"]

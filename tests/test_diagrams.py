@@ -4,7 +4,8 @@ picture."""
 import matplotlib.pyplot as plt
 import pytest
 
-from nmt_experiments import canvas, diagrams, plots
+from nmt_experiments.core import plots
+from nmt_experiments.pages import canvas, diagrams, diagrams_others
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +35,7 @@ def test_diagram_fits_the_column_with_legible_text(name, tmp_path):
 
 def test_a_text_outside_the_picture_is_found():
     """The check above can fail: a label past the right edge."""
-    fig = diagrams.seq2seq()
+    fig = diagrams_others.seq2seq()
     fig.axes[0].text(9.9, 1.0, "a label that runs past the edge", fontsize=canvas.SMALL)
     fig.canvas.draw()
     ext = [t.get_window_extent() for t in fig.axes[0].texts if "past the edge" in t.get_text()]

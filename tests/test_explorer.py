@@ -1,11 +1,11 @@
-"""The alignment explorer's HTML (nmt_experiments.explorer); tests/test_book.py runs it in a browser."""
+"""The alignment explorer's HTML (nmt_experiments.pages.explorer); tests/test_book.py runs it in a browser."""
 
 import json
 import re
 
 import pytest
 
-from nmt_experiments.explorer import explorer_html
+from nmt_experiments.pages.explorer import explorer_html
 
 PANEL = {
     "title": "a </script> title",

@@ -943,7 +943,7 @@ def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(toy, tmp_path
 
 
 def test_an_unknown_profile_says_so_and_lists_the_profiles(capsys, tmp_path):
-    from nmt_experiments.results import ResultsMissing, require_results, results_path
+    from nmt_experiments.core.results import ResultsMissing, require_results, results_path
     from tools import notebooks
 
     with pytest.raises(

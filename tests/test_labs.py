@@ -1,4 +1,4 @@
-"""The labs (notebooks/lab*_*.py, nmt_experiments.labs): one source gives the book's page and the
+"""The labs (notebooks/lab*_*.py, nmt_experiments.pages.labs): one source gives the book's page and the
 student's notebook; every check fails, with its one sentence, on the skeleton and on each typical
 wrong answer, and passes on the solution; the student's notebook stops at its first check with
 that sentence alone (no traceback), and the page's form runs top to bottom, at the smallest
@@ -13,7 +13,7 @@ import papermill
 import pytest
 import torch
 
-from nmt_experiments.labs import checks, student
+from nmt_experiments.pages.labs import checks, student
 from tools import labs as labs_cli
 from tools import notebooks as runner
 
@@ -231,7 +231,7 @@ def test_every_check_of_a_lab_fails_on_its_skeletons(src):
 
 
 def test_the_accuracy_check_names_each_mistake(capsys):
-    from nmt_experiments.labs.toy import word_accuracy
+    from nmt_experiments.pages.labs.toy import word_accuracy
 
     def per_sentence(hyps, refs):
         return sum(h == r for h, r in zip(hyps, refs, strict=True)) / len(refs)

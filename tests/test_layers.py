@@ -1,8 +1,9 @@
 """The package's layers, read from its imports: the paper's model (``nmt_lib.paper``) imports no other
 model, no speed code and no machinery; the models before and after it build on the paper's modules;
-the library (``nmt_lib``) never imports the experiments (``nmt_experiments``); imports run one way
-(no cycle between modules, function-level imports included); and the library builds no path into
-the repository's ``results/`` (the command line's ``--out`` default aside)."""
+the library (``nmt_lib``) never imports the experiments (``nmt_experiments``); the experiments' wings
+keep apart (a study imports the core and itself, the core and the book's pages no study); imports
+run one way (no cycle between modules, function-level imports included); and the library builds no
+path into the repository's ``results/`` (the command line's ``--out`` default aside)."""
 
 import ast
 from pathlib import Path
@@ -67,6 +68,54 @@ def test_the_models_before_and_after_build_on_the_paper_not_on_speed_code():
     for name, deps in graph("nmt_lib").items():
         if name.startswith("nmt_lib.models."):
             assert not any(d.startswith(("nmt_lib.fast", "nmt_lib.train")) for d in deps), name
+
+
+#: The experiments' wings: the shared core, the book's pages, and one package per study.
+CORE, PAGES = "core", "pages"
+STUDIES = ("replicate", "budget", "pilot", "comparison")
+
+
+def wing(module: str) -> str | None:
+    """The wing of an ``nmt_experiments`` module (``nmt_experiments.budget.study``: ``budget``),
+    None for the package itself."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "nmt_experiments" and len(parts) > 1 else None
+
+
+def crossings(g: dict[str, set[str]]) -> list[str]:
+    """The imports of ``g`` between wings that the layout forbids: a study importing another study
+    or the pages, the core importing anything but itself, the pages importing a study."""
+    allowed = {CORE: {CORE}, PAGES: {CORE, PAGES}} | {s: {CORE, s} for s in STUDIES}
+    found = []
+    for name, deps in g.items():
+        w = wing(name)
+        for d in sorted(deps):
+            v = wing(d)
+            if d.startswith("nmt_experiments") and w is not None and v not in allowed.get(w, set()):
+                found.append(f"{name} -> {d}")
+    return found
+
+
+def test_the_wings_keep_apart():
+    g = graph("nmt_experiments")
+    assert {wing(n) for n in g} - {None} == {CORE, PAGES, *STUDIES}  # every module in a wing
+    assert crossings(g) == []
+
+
+def test_the_wing_check_finds_a_study_importing_another():
+    g = {
+        "nmt_experiments.pilot.study": {
+            "nmt_experiments.core.results",
+            "nmt_experiments.pilot.fits",
+        },
+        "nmt_experiments.comparison.recipe_sweep": {"nmt_experiments.budget.study"},
+        "nmt_experiments.core.claims": {"nmt_experiments.replicate.readme"},
+        "nmt_experiments.pages.diagrams": {"nmt_experiments.core.plots"},
+    }
+    assert crossings(g) == [
+        "nmt_experiments.comparison.recipe_sweep -> nmt_experiments.budget.study",
+        "nmt_experiments.core.claims -> nmt_experiments.replicate.readme",
+    ]
 
 
 def _cycle(g: dict[str, set[str]]) -> list[str] | None:

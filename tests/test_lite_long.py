@@ -1,4 +1,4 @@
-"""The lite-long study's report (nmt_experiments.lite_long) on fake results: each run's state and
+"""The lite-long study's report (nmt_experiments.replicate.lite_long) on fake results: each run's state and
 its short-sentence BLEU on each test set, the measured sentence against the pilot's prediction,
 and the prediction itself, read from the committed pilot."""
 
@@ -7,8 +7,9 @@ import random
 
 import pytest
 
-from nmt_experiments import lite_long, pilot_extrapolation, reader
-from nmt_experiments.results import run_dir
+from nmt_experiments.core.results import run_dir
+from nmt_experiments.pilot.fits import reach
+from nmt_experiments.replicate import lite_long, reader
 from nmt_lib import bleu
 
 WORDS = [f"w{i}" for i in range(300)]
@@ -137,7 +138,7 @@ def test_the_prediction_meets_the_floor_where_the_pilot_says():
     pred = lite_long.prediction(at)["arms"][lite_long.LITE_ARMS[0]]
     assert pred["dev_nll"] == pytest.approx(s["maps"]["beam"]["floor_nll"])
     assert pred["short_bleu"] == pytest.approx(5.0)
-    assert pilot_extrapolation.reach(arm["nll_fit"], pred["dev_nll"]) == pytest.approx(at)
+    assert reach(arm["nll_fit"], pred["dev_nll"]) == pytest.approx(at)
     later = lite_long.prediction(2 * at)["arms"][lite_long.LITE_ARMS[0]]
     assert later["dev_nll"] < pred["dev_nll"] and later["short_bleu"] > 5.0
 

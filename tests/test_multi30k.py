@@ -1,4 +1,4 @@
-"""The Multi30k testbed's report (nmt_experiments.multi30k) on fake results: BLEU per Flickr
+"""The Multi30k testbed's report (nmt_experiments.comparison.multi30k) on fake results: BLEU per Flickr
 test set, and the claims judged on each set's sentences alone, at the captions' lengths."""
 
 import json
@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from nmt_experiments import multi30k
-from nmt_experiments.results import run_dir
+from nmt_experiments.comparison import multi30k
+from nmt_experiments.core.results import run_dir
 from nmt_lib import bleu
 
 WORDS = [f"w{i}" for i in range(300)]
@@ -81,7 +81,7 @@ def test_each_flickr_set_has_its_bleu_and_its_own_verdicts(tmp_path):
     # Figure 2 at the captions' lengths: RNNsearch-50's long captions are as good as its short
     fig2 = [r for r in claims if "no deterioration" in r["claim"]]
     assert "20 words or more" in fig2[0]["claim"] and fig2[0]["verdict"] == "reproduced"
-    multi30k.main(["--results-dir", str(out)])
+    multi30k.main(["--out", str(out)])
     assert "test_2016_flickr" in (out / "claims.md").read_text()
     assert (out / "comparison.csv").is_file()
     assert (out / "fig2_bleu_by_length.test_2017_flickr.png").is_file()
@@ -102,7 +102,7 @@ def test_the_two_testbeds_side_by_side(tmp_path):
             "RNNsearch-50": ({"arch": "RNNsearch"}, 1.0, 1.0),
         },
     )
-    multi30k.main(["--results-dir", str(out)])
+    multi30k.main(["--out", str(out)])
     wmt = tmp_path / "compare"
     wmt.mkdir()
     (wmt / "claims.csv").write_text(
@@ -149,7 +149,7 @@ def test_alignments_are_the_same_shortest_captions_for_every_attention_model(tmp
         "Luong-dot-50\ntest_2017_flickr, caption 2",
     ]
     assert panels[0]["trg"][-1] == "<end>" and len(panels[0]["alpha"]) == 9
-    multi30k.main(["--results-dir", str(out)])
+    multi30k.main(["--out", str(out)])
     assert (out / "fig3_alignments.png").is_file()
 
 
@@ -194,8 +194,8 @@ def test_no_text_says_converged_where_a_run_reached_its_cap(tmp_path):
     README line outside the computed summary says it by hand."""
     import re
 
-    from nmt_experiments.readme import README_MARKS
-    from nmt_experiments.results import convergence_text
+    from nmt_experiments.core.results import convergence_text
+    from nmt_experiments.replicate.readme import README_MARKS
     from nmt_lib.config import home
 
     runs = ["A-s1", "A-s2", "B-s1"]
@@ -219,7 +219,7 @@ def test_no_text_says_converged_where_a_run_reached_its_cap(tmp_path):
         "notebooks/*.py",
         "book/*.md",
         "nmt_lib/profiles/**/*.toml",
-        "nmt_experiments/*.py",
+        "nmt_experiments/**/*.py",
     ):
         static |= {str(p): p.read_text(encoding="utf-8") for p in root.glob(pattern)}
     said = [

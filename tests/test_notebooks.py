@@ -65,7 +65,7 @@ def test_the_book_executes_the_jupytext_chapters_on_the_committed_results():
     assert (book / "chapters").resolve() == runner.NOTEBOOKS.resolve()
     toc = yaml.safe_load((book / "_toc.yml").read_text(encoding="utf-8"))
     files = [c["file"] for p in toc["parts"] for c in p["chapters"]]
-    from nmt_experiments.labs.student import sources as labs
+    from nmt_experiments.pages.labs.student import sources as labs
 
     assert sorted(f for f in files if f.startswith("chapters/")) == [
         f"chapters/{p.stem}" for p in runner.notebooks() + labs()
@@ -126,7 +126,7 @@ def test_a_chapter_given_an_unknown_profile_stops_in_its_first_cell_in_one_line(
     errors = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("ename")]
     (error,) = errors
     assert len(error["traceback"]) == 1  # one line, no traceback
-    from nmt_experiments.results import ParameterError, check_parameters
+    from nmt_experiments.core.results import ParameterError, check_parameters
 
     for bad, says in (
         ({"train": "yes"}, "train: 'yes'"),

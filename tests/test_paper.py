@@ -1,6 +1,6 @@
 """The paper's constants (nmt_lib.paper) agree with its numbers as typed into results/paper/."""
 
-from nmt_experiments.results import paper_table
+from nmt_experiments.core.results import paper_table
 from nmt_lib.paper import FIG3_SOURCES, MODELS
 
 

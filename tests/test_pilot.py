@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_experiments import pilot, pilot_extrapolation, pilot_report
-from nmt_experiments.claims import FLOOR
+from nmt_experiments.core.claims import FLOOR
+from nmt_experiments.pilot import extrapolation as pilot_extrapolation
+from nmt_experiments.pilot import fits
+from nmt_experiments.pilot import report as pilot_report
+from nmt_experiments.pilot import study as pilot
 from nmt_lib.checkpoint import default_checkpoint_dir, load_checkpoint
 from nmt_lib.config import home, load_profile
 from nmt_lib.train import train_run
@@ -64,7 +67,7 @@ def study(study_dir):
             [
                 "--profile",
                 str(root / "pilot.toml"),
-                "--results-dir",
+                "--out",
                 str(root / "out"),
                 "--data-dir",
                 str(root / "wmt"),
@@ -153,25 +156,25 @@ def test_an_arm_scored_at_a_missing_point_resumes_there(study, monkeypatch):
 
 def test_a_log_fit_recovers_a_known_line_and_solves_for_the_floor():
     ups = [1000, 2000, 4000, 8000]
-    fit = pilot_extrapolation.fit_log(ups, [1.0 + 0.8 * math.log(u) for u in ups])
+    fit = fits.fit_log(ups, [1.0 + 0.8 * math.log(u) for u in ups])
     assert fit["b"] == pytest.approx(0.8) and fit["a"] == pytest.approx(1.0)
     assert fit["per_doubling"] == pytest.approx(0.8 * math.log(2)) and fit["rmse"] < 1e-9
-    assert pilot_extrapolation.reach(fit, 1.0 + 0.8 * math.log(20000)) == pytest.approx(20000)
-    assert pilot_extrapolation.reach({**fit, "b": 0.0}, 5.0) is None
-    falling = pilot_extrapolation.fit_log(ups, [9.0 - 0.5 * math.log(u) for u in ups])
-    assert pilot_extrapolation.reach(falling, 9.0) is None  # moving away from it
-    assert pilot_extrapolation.reach(falling, 9.0 - 0.5 * math.log(16000)) == pytest.approx(16000)
+    assert fits.reach(fit, 1.0 + 0.8 * math.log(20000)) == pytest.approx(20000)
+    assert fits.reach({**fit, "b": 0.0}, 5.0) is None
+    falling = fits.fit_log(ups, [9.0 - 0.5 * math.log(u) for u in ups])
+    assert fits.reach(falling, 9.0) is None  # moving away from it
+    assert fits.reach(falling, 9.0 - 0.5 * math.log(16000)) == pytest.approx(16000)
     # BLEU falling exponentially in the NLL: ln BLEU = 10 - 0.1 NLL reaches the floor at NLL 100 - 10 ln 5
-    m = pilot_extrapolation.bleu_vs_nll(
+    m = fits.bleu_vs_nll(
         [(x, math.exp(10 - 0.1 * x)) for x in (95.0, 100.0, 110.0)] + [(120.0, 0.0)]
     )
     assert m["points"] == 3 and m["slope"] == pytest.approx(-0.1) and m["rmse"] < 1e-9
     assert m["floor_nll"] == pytest.approx(100 - 10 * math.log(FLOOR))
-    assert pilot_extrapolation.bleu_vs_nll([(100.0, 1.0)]) is None
-    does_not_fall = pilot_extrapolation.bleu_vs_nll([(100.0, 1.0), (90.0, 0.5)])
+    assert fits.bleu_vs_nll([(100.0, 1.0)]) is None
+    does_not_fall = fits.bleu_vs_nll([(100.0, 1.0), (90.0, 0.5)])
     assert does_not_fall["floor_nll"] is None
     rows = [{"update": u} for u in (250, 500, 750, 1000)]
-    assert [r["update"] for r in pilot_extrapolation.second_half(rows)] == [500, 750, 1000]
+    assert [r["update"] for r in fits.second_half(rows)] == [500, 750, 1000]
 
 
 def test_the_plan_costs_each_model_at_its_share_of_rnnencdec_50s_update(study):

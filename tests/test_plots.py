@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from nmt_experiments import plots
+from nmt_experiments.core import plots
 
 
 @pytest.fixture(autouse=True)

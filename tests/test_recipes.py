@@ -1,4 +1,4 @@
-"""The recipe sweep of the comparison study (nmt_experiments.recipes), end to end on the toy corpus: arms
+"""The recipe sweep of the comparison study (nmt_experiments.comparison.recipes), end to end on the toy corpus: arms
 train for the same updates, the chosen arm is the lowest dev NLL of its family, every family's
 chosen model gets a search setting chosen on dev; and the comparison's profile takes exactly the
 committed choices."""
@@ -7,7 +7,8 @@ import csv
 
 import pytest
 
-from nmt_experiments import markdown, recipe_sweep, recipes
+from nmt_experiments.comparison import recipe_sweep, recipes
+from nmt_experiments.core import markdown
 from nmt_lib.config import load_profile
 from nmt_lib.io import write_json
 
@@ -57,7 +58,7 @@ def test_sweep_end_to_end(study_dir):
 
 
 def sweep_end_to_end(prof, out):
-    recipes.main(["--train", "--profile", str(prof), "--results-dir", str(out)])
+    recipes.main(["--train", "--profile", str(prof), "--out", str(out)])
     rows = list(csv.DictReader((out / "recipes.csv").open()))
     assert [(r["model"], r["arm"]) for r in rows] == [
         ("Seq2seq-12", "adam-1e-3"),
@@ -73,7 +74,7 @@ def sweep_end_to_end(prof, out):
     assert "Transformer-12.warmup-1e-3-dropout" in manifest
     # a finished arm is not trained again
     mtime = (out / "runs" / "Seq2seq-12.adam-0" / "final.json").stat().st_mtime
-    recipes.main(["--train", "--search", "--profile", str(prof), "--results-dir", str(out)])
+    recipes.main(["--train", "--search", "--profile", str(prof), "--out", str(out)])
     assert (out / "runs" / "Seq2seq-12.adam-0" / "final.json").stat().st_mtime == mtime
     search = list(csv.DictReader((out / "search.csv").open()))
     assert [r["model"] for r in search] == ["Seq2seq-12"] * 4 + ["Transformer-12"] * 4
@@ -185,7 +186,7 @@ def test_the_gpu_view_takes_the_chosen_recipes_at_the_gpu_sizes(tmp_path):
     not (recipe_sweep.RESULTS / "search.csv").is_file(), reason="sweep not committed"
 )
 def test_the_comparisons_profile_is_written_from_the_committed_sweep():
-    """studies/compare.toml (and compare-gpu.toml) is what ``python -m nmt_experiments.recipes --write-profile`` makes of the
+    """studies/compare.toml (and compare-gpu.toml) is what ``python -m nmt_experiments.comparison.recipes --write-profile`` makes of the
     committed sweep and comparison: every model with its family's chosen recipe and search."""
     assert recipes.COMPARE.read_text(encoding="utf-8") == recipes.compare_profile()
     assert recipes.GPU_COMPARE.read_text(encoding="utf-8") == recipes.gpu_profile()

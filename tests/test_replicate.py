@@ -1,4 +1,4 @@
-"""Replicating a profile (nmt_experiments.replicate) and where its results live (nmt_experiments.results): report
+"""Replicating a profile (nmt_experiments.replicate) and where its results live (nmt_experiments.core.results): report
 mode's check, one toy training run of the GPU reference script with its provenance."""
 
 import json
@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from nmt_experiments import comparison, lexicon, provenance, replicate, tables
-from nmt_experiments.results import ResultsMissing, require_results
+from nmt_experiments.comparison import report, runs
+from nmt_experiments.core import provenance, tables
+from nmt_experiments.core.results import ResultsMissing, require_results
+from nmt_experiments.replicate import lexicon
+from nmt_experiments.replicate import replication as replicate
 from nmt_lib import data, publish
 from nmt_lib.config import ConfigError
 from nmt_lib.data import fixtures
@@ -96,7 +99,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         [
             "--train",
             str(profile),
-            "--results-dir",
+            "--out",
             str(out),
             "--data-dir",
             str(fixtures.toy_data_dir()),
@@ -122,7 +125,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         assert r["updates"] == 50 and r["parameters (M)"] > 0 and r["train tok/s"] > 0
         assert r["dev NLL"] > 0 and 0 <= r["All"] <= 100 and r["results"] == "results"
     # the chapter's tables: one row per model, its seeds together, with what each attends with
-    rows = comparison.table(out)
+    rows = runs.table(out)
     assert [(r["model"], r["seeds"], r["updates"]) for r in rows] == [
         ("Luong-dot", 2, 50),
         ("Transformer", 1, 50),
@@ -131,7 +134,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
         "Luong: dot, from h_t",
         "multi-head scaled dot-product",
     ]
-    assert comparison.main(["--results-dir", str(out)]) == 0
+    assert report.main(["--out", str(out)]) == 0
     for name in ("comparison", "recipes", "claims", "outputs"):
         assert (out / f"{name}.md").is_file()
 
@@ -153,7 +156,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
             [
                 "--train",
                 str(profile),
-                "--results-dir",
+                "--out",
                 str(out),
                 "--data-dir",
                 str(fixtures.toy_data_dir()),
@@ -182,9 +185,7 @@ def test_a_study_profile_of_other_architectures_replicates_end_to_end(
     bleu = replicate.run_dir(out, "Luong-dot-s2") / "bleu.json"
     b = json.loads(bleu.read_text())
     bleu.write_text(json.dumps({**b, "search": {**b["search"], "beam": 1}}))
-    assert (
-        replicate.main(["--train", str(profile), "--results-dir", str(out), "--data-dir", toy]) == 0
-    )
+    assert replicate.main(["--train", str(profile), "--out", str(out), "--data-dir", toy]) == 0
     assert calls == ["Transformer-s1", "Luong-dot-s2"]
     for n in ("Luong-dot-s1", "Transformer-s1"):
         assert (replicate.run_dir(out, n) / "train_log.jsonl").read_text() == logs[n]
@@ -201,7 +202,7 @@ def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "smoke"
     shutil.copytree(ROOT / "results" / "smoke", out)
-    assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 0
+    assert replicate.main(["--unk-dictionary", "smoke", "--out", str(out)]) == 0
     r = json.loads((out / lexicon.UNK_DICTIONARY).read_text())
     assert r["entries"] and all(fixtures.DICTIONARY[s] == t for s, t in r["entries"].items())
     replaced = [
@@ -218,7 +219,7 @@ def test_the_unk_dictionary_learns_the_toy_lexicon_and_is_measured_on_the_runs(
     for name in replaced:  # nothing to measure: a clear line and no file
         (replicate.run_dir(out, name) / "hyp.test.unk_replaced.tok.txt").unlink()
     (out / lexicon.UNK_DICTIONARY).unlink()
-    assert replicate.main(["--unk-dictionary", "smoke", "--results-dir", str(out)]) == 1
+    assert replicate.main(["--unk-dictionary", "smoke", "--out", str(out)]) == 1
     assert not (out / lexicon.UNK_DICTIONARY).exists()
 
 
@@ -304,7 +305,7 @@ def test_a_study_trained_a_few_runs_at_a_time_gets_its_manifest_with_the_last(
     )
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
     out, toy = tmp_path / "results", str(fixtures.toy_data_dir())
-    args = ["--train", str(profile), "--results-dir", str(out), "--data-dir", toy, "--runs"]
+    args = ["--train", str(profile), "--out", str(out), "--data-dir", toy, "--runs"]
     first, later = ({"commit": c * 40, "dirty": False} for c in "ab")
     monkeypatch.setattr(replicate, "git_state", lambda: first)
     assert replicate.main([*args, "RNNencdec-50"]) == 0

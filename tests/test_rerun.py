@@ -1,11 +1,11 @@
-"""Budgets in updates and the rerun check (nmt_experiments.rerun): a run's first updates trained
+"""Budgets in updates and the rerun check (nmt_experiments.replicate.rerun): a run's first updates trained
 again on the same machine give the same log, record by record; another precision is measured and
 said so; the committed runs' budgets are described from their records."""
 
 import json
 
-from nmt_experiments import rerun
-from nmt_experiments.results import results_path, run_dir
+from nmt_experiments.core.results import results_path, run_dir
+from nmt_experiments.replicate import rerun
 from nmt_lib.data import prepare
 from nmt_lib.profile import load_runs
 from nmt_lib.train import train_run

@@ -1,10 +1,10 @@
 """Every BLEU an evaluation records scores again from its hypothesis files
-(nmt_experiments.rescore), and a hypothesis file that is not the one scored is found out."""
+(nmt_experiments.core.rescore), and a hypothesis file that is not the one scored is found out."""
 
 import json
 import shutil
 
-from nmt_experiments import rescore
+from nmt_experiments.core import rescore
 from nmt_lib import data, evaluate
 from nmt_lib.config import load_profile
 from nmt_lib.data import fixtures

@@ -1,15 +1,15 @@
-"""The tables built from results (nmt_experiments.tables): Markdown and CSV, every committed table equal to
+"""The tables built from results (nmt_experiments.core.tables): Markdown and CSV, every committed table equal to
 what the code makes of its runs, and the README's summary of them."""
 
 import csv
 
 import pytest
 
-from nmt_experiments.markdown import markdown_table, md_text, table1_views, write_table
-from nmt_experiments.paper_claims import claims
-from nmt_experiments.readme import README_MARKS, readme_results
-from nmt_experiments.results import results_path
-from nmt_experiments.tables import gap_to_paper, table1, table2
+from nmt_experiments.core.markdown import markdown_table, md_text, table1_views, write_table
+from nmt_experiments.core.results import results_path
+from nmt_experiments.core.tables import gap_to_paper, table1, table2
+from nmt_experiments.replicate.paper_claims import claims
+from nmt_experiments.replicate.readme import README_MARKS, readme_results
 from nmt_lib.config import home
 
 
@@ -106,8 +106,8 @@ def test_the_readme_summary_is_what_the_committed_results_say():
 def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
     import json
 
-    from nmt_experiments.results import run_dir
-    from nmt_experiments.tables import unk_replacement
+    from nmt_experiments.core.results import run_dir
+    from nmt_experiments.core.tables import unk_replacement
 
     runs = {"RNNencdec-50": None, "RNNsearch-50": 12.0, "RNNsearch-50-s2": 13.0}
     (tmp_path / "manifest.json").write_text(json.dumps({"runs": list(runs)}))
@@ -146,7 +146,7 @@ def test_unk_replacement_compares_each_runs_two_outputs(tmp_path):
 def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
     import json
 
-    from nmt_experiments.results import run_dir
+    from nmt_experiments.core.results import run_dir
 
     runs = {
         "RNNencdec-50": (2.0, 1000, 40.0, 0.6667),
@@ -178,7 +178,7 @@ def test_a_model_with_seeds_is_one_row_with_their_mean_and_spread(tmp_path):
 
 
 def test_over_seeds_means_numbers_and_keeps_text_and_gaps():
-    from nmt_experiments.tables import over_seeds
+    from nmt_experiments.core.tables import over_seeds
 
     rows = [
         {"model": "M", "n": 3, "x": 1.004, "unk": 2.0, "device": "cpu"},
@@ -242,8 +242,8 @@ def test_fig3_panels_take_each_sentence_from_the_seed_with_fewest_unk(tmp_path):
     ``seeds``, each panel comes from the seed with the fewest <unk> (the first on a tie), named."""
     import json
 
-    from nmt_experiments.results import run_dir
-    from nmt_experiments.tables import fig3_panels
+    from nmt_experiments.core.figures import fig3_panels
+    from nmt_experiments.core.results import run_dir
 
     runs = ["RNNsearch-50", "RNNsearch-50-s2", "RNNsearch-50-s3"]
     (tmp_path / "manifest.json").write_text(json.dumps({"runs": runs}))

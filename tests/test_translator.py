@@ -1,4 +1,4 @@
-"""The book's translator (``book/_static/translator.js``, :mod:`nmt_experiments.translator`): a second
+"""The book's translator (``book/_static/translator.js``, :mod:`nmt_experiments.pages.translator`): a second
 implementation of the model, tested as one, in headless Chromium with the network cut.
 
 (a) On a published toy model, the page's translations are Python's beam search
@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_experiments import translator
-from nmt_experiments.results import published_dir
+from nmt_experiments.core.results import published_dir
+from nmt_experiments.pages import translator
 from nmt_lib import publish
 from nmt_lib.checkpoint import CheckpointError
 from nmt_lib.config import DataConfig

@@ -1,4 +1,4 @@
-"""A study's runs in processes of their own (nmt_experiments.workers), through the real command
+"""A study's runs in processes of their own (nmt_experiments.core.workers), through the real command
 (``python -m nmt_experiments.replicate --train … --jobs 2``) in a process group of its own: a
 signal to the study stops every run with its checkpoint, a study killed outright leaves no run
 training, a run killed on its own ends the study in one line per run, and a second replication of
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from nmt_experiments import replicate
+from nmt_experiments.replicate import replication as replicate
 from nmt_lib.checkpoint import load_checkpoint
 from nmt_lib.data import fixtures
 from nmt_lib.train import train_run
@@ -46,7 +46,7 @@ def next_batch(self):
 
 Trainer.next_batch = next_batch
 if __name__ == "__main__":
-    from nmt_experiments.replicate import main
+    from nmt_experiments.replicate.replication import main
     sys.exit(main(sys.argv[1:]))
 """
 
@@ -66,7 +66,7 @@ def study(tmp_path, monkeypatch):
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("NMT_CACHE", str(tmp_path / "cache"))
-    args = ["--train", str(profile), "--results-dir", str(tmp_path / "results")]
+    args = ["--train", str(profile), "--out", str(tmp_path / "results")]
     args += ["--data-dir", str(fixtures.toy_data_dir())]
     started = []
 

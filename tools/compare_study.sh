@@ -14,10 +14,10 @@ PY=${PY:-.venv/bin/python}
 JOBS=${JOBS:-2}
 profile=$(mktemp --suffix .toml)
 trap 'rm -f "$profile"' EXIT
-$PY -m nmt_experiments.recipes --train --jobs "$JOBS"
-[ -f results/compare/recipes/search.csv ] || $PY -m nmt_experiments.recipes --search
+$PY -m nmt_experiments.comparison.recipes --train --jobs "$JOBS"
+[ -f results/compare/recipes/search.csv ] || $PY -m nmt_experiments.comparison.recipes --search
 for stage in 1 2; do
-  $PY -m nmt_experiments.recipes --write-profile "$profile"
+  $PY -m nmt_experiments.comparison.recipes --write-profile "$profile"
   $PY -m nmt_experiments.replicate --train "$profile" --jobs "$JOBS"
 done
 cp "$profile" nmt_lib/profiles/studies/compare.toml

@@ -3,7 +3,7 @@
 
 Each lab (``notebooks/lab*_*.py``, the book's "Labs" part) becomes a notebook in which the
 solution cells are replaced by skeletons for the student to fill in
-(:mod:`nmt_experiments.labs.student`). The default folder, ``labs/``, is ignored by git. Open the
+(:mod:`nmt_experiments.pages.labs.student`). The default folder, ``labs/``, is ignored by git. Open the
 notebooks in Jupyter with this environment's kernel (README, "Labs").
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's nmt_experiments, also when not installed
 
-from nmt_experiments.labs.student import write_all  # noqa: E402
+from nmt_experiments.pages.labs.student import write_all  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ book does not read them.
   read the committed ``results/<profile>/`` and regenerate tables and figures from it. They stop with a
   clear error if it is missing; they never train because a file is missing.
 * **replicate** (``--train``): the experiment notebooks train, decode and evaluate every model of the
-  profile (:mod:`nmt_experiments.replicate`) and rewrite ``results/<profile>/`` (or ``--results-dir``,
+  profile (:mod:`nmt_experiments.replicate`) and rewrite ``results/<profile>/`` (or ``--out``,
   e.g. a directory outside the repository, to leave the committed results as they are). The
   ``smoke`` profile's toy corpus is named by its path relative to the repository (the kernels run
   there), so that no results file records where this clone lives.
@@ -40,7 +40,8 @@ import nbformat
 import papermill
 from papermill.exceptions import PapermillExecutionError
 
-from nmt_experiments.results import ResultsMissing, check_profile
+from nmt_experiments.core.options import add_out
+from nmt_experiments.core.results import ResultsMissing, check_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--profile", default="smoke", help="a profile's name or file (default: smoke)")
     ap.add_argument("--train", action="store_true", help="train, decode, evaluate; rewrite results")
-    ap.add_argument("--results-dir", help="default: results/<profile>")
+    add_out(ap, help="default: results/<profile>")
     ap.add_argument("--data-dir", help="the WMT'14 layout (smoke: a generated toy corpus)")
     ap.add_argument("--only", help="run only the notebooks whose name contains this")
     ap.add_argument(
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.jobs:
         os.environ["NMT_JOBS"] = str(a.jobs)  # the notebook kernels inherit it
     try:
-        run_all(a.profile, a.train, a.results_dir, a.data_dir, a.only, a.out_dir)
+        run_all(a.profile, a.train, a.out, a.data_dir, a.only, a.out_dir)
     except (NotebookError, ResultsMissing) as e:
         print(f"[notebooks] FAILED: {e}", file=sys.stderr)
         return 1

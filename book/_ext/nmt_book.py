@@ -9,11 +9,11 @@ Jupyter Book 1.x's defaults, nothing that changes what a page says.
   ...``) to the page a second time, and the second copy throws "Identifier 'THEBE_JS_URL' has
   already been declared" in the browser: every script is kept once.
 * **The translator's model.** The alignments chapter writes the model that its translator loads
-  (``nmt-translator-*.mjs``, :mod:`nmt_experiments.translator`) into the repository's ``book/_static``;
+  (``nmt-translator-*.mjs``, :mod:`nmt_experiments.pages.translator`) into the repository's ``book/_static``;
   a build of a copy of the book (``tests/test_book.py``) gets it in its ``_static`` too.
 * **The labs' student notebooks.** Each lab's page links its student notebook with ``{download}``
   (``../_build/labs/<lab>.ipynb``), which must exist before the pages are read: the build writes
-  them there first, from the same sources (:mod:`nmt_experiments.labs.student`, as
+  them there first, from the same sources (:mod:`nmt_experiments.pages.labs.student`, as
   ``tools/labs.py`` does), and Sphinx copies them into the HTML's ``_downloads``.
 """
 
@@ -75,7 +75,7 @@ def _translator_models(app, exception) -> None:
 
 
 def _student_notebooks(app) -> None:
-    from nmt_experiments.labs.student import write_all
+    from nmt_experiments.pages.labs.student import write_all
 
     book = Path(app.srcdir)
     write_all(book / "_build" / "labs", book.resolve().parent)

@@ -8,7 +8,7 @@
  * beam search (nmt_lib.search.beam_search, its rules one for one), the <unk> replacement of
  * nmt_lib.unk, and sacremoses' French detokenization, for display.
  *
- * nmt_experiments/translator.py writes the model as a script that sets window.NMT_TRANSLATOR (float16
+ * nmt_experiments/pages/translator.py writes the model as a script that sets window.NMT_TRANSLATOR (float16
  * weights in base64) and the HTML fragment that loads it on its first click. Jupyter Book puts
  * this file on every page of the book: loading it only defines window.NMTTranslator. Numbers are float64 here, float32 in PyTorch: the costs agree to about 1e-6, and the
  * words are the same but where two candidates are that close.
@@ -392,7 +392,7 @@
   }
 
   // ----------------------------------------------------------------------------- the page
-  // The result in the fragment of nmt_experiments.translator.translator_html: the French sentence
+  // The result in the fragment of nmt_experiments.pages.translator.translator_html: the French sentence
   // (with or without the replacement, as its checkbox says) and the alignment as a heat map,
   // one row per generated word (EOS: <end>), one column per source word, 0 white and 1 black.
   function render(root, result) {
@@ -445,7 +445,7 @@
     beamSearch: beamSearch, render: render
   };
 
-  // sacremoses' English tables, from nmt_experiments.translator.tokenizer_tables() (the test compares):
+  // sacremoses' English tables, from nmt_experiments.pages.translator.tokenizer_tables() (the test compares):
   // character classes as hex code point ranges; non-breaking prefixes, and those that do not
   // break only before a number.
   function tables() {

@@ -2,7 +2,7 @@
 each part (``gru``, ``encoder``, ``attention``, ``decoder``, ``model``, and ``steps``, the decoding
 step that a search drives), and the facts of the paper that the code uses: its five models and the
 sentences of its Figure 3 and of its Appendix C. Its tables, as typed from it, are
-``results/paper/`` (:func:`nmt_experiments.results.paper_table`)."""
+``results/paper/`` (:func:`nmt_experiments.core.results.paper_table`)."""
 
 #: The paper's models in its order (Tables 1 and 2); Figure 2 draws the first four.
 MODELS = ("RNNencdec-30", "RNNsearch-30", "RNNencdec-50", "RNNsearch-50", "RNNsearch-50*")
