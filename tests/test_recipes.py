@@ -121,6 +121,9 @@ def test_compare_profile_is_the_chosen_recipes(tmp_path):
     fake_sweep(out, best)
     prof = tmp_path / "compare.toml"
     prof.write_text(recipes.compare_profile(out, tmp_path / "compare"))
+    # --write-profile passes the testbed with its sweep replaced: still the comparison's command
+    again = recipes.WMT14._replace(sweep=recipes.WMT14.sweep)
+    assert recipes.compare_profile(out, tmp_path / "compare", again) == prof.read_text()
     runs = load_profile(prof).runs
     # seed 1: all nine models; seeds 2 and 3: the models of the claims (Luong's best is not known
     # before its first seed is evaluated)

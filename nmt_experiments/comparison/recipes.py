@@ -172,7 +172,7 @@ def compare_profile(
                     },
                 )
             )
-    flag = "" if testbed is WMT14 else f" --testbed {testbed.name}"
+    flag = "" if testbed.name == WMT14.name else f" --testbed {testbed.name}"
     return _profile_text(testbed.name, testbed.description, common, runs, flag)
 
 
