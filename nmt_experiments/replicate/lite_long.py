@@ -274,6 +274,15 @@ def measured_text(rows: list[dict], pred: dict, model: str = "RNNencdec-50") -> 
     )
 
 
+def _rate(rows: list[dict], model: str, lite: Path) -> float:
+    """Hours of one core per update of ``model``: the mean of this study's trained seeds of it
+    (``rows``: :func:`progress`), else lite's run of it (``results/lite/``)."""
+    if mine := _trained(rows, model):
+        return float(np.mean([x["hours"] / x["updates"] for x in mine]))
+    s = read_json(run_dir(lite, model) / "train_summary.json")
+    return s["hours"] / s["updates"]
+
+
 def cost_text(rows: list[dict], profile=PROFILE, lite: Path = LITE) -> str:
     """What the study has cost and what it still costs: the core-hours of its trained runs, and of
     the others at the rate per update that this study's runs of the same model measured (where
@@ -284,13 +293,7 @@ def cost_text(rows: list[dict], profile=PROFILE, lite: Path = LITE) -> str:
     left: dict[str, dict[float, int]] = {}  # {model: {hours of one run: how many runs}}
     for r in (r for r in rows if not r["trained"]):
         model = model_of(r["run"])
-        mine = [x for x in rows if x["trained"] and model_of(x["run"]) == model]
-        if mine:
-            rate = np.mean([x["hours"] / x["updates"] for x in mine])
-        else:
-            s = read_json(run_dir(lite, model) / "train_summary.json")
-            rate = s["hours"] / s["updates"]
-        hours = rate * prof.runs[r["run"]].train.max_updates
+        hours = _rate(rows, model, lite) * prof.runs[r["run"]].train.max_updates
         left.setdefault(model, {}).setdefault(hours, 0)
         left[model][hours] += 1
     if not left:
@@ -317,13 +320,7 @@ def left_out_text(rows: list[dict], lite: Path = LITE) -> str:
     parts: dict[str, list[str]] = {}
     longer = []  # the runs longer than a sitting on the slower core
     for name, (updates, why) in LEFT_OUT.items():
-        model = model_of(name)
-        mine = [x for x in rows if x["trained"] and model_of(x["run"]) == model]
-        if mine:
-            rate = float(np.mean([x["hours"] / x["updates"] for x in mine]))
-        else:
-            s = read_json(run_dir(lite, model) / "train_summary.json")
-            rate = s["hours"] / s["updates"]
+        rate = _rate(rows, model_of(name), lite)
         hours = [rate * updates] + ([rate * updates * p["ratio"]] if p else [])
         parts.setdefault(why, []).append(
             f"{name} ({updates:,} updates: " + " and ".join(f"{h:.1f}" for h in hours) + " h)"
