@@ -319,6 +319,7 @@ def test_a_study_trained_a_few_runs_at_a_time_gets_its_manifest_with_the_last(
     # each run's own commit: the manifest's, and the earlier session's for the run it trained
     made = json.loads((out / "runs" / "RNNsearch-50" / "made.json").read_text())
     assert made["git"] == later == manifest["git"] and "cpu_model" in made
+    assert made["cpu_flags_simd"] == manifest["hardware"]["cpu_flags_simd"]
     assert manifest["git_runs"] == {"RNNencdec-50": {"what": "trained and evaluated", **first}}
     with pytest.raises(ConfigError, match=r"--runs: two-runs has no run RNNsearch-99"):
         replicate.main([*args, "RNNsearch-99"])

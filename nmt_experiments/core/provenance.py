@@ -55,6 +55,12 @@ def _version(package: str) -> str | None:
         return None
 
 
+def simd_flags() -> list[str]:
+    """The CPU's vector-instruction flags (AVX, AMX, FMA): what decides its fp32 and bf16 kernels,
+    so two CPUs of one model name can train differently."""
+    return sorted(f for f in cpu_flags() if f.startswith(("avx", "amx", "fma")))
+
+
 def provenance(prof, git: dict | None = None) -> dict:
     """What every results directory records: the profile, the resolved configs, the commit (``git``:
     the commit the runs started from; default: now), the sha256 of every data file, the hardware
@@ -72,7 +78,7 @@ def provenance(prof, git: dict | None = None) -> dict:
             "platform": platform.platform(),
             "cpu": platform.processor() or platform.machine(),
             "cpu_model": cpu_info("model name") or None,
-            "cpu_flags_simd": sorted(f for f in cpu_flags() if f.startswith(("avx", "amx", "fma"))),
+            "cpu_flags_simd": simd_flags(),
             "cpu_count": os.cpu_count(),
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         },
@@ -115,7 +121,7 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
 
 def record_run(d: Path, git: dict, walls: dict) -> None:
     """``made.json`` of the run directory ``d``, written when the run is evaluated: the commit
-    that trained it, when, on which CPU, and its wall times. A profile's manifest is written once
+    that trained it, when, on which CPU (its model name and vector flags), and its wall times. A profile's manifest is written once
     all its runs are evaluated, sessions later for a study trained a few runs at a time, and names
     each run made from another commit than its own (``git_runs``)."""
     write_json(
@@ -124,6 +130,7 @@ def record_run(d: Path, git: dict, walls: dict) -> None:
             "git": git,
             "created_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "cpu_model": cpu_info("model name") or None,
+            "cpu_flags_simd": simd_flags(),
             "wall_seconds": walls,
         },
     )
