@@ -53,6 +53,7 @@ from nmt_experiments.core.results import (
     commit_text,
     convergence_text,
     eval_share,
+    machines_text,
     require_results,
     run_dir,
 )
@@ -442,6 +443,8 @@ Markdown(markdown.markdown_table(summary))
 # family's learning rate and dropout are chosen on its validation set by a sweep
 # (`results/multi30k/recipes/`), and each run trains until early stopping on its validation NLL
 # ends it, at most {glue:text}`m30k_cap` updates: in these results, {glue:text}`m30k_converged`.
+# They trained in {glue:text}`m30k_machines` (each run's `made.json`); a seed retrained on another
+# CPU need not make the same updates, since CPUs of other vector widths round differently.
 # Its captions are short (about 12 words), so Figure 2's claims are restated for them: sentences
 # of {glue:text}`m30k_long` words or more against those of fewer than {glue:text}`m30k_short`.
 
@@ -461,6 +464,13 @@ glue(
     "m30k_converged", convergence_text(multi30k.RESULTS) or "no run is evaluated yet", display=False
 )
 glue("m30k_short", multi30k.SHORT, display=False)
+m30k_precisions = read_json(multi30k.RESULTS / "manifest.json")["hardware"]["precision_per_run"]
+glue(
+    "m30k_machines",
+    f"{'/'.join(sorted(set(m30k_precisions.values())))}, "
+    f"{machines_text(multi30k.RESULTS) or 'on CPUs their records do not name'}",
+    display=False,
+)
 both = multi30k.side_by_side()
 below = {p: multi30k.below_floor(part=p) for p in multi30k.PARTS}
 floor = "; ".join(

@@ -226,3 +226,31 @@ def test_no_text_says_converged_where_a_run_reached_its_cap(tmp_path):
         f for f, t in static.items() if re.search(r"\b(trained|trains|train) to convergence", t)
     ]
     assert said == [f for f in said if f.endswith("results.py")], said
+
+
+def test_the_machines_sentence_names_each_cpu_from_the_runs_records(tmp_path):
+    """Which CPU trained which run, from each run's made.json: flags recorded by the run win; a
+    run without flags on the manifest's CPU takes the manifest's; the minority CPUs name their
+    runs; one CPU for all says so."""
+    from nmt_experiments.core.results import machines_text
+
+    runs = ["A-s1", "A-s2", "B-s1", "B-s2"]
+    epyc = {"cpu_model": "AMD EPYC", "cpu_flags_simd": ["avx2", "avx512_bf16", "avx512f"]}
+    manifest = {"runs": runs, "hardware": epyc}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    made = {
+        "A-s1": {"cpu_model": "AMD EPYC"},
+        "A-s2": {"cpu_model": "AMD EPYC"},
+        "B-s1": {"cpu_model": "AMD EPYC", "cpu_flags_simd": ["avx", "avx2", "fma"]},
+        "B-s2": {"cpu_model": "Intel(R) Xeon(R) Processor @ 2.80GHz"},
+    }
+    for r in runs:
+        run_dir(tmp_path, r).mkdir(parents=True)
+        (run_dir(tmp_path, r) / "made.json").write_text(json.dumps(made[r]))
+    assert machines_text(tmp_path) == (
+        "2 of the 4 runs on an AMD EPYC (AVX-512 with bf16); "
+        "on an AMD EPYC (AVX2): B-s1; on an Intel Xeon: B-s2"
+    )
+    for r in ("B-s1", "B-s2"):
+        (run_dir(tmp_path, r) / "made.json").write_text(json.dumps(made["A-s1"]))
+    assert machines_text(tmp_path) == "every run on an AMD EPYC (AVX-512 with bf16)"

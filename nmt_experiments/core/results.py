@@ -200,6 +200,50 @@ def convergence_text(out: Path) -> str:
     )
 
 
+def _cpu_label(model: str | None, flags: list[str] | None) -> str:
+    """A CPU's model name without trademarks or clock, and its widest vector instructions where
+    they are known: "AMD EPYC (AVX-512 with bf16)"."""
+    name = re.sub(r"\((R|TM)\)|@.*$|\bProcessor\b", "", model or "unnamed CPU")
+    name = " ".join(name.split())
+    flags = set(flags or ())
+    width = (
+        "AVX-512 with bf16"
+        if "avx512_bf16" in flags
+        else "AVX-512"
+        if "avx512f" in flags
+        else "AVX2"
+        if "avx2" in flags
+        else None
+    )
+    return f"{name} ({width})" if width else name
+
+
+def machines_text(out: Path) -> str:
+    """Which CPUs trained the evaluated runs of ``out``, from each run's ``made.json``: its model
+    name and vector flags (a run that recorded no flags, on the CPU the manifest names, takes the
+    manifest's). The most common CPU by its count, every other by its runs' names; empty where no
+    run recorded one."""
+    manifest = read_json(out / "manifest.json") if (out / "manifest.json").is_file() else {}
+    hardware = manifest.get("hardware", {})
+    groups: dict[str, list[str]] = {}
+    for r in manifest.get("runs", []):
+        f = run_dir(out, r) / "made.json"
+        if not f.is_file():
+            continue
+        made = read_json(f)
+        flags = made.get("cpu_flags_simd")
+        if flags is None and made.get("cpu_model") == hardware.get("cpu_model"):
+            flags = hardware.get("cpu_flags_simd")
+        groups.setdefault(_cpu_label(made.get("cpu_model"), flags), []).append(r)
+    if not groups:
+        return ""
+    (most, runs), *others = sorted(groups.items(), key=lambda g: -len(g[1]))
+    if not others:
+        return f"every run on an {most}"
+    named = "; ".join(f"on an {cpu}: {', '.join(rs)}" for cpu, rs in others)
+    return f"{len(runs)} of the {sum(map(len, groups.values()))} runs on an {most}; {named}"
+
+
 def nll_curve(d: Path) -> list[dict]:
     """``[{"update", "dev_nll"}]``: a run's logged evaluations."""
     return [
