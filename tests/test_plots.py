@@ -27,6 +27,8 @@ def test_fig2_line_styles_and_axes(tmp_path):
     assert high.axes[0].get_ylim() == (0, 42)
     low = plots.fig2_bleu_by_length({"RNNsearch-50": ([5, 15], [0.5, 2.0])})
     assert low.axes[0].get_ylim() == (0, 2.5)  # briefly trained: the axis fits the scores
+    empty_first = plots.fig2_bleu_by_length({"RNNsearch-50": ([1, 5, 15], [np.nan, 10.0, 40.0])})
+    assert empty_first.axes[0].get_ylim() == (0, 42)  # a bucket without sentences (NaN) is skipped
     more = plots.fig2_bleu_by_length(
         {"RNNsearch-50": ([5], [10.0]), "Luong-dot-50": ([5], [12.0])},
         styles={"Luong-dot-50": {"ls": "--", "color": "C1"}},

@@ -10,6 +10,7 @@ own size and not shrunk, with no text smaller than :data:`MIN_FONT_PT` points: 7
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 
@@ -56,7 +57,7 @@ def fig2_bleu_by_length(
     that their shape shows. The legend goes below the axes, where no curve is.
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    best = max((v for _, y in curves.values() for v in y), default=0.0)
+    best = max((v for _, y in curves.values() for v in y if math.isfinite(v)), default=0.0)
     top = max(30.0, best + 2) if best >= 5 or paper else max(1.0, 1.25 * best)
     for name, value in (paper or {}).items():
         if name in curves:
