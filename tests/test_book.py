@@ -242,8 +242,10 @@ def _layout(d: Path) -> dict[str, set]:
     return out
 
 
-#: Keys that a results file holds only on some machines or runs (a GPU, runs made later).
-OPTIONAL = ("/git_runs", "/hardware/gpu", "/hardware/cuda")
+#: Keys that a results file holds only on some machines or runs (a GPU, runs made later; a run's
+#: CPU flags are in the made.json of runs made since they were recorded, and readers fall back
+#: to the manifest's: results.machines_text).
+OPTIONAL = ("/git_runs", "/hardware/gpu", "/hardware/cuda", "/cpu_flags_simd")
 
 
 def test_committed_smoke_results_are_what_the_code_writes(results):
