@@ -121,9 +121,10 @@ def write_manifest(out: Path, prof, walls: dict, git: dict | None = None) -> dic
 
 def record_run(d: Path, git: dict, walls: dict) -> None:
     """``made.json`` of the run directory ``d``, written when the run is evaluated: the commit
-    that trained it, when, on which CPU (its model name and vector flags), and its wall times. A profile's manifest is written once
-    all its runs are evaluated, sessions later for a study trained a few runs at a time, and names
-    each run made from another commit than its own (``git_runs``)."""
+    that trained it, when, on which CPU (its model name and vector flags), and its wall times. A
+    profile's manifest is written once all its runs are evaluated, sessions later for a study
+    trained a few runs at a time, and names each run made from another commit than its own
+    (``git_runs``)."""
     write_json(
         d / "made.json",
         {
