@@ -205,16 +205,8 @@ def _cpu_label(model: str | None, flags: list[str] | None) -> str:
     they are known: "AMD EPYC (AVX-512 with bf16)"."""
     name = re.sub(r"\((R|TM)\)|@.*$|\bProcessor\b", "", model or "unnamed CPU")
     name = " ".join(name.split())
-    flags = set(flags or ())
-    width = (
-        "AVX-512 with bf16"
-        if "avx512_bf16" in flags
-        else "AVX-512"
-        if "avx512f" in flags
-        else "AVX2"
-        if "avx2" in flags
-        else None
-    )
+    widths = (("avx512_bf16", "AVX-512 with bf16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+    width = next((w for flag, w in widths if flag in (flags or ())), None)
     return f"{name} ({width})" if width else name
 
 
