@@ -505,8 +505,8 @@ fig = multi30k.alignments()
 glue("m30k_fig3", fig, display=False)
 plt.close(fig)
 display(Markdown(f"{text}\n\n{markdown.markdown_table(both)}\n{multi30k.note()}"))
-if edges:  # the sweep's learning rates at the edge of its grid, and what testing them costs
-    display(Markdown(f"**The sweep's edges.** {edges}"))
+if edges:  # whether the sweep brackets each chosen learning rate, and what an edge would cost
+    display(Markdown(f"**The sweep's learning rates.** {edges}"))
 Markdown(markdown.markdown_table(multi30k.table()))
 
 # %% [markdown]

@@ -211,7 +211,7 @@ def test_each_architecture_has_a_config_of_its_own():
 def test_a_config_saved_with_every_architectures_keys_reads_back():
     """Configs saved before the families were split hold every key: they read back as the family's,
     equal to the run's own (so that committed results still record their runs)."""
-    from nmt_experiments.replicate.replication import same_run
+    from nmt_experiments.core.results import same_run
 
     run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
     seq = run["Seq2seq-50-s1"]
@@ -238,7 +238,7 @@ def test_a_budget_that_a_run_did_not_reach_changes_nothing_before_it():
     time budget stopped is the same run with a budget of the updates it made, and no other."""
     import dataclasses
 
-    from nmt_experiments.replicate.replication import same_run
+    from nmt_experiments.core.results import same_run
 
     run = load_profile(ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml").runs
     run = run["RNNsearch-50-s1"]
@@ -258,6 +258,42 @@ def test_a_budget_that_a_run_did_not_reach_changes_nothing_before_it():
     assert same_run(timed, budget(max_updates=12018), by_time)
     assert not same_run(timed, budget(max_updates=12000), by_time)
     assert not same_run(timed, budget(max_updates=12018))
+
+
+def test_the_runs_a_profile_would_train_differently_now_are_named(tmp_path):
+    """A recipe chosen again after the study's runs were trained: the text names those runs, the
+    setting that changed and what training them again costs; a raised cap that early stopping
+    never reached changes nothing, and a study trained as its profile says gets no text."""
+    import dataclasses
+
+    from nmt_experiments.core.results import stale_text
+    from nmt_lib.io import write_json
+
+    src = ROOT / "nmt_lib" / "profiles" / "studies" / "compare.toml"
+    runs = load_profile(src).runs
+    names = ["RNNsearch-50-s1", "Luong-dot-50-s1"]
+    for name in names:
+        d = tmp_path / "runs" / name
+        d.mkdir(parents=True)
+        write_json(d / "config.json", to_dict(runs[name]))
+        write_json(
+            d / "train_summary.json", {"stopped_by": "early_stop", "updates": 100, "hours": 0.5}
+        )
+    write_json(tmp_path / "manifest.json", {"runs": names})
+    assert stale_text(tmp_path, src) == ""
+    luong = runs["Luong-dot-50-s1"]
+    lr = luong.train.lr
+    head, tail = src.read_text(encoding="utf-8").split('[runs."Luong-dot-50-s1"]')
+    newer = f'{head}[runs."Luong-dot-50-s1"]' + tail.replace(f"lr = {lr},", f"lr = {2 * lr},", 1)
+    assert newer != src.read_text(encoding="utf-8")
+    (tmp_path / "p.toml").write_text(newer, encoding="utf-8")
+    assert load_profile(tmp_path / "p.toml").runs["Luong-dot-50-s1"] == dataclasses.replace(
+        luong, train=dataclasses.replace(luong.train, lr=2 * lr)
+    )
+    text = stale_text(tmp_path, tmp_path / "p.toml")
+    assert text.startswith("1 of the 2 runs were trained with settings that p.toml no longer")
+    assert f"Luong-dot-50-s1 (train.lr {lr} → {2 * lr})" in text and "RNNsearch" not in text
+    assert text.endswith("about 0.5 hours of one core at their recorded times")
 
 
 def test_a_runs_own_model_key_of_another_architecture_is_an_error(tmp_path):

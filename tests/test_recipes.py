@@ -290,3 +290,14 @@ def test_the_multi30k_study_is_written_from_its_sweep(tmp_path):
     prof.write_text(recipes.compare_profile(out, testbed=bed))
     chosen = load_profile(prof).runs["RNNsearch-50-s3"]
     assert chosen.model.dropout == 0.4 and chosen.train.lr == 3e-3
+
+
+@pytest.mark.parametrize("bed", [recipes.WMT14, recipes.MULTI30K], ids=["compare", "multi30k"])
+def test_a_search_of_some_models_keeps_the_others_rows_as_written(bed, tmp_path):
+    """``--search MODEL``: the models not named keep their rows of search.csv, which read back
+    as written (the committed tables come out byte for byte), so no model decodes."""
+    rows = recipe_sweep.search_table(bed.results, profile=bed.sweep, models=[])
+    assert {r["model"] for r in rows} == set(recipe_sweep.chosen(bed.results, bed.sweep))
+    markdown.write_table(tmp_path, "search", rows, recipe_sweep.SEARCH_NOTE)
+    for name in ("search.csv", "search.md"):
+        assert (tmp_path / name).read_bytes() == (bed.results / name).read_bytes(), name

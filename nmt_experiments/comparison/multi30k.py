@@ -32,7 +32,7 @@ from ..core.claims import FLOOR, MARGIN, NOT_TESTABLE, verdict_counts
 from ..core.judge import Judge
 from ..core.markdown import write_table
 from ..core.options import add_out
-from ..core.results import convergence_text, run_dir
+from ..core.results import convergence_text, run_dir, stale_text
 from . import runs as comparison
 from . import verdicts
 
@@ -202,7 +202,8 @@ def note(out: Path = RESULTS) -> str:
         "Profile `multi30k` (Multi30k task 1 En→Fr; test_2016_flickr and test_2017_flickr, 1,000 "
         f"captions each, tokenized BLEU unless sacreBLEU), "
         f"{convergence_text(out) or 'each run trained until early stopping or its cap ended it'}. "
-        "Seeds: the mean over them. 95% intervals: 1000 resamples of the seeds "
+        + (f"{stale}. " if (stale := stale_text(out, PROFILE)) else "")
+        + "Seeds: the mean over them. 95% intervals: 1000 resamples of the seeds "
         f"and of the test set's sentences. Margin: {MARGIN:g} BLEU; learning floor: {FLOOR:g} "
         f"BLEU. Figure 2 restated for captions: sentences of {LONG} words or more against those of "
         f"fewer than {SHORT}."

@@ -15,6 +15,7 @@ search (:func:`search_table`). What the sweep writes: ``runs/<arm>/``, ``recipes
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import itertools
 from functools import partial
@@ -183,22 +184,30 @@ def edge_cost_text(out: Path, profile, study: Path) -> str:
         for d in sorted(study.glob("runs/*/config.json")):
             if read_json(d)["model"]["arch"] == arch:
                 runs[d.parent.name] = read_json(d.parent / "train_summary.json")["hours"]
+    which = "this edge" if len(edges) == 1 else f"each of these {len(edges)} edges"
     return (
-        f"One arm one step beyond each of these {len(edges)} edges would take about "
-        f"{arm_hours:.1f} hours of one core at the mean of its family's arms; where one wins on "
-        f"dev, its family's study runs train again: up to {len(runs)} runs and "
-        f"{sum(runs.values()):.1f} hours of one core at their recorded times. These arms are not "
-        "trained: the edges are named here, with what testing them costs."
+        f"One arm one step beyond {which} would take about {arm_hours:.1f} hours of one core "
+        "at the mean of its family's arms; where one wins on dev, its family's study runs train "
+        f"again: up to {len(runs)} runs and {sum(runs.values()):.1f} hours of one core at their "
+        "recorded times. These arms are not trained: the edges are named here, with what testing "
+        "them costs."
     )
 
 
-def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[dict]:
+def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE, models=None) -> list[dict]:
     """Each family's chosen model decodes :data:`SEARCH_SENTENCES` dev sentences with every
     setting of :data:`SEARCH_GRID`; tokenized BLEU, brevity penalty, length ratio, and whether the
-    setting is chosen (the highest BLEU of the model)."""
+    setting is chosen (the highest BLEU of the model). ``models``: only these families decode
+    (those whose chosen arm changed), the others' rows kept from ``search.csv``."""
     prof = load_profile(profile)
+    kept = {r["model"]: [] for r in _search_rows(out)}
+    for r in _search_rows(out):
+        kept[r["model"]].append(r)
     rows = []
     for model_name, arm in chosen(out, profile).items():
+        if models is not None and model_name not in models and model_name in kept:
+            rows += kept[model_name]
+            continue
         run = prof.runs[arm]
         if data_dir is not None:
             run = dataclasses.replace(run, data=dataclasses.replace(run.data, data_dir=data_dir))
@@ -221,6 +230,23 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE) -> list[di
         best = max(mine, key=lambda r: r["dev BLEU"])
         rows += [{**r, "chosen": r is best} for r in mine]
     return rows
+
+
+def _search_rows(out: Path) -> list[dict]:
+    """The rows of ``out/search.csv`` as :func:`search_table` makes them (none where it is not
+    written yet)."""
+    f = out / "search.csv"
+    if not f.is_file():
+        return []
+    with open(f, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    kinds = {"search.normalize": _bool, "chosen": _bool, "dev sentences": int, "model": str}
+    return [{k: kinds.get(k, float)(v) for k, v in r.items()} for r in rows]
+
+
+def _bool(text: str) -> bool:
+    """``"True"`` -> True, ``"False"`` -> False (a CSV's booleans)."""
+    return {"True": True, "False": False}[text]
 
 
 def train(jobs: int = 1, data_dir=None, out: Path = RESULTS, arms=None, profile=PROFILE) -> None:

@@ -321,7 +321,12 @@ def _main(argv) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--train", action="store_true", help="train the arms not finished yet")
-    ap.add_argument("--search", action="store_true", help="search settings on dev")
+    ap.add_argument(
+        "--search",
+        nargs="*",
+        metavar="MODEL",
+        help="search settings on dev (of these models only, the others' kept from search.csv)",
+    )
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--data-dir")
     ap.add_argument("--arms", nargs="*", help="only these arms")
@@ -353,8 +358,9 @@ def _main(argv) -> int:
     if rows:
         note = NOTE if bed is WMT14 else MULTI30K_NOTE
         write_table(out, "recipes", rows, note)
-    if a.search:
-        write_table(out, "search", search_table(out, a.data_dir, prof), SEARCH_NOTE)
+    if a.search is not None:
+        rows = search_table(out, a.data_dir, prof, a.search or None)
+        write_table(out, "search", rows, SEARCH_NOTE)
     if a.write_profile:
         target = bed.profile if a.write_profile is True else a.write_profile
         target.write_text(compare_profile(out, testbed=bed._replace(sweep=prof)), encoding="utf-8")

@@ -9,7 +9,16 @@ import os
 import re
 from pathlib import Path
 
-from nmt_lib.config import PROFILE_DIR, home, profile_path, run_dir_name
+from nmt_lib.config import (
+    PROFILE_DIR,
+    ConfigError,
+    home,
+    load_profile,
+    profile_path,
+    run_dir_name,
+    run_from_dict,
+    to_dict,
+)
 from nmt_lib.io import read_json
 
 
@@ -197,6 +206,66 @@ def convergence_text(out: Path) -> str:
     return (
         f"every run trained until early stopping ended it ({rule}) except {len(capped)} of the "
         f"{len(stops)}, which reached their cap of {cap:,} updates first: {', '.join(capped)}"
+    )
+
+
+def same_run(saved: dict, run, summary: dict | None = None) -> bool:
+    """Whether the config ``saved`` (a run's ``config.json``, in the layout of any version) is
+    ``run``'s. ``summary``: that run's ``train_summary.json``, which says where its budget ended
+    it; training is the same update by update whatever the budget, so a run that early stopping
+    ended at update U is ``run``'s under any cap of at least U, and one that its time budget ended
+    at update U is ``run``'s with a budget of exactly U updates (``train.max_updates``)."""
+    try:  # every section as this version reads it: its settings' defaults where it predates them
+        saved, want = to_dict(run_from_dict(saved)), to_dict(run)
+    except (ConfigError, TypeError, KeyError):
+        return False
+    stop, made = (summary or {}).get("stopped_by"), (summary or {}).get("updates")
+    have, cap = saved["train"], want["train"]["max_updates"]
+    timeless = want["train"]["max_hours"] in (None, have["max_hours"])
+    if stop == "early_stop" and timeless and (cap is None or made <= cap):
+        have.update(max_updates=cap, max_hours=want["train"]["max_hours"])
+    elif stop == "max_hours" and cap == made and want["train"]["max_hours"] is None:
+        have.update(max_updates=cap, max_hours=None)
+    return saved == want
+
+
+def stale_text(out: Path, profile) -> str:
+    """The evaluated runs of ``out`` that ``profile`` (a name or path) would train differently now
+    (:func:`same_run`; a recipe chosen again since they were trained), by name with the settings
+    that changed and their recorded hours of one core: what training them again costs. Empty where
+    every run is the profile's."""
+    manifest = read_json(out / "manifest.json") if (out / "manifest.json").is_file() else {}
+    runs = load_profile(profile).runs
+    changed: dict[str, list[str]] = {}
+    hours = 0.0
+    for r in manifest.get("runs", []):
+        files = [run_dir(out, r) / f for f in ("config.json", "train_summary.json")]
+        if r not in runs or not all(f.is_file() for f in files):
+            continue
+        saved, summary = map(read_json, files)
+        if same_run(saved, runs[r], summary):
+            continue
+        try:
+            have, want = to_dict(run_from_dict(saved)), to_dict(runs[r])
+        except (ConfigError, TypeError, KeyError):
+            have, want = {}, {}
+        what = ", ".join(
+            f"{sec}.{k} {have[sec].get(k)} → {v}"
+            for sec in ("model", "train", "search")
+            for k, v in want.get(sec, {}).items()
+            if have[sec].get(k) != v and k not in ("max_updates", "max_hours")
+        )
+        changed.setdefault(what or "their budget or settings", []).append(r)
+        hours += summary.get("hours", 0.0)
+    if not changed:
+        return ""
+    runs_text = "; ".join(f"{', '.join(rs)} ({what})" for what, rs in changed.items())
+    n = sum(map(len, changed.values()))
+    return (
+        f"{n} of the {len(manifest['runs'])} runs were trained with settings that "
+        f"{Path(profile_path(profile)).name} no longer names, its recipes chosen again since: "
+        f"{runs_text}; training them again takes about {hours:.1f} hours of one core at their "
+        "recorded times"
     )
 
 

@@ -12,7 +12,7 @@ from nmt_lib.io import read_json
 
 from ..core.claims import verdict_counts
 from ..core.markdown import markdown_table
-from ..core.results import convergence_text, results_path, run_dir
+from ..core.results import convergence_text, results_path, run_dir, stale_text
 from ..core.tables import seeds_text
 from . import rerun
 
@@ -141,7 +141,9 @@ def _multi30k_summary() -> list[str]:
         "",
         "On a second testbed, Multi30k En→Fr (29,000 image "
         'captions; `results/multi30k/`, the book\'s section "Two testbeds, claim by claim"), '
-        f"{convergence_text(m30k)}, each model with its own recipe, {part} tokenized "
+        f"{convergence_text(m30k)}, each model with its own recipe"
+        + (f" ({stale})" if (stale := stale_text(m30k, "studies/multi30k")) else "")
+        + f", {part} tokenized "
         "BLEU: "
         + ranked_text(rows)
         + f". Of the {len(judged)} claims judged on {part}: {verdict_counts(judged)}.",

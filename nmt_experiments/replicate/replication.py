@@ -24,7 +24,7 @@ from pathlib import Path
 
 from nmt_lib import loading, publish
 from nmt_lib.checkpoint import default_checkpoint_dir, find_checkpoint, portable
-from nmt_lib.config import ConfigError, run_from_dict, to_dict
+from nmt_lib.config import ConfigError, to_dict
 from nmt_lib.data import data_summary, prepare
 from nmt_lib.evaluate import evaluate_run
 from nmt_lib.io import locked, read_json, write_json
@@ -34,7 +34,7 @@ from nmt_lib.train import train_run
 
 from ..core.options import add_out
 from ..core.provenance import git_state, record_run, write_manifest
-from ..core.results import published_dir, results_path, run_dir
+from ..core.results import published_dir, results_path, run_dir, same_run
 from ..core.workers import reported, run_all
 from . import lexicon, lite_long, paper_claims
 from .readme import write_readme
@@ -182,26 +182,6 @@ def evaluated(run, d: Path) -> dict | None:
         and ckpt.stat().st_mtime <= f.stat().st_mtime
     )
     return bleu if same else None
-
-
-def same_run(saved: dict, run, summary: dict | None = None) -> bool:
-    """Whether the config ``saved`` (a run's ``config.json``, in the layout of any version) is
-    ``run``'s. ``summary``: that run's ``train_summary.json``, which says where its budget ended
-    it; training is the same update by update whatever the budget, so a run that early stopping
-    ended at update U is ``run``'s under any cap of at least U, and one that its time budget ended
-    at update U is ``run``'s with a budget of exactly U updates (``train.max_updates``)."""
-    try:  # every section as this version reads it: its settings' defaults where it predates them
-        saved, want = to_dict(run_from_dict(saved)), to_dict(run)
-    except (ConfigError, TypeError, KeyError):
-        return False
-    stop, made = (summary or {}).get("stopped_by"), (summary or {}).get("updates")
-    have, cap = saved["train"], want["train"]["max_updates"]
-    timeless = want["train"]["max_hours"] in (None, have["max_hours"])
-    if stop == "early_stop" and timeless and (cap is None or made <= cap):
-        have.update(max_updates=cap, max_hours=want["train"]["max_hours"])
-    elif stop == "max_hours" and cap == made and want["train"]["max_hours"] is None:
-        have.update(max_updates=cap, max_hours=None)
-    return saved == want
 
 
 def recorded(run, d: Path) -> dict | None:
