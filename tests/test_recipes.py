@@ -237,16 +237,26 @@ def test_the_sweep_says_which_chosen_rates_it_brackets(tmp_path):
     out = tmp_path / "recipes"
     fake_sweep(out, best)
     found = recipe_sweep.bracketed(out)
-    assert found["RNNsearch-50"] == {"lr": 0.003, "lower": True, "higher": True}
-    assert found["RNNencdec-50"] == {"lr": 0.01, "lower": True, "higher": False}
-    assert found["Seq2seq-50"] == {"lr": 0.0003, "lower": False, "higher": True}
-    assert found["Luong-50"] == {"lr": 0.001, "lower": False, "higher": False}
-    assert found["Transformer-50"] == {"lr": 0.001, "lower": True, "higher": True}
+    assert found["RNNsearch-50"] == {"lr": 0.003, "lower": True, "higher": True, "equal": []}
+    assert found["RNNencdec-50"] == {"lr": 0.01, "lower": True, "higher": False, "equal": []}
+    assert found["Seq2seq-50"] == {"lr": 0.0003, "lower": False, "higher": True, "equal": []}
+    assert found["Luong-50"] == {"lr": 0.001, "lower": False, "higher": False, "equal": []}
+    assert found["Transformer-50"] == {"lr": 0.001, "lower": True, "higher": True, "equal": []}
     text = recipe_sweep.bracketed_text(out)
     assert "RNNsearch-50 3e-3" in text and "Transformer-50 1e-3" in text
     assert "RNNencdec-50's 1e-2 is the highest rate tried" in text
     assert "Seq2seq-50's 3e-4 is the lowest rate tried" in text
     assert "Luong-50's 1e-3 was the only rate tried with its other settings" in text
+    # an arm one step beyond that scores the same (to the table's 0.01) leaves the choice and the
+    # edge open: the rate tied with is named
+    tie = out / "runs" / "RNNsearch-50.adam-1e-2" / "final.json"
+    write_json(tie, {"dev_nll": 50.004, "dev_bleu_greedy": 1.0})
+    found = recipe_sweep.bracketed(out)
+    assert found["RNNsearch-50"] == {"lr": 0.003, "lower": True, "higher": False, "equal": [0.01]}
+    assert "RNNsearch-50's 3e-3 scores the same dev NLL as 1e-2 (a tie keeps" in (
+        recipe_sweep.bracketed_text(out)
+    )
+    write_json(tie, {"dev_nll": 60.0, "dev_bleu_greedy": 1.0})
     # testing the 3 edges: one arm each at its family's 0.5 hours; the study's runs of the same
     # architecture (here one Seq2seq run of 2 hours, RNNsearch's not at an edge) trained again
     study = tmp_path / "study"

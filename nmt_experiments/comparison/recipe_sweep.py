@@ -109,10 +109,12 @@ def chosen(out: Path = RESULTS, profile=PROFILE) -> dict[str, str]:
 
 
 def bracketed(out: Path = RESULTS, profile=PROFILE) -> dict[str, dict]:
-    """Whether the sweep brackets each chosen learning rate: ``{model: {"lr", "lower", "higher"}}``
-    with the chosen arm's rate and, for each side, whether an arm that differs from it only in
-    the rate was trained there and scored worse on dev (a diverged arm counts as worse). A side
-    that is False means the best rate may lie beyond the grid."""
+    """Whether the sweep brackets each chosen learning rate: ``{model: {"lr", "lower", "higher",
+    "equal"}}`` with the chosen arm's rate and, for each side, whether an arm that differs from it
+    only in the rate was trained there and scored worse on dev (a diverged arm counts as worse); a
+    side that is False means the best rate may lie beyond the grid. ``equal``: the rates of such
+    arms that score the same as the chosen one in :func:`table` (a tie goes to the arm listed
+    first)."""
     prof = load_profile(profile)
     nll = {f"{r['model']}.{r['arm']}": r["dev NLL"] for r in table(out, profile)}
 
@@ -122,11 +124,13 @@ def bracketed(out: Path = RESULTS, profile=PROFILE) -> dict[str, dict]:
     found = {}
     for model, arm in chosen(out, profile).items():
         lr, mine = prof.runs[arm].train.lr, but_rate(prof.runs[arm])
-        sides = {"lower": False, "higher": False}
+        sides = {"lower": False, "higher": False, "equal": []}
         for name, run in prof.runs.items():
             if name in nll and run.train.lr != lr and but_rate(run) == mine:
                 worse = nll[name] is None or nll[name] > nll[arm]  # None: diverged
                 sides["lower" if run.train.lr < lr else "higher"] |= worse
+                if nll[name] == nll[arm]:
+                    sides["equal"].append(run.train.lr)
         found[model] = {"lr": lr, **sides}
     return found
 
@@ -138,7 +142,8 @@ def _rate(lr: float) -> str:
 
 def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
     """:func:`bracketed` in a sentence: the families whose chosen rate has a worse one on both
-    sides, and those where the best rate may lie beyond the grid."""
+    sides, and those where the best rate may lie beyond the grid (beside a rate that ties with it,
+    or at the end of the rates tried)."""
     found = bracketed(out, profile)
     inside = [f"{m} {_rate(b['lr'])}" for m, b in found.items() if b["lower"] and b["higher"]]
     side = {
@@ -146,8 +151,15 @@ def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
         (False, True): "is the lowest rate tried",
         (False, False): "was the only rate tried with its other settings",
     }
+
+    def where(b):
+        if b["equal"]:
+            tied = " and ".join(map(_rate, sorted(b["equal"])))
+            return f"scores the same dev NLL as {tied} (a tie keeps the arm listed first)"
+        return side[b["lower"], b["higher"]]
+
     edge = [
-        f"{m}'s {_rate(b['lr'])} {side[b['lower'], b['higher']]}"
+        f"{m}'s {_rate(b['lr'])} {where(b)}"
         for m, b in found.items()
         if not (b["lower"] and b["higher"])
     ]
@@ -268,7 +280,8 @@ def train(jobs: int = 1, data_dir=None, out: Path = RESULTS, arms=None, profile=
 NOTE = (
     "Each arm trained for the same number of updates on the same batches (seed 1); dev NLL: "
     "per sentence, the whole dev set (newstest2012+2013); dev BLEU: greedy, its first 500 "
-    "sentences. The chosen arm (lowest dev NLL) is the model's recipe in the comparison."
+    "sentences. The chosen arm (lowest dev NLL as shown; a tie keeps the arm listed first) is the "
+    "model's recipe in the comparison."
 )
 
 
@@ -276,7 +289,7 @@ MULTI30K_NOTE = (
     "Each arm trained on the same batches (seed 1) until its val NLL had not improved for 3 "
     "evaluations (at most 3,000 updates), its best checkpoint kept; dev NLL: per sentence, the whole "
     "val set of Multi30k; dev BLEU: greedy, its first 500 sentences. The chosen arm (lowest dev "
-    "NLL) is the model's recipe in the Multi30k study."
+    "NLL as shown; a tie keeps the arm listed first) is the model's recipe in the Multi30k study."
 )
 
 
