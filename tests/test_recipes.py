@@ -311,3 +311,23 @@ def test_a_search_of_some_models_keeps_the_others_rows_as_written(bed, tmp_path)
     markdown.write_table(tmp_path, "search", rows, recipe_sweep.SEARCH_NOTE)
     for name in ("search.csv", "search.md"):
         assert (tmp_path / name).read_bytes() == (bed.results / name).read_bytes(), name
+
+
+def test_a_tied_rate_with_a_worse_one_beyond_it_is_bracketed_and_named(tmp_path):
+    """The chosen rate ties with the next one up and a rate further up scores worse: bracketed,
+    the tie named."""
+    arms = {"adam-1e-3": 1e-3, "adam-3e-3": 3e-3, "adam-5e-3": 5e-3, "adam-1e-2": 1e-2}
+    prof = tmp_path / "sweep.toml"
+    prof.write_text(
+        'name = "sweep"\ndescription = "a test"\n[train]\nmax_updates = 10\n'
+        + "".join(f'[runs."RNNsearch-50.{a}"]\ntrain = {{ lr = {lr} }}\n' for a, lr in arms.items())
+    )
+    out = tmp_path / "recipes"
+    fake_sweep(out, {"RNNsearch-50": "adam-3e-3"}, prof)
+    write_json(
+        out / "runs" / "RNNsearch-50.adam-5e-3" / "final.json",
+        {"dev_nll": 50.0, "dev_bleu_greedy": 1.0},
+    )
+    found = recipe_sweep.bracketed(out, prof)
+    assert found["RNNsearch-50"] == {"lr": 0.003, "lower": True, "higher": True, "equal": [0.005]}
+    assert "RNNsearch-50 3e-3 (tied with 5e-3)." in recipe_sweep.bracketed_text(out, prof)

@@ -145,7 +145,15 @@ def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
     sides, and those where the best rate may lie beyond the grid (beside a rate that ties with it,
     or at the end of the rates tried)."""
     found = bracketed(out, profile)
-    inside = [f"{m} {_rate(b['lr'])}" for m, b in found.items() if b["lower"] and b["higher"]]
+
+    def tied(b):
+        return " and ".join(map(_rate, sorted(b["equal"])))
+
+    inside = [
+        f"{m} {_rate(b['lr'])}" + (f" (tied with {tied(b)})" if b["equal"] else "")
+        for m, b in found.items()
+        if b["lower"] and b["higher"]
+    ]
     side = {
         (True, False): "is the highest rate tried",
         (False, True): "is the lowest rate tried",
@@ -154,8 +162,7 @@ def bracketed_text(out: Path = RESULTS, profile=PROFILE) -> str:
 
     def where(b):
         if b["equal"]:
-            tied = " and ".join(map(_rate, sorted(b["equal"])))
-            return f"scores the same dev NLL as {tied} (a tie keeps the arm listed first)"
+            return f"scores the same dev NLL as {tied(b)} (a tie keeps the arm listed first)"
         return side[b["lower"], b["higher"]]
 
     edge = [
@@ -212,9 +219,9 @@ def search_table(out: Path = RESULTS, data_dir=None, profile=PROFILE, models=Non
     setting is chosen (the highest BLEU of the model). ``models``: only these families decode
     (those whose chosen arm changed), the others' rows kept from ``search.csv``."""
     prof = load_profile(profile)
-    kept = {r["model"]: [] for r in _search_rows(out)}
+    kept: dict[str, list[dict]] = {}
     for r in _search_rows(out):
-        kept[r["model"]].append(r)
+        kept.setdefault(r["model"], []).append(r)
     rows = []
     for model_name, arm in chosen(out, profile).items():
         if models is not None and model_name not in models and model_name in kept:

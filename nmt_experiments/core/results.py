@@ -253,7 +253,7 @@ def stale_text(out: Path, profile) -> str:
             f"{sec}.{k} {have[sec].get(k)} → {v}"
             for sec in ("model", "train", "search")
             for k, v in want.get(sec, {}).items()
-            if have[sec].get(k) != v and k not in ("max_updates", "max_hours")
+            if have.get(sec, {}).get(k) != v and k not in ("max_updates", "max_hours")
         )
         changed.setdefault(what or "their budget or settings", []).append(r)
         hours += summary.get("hours", 0.0)
