@@ -262,8 +262,8 @@ def test_a_budget_that_a_run_did_not_reach_changes_nothing_before_it():
 
 def test_the_runs_a_profile_would_train_differently_now_are_named(tmp_path):
     """A recipe chosen again after the study's runs were trained: the text names those runs, the
-    setting that changed and what training them again costs; a raised cap that early stopping
-    never reached changes nothing, and a study trained as its profile says gets no text."""
+    setting that changed and what training them again costs; a study trained as its profile says
+    gets no text."""
     import dataclasses
 
     from nmt_experiments.core.results import stale_text

@@ -209,16 +209,17 @@ def convergence_text(out: Path) -> str:
     )
 
 
-def same_run(saved: dict, run, summary: dict | None = None) -> bool:
-    """Whether the config ``saved`` (a run's ``config.json``, in the layout of any version) is
-    ``run``'s. ``summary``: that run's ``train_summary.json``, which says where its budget ended
-    it; training is the same update by update whatever the budget, so a run that early stopping
-    ended at update U is ``run``'s under any cap of at least U, and one that its time budget ended
-    at update U is ``run``'s with a budget of exactly U updates (``train.max_updates``)."""
+def config_changes(saved: dict, run, summary: dict | None = None) -> list[str]:
+    """How ``run`` differs from the config ``saved`` (a run's ``config.json``, in the layout of any
+    version), one ``"section.key saved → run's"`` per setting; empty where ``saved`` is ``run``'s.
+    ``summary``: that run's ``train_summary.json``, which says where its budget ended it; training
+    is the same update by update whatever the budget, so a run that early stopping ended at update
+    U is ``run``'s under any cap of at least U, and one that its time budget ended at update U is
+    ``run``'s with a budget of exactly U updates (``train.max_updates``)."""
     try:  # every section as this version reads it: its settings' defaults where it predates them
         saved, want = to_dict(run_from_dict(saved)), to_dict(run)
     except (ConfigError, TypeError, KeyError):
-        return False
+        return ["a config this version cannot read"]
     stop, made = (summary or {}).get("stopped_by"), (summary or {}).get("updates")
     have, cap = saved["train"], want["train"]["max_updates"]
     timeless = want["train"]["max_hours"] in (None, have["max_hours"])
@@ -226,14 +227,31 @@ def same_run(saved: dict, run, summary: dict | None = None) -> bool:
         have.update(max_updates=cap, max_hours=want["train"]["max_hours"])
     elif stop == "max_hours" and cap == made and want["train"]["max_hours"] is None:
         have.update(max_updates=cap, max_hours=None)
-    return saved == want
+    have, want = _settings(saved), _settings(want)
+    return [f"{k} {have.get(k)} → {v}" for k, v in want.items() if have.get(k) != v]
+
+
+def _settings(config: dict) -> dict:
+    """A config's settings by one name each: ``{"train.lr": ..., "name": ...}``."""
+    flat = {}
+    for sec, values in config.items():
+        if isinstance(values, dict):
+            flat |= {f"{sec}.{k}": v for k, v in values.items()}
+        else:
+            flat[sec] = values
+    return flat
+
+
+def same_run(saved: dict, run, summary: dict | None = None) -> bool:
+    """Whether the config ``saved`` is ``run``'s (:func:`config_changes`: no setting differs)."""
+    return not config_changes(saved, run, summary)
 
 
 def stale_text(out: Path, profile) -> str:
     """The evaluated runs of ``out`` that ``profile`` (a name or path) would train differently now
-    (:func:`same_run`; a recipe chosen again since they were trained), by name with the settings
-    that changed and their recorded hours of one core: what training them again costs. Empty where
-    every run is the profile's."""
+    (:func:`config_changes`; a recipe chosen again since they were trained), by name with the
+    settings that changed and their recorded hours of one core: what training them again costs.
+    Empty where every run is the profile's."""
     manifest = read_json(out / "manifest.json") if (out / "manifest.json").is_file() else {}
     runs = load_profile(profile).runs
     changed: dict[str, list[str]] = {}
@@ -243,20 +261,9 @@ def stale_text(out: Path, profile) -> str:
         if r not in runs or not all(f.is_file() for f in files):
             continue
         saved, summary = map(read_json, files)
-        if same_run(saved, runs[r], summary):
-            continue
-        try:
-            have, want = to_dict(run_from_dict(saved)), to_dict(runs[r])
-        except (ConfigError, TypeError, KeyError):
-            have, want = {}, {}
-        what = ", ".join(
-            f"{sec}.{k} {have[sec].get(k)} → {v}"
-            for sec in ("model", "train", "search")
-            for k, v in want.get(sec, {}).items()
-            if have.get(sec, {}).get(k) != v and k not in ("max_updates", "max_hours")
-        )
-        changed.setdefault(what or "their budget or settings", []).append(r)
-        hours += summary.get("hours", 0.0)
+        if what := config_changes(saved, runs[r], summary):
+            changed.setdefault(", ".join(what), []).append(r)
+            hours += summary.get("hours", 0.0)
     if not changed:
         return ""
     runs_text = "; ".join(f"{', '.join(rs)} ({what})" for what, rs in changed.items())
